@@ -1,0 +1,21 @@
+-- pgq._notify(kind, field, vals): send {"kind": kind, field: [...]} on channel pgq_events.
+-- Contract: values are split into chunks so each payload stays far below NOTIFY's 8000-byte
+--   limit (15 entrypoints of at most 200 bytes, or 300 ids, per notification). Sends nothing for
+--   an empty or NULL array. Identical payloads in one transaction are folded by PostgreSQL.
+-- Locking: none. NOTIFY is delivered at commit, never before.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._notify(kind text, field text, vals jsonb)
+RETURNS void
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT pg_notify('pgq_events', jsonb_build_object('kind', kind, field, chunk.vals)::text)
+      FROM (
+            SELECT jsonb_agg(v.value ORDER BY v.ord) AS vals
+              FROM jsonb_array_elements(_notify.vals) WITH ORDINALITY AS v(value, ord)
+             GROUP BY (v.ord - 1) / CASE WHEN _notify.field = 'ids' THEN 300 ELSE 15 END
+           ) AS chunk;
+$$;
+COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
+    'Private. Sends {"kind": kind, field: vals} on pgq_events in chunks well under the NOTIFY size limit.';

@@ -1,0 +1,145 @@
+-- pgq.claim(worker_id, entrypoints, batch_size, at)
+-- Contract: claims up to batch_size runnable jobs of the given entrypoints, highest priority
+--   first, then earliest due, then enqueue order. Runnable: queued with run_at <= at, or running
+--   with a heartbeat older than the entrypoint's heartbeat_timeout (stale: its worker is gone).
+--   Each claimed job gets status running, heartbeat = at, this worker, a new lease and attempt + 1
+--   (a re-claim counts as an attempt). A stale job whose attempts are used up goes to history as
+--   failed, and a stale job flagged for cancellation as canceled, instead of being claimed.
+--   An entrypoint's concurrency_limit holds across all workers: one claimer at a time takes the
+--   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call).
+--   at NULL means now(); tests pass a time to move the clock.
+-- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
+--   never waits for another claimer. Must run in READ COMMITTED so each step sees the last commit.
+-- Errors: PQ001 bad entrypoints, PQ002 batch_size outside 1..10000, PQ009 NULL worker_id,
+--   PQ010 not READ COMMITTED.
+CREATE OR REPLACE FUNCTION pgq.claim(
+    worker_id    uuid,
+    entrypoints  text[],
+    batch_size   int         DEFAULT 1,
+    at           timestamptz DEFAULT NULL
+)
+RETURNS SETOF pgq.claimed_job
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now     timestamptz := coalesce(claim.at, now());
+    v_limited text[];
+BEGIN
+    IF claim.worker_id IS NULL THEN
+        RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF coalesce(cardinality(claim.entrypoints), 0) = 0
+       OR array_position(claim.entrypoints, NULL) IS NOT NULL
+       OR array_position(claim.entrypoints, '') IS NOT NULL THEN
+        RAISE EXCEPTION 'entrypoints must be a non-empty array of non-empty names, got %',
+            coalesce(claim.entrypoints::text, 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF claim.batch_size IS NULL OR claim.batch_size NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'batch_size must be between 1 and 10000, got %', coalesce(claim.batch_size::text, 'NULL')
+            USING ERRCODE = 'PQ002';
+    END IF;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'pgq.claim needs READ COMMITTED isolation, the transaction is %',
+            current_setting('transaction_isolation')
+            USING ERRCODE = 'PQ010';
+    END IF;
+
+    -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
+    SELECT array_agg(c.entrypoint) INTO v_limited
+      FROM (SELECT e.entrypoint
+              FROM pgq.entrypoints e
+             WHERE e.entrypoint = ANY (claim.entrypoints)
+               AND e.concurrency_limit IS NOT NULL
+             ORDER BY e.entrypoint
+               FOR UPDATE SKIP LOCKED) AS c;
+
+    -- Stale jobs that may not run again leave for history.
+    PERFORM pgq._archive(array_agg(s.id),
+                         array_agg(CASE WHEN s.cancel_requested THEN 'canceled' ELSE 'failed' END),
+                         array_agg(jsonb_build_object('error', 'heartbeat timeout',
+                                                      'worker_id', s.worker_id,
+                                                      'heartbeat_at', s.heartbeat_at)),
+                         v_now)
+       FROM (SELECT j.id, j.cancel_requested, j.worker_id, j.heartbeat_at
+               FROM pgq.entrypoints c
+               JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
+              WHERE c.entrypoint = ANY (claim.entrypoints)
+                AND j.heartbeat_at < v_now - c.heartbeat_timeout
+                AND (j.attempt >= c.max_attempts OR j.cancel_requested)
+                FOR UPDATE OF j SKIP LOCKED) AS s
+     HAVING count(*) > 0;
+
+    RETURN QUERY
+    WITH eps AS (
+        SELECT c.entrypoint, c.heartbeat_timeout, c.max_attempts,
+               CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
+                    WHEN c.entrypoint = ANY (v_limited) THEN
+                         greatest(0, least(claim.batch_size,
+                                           c.concurrency_limit - (SELECT count(*)
+                                                                    FROM pgq.jobs r
+                                                                   WHERE r.entrypoint = c.entrypoint
+                                                                     AND r.status = 'running')))
+                    ELSE 0 END AS quota
+          FROM pgq.entrypoints c
+         WHERE c.entrypoint = ANY (claim.entrypoints)
+    ), candidates AS (
+        SELECT q.id, q.priority, q.run_at, eps.max_attempts, eps.heartbeat_timeout
+          FROM eps
+         CROSS JOIN LATERAL (
+               SELECT j.id, j.priority, j.run_at
+                 FROM pgq.jobs j
+                WHERE j.entrypoint = eps.entrypoint
+                  AND j.status = 'queued'
+                  AND j.run_at <= v_now
+                ORDER BY j.priority DESC, j.run_at, j.id
+                LIMIT eps.quota
+                  FOR UPDATE SKIP LOCKED) AS q
+        UNION ALL
+        SELECT s.id, s.priority, s.run_at, eps.max_attempts, eps.heartbeat_timeout
+          FROM eps
+         CROSS JOIN LATERAL (
+               SELECT j.id, j.priority, j.run_at
+                 FROM pgq.jobs j
+                WHERE j.entrypoint = eps.entrypoint
+                  AND j.status = 'running'
+                  AND j.heartbeat_at < v_now - eps.heartbeat_timeout
+                  AND j.attempt < eps.max_attempts
+                  AND NOT j.cancel_requested
+                ORDER BY j.priority DESC, j.run_at, j.id
+                LIMIT claim.batch_size
+                  FOR UPDATE SKIP LOCKED) AS s
+    ), picked AS (
+        SELECT c.*
+          FROM candidates c
+         ORDER BY c.priority DESC, c.run_at, c.id
+         LIMIT claim.batch_size
+    ), claimed AS (
+        UPDATE pgq.jobs j
+           SET status = 'running',
+               lease = nextval('pgq.lease_seq'),
+               worker_id = claim.worker_id,
+               started_at = v_now,
+               heartbeat_at = v_now,
+               attempt = j.attempt + 1,
+               errors = CASE WHEN j.status = 'running'
+                             THEN j.errors || jsonb_build_array(jsonb_build_object(
+                                      'attempt', j.attempt, 'at', v_now,
+                                      'details', jsonb_build_object('error', 'heartbeat timeout',
+                                                                    'worker_id', j.worker_id,
+                                                                    'heartbeat_at', j.heartbeat_at)))
+                             ELSE j.errors END
+          FROM picked p
+         WHERE j.id = p.id
+        RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
+                  j.enqueued_at, j.run_at, j.dedupe_key, p.max_attempts, p.heartbeat_timeout
+    )
+    SELECT c.* FROM claimed c ORDER BY c.priority DESC, c.run_at, c.id;
+END
+$$;
+COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz) IS
+    'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease.';

@@ -1,0 +1,102 @@
+-- pgq.complete(worker_id, ids, leases, statuses, details, at)
+-- Contract: ends the attempts this worker still owns under those leases; returns the ids
+--   accepted. A stale lease (the job was re-claimed, or is gone) is ignored, never applied.
+--   statuses: 'successful' and 'canceled' move the job to history with its details.
+--   'failed' applies the entrypoint's retry policy: while attempt < max_attempts the job is
+--   queued again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal jitter
+--   (a delay between half and all of that), or after details->'retry_after' seconds when the
+--   handler asked for it; otherwise it moves to history as failed (dead). Every failure's
+--   details are kept in the job's error list. at NULL means now().
+-- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
+--   this instant, and then sees its new lease.
+-- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
+CREATE OR REPLACE FUNCTION pgq.complete(
+    worker_id  uuid,
+    ids        bigint[],
+    leases     bigint[],
+    statuses   text[],
+    details    jsonb[]     DEFAULT NULL,
+    at         timestamptz DEFAULT NULL
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz := coalesce(complete.at, now());
+    v_n     int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
+    v_bad   record;
+    v_owned record;
+BEGIN
+    IF cardinality(complete.statuses) IS DISTINCT FROM v_n THEN
+        RAISE EXCEPTION 'statuses has % elements but ids has %', coalesce(cardinality(complete.statuses)::text, 'NULL'), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    IF complete.details IS NOT NULL AND cardinality(complete.details) <> v_n THEN
+        RAISE EXCEPTION 'details has % elements but ids has %', cardinality(complete.details), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    SELECT u.s, u.d, u.ord INTO v_bad
+      FROM unnest(complete.statuses, complete.details) WITH ORDINALITY AS u(s, d, ord)
+     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'canceled')
+        OR (u.d ? 'retry_after' AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
+                                     OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
+     ORDER BY u.ord
+     LIMIT 1;
+    IF FOUND THEN
+        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'canceled') THEN
+            RAISE EXCEPTION 'unknown status % at position %: use successful, failed or canceled',
+                coalesce(quote_literal(v_bad.s), 'NULL'), v_bad.ord
+                USING ERRCODE = 'PQ004';
+        END IF;
+        RAISE EXCEPTION 'retry_after at position % must be a number of seconds from 0 to 31536000, got %',
+            v_bad.ord, v_bad.d -> 'retry_after'
+            USING ERRCODE = 'PQ009';
+    END IF;
+
+    -- Lock what this worker still owns and sort it: retry later, or finish for good.
+    SELECT array_agg(o.id) FILTER (WHERE o.retry) AS retry_ids,
+           array_agg(o.delay) FILTER (WHERE o.retry) AS retry_delays,
+           array_agg(o.details) FILTER (WHERE o.retry) AS retry_details,
+           array_agg(o.id) FILTER (WHERE NOT o.retry) AS done_ids,
+           array_agg(o.status) FILTER (WHERE NOT o.retry) AS done_statuses,
+           array_agg(o.details) FILTER (WHERE NOT o.retry) AS done_details
+      INTO v_owned
+      FROM (SELECT j.id, i.status, i.details,
+                   i.status = 'failed' AND j.attempt < c.max_attempts AS retry,
+                   CASE WHEN i.details ? 'retry_after'
+                        THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
+                        ELSE least(c.backoff_max, c.backoff_base * power(2, least(j.attempt - 1, 40)))
+                             * (0.5 + random() * 0.5) END AS delay
+              FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
+                   AS i(id, lease, status, details)
+              JOIN pgq.jobs j ON j.id = i.id AND j.lease = i.lease
+              JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+             WHERE j.status = 'running'
+               AND j.worker_id = complete.worker_id
+               FOR UPDATE OF j) AS o;
+
+    RETURN QUERY
+    UPDATE pgq.jobs j
+       SET status = 'queued',
+           run_at = v_now + r.delay,
+           lease = NULL,
+           worker_id = NULL,
+           started_at = NULL,
+           heartbeat_at = NULL,
+           errors = j.errors || jsonb_build_array(jsonb_build_object(
+                        'attempt', j.attempt, 'at', v_now, 'details', r.details))
+      FROM unnest(v_owned.retry_ids, v_owned.retry_delays, v_owned.retry_details) AS r(id, delay, details)
+     WHERE j.id = r.id
+    RETURNING j.id;
+
+    IF v_owned.done_ids IS NOT NULL THEN
+        RETURN QUERY SELECT pgq._archive(v_owned.done_ids, v_owned.done_statuses, v_owned.done_details, v_now);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz) IS
+    'Ends attempts owned under these leases: successful/canceled go to history; failed is retried with capped, jittered exponential backoff until max_attempts, then dead. Returns the ids accepted; stale leases are ignored.';

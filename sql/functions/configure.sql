@@ -1,0 +1,84 @@
+-- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
+--               heartbeat_timeout, reset)
+-- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
+--   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
+--   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
+--   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
+--   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
+-- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
+-- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
+CREATE OR REPLACE FUNCTION pgq.configure(
+    entrypoint         text,
+    concurrency_limit  int      DEFAULT NULL,
+    max_attempts       int      DEFAULT NULL,
+    backoff_base       interval DEFAULT NULL,
+    backoff_max        interval DEFAULT NULL,
+    heartbeat_timeout  interval DEFAULT NULL,
+    reset              boolean  DEFAULT false
+)
+RETURNS pgq.entrypoints
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_row pgq.entrypoints;
+BEGIN
+    IF configure.entrypoint IS NULL OR configure.entrypoint = '' OR octet_length(configure.entrypoint) > 200
+       OR configure.entrypoint ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION 'invalid entrypoint %: must be 1 to 200 bytes without control characters',
+            coalesce(quote_literal(left(configure.entrypoint, 220)), 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF configure.concurrency_limit < 0 THEN
+        RAISE EXCEPTION 'concurrency_limit must be >= 0 (0 pauses), got %', configure.concurrency_limit
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.max_attempts < 1 THEN
+        RAISE EXCEPTION 'max_attempts must be >= 1, got %', configure.max_attempts USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.backoff_base < interval '0' THEN
+        RAISE EXCEPTION 'backoff_base must not be negative, got %', configure.backoff_base USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.heartbeat_timeout < interval '1 second' THEN
+        RAISE EXCEPTION 'heartbeat_timeout must be at least 1 second, got %', configure.heartbeat_timeout
+            USING ERRCODE = 'PQ008';
+    END IF;
+
+    INSERT INTO pgq.entrypoints (entrypoint) VALUES (configure.entrypoint)
+        ON CONFLICT (entrypoint) DO NOTHING;
+    IF configure.reset THEN
+        -- Column defaults are the one place the default policy is written down.
+        UPDATE pgq.entrypoints e
+           SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
+               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT
+         WHERE e.entrypoint = configure.entrypoint;
+    END IF;
+    SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
+
+    v_row.concurrency_limit := coalesce(configure.concurrency_limit, v_row.concurrency_limit);
+    v_row.max_attempts := coalesce(configure.max_attempts, v_row.max_attempts);
+    v_row.backoff_base := coalesce(configure.backoff_base, v_row.backoff_base);
+    v_row.backoff_max := coalesce(configure.backoff_max, v_row.backoff_max);
+    v_row.heartbeat_timeout := coalesce(configure.heartbeat_timeout, v_row.heartbeat_timeout);
+    IF v_row.backoff_max < v_row.backoff_base THEN
+        RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
+            USING ERRCODE = 'PQ008';
+    END IF;
+
+    UPDATE pgq.entrypoints e
+       SET concurrency_limit = v_row.concurrency_limit,
+           max_attempts = v_row.max_attempts,
+           backoff_base = v_row.backoff_base,
+           backoff_max = v_row.backoff_max,
+           heartbeat_timeout = v_row.heartbeat_timeout,
+           updated_at = now()
+     WHERE e.entrypoint = configure.entrypoint
+    RETURNING * INTO v_row;
+    RETURN v_row;
+END
+$$;
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting unchanged; reset => true restores defaults first.';

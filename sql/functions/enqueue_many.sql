@@ -1,0 +1,122 @@
+-- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+-- Contract: adds one job per element of entrypoints in one statement and returns their ids in
+--   input order. Every other array is optional (NULL: defaults for all) and, when given, must
+--   have the same length. Element defaults: payload NULL, priority 0, run_at now(), no dedupe
+--   key, headers NULL. Jobs are due at run_at and claimed by priority (higher first), then due
+--   time, then enqueue order. A dedupe key is unique among live (queued or running) jobs:
+--   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
+--   the live job that holds the key instead of adding one.
+-- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
+-- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
+--   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict.
+--   Any error adds nothing.
+CREATE OR REPLACE FUNCTION pgq.enqueue_many(
+    entrypoints  text[],
+    payloads     jsonb[]       DEFAULT NULL,
+    priorities   int[]         DEFAULT NULL,
+    run_ats      timestamptz[] DEFAULT NULL,
+    dedupe_keys  text[]        DEFAULT NULL,
+    headers      jsonb[]       DEFAULT NULL,
+    on_conflict  text          DEFAULT 'raise'
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n        int := coalesce(cardinality(enqueue_many.entrypoints), 0);
+    v_bad      record;
+    v_ids      bigint[];
+    v_missing  text[];
+BEGIN
+    IF v_n = 0 THEN
+        RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(enqueue_many.entrypoints::text, 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF enqueue_many.on_conflict IS NULL OR enqueue_many.on_conflict NOT IN ('raise', 'existing') THEN
+        RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue_many.on_conflict), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT a.name, a.len INTO v_bad
+      FROM (VALUES ('payloads', cardinality(enqueue_many.payloads)),
+                   ('priorities', cardinality(enqueue_many.priorities)),
+                   ('run_ats', cardinality(enqueue_many.run_ats)),
+                   ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
+                   ('headers', cardinality(enqueue_many.headers))) AS a(name, len)
+     WHERE a.len IS NOT NULL AND a.len <> v_n
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '% has % elements but entrypoints has %', v_bad.name, v_bad.len, v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+
+    -- One pass over the input finds the first bad element, if any.
+    SELECT u.ord, u.e, u.p, u.pr, u.h, pg_column_size(u.p) AS psize INTO v_bad
+      FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
+                  enqueue_many.headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
+     WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
+        OR u.pr NOT BETWEEN -32768 AND 32767
+        OR pg_column_size(u.p) > 1048576
+        OR (u.h IS NOT NULL AND jsonb_typeof(u.h) <> 'object')
+     ORDER BY u.ord
+     LIMIT 1;
+    IF FOUND THEN
+        IF v_bad.e IS NULL OR v_bad.e = '' OR octet_length(v_bad.e) > 200 OR v_bad.e ~ '[[:cntrl:]]' THEN
+            RAISE EXCEPTION 'invalid entrypoint % at position %: must be 1 to 200 bytes without control characters',
+                coalesce(quote_literal(left(v_bad.e, 220)), 'NULL'), v_bad.ord
+                USING ERRCODE = 'PQ001';
+        ELSIF v_bad.pr NOT BETWEEN -32768 AND 32767 THEN
+            RAISE EXCEPTION 'priority % at position % is out of range (-32768 to 32767)', v_bad.pr, v_bad.ord
+                USING ERRCODE = 'PQ005';
+        ELSIF v_bad.psize > 1048576 THEN
+            RAISE EXCEPTION 'payload at position % is % bytes, over the 1048576-byte limit', v_bad.ord, v_bad.psize
+                USING ERRCODE = 'PQ006';
+        ELSE
+            RAISE EXCEPTION 'headers at position % must be a JSON object, got %', v_bad.ord, jsonb_typeof(v_bad.h)
+                USING ERRCODE = 'PQ009';
+        END IF;
+    END IF;
+
+    WITH input AS MATERIALIZED (
+        SELECT u.ord, nextval('pgq.job_id_seq') AS id, u.e, u.p, u.pr, u.ra, u.dk, u.h
+          FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
+                      enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers)
+               WITH ORDINALITY AS u(e, p, pr, ra, dk, h, ord)
+    ), ins AS (
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers)
+        SELECT i.id, i.e, i.p, coalesce(i.pr, 0), coalesce(i.ra, now()), i.dk, i.h
+          FROM input i
+         ORDER BY i.ord
+            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+        RETURNING id
+    )
+    SELECT array_agg(CASE WHEN ins.id IS NULL THEN NULL ELSE i.id END ORDER BY i.ord),
+           array_agg(i.dk ORDER BY i.ord) FILTER (WHERE ins.id IS NULL)
+      INTO v_ids, v_missing
+      FROM input i
+      LEFT JOIN ins ON ins.id = i.id;
+
+    IF v_missing IS NOT NULL THEN
+        IF enqueue_many.on_conflict = 'raise' THEN
+            RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
+                USING ERRCODE = 'PQ007',
+                      HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+        END IF;
+        -- 'existing': a new statement sees the holders that made our insert skip.
+        SELECT array_agg(coalesce(x.id, j.id) ORDER BY x.ord) INTO v_ids
+          FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
+          LEFT JOIN pgq.jobs j ON x.id IS NULL AND j.dedupe_key = x.dk;
+        IF array_position(v_ids, NULL) IS NOT NULL THEN
+            -- The holder finished between our insert and this look-up: its key is free now.
+            RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue_many.dedupe_keys[array_position(v_ids, NULL)])
+                USING ERRCODE = 'PQ007';
+        END IF;
+    END IF;
+    RETURN QUERY SELECT unnest(v_ids);
+END
+$$;
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text) IS
+    'Adds many jobs in one statement; returns their ids in input order. Optional arrays must match entrypoints in length. on_conflict: raise (PQ007) or existing.';

@@ -1,0 +1,35 @@
+-- pgq.release(worker_id, ids, leases)
+-- Contract: gives back claimed jobs that never started (a shutting-down worker): each job this
+--   worker still owns under that lease returns to queued, keeps its place (run_at unchanged) and
+--   its attempt count is restored (a release is not an attempt). Returns the ids released; a
+--   stale lease is ignored.
+-- Locking: row locks on the released jobs.
+-- Errors: PQ009, PQ003 (see pgq._check_batch).
+CREATE OR REPLACE FUNCTION pgq.release(worker_id uuid, ids bigint[], leases bigint[])
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
+    RETURN QUERY
+    UPDATE pgq.jobs j
+       SET status = 'queued',
+           attempt = j.attempt - 1,
+           lease = NULL,
+           worker_id = NULL,
+           started_at = NULL,
+           heartbeat_at = NULL
+      FROM unnest(release.ids, release.leases) AS u(id, lease)
+     WHERE j.id = u.id
+       AND j.lease = u.lease
+       AND j.status = 'running'
+       AND j.worker_id = release.worker_id
+    RETURNING j.id;
+END
+$$;
+COMMENT ON FUNCTION pgq.release(uuid, bigint[], bigint[]) IS
+    'Returns claimed, never-started jobs to the queue without counting an attempt; returns the ids released.';

@@ -1,0 +1,56 @@
+-- pgq.requeue(ids, at)
+-- Contract: puts finished jobs that failed (dead) or were canceled back in the queue: each
+--   leaves pgq.job_history and becomes a queued job again with the same id, payload, headers,
+--   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Successful jobs
+--   and unknown ids are ignored. Returns the ids requeued. at NULL means now().
+-- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice).
+-- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
+--   (nothing is requeued).
+CREATE OR REPLACE FUNCTION pgq.requeue(ids bigint[], at timestamptz DEFAULT NULL)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids   bigint[];
+    v_clash text;
+BEGIN
+    IF requeue.ids IS NULL OR array_position(requeue.ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(requeue.ids::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+
+    WITH back AS (
+        DELETE FROM pgq.job_history h
+         WHERE h.id = ANY (requeue.ids)
+           AND h.status IN ('failed', 'canceled')
+        RETURNING h.*
+    ), ins AS (
+        INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
+                              dedupe_key, errors)
+        SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
+               b.payload, b.headers, b.dedupe_key, b.errors
+          FROM back b
+         ORDER BY b.id
+            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+        RETURNING id
+    )
+    SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),
+           (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1]
+      INTO v_ids, v_clash
+      FROM back b
+      LEFT JOIN ins ON ins.id = b.id;
+
+    IF v_clash IS NOT NULL THEN
+        -- Raising undoes the whole call: no history row is lost, nothing is requeued.
+        RAISE EXCEPTION 'cannot requeue: dedupe key % is held by a live job', quote_literal(v_clash)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    RETURN QUERY SELECT unnest(v_ids);
+END
+$$;
+COMMENT ON FUNCTION pgq.requeue(bigint[], timestamptz) IS
+    'Puts failed (dead) or canceled jobs from history back in the queue with attempt 0; returns the ids requeued.';

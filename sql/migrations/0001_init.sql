@@ -1,0 +1,1120 @@
+-- pgq-thin migration 0001: schema, tables, indexes, roles, triggers and the first version of
+-- every function. Append-only once released: later changes go into 0002_... and re-create the
+-- functions they change. The functions section at the end is copied from sql/functions/ by
+-- scripts/sync_migration.py; a test proves migrations and function files agree.
+
+-- Refuse a foreign schema named pgq (SkyTools PgQ uses that name). Ours carries this comment.
+DO $guard$
+BEGIN
+    IF EXISTS (
+        SELECT 1
+          FROM pg_catalog.pg_namespace n
+         WHERE n.nspname = 'pgq'
+           AND coalesce(pg_catalog.obj_description(n.oid, 'pg_namespace'), '') NOT LIKE 'pgq-thin%'
+    ) THEN
+        RAISE EXCEPTION 'schema "pgq" already exists and does not belong to pgq-thin'
+            USING ERRCODE = 'PQ900',
+                  HINT = 'Another product (for example SkyTools PgQ) uses schema pgq in this database; '
+                         'install pgq-thin into another database.';
+    END IF;
+END
+$guard$;
+
+CREATE SCHEMA IF NOT EXISTS pgq;
+COMMENT ON SCHEMA pgq IS 'pgq-thin job queue: see docs/sql-api.md';
+REVOKE ALL ON SCHEMA pgq FROM PUBLIC;
+
+-- Roles are cluster-wide: create them once, keep them across databases.
+DO $roles$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'pgq_producer') THEN
+        CREATE ROLE pgq_producer NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'pgq_worker') THEN
+        CREATE ROLE pgq_worker NOLOGIN;
+    END IF;
+END
+$roles$;
+
+GRANT USAGE ON SCHEMA pgq TO pgq_producer, pgq_worker;
+
+CREATE SEQUENCE pgq.job_id_seq AS bigint;
+CREATE SEQUENCE pgq.lease_seq AS bigint;
+
+-- Per-entrypoint policy. A row appears automatically the first time an entrypoint is enqueued,
+-- carrying the defaults below; pgq.configure changes it.
+CREATE TABLE pgq.entrypoints (
+    entrypoint         text        NOT NULL,
+    concurrency_limit  int,
+    max_attempts       int         NOT NULL DEFAULT 5,
+    backoff_base       interval    NOT NULL DEFAULT interval '1 second',
+    backoff_max        interval    NOT NULL DEFAULT interval '5 minutes',
+    heartbeat_timeout  interval    NOT NULL DEFAULT interval '30 seconds',
+    updated_at         timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT entrypoints_pkey PRIMARY KEY (entrypoint),
+    CONSTRAINT entrypoints_concurrency_limit_check CHECK (concurrency_limit IS NULL OR concurrency_limit >= 0),
+    CONSTRAINT entrypoints_max_attempts_check CHECK (max_attempts >= 1),
+    CONSTRAINT entrypoints_backoff_check CHECK (backoff_base >= interval '0' AND backoff_max >= backoff_base),
+    CONSTRAINT entrypoints_heartbeat_timeout_check CHECK (heartbeat_timeout >= interval '1 second')
+);
+
+-- Live jobs only: queued or running. A finished job leaves this table for pgq.job_history.
+-- heartbeat_at is in no index, and pages keep free space, so heartbeats are HOT updates.
+CREATE TABLE pgq.jobs (
+    id                bigint      NOT NULL DEFAULT nextval('pgq.job_id_seq'),
+    entrypoint        text        NOT NULL,
+    status            text        NOT NULL DEFAULT 'queued',
+    priority          int         NOT NULL DEFAULT 0,
+    run_at            timestamptz NOT NULL DEFAULT now(),
+    enqueued_at       timestamptz NOT NULL DEFAULT now(),
+    attempt           int         NOT NULL DEFAULT 0,
+    payload           jsonb,
+    headers           jsonb,
+    dedupe_key        text,
+    lease             bigint,
+    worker_id         uuid,
+    started_at        timestamptz,
+    heartbeat_at      timestamptz,
+    cancel_requested  boolean     NOT NULL DEFAULT false,
+    errors            jsonb       NOT NULL DEFAULT '[]',
+    CONSTRAINT jobs_pkey PRIMARY KEY (id),
+    CONSTRAINT jobs_status_check CHECK (status IN ('queued', 'running')),
+    CONSTRAINT jobs_running_has_lease_check CHECK (
+        (status = 'running') = (lease IS NOT NULL AND worker_id IS NOT NULL AND heartbeat_at IS NOT NULL)
+    ),
+    CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
+    CONSTRAINT jobs_priority_check CHECK (priority BETWEEN -32768 AND 32767),
+    CONSTRAINT jobs_entrypoint_check CHECK (length(entrypoint) BETWEEN 1 AND 200)
+) WITH (fillfactor = 70);
+ALTER SEQUENCE pgq.job_id_seq OWNED BY pgq.jobs.id;
+
+-- Claim path: queued jobs of one entrypoint in claim order (priority, due time, enqueue order).
+CREATE INDEX jobs_queued_idx ON pgq.jobs (entrypoint, priority DESC, run_at, id)
+    WHERE status = 'queued';
+-- Stale lookup and concurrency counting: the (small) set of running jobs.
+CREATE INDEX jobs_running_idx ON pgq.jobs (entrypoint)
+    WHERE status = 'running';
+-- Dedupe keys are unique among live jobs; a finished job frees its key.
+CREATE UNIQUE INDEX jobs_dedupe_key_idx ON pgq.jobs (dedupe_key)
+    WHERE dedupe_key IS NOT NULL;
+
+-- One row per finished job: successful, failed (dead: attempts used up) or canceled.
+CREATE TABLE pgq.job_history (
+    id           bigint      NOT NULL,
+    entrypoint   text        NOT NULL,
+    status       text        NOT NULL,
+    priority     int         NOT NULL,
+    attempt      int         NOT NULL,
+    payload      jsonb,
+    headers      jsonb,
+    dedupe_key   text,
+    enqueued_at  timestamptz NOT NULL,
+    started_at   timestamptz,
+    finished_at  timestamptz NOT NULL,
+    worker_id    uuid,
+    details      jsonb,
+    errors       jsonb       NOT NULL DEFAULT '[]',
+    CONSTRAINT job_history_pkey PRIMARY KEY (id),
+    CONSTRAINT job_history_status_check CHECK (status IN ('successful', 'failed', 'canceled'))
+);
+CREATE INDEX job_history_finished_at_idx ON pgq.job_history (finished_at);
+CREATE INDEX job_history_failed_idx ON pgq.job_history (entrypoint, finished_at)
+    WHERE status = 'failed';
+
+REVOKE ALL ON ALL TABLES IN SCHEMA pgq FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA pgq FROM PUBLIC;
+
+-- What pgq.claim hands a worker.
+CREATE TYPE pgq.claimed_job AS (
+    id                 bigint,
+    lease              bigint,
+    entrypoint         text,
+    payload            jsonb,
+    headers            jsonb,
+    priority           int,
+    attempt            int,
+    enqueued_at        timestamptz,
+    run_at             timestamptz,
+    dedupe_key         text,
+    max_attempts       int,
+    heartbeat_timeout  interval
+);
+
+-- BEGIN FUNCTIONS (generated from sql/functions/ by scripts/sync_migration.py; do not edit here)
+SET check_function_bodies = false;
+
+-- sql/functions/_archive.sql
+-- pgq._archive(ids, statuses, details, at): move live jobs to pgq.job_history.
+-- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
+--   status (successful, failed or canceled), details and finished_at = at. Returns the ids moved.
+--   Callers validate input and must already hold the row locks (or accept that a vanished row is
+--   skipped). A failed job's details are also appended to its error list.
+-- Locking: row locks on the deleted jobs.
+-- Errors: none of its own; the history CHECK constraint rejects an unknown status.
+CREATE OR REPLACE FUNCTION pgq._archive(ids bigint[], statuses text[], details jsonb[], at timestamptz)
+RETURNS SETOF bigint
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    WITH input AS (
+        SELECT u.id, u.status, u.details
+          FROM unnest(_archive.ids, _archive.statuses, _archive.details) AS u(id, status, details)
+    ), gone AS (
+        DELETE FROM pgq.jobs j
+         USING input i
+         WHERE j.id = i.id
+        RETURNING j.*, i.status AS final_status, i.details AS final_details
+    )
+    INSERT INTO pgq.job_history (id, entrypoint, status, priority, attempt, payload, headers,
+                                 dedupe_key, enqueued_at, started_at, finished_at, worker_id,
+                                 details, errors)
+    SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
+           g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
+           g.final_details,
+           CASE WHEN g.final_status = 'failed'
+                THEN g.errors || jsonb_build_array(jsonb_build_object(
+                         'attempt', g.attempt, 'at', _archive.at, 'details', g.final_details))
+                ELSE g.errors END
+      FROM gone g
+    RETURNING id;
+$$;
+COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz) IS
+    'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status; returns the ids moved.';
+
+-- sql/functions/_check_batch.sql
+-- pgq._check_batch(worker_id, ids, leases): validate the arguments every lease-guarded call takes.
+-- Contract: worker_id is not NULL; ids and leases are arrays of the same length without NULLs;
+--   ids hold no duplicates. Returns the number of elements (0 for two empty arrays).
+-- Locking: none.
+-- Errors: PQ009 NULL worker_id, NULL array, NULL element or duplicate id;
+--   PQ003 ids and leases of unequal length.
+CREATE OR REPLACE FUNCTION pgq._check_batch(worker_id uuid, ids bigint[], leases bigint[])
+RETURNS int
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_n int := cardinality(ids);
+BEGIN
+    IF worker_id IS NULL THEN
+        RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF ids IS NULL OR leases IS NULL THEN
+        RAISE EXCEPTION 'ids and leases must not be NULL (ids %, leases %)',
+            coalesce(ids::text, 'NULL'), coalesce(leases::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF cardinality(leases) <> v_n THEN
+        RAISE EXCEPTION 'leases has % elements but ids has %', cardinality(leases), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    IF array_position(ids, NULL) IS NOT NULL OR array_position(leases, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ids and leases must not contain NULL (ids %, leases %)', ids, leases
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF v_n > 1 AND (SELECT count(DISTINCT u) FROM unnest(ids) AS u) <> v_n THEN
+        RAISE EXCEPTION 'ids must not repeat, got %', ids USING ERRCODE = 'PQ009';
+    END IF;
+    RETURN v_n;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_batch(uuid, bigint[], bigint[]) IS
+    'Private. Validates worker_id, ids and leases of lease-guarded calls (PQ009, PQ003); returns the batch size.';
+
+-- sql/functions/_jobs_after_delete.sql
+-- pgq._jobs_after_delete(): statement-level AFTER DELETE trigger on pgq.jobs.
+-- Contract: when running jobs of an entrypoint with a concurrency limit leave the table, a slot
+--   is free again: sends {"kind": "enqueued", "entrypoints": [...]} so waiting workers claim at
+--   once instead of at their next poll. Unlimited entrypoints send nothing.
+-- Locking: none.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._jobs_after_delete()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_eps jsonb;
+BEGIN
+    SELECT jsonb_agg(c.entrypoint) INTO v_eps
+      FROM pgq.entrypoints c
+     WHERE c.concurrency_limit IS NOT NULL
+       AND c.entrypoint IN (SELECT o.entrypoint FROM old_rows o WHERE o.status = 'running');
+    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION pgq._jobs_after_delete() IS
+    'Private trigger: notifies pgq_events when a running job of a concurrency-limited entrypoint leaves.';
+
+-- sql/functions/_jobs_after_insert.sql
+-- pgq._jobs_after_insert(): statement-level AFTER INSERT trigger on pgq.jobs.
+-- Contract: registers every new entrypoint in pgq.entrypoints with the default policy, then
+--   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got queued jobs.
+--   Never carries payload data (any role may LISTEN).
+-- Locking: a first-time entrypoint briefly holds its new pgq.entrypoints key until commit.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._jobs_after_insert()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_eps jsonb;
+BEGIN
+    INSERT INTO pgq.entrypoints (entrypoint)
+    SELECT DISTINCT n.entrypoint FROM new_rows n
+    ON CONFLICT (entrypoint) DO NOTHING;
+
+    SELECT jsonb_agg(DISTINCT n.entrypoint) INTO v_eps
+      FROM new_rows n
+     WHERE n.status = 'queued';
+    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION pgq._jobs_after_insert() IS
+    'Private trigger: registers new entrypoints and sends {"kind":"enqueued"} on pgq_events.';
+
+-- sql/functions/_jobs_after_update.sql
+-- pgq._jobs_after_update(): statement-level AFTER UPDATE trigger on pgq.jobs.
+-- Contract: when a statement puts running jobs back in the queue (retry, release), sends
+--   {"kind": "enqueued", "entrypoints": [...]}; when it flags running jobs for cancellation,
+--   sends {"kind": "cancel", "ids": [...]}. Claims and heartbeats (rows left running, no new
+--   cancel flag) return after one scan of the transition table and send nothing.
+-- Locking: none.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._jobs_after_update()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_eps jsonb;
+    v_ids jsonb;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.status = 'queued' OR n.cancel_requested) THEN
+        RETURN NULL;
+    END IF;
+
+    SELECT jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'queued' AND o.status = 'running'),
+           jsonb_agg(n.id ORDER BY n.id) FILTER (WHERE n.cancel_requested AND NOT o.cancel_requested)
+      INTO v_eps, v_ids
+      FROM new_rows n
+      JOIN old_rows o ON o.id = n.id;
+
+    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    PERFORM pgq._notify('cancel', 'ids', v_ids);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION pgq._jobs_after_update() IS
+    'Private trigger: notifies pgq_events when jobs become runnable again or are flagged for cancellation.';
+
+-- sql/functions/_notify.sql
+-- pgq._notify(kind, field, vals): send {"kind": kind, field: [...]} on channel pgq_events.
+-- Contract: values are split into chunks so each payload stays far below NOTIFY's 8000-byte
+--   limit (15 entrypoints of at most 200 bytes, or 300 ids, per notification). Sends nothing for
+--   an empty or NULL array. Identical payloads in one transaction are folded by PostgreSQL.
+-- Locking: none. NOTIFY is delivered at commit, never before.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._notify(kind text, field text, vals jsonb)
+RETURNS void
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT pg_notify('pgq_events', jsonb_build_object('kind', kind, field, chunk.vals)::text)
+      FROM (
+            SELECT jsonb_agg(v.value ORDER BY v.ord) AS vals
+              FROM jsonb_array_elements(_notify.vals) WITH ORDINALITY AS v(value, ord)
+             GROUP BY (v.ord - 1) / CASE WHEN _notify.field = 'ids' THEN 300 ELSE 15 END
+           ) AS chunk;
+$$;
+COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
+    'Private. Sends {"kind": kind, field: vals} on pgq_events in chunks well under the NOTIFY size limit.';
+
+-- sql/functions/cancel.sql
+-- pgq.cancel(ids, at)
+-- Contract: queued jobs move to history as canceled at once; running jobs are flagged
+--   (cancel_requested) and their worker is told through pgq_events ({"kind": "cancel"}) and
+--   through the next heartbeat answer; the worker then completes them as canceled (or the claim
+--   path archives them once their heartbeat goes stale). Returns the ids canceled or flagged;
+--   ids that are unknown or already finished are ignored. Calling it again is harmless.
+--   at NULL means now().
+-- Locking: row locks on the affected jobs; waits for a transaction that holds one of them.
+-- Errors: PQ009 NULL ids or NULL element.
+CREATE OR REPLACE FUNCTION pgq.cancel(ids bigint[], at timestamptz DEFAULT NULL)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_queued bigint[];
+BEGIN
+    IF cancel.ids IS NULL OR array_position(cancel.ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(cancel.ids::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+
+    SELECT array_agg(l.id) INTO v_queued
+      FROM (SELECT j.id FROM pgq.jobs j
+             WHERE j.id = ANY (cancel.ids) AND j.status = 'queued'
+             ORDER BY j.id
+               FOR UPDATE) AS l;
+    IF v_queued IS NOT NULL THEN
+        RETURN QUERY SELECT pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
+                                         NULL, coalesce(cancel.at, now()));
+    END IF;
+
+    RETURN QUERY
+    UPDATE pgq.jobs j
+       SET cancel_requested = true
+     WHERE j.id = ANY (cancel.ids)
+       AND j.status = 'running'
+    RETURNING j.id;
+END
+$$;
+COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
+    'Cancels jobs: queued ones go to history as canceled, running ones are flagged and their worker notified. Returns the ids affected.';
+
+-- sql/functions/claim.sql
+-- pgq.claim(worker_id, entrypoints, batch_size, at)
+-- Contract: claims up to batch_size runnable jobs of the given entrypoints, highest priority
+--   first, then earliest due, then enqueue order. Runnable: queued with run_at <= at, or running
+--   with a heartbeat older than the entrypoint's heartbeat_timeout (stale: its worker is gone).
+--   Each claimed job gets status running, heartbeat = at, this worker, a new lease and attempt + 1
+--   (a re-claim counts as an attempt). A stale job whose attempts are used up goes to history as
+--   failed, and a stale job flagged for cancellation as canceled, instead of being claimed.
+--   An entrypoint's concurrency_limit holds across all workers: one claimer at a time takes the
+--   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call).
+--   at NULL means now(); tests pass a time to move the clock.
+-- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
+--   never waits for another claimer. Must run in READ COMMITTED so each step sees the last commit.
+-- Errors: PQ001 bad entrypoints, PQ002 batch_size outside 1..10000, PQ009 NULL worker_id,
+--   PQ010 not READ COMMITTED.
+CREATE OR REPLACE FUNCTION pgq.claim(
+    worker_id    uuid,
+    entrypoints  text[],
+    batch_size   int         DEFAULT 1,
+    at           timestamptz DEFAULT NULL
+)
+RETURNS SETOF pgq.claimed_job
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now     timestamptz := coalesce(claim.at, now());
+    v_limited text[];
+BEGIN
+    IF claim.worker_id IS NULL THEN
+        RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF coalesce(cardinality(claim.entrypoints), 0) = 0
+       OR array_position(claim.entrypoints, NULL) IS NOT NULL
+       OR array_position(claim.entrypoints, '') IS NOT NULL THEN
+        RAISE EXCEPTION 'entrypoints must be a non-empty array of non-empty names, got %',
+            coalesce(claim.entrypoints::text, 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF claim.batch_size IS NULL OR claim.batch_size NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'batch_size must be between 1 and 10000, got %', coalesce(claim.batch_size::text, 'NULL')
+            USING ERRCODE = 'PQ002';
+    END IF;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'pgq.claim needs READ COMMITTED isolation, the transaction is %',
+            current_setting('transaction_isolation')
+            USING ERRCODE = 'PQ010';
+    END IF;
+
+    -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
+    SELECT array_agg(c.entrypoint) INTO v_limited
+      FROM (SELECT e.entrypoint
+              FROM pgq.entrypoints e
+             WHERE e.entrypoint = ANY (claim.entrypoints)
+               AND e.concurrency_limit IS NOT NULL
+             ORDER BY e.entrypoint
+               FOR UPDATE SKIP LOCKED) AS c;
+
+    -- Stale jobs that may not run again leave for history.
+    PERFORM pgq._archive(array_agg(s.id),
+                         array_agg(CASE WHEN s.cancel_requested THEN 'canceled' ELSE 'failed' END),
+                         array_agg(jsonb_build_object('error', 'heartbeat timeout',
+                                                      'worker_id', s.worker_id,
+                                                      'heartbeat_at', s.heartbeat_at)),
+                         v_now)
+       FROM (SELECT j.id, j.cancel_requested, j.worker_id, j.heartbeat_at
+               FROM pgq.entrypoints c
+               JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
+              WHERE c.entrypoint = ANY (claim.entrypoints)
+                AND j.heartbeat_at < v_now - c.heartbeat_timeout
+                AND (j.attempt >= c.max_attempts OR j.cancel_requested)
+                FOR UPDATE OF j SKIP LOCKED) AS s
+     HAVING count(*) > 0;
+
+    RETURN QUERY
+    WITH eps AS (
+        SELECT c.entrypoint, c.heartbeat_timeout, c.max_attempts,
+               CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
+                    WHEN c.entrypoint = ANY (v_limited) THEN
+                         greatest(0, least(claim.batch_size,
+                                           c.concurrency_limit - (SELECT count(*)
+                                                                    FROM pgq.jobs r
+                                                                   WHERE r.entrypoint = c.entrypoint
+                                                                     AND r.status = 'running')))
+                    ELSE 0 END AS quota
+          FROM pgq.entrypoints c
+         WHERE c.entrypoint = ANY (claim.entrypoints)
+    ), candidates AS (
+        SELECT q.id, q.priority, q.run_at, eps.max_attempts, eps.heartbeat_timeout
+          FROM eps
+         CROSS JOIN LATERAL (
+               SELECT j.id, j.priority, j.run_at
+                 FROM pgq.jobs j
+                WHERE j.entrypoint = eps.entrypoint
+                  AND j.status = 'queued'
+                  AND j.run_at <= v_now
+                ORDER BY j.priority DESC, j.run_at, j.id
+                LIMIT eps.quota
+                  FOR UPDATE SKIP LOCKED) AS q
+        UNION ALL
+        SELECT s.id, s.priority, s.run_at, eps.max_attempts, eps.heartbeat_timeout
+          FROM eps
+         CROSS JOIN LATERAL (
+               SELECT j.id, j.priority, j.run_at
+                 FROM pgq.jobs j
+                WHERE j.entrypoint = eps.entrypoint
+                  AND j.status = 'running'
+                  AND j.heartbeat_at < v_now - eps.heartbeat_timeout
+                  AND j.attempt < eps.max_attempts
+                  AND NOT j.cancel_requested
+                ORDER BY j.priority DESC, j.run_at, j.id
+                LIMIT claim.batch_size
+                  FOR UPDATE SKIP LOCKED) AS s
+    ), picked AS (
+        SELECT c.*
+          FROM candidates c
+         ORDER BY c.priority DESC, c.run_at, c.id
+         LIMIT claim.batch_size
+    ), claimed AS (
+        UPDATE pgq.jobs j
+           SET status = 'running',
+               lease = nextval('pgq.lease_seq'),
+               worker_id = claim.worker_id,
+               started_at = v_now,
+               heartbeat_at = v_now,
+               attempt = j.attempt + 1,
+               errors = CASE WHEN j.status = 'running'
+                             THEN j.errors || jsonb_build_array(jsonb_build_object(
+                                      'attempt', j.attempt, 'at', v_now,
+                                      'details', jsonb_build_object('error', 'heartbeat timeout',
+                                                                    'worker_id', j.worker_id,
+                                                                    'heartbeat_at', j.heartbeat_at)))
+                             ELSE j.errors END
+          FROM picked p
+         WHERE j.id = p.id
+        RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
+                  j.enqueued_at, j.run_at, j.dedupe_key, p.max_attempts, p.heartbeat_timeout
+    )
+    SELECT c.* FROM claimed c ORDER BY c.priority DESC, c.run_at, c.id;
+END
+$$;
+COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz) IS
+    'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease.';
+
+-- sql/functions/complete.sql
+-- pgq.complete(worker_id, ids, leases, statuses, details, at)
+-- Contract: ends the attempts this worker still owns under those leases; returns the ids
+--   accepted. A stale lease (the job was re-claimed, or is gone) is ignored, never applied.
+--   statuses: 'successful' and 'canceled' move the job to history with its details.
+--   'failed' applies the entrypoint's retry policy: while attempt < max_attempts the job is
+--   queued again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal jitter
+--   (a delay between half and all of that), or after details->'retry_after' seconds when the
+--   handler asked for it; otherwise it moves to history as failed (dead). Every failure's
+--   details are kept in the job's error list. at NULL means now().
+-- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
+--   this instant, and then sees its new lease.
+-- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
+CREATE OR REPLACE FUNCTION pgq.complete(
+    worker_id  uuid,
+    ids        bigint[],
+    leases     bigint[],
+    statuses   text[],
+    details    jsonb[]     DEFAULT NULL,
+    at         timestamptz DEFAULT NULL
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz := coalesce(complete.at, now());
+    v_n     int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
+    v_bad   record;
+    v_owned record;
+BEGIN
+    IF cardinality(complete.statuses) IS DISTINCT FROM v_n THEN
+        RAISE EXCEPTION 'statuses has % elements but ids has %', coalesce(cardinality(complete.statuses)::text, 'NULL'), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    IF complete.details IS NOT NULL AND cardinality(complete.details) <> v_n THEN
+        RAISE EXCEPTION 'details has % elements but ids has %', cardinality(complete.details), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    SELECT u.s, u.d, u.ord INTO v_bad
+      FROM unnest(complete.statuses, complete.details) WITH ORDINALITY AS u(s, d, ord)
+     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'canceled')
+        OR (u.d ? 'retry_after' AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
+                                     OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
+     ORDER BY u.ord
+     LIMIT 1;
+    IF FOUND THEN
+        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'canceled') THEN
+            RAISE EXCEPTION 'unknown status % at position %: use successful, failed or canceled',
+                coalesce(quote_literal(v_bad.s), 'NULL'), v_bad.ord
+                USING ERRCODE = 'PQ004';
+        END IF;
+        RAISE EXCEPTION 'retry_after at position % must be a number of seconds from 0 to 31536000, got %',
+            v_bad.ord, v_bad.d -> 'retry_after'
+            USING ERRCODE = 'PQ009';
+    END IF;
+
+    -- Lock what this worker still owns and sort it: retry later, or finish for good.
+    SELECT array_agg(o.id) FILTER (WHERE o.retry) AS retry_ids,
+           array_agg(o.delay) FILTER (WHERE o.retry) AS retry_delays,
+           array_agg(o.details) FILTER (WHERE o.retry) AS retry_details,
+           array_agg(o.id) FILTER (WHERE NOT o.retry) AS done_ids,
+           array_agg(o.status) FILTER (WHERE NOT o.retry) AS done_statuses,
+           array_agg(o.details) FILTER (WHERE NOT o.retry) AS done_details
+      INTO v_owned
+      FROM (SELECT j.id, i.status, i.details,
+                   i.status = 'failed' AND j.attempt < c.max_attempts AS retry,
+                   CASE WHEN i.details ? 'retry_after'
+                        THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
+                        ELSE least(c.backoff_max, c.backoff_base * power(2, least(j.attempt - 1, 40)))
+                             * (0.5 + random() * 0.5) END AS delay
+              FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
+                   AS i(id, lease, status, details)
+              JOIN pgq.jobs j ON j.id = i.id AND j.lease = i.lease
+              JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+             WHERE j.status = 'running'
+               AND j.worker_id = complete.worker_id
+               FOR UPDATE OF j) AS o;
+
+    RETURN QUERY
+    UPDATE pgq.jobs j
+       SET status = 'queued',
+           run_at = v_now + r.delay,
+           lease = NULL,
+           worker_id = NULL,
+           started_at = NULL,
+           heartbeat_at = NULL,
+           errors = j.errors || jsonb_build_array(jsonb_build_object(
+                        'attempt', j.attempt, 'at', v_now, 'details', r.details))
+      FROM unnest(v_owned.retry_ids, v_owned.retry_delays, v_owned.retry_details) AS r(id, delay, details)
+     WHERE j.id = r.id
+    RETURNING j.id;
+
+    IF v_owned.done_ids IS NOT NULL THEN
+        RETURN QUERY SELECT pgq._archive(v_owned.done_ids, v_owned.done_statuses, v_owned.done_details, v_now);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz) IS
+    'Ends attempts owned under these leases: successful/canceled go to history; failed is retried with capped, jittered exponential backoff until max_attempts, then dead. Returns the ids accepted; stale leases are ignored.';
+
+-- sql/functions/configure.sql
+-- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
+--               heartbeat_timeout, reset)
+-- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
+--   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
+--   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
+--   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
+--   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
+-- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
+-- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
+CREATE OR REPLACE FUNCTION pgq.configure(
+    entrypoint         text,
+    concurrency_limit  int      DEFAULT NULL,
+    max_attempts       int      DEFAULT NULL,
+    backoff_base       interval DEFAULT NULL,
+    backoff_max        interval DEFAULT NULL,
+    heartbeat_timeout  interval DEFAULT NULL,
+    reset              boolean  DEFAULT false
+)
+RETURNS pgq.entrypoints
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_row pgq.entrypoints;
+BEGIN
+    IF configure.entrypoint IS NULL OR configure.entrypoint = '' OR octet_length(configure.entrypoint) > 200
+       OR configure.entrypoint ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION 'invalid entrypoint %: must be 1 to 200 bytes without control characters',
+            coalesce(quote_literal(left(configure.entrypoint, 220)), 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF configure.concurrency_limit < 0 THEN
+        RAISE EXCEPTION 'concurrency_limit must be >= 0 (0 pauses), got %', configure.concurrency_limit
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.max_attempts < 1 THEN
+        RAISE EXCEPTION 'max_attempts must be >= 1, got %', configure.max_attempts USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.backoff_base < interval '0' THEN
+        RAISE EXCEPTION 'backoff_base must not be negative, got %', configure.backoff_base USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.heartbeat_timeout < interval '1 second' THEN
+        RAISE EXCEPTION 'heartbeat_timeout must be at least 1 second, got %', configure.heartbeat_timeout
+            USING ERRCODE = 'PQ008';
+    END IF;
+
+    INSERT INTO pgq.entrypoints (entrypoint) VALUES (configure.entrypoint)
+        ON CONFLICT (entrypoint) DO NOTHING;
+    IF configure.reset THEN
+        -- Column defaults are the one place the default policy is written down.
+        UPDATE pgq.entrypoints e
+           SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
+               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT
+         WHERE e.entrypoint = configure.entrypoint;
+    END IF;
+    SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
+
+    v_row.concurrency_limit := coalesce(configure.concurrency_limit, v_row.concurrency_limit);
+    v_row.max_attempts := coalesce(configure.max_attempts, v_row.max_attempts);
+    v_row.backoff_base := coalesce(configure.backoff_base, v_row.backoff_base);
+    v_row.backoff_max := coalesce(configure.backoff_max, v_row.backoff_max);
+    v_row.heartbeat_timeout := coalesce(configure.heartbeat_timeout, v_row.heartbeat_timeout);
+    IF v_row.backoff_max < v_row.backoff_base THEN
+        RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
+            USING ERRCODE = 'PQ008';
+    END IF;
+
+    UPDATE pgq.entrypoints e
+       SET concurrency_limit = v_row.concurrency_limit,
+           max_attempts = v_row.max_attempts,
+           backoff_base = v_row.backoff_base,
+           backoff_max = v_row.backoff_max,
+           heartbeat_timeout = v_row.heartbeat_timeout,
+           updated_at = now()
+     WHERE e.entrypoint = configure.entrypoint
+    RETURNING * INTO v_row;
+    RETURN v_row;
+END
+$$;
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting unchanged; reset => true restores defaults first.';
+
+-- sql/functions/enqueue.sql
+-- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+-- Contract: adds one job and returns its id; the same rules and errors as pgq.enqueue_many,
+--   which it calls (one implementation for both). run_at NULL means now.
+-- Locking: as pgq.enqueue_many.
+-- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md).
+CREATE OR REPLACE FUNCTION pgq.enqueue(
+    entrypoint   text,
+    payload      jsonb       DEFAULT NULL,
+    priority     int         DEFAULT 0,
+    run_at       timestamptz DEFAULT NULL,
+    dedupe_key   text        DEFAULT NULL,
+    headers      jsonb       DEFAULT NULL,
+    on_conflict  text        DEFAULT 'raise'
+)
+RETURNS bigint
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT pgq.enqueue_many(ARRAY[entrypoint], ARRAY[payload], ARRAY[priority], ARRAY[run_at],
+                            ARRAY[dedupe_key], ARRAY[headers], on_conflict);
+$$;
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text) IS
+    'Adds one job; returns its id. run_at NULL means now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';
+
+-- sql/functions/enqueue_many.sql
+-- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+-- Contract: adds one job per element of entrypoints in one statement and returns their ids in
+--   input order. Every other array is optional (NULL: defaults for all) and, when given, must
+--   have the same length. Element defaults: payload NULL, priority 0, run_at now(), no dedupe
+--   key, headers NULL. Jobs are due at run_at and claimed by priority (higher first), then due
+--   time, then enqueue order. A dedupe key is unique among live (queued or running) jobs:
+--   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
+--   the live job that holds the key instead of adding one.
+-- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
+-- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
+--   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict.
+--   Any error adds nothing.
+CREATE OR REPLACE FUNCTION pgq.enqueue_many(
+    entrypoints  text[],
+    payloads     jsonb[]       DEFAULT NULL,
+    priorities   int[]         DEFAULT NULL,
+    run_ats      timestamptz[] DEFAULT NULL,
+    dedupe_keys  text[]        DEFAULT NULL,
+    headers      jsonb[]       DEFAULT NULL,
+    on_conflict  text          DEFAULT 'raise'
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n        int := coalesce(cardinality(enqueue_many.entrypoints), 0);
+    v_bad      record;
+    v_ids      bigint[];
+    v_missing  text[];
+BEGIN
+    IF v_n = 0 THEN
+        RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(enqueue_many.entrypoints::text, 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF enqueue_many.on_conflict IS NULL OR enqueue_many.on_conflict NOT IN ('raise', 'existing') THEN
+        RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue_many.on_conflict), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT a.name, a.len INTO v_bad
+      FROM (VALUES ('payloads', cardinality(enqueue_many.payloads)),
+                   ('priorities', cardinality(enqueue_many.priorities)),
+                   ('run_ats', cardinality(enqueue_many.run_ats)),
+                   ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
+                   ('headers', cardinality(enqueue_many.headers))) AS a(name, len)
+     WHERE a.len IS NOT NULL AND a.len <> v_n
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '% has % elements but entrypoints has %', v_bad.name, v_bad.len, v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+
+    -- One pass over the input finds the first bad element, if any.
+    SELECT u.ord, u.e, u.p, u.pr, u.h, pg_column_size(u.p) AS psize INTO v_bad
+      FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
+                  enqueue_many.headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
+     WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
+        OR u.pr NOT BETWEEN -32768 AND 32767
+        OR pg_column_size(u.p) > 1048576
+        OR (u.h IS NOT NULL AND jsonb_typeof(u.h) <> 'object')
+     ORDER BY u.ord
+     LIMIT 1;
+    IF FOUND THEN
+        IF v_bad.e IS NULL OR v_bad.e = '' OR octet_length(v_bad.e) > 200 OR v_bad.e ~ '[[:cntrl:]]' THEN
+            RAISE EXCEPTION 'invalid entrypoint % at position %: must be 1 to 200 bytes without control characters',
+                coalesce(quote_literal(left(v_bad.e, 220)), 'NULL'), v_bad.ord
+                USING ERRCODE = 'PQ001';
+        ELSIF v_bad.pr NOT BETWEEN -32768 AND 32767 THEN
+            RAISE EXCEPTION 'priority % at position % is out of range (-32768 to 32767)', v_bad.pr, v_bad.ord
+                USING ERRCODE = 'PQ005';
+        ELSIF v_bad.psize > 1048576 THEN
+            RAISE EXCEPTION 'payload at position % is % bytes, over the 1048576-byte limit', v_bad.ord, v_bad.psize
+                USING ERRCODE = 'PQ006';
+        ELSE
+            RAISE EXCEPTION 'headers at position % must be a JSON object, got %', v_bad.ord, jsonb_typeof(v_bad.h)
+                USING ERRCODE = 'PQ009';
+        END IF;
+    END IF;
+
+    WITH input AS MATERIALIZED (
+        SELECT u.ord, nextval('pgq.job_id_seq') AS id, u.e, u.p, u.pr, u.ra, u.dk, u.h
+          FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
+                      enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers)
+               WITH ORDINALITY AS u(e, p, pr, ra, dk, h, ord)
+    ), ins AS (
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers)
+        SELECT i.id, i.e, i.p, coalesce(i.pr, 0), coalesce(i.ra, now()), i.dk, i.h
+          FROM input i
+         ORDER BY i.ord
+            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+        RETURNING id
+    )
+    SELECT array_agg(CASE WHEN ins.id IS NULL THEN NULL ELSE i.id END ORDER BY i.ord),
+           array_agg(i.dk ORDER BY i.ord) FILTER (WHERE ins.id IS NULL)
+      INTO v_ids, v_missing
+      FROM input i
+      LEFT JOIN ins ON ins.id = i.id;
+
+    IF v_missing IS NOT NULL THEN
+        IF enqueue_many.on_conflict = 'raise' THEN
+            RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
+                USING ERRCODE = 'PQ007',
+                      HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+        END IF;
+        -- 'existing': a new statement sees the holders that made our insert skip.
+        SELECT array_agg(coalesce(x.id, j.id) ORDER BY x.ord) INTO v_ids
+          FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
+          LEFT JOIN pgq.jobs j ON x.id IS NULL AND j.dedupe_key = x.dk;
+        IF array_position(v_ids, NULL) IS NOT NULL THEN
+            -- The holder finished between our insert and this look-up: its key is free now.
+            RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue_many.dedupe_keys[array_position(v_ids, NULL)])
+                USING ERRCODE = 'PQ007';
+        END IF;
+    END IF;
+    RETURN QUERY SELECT unnest(v_ids);
+END
+$$;
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text) IS
+    'Adds many jobs in one statement; returns their ids in input order. Optional arrays must match entrypoints in length. on_conflict: raise (PQ007) or existing.';
+
+-- sql/functions/heartbeat.sql
+-- pgq.heartbeat(worker_id, ids, leases, at)
+-- Contract: refreshes heartbeat_at = at for each job this worker still owns under that lease,
+--   and answers one row per input id, in input order: state 'ok', 'cancel_requested' (still
+--   owned, but pgq.cancel asked it to stop) or 'lost' (re-claimed by another worker, finished
+--   or gone). A lost job is never touched. at NULL means now().
+-- Locking: row locks on the owned jobs (the update is HOT: heartbeat_at is in no index).
+-- Errors: PQ009, PQ003 (see pgq._check_batch).
+CREATE OR REPLACE FUNCTION pgq.heartbeat(
+    worker_id  uuid,
+    ids        bigint[],
+    leases     bigint[],
+    at         timestamptz DEFAULT NULL
+)
+RETURNS TABLE (id bigint, state text)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
+    RETURN QUERY
+    WITH input AS (
+        SELECT u.id, u.lease, u.ord
+          FROM unnest(heartbeat.ids, heartbeat.leases) WITH ORDINALITY AS u(id, lease, ord)
+    ), beat AS (
+        UPDATE pgq.jobs j
+           SET heartbeat_at = coalesce(heartbeat.at, now())
+          FROM input i
+         WHERE j.id = i.id
+           AND j.lease = i.lease
+           AND j.status = 'running'
+           AND j.worker_id = heartbeat.worker_id
+        RETURNING j.id, j.cancel_requested
+    )
+    SELECT i.id,
+           CASE WHEN b.id IS NULL THEN 'lost'
+                WHEN b.cancel_requested THEN 'cancel_requested'
+                ELSE 'ok' END
+      FROM input i
+      LEFT JOIN beat b ON b.id = i.id
+     ORDER BY i.ord;
+END
+$$;
+COMMENT ON FUNCTION pgq.heartbeat(uuid, bigint[], bigint[], timestamptz) IS
+    'Refreshes the heartbeat of jobs this lease still owns; one row per id: ok, cancel_requested or lost.';
+
+-- sql/functions/prune_history.sql
+-- pgq.prune_history(older_than, at, batch)
+-- Contract: deletes up to `batch` history rows that finished before at - older_than and returns
+--   how many it deleted; call it until it returns less than `batch` (the worker's maintenance
+--   step does). Keeps the history table bounded. at NULL means now().
+-- Locking: row locks on the deleted history rows (SKIP LOCKED: two pruners never wait).
+-- Errors: PQ008 older_than negative or NULL, batch outside 1..100000.
+CREATE OR REPLACE FUNCTION pgq.prune_history(
+    older_than  interval,
+    at          timestamptz DEFAULT NULL,
+    batch       int         DEFAULT 10000
+)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n bigint;
+BEGIN
+    IF prune_history.older_than IS NULL OR prune_history.older_than < interval '0' THEN
+        RAISE EXCEPTION 'older_than must be a non-negative interval, got %', coalesce(prune_history.older_than::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF prune_history.batch IS NULL OR prune_history.batch NOT BETWEEN 1 AND 100000 THEN
+        RAISE EXCEPTION 'batch must be between 1 and 100000, got %', coalesce(prune_history.batch::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+    DELETE FROM pgq.job_history h
+     WHERE h.id IN (SELECT o.id
+                      FROM pgq.job_history o
+                     WHERE o.finished_at < coalesce(prune_history.at, now()) - prune_history.older_than
+                     ORDER BY o.finished_at
+                     LIMIT prune_history.batch
+                       FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$$;
+COMMENT ON FUNCTION pgq.prune_history(interval, timestamptz, int) IS
+    'Deletes up to batch history rows finished more than older_than ago; returns how many. Call until it returns less than batch.';
+
+-- sql/functions/release.sql
+-- pgq.release(worker_id, ids, leases)
+-- Contract: gives back claimed jobs that never started (a shutting-down worker): each job this
+--   worker still owns under that lease returns to queued, keeps its place (run_at unchanged) and
+--   its attempt count is restored (a release is not an attempt). Returns the ids released; a
+--   stale lease is ignored.
+-- Locking: row locks on the released jobs.
+-- Errors: PQ009, PQ003 (see pgq._check_batch).
+CREATE OR REPLACE FUNCTION pgq.release(worker_id uuid, ids bigint[], leases bigint[])
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
+    RETURN QUERY
+    UPDATE pgq.jobs j
+       SET status = 'queued',
+           attempt = j.attempt - 1,
+           lease = NULL,
+           worker_id = NULL,
+           started_at = NULL,
+           heartbeat_at = NULL
+      FROM unnest(release.ids, release.leases) AS u(id, lease)
+     WHERE j.id = u.id
+       AND j.lease = u.lease
+       AND j.status = 'running'
+       AND j.worker_id = release.worker_id
+    RETURNING j.id;
+END
+$$;
+COMMENT ON FUNCTION pgq.release(uuid, bigint[], bigint[]) IS
+    'Returns claimed, never-started jobs to the queue without counting an attempt; returns the ids released.';
+
+-- sql/functions/requeue.sql
+-- pgq.requeue(ids, at)
+-- Contract: puts finished jobs that failed (dead) or were canceled back in the queue: each
+--   leaves pgq.job_history and becomes a queued job again with the same id, payload, headers,
+--   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Successful jobs
+--   and unknown ids are ignored. Returns the ids requeued. at NULL means now().
+-- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice).
+-- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
+--   (nothing is requeued).
+CREATE OR REPLACE FUNCTION pgq.requeue(ids bigint[], at timestamptz DEFAULT NULL)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids   bigint[];
+    v_clash text;
+BEGIN
+    IF requeue.ids IS NULL OR array_position(requeue.ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(requeue.ids::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+
+    WITH back AS (
+        DELETE FROM pgq.job_history h
+         WHERE h.id = ANY (requeue.ids)
+           AND h.status IN ('failed', 'canceled')
+        RETURNING h.*
+    ), ins AS (
+        INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
+                              dedupe_key, errors)
+        SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
+               b.payload, b.headers, b.dedupe_key, b.errors
+          FROM back b
+         ORDER BY b.id
+            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+        RETURNING id
+    )
+    SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),
+           (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1]
+      INTO v_ids, v_clash
+      FROM back b
+      LEFT JOIN ins ON ins.id = b.id;
+
+    IF v_clash IS NOT NULL THEN
+        -- Raising undoes the whole call: no history row is lost, nothing is requeued.
+        RAISE EXCEPTION 'cannot requeue: dedupe key % is held by a live job', quote_literal(v_clash)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    RETURN QUERY SELECT unnest(v_ids);
+END
+$$;
+COMMENT ON FUNCTION pgq.requeue(bigint[], timestamptz) IS
+    'Puts failed (dead) or canceled jobs from history back in the queue with attempt 0; returns the ids requeued.';
+
+RESET check_function_bodies;
+-- END FUNCTIONS
+
+-- Triggers: small, data-free notifications on channel pgq_events, one per statement (and chunk).
+CREATE TRIGGER jobs_after_insert AFTER INSERT ON pgq.jobs
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION pgq._jobs_after_insert();
+CREATE TRIGGER jobs_after_update AFTER UPDATE ON pgq.jobs
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION pgq._jobs_after_update();
+CREATE TRIGGER jobs_after_delete AFTER DELETE ON pgq.jobs
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION pgq._jobs_after_delete();
+
+-- Views.
+CREATE VIEW pgq.queue_stats AS
+SELECT c.entrypoint,
+       count(j.id) FILTER (WHERE j.status = 'queued')                             AS queued,
+       count(j.id) FILTER (WHERE j.status = 'queued' AND j.run_at <= now())       AS due,
+       count(j.id) FILTER (WHERE j.status = 'running')                            AS running,
+       count(j.id) FILTER (WHERE j.status = 'running'
+                             AND j.heartbeat_at < now() - c.heartbeat_timeout)     AS stale,
+       now() - min(j.enqueued_at) FILTER (WHERE j.status = 'queued')              AS oldest_queued_age,
+       c.concurrency_limit,
+       c.max_attempts,
+       c.heartbeat_timeout
+  FROM pgq.entrypoints c
+  LEFT JOIN pgq.jobs j ON j.entrypoint = c.entrypoint
+ GROUP BY c.entrypoint, c.concurrency_limit, c.max_attempts, c.heartbeat_timeout;
+COMMENT ON VIEW pgq.queue_stats IS
+    'Per entrypoint: queued, due, running, stale (heartbeat older than its timeout), age of the oldest queued job, and its policy.';
+
+CREATE VIEW pgq.failed_jobs AS
+SELECT h.id, h.entrypoint, h.attempt, h.payload, h.headers, h.priority, h.dedupe_key,
+       h.enqueued_at, h.started_at, h.finished_at, h.worker_id, h.details, h.errors
+  FROM pgq.job_history h
+ WHERE h.status = 'failed';
+COMMENT ON VIEW pgq.failed_jobs IS
+    'Dead jobs: attempts used up. pgq.requeue(ids) puts them back in the queue.';
+
+-- Privileges: nothing for PUBLIC; producers enqueue, cancel and read stats; workers run jobs.
+REVOKE ALL ON ALL TABLES IN SCHEMA pgq FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA pgq FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgq FROM PUBLIC;
+REVOKE ALL ON TYPE pgq.claimed_job FROM PUBLIC;
+
+GRANT SELECT ON pgq.queue_stats TO pgq_producer, pgq_worker;
+GRANT USAGE ON TYPE pgq.claimed_job TO pgq_worker;
+GRANT EXECUTE ON FUNCTION
+    pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text),
+    pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text),
+    pgq.cancel(bigint[], timestamptz)
+    TO pgq_producer;
+GRANT EXECUTE ON FUNCTION
+    pgq.claim(uuid, text[], int, timestamptz),
+    pgq.heartbeat(uuid, bigint[], bigint[], timestamptz),
+    pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz),
+    pgq.release(uuid, bigint[], bigint[])
+    TO pgq_worker;
