@@ -1,0 +1,350 @@
+"""Install, upgrade and remove the ``pgq`` schema.
+
+Every public function takes either a DSN string or an open psycopg 3 ``Connection``. A DSN
+is connected to and closed again; a connection is borrowed: it must not be inside a
+transaction, it is used for one transaction of ours, and it is handed back open with its
+``autocommit`` setting as found.
+
+:func:`upgrade` runs, in one transaction under a transaction-level advisory lock (so any
+number of processes may install at the same time): refuse a ``pgq`` schema that is not ours
+(SkyTools PgQ uses that name too), create schema ``pgq`` with our marker comment if it is
+missing, then Alembic ``upgrade`` on that same connection, which applies the packaged SQL
+migration files verbatim and records the revision in ``pgq.alembic_version``.
+
+A schema is ours when its comment starts with ``pgq-thin``. An empty unmarked ``pgq`` schema
+(for example one a DBA created ahead of the install) is adopted; a non-empty unmarked one is
+refused with :class:`~pgq_thin.errors.ForeignSchemaError` and nothing is changed.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, TypeAlias, cast
+
+import psycopg
+import sqlalchemy
+import sqlalchemy.exc
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from psycopg.pq import TransactionStatus
+from sqlalchemy.pool import StaticPool
+
+from pgq_thin import __version__, sqlfiles
+from pgq_thin.errors import ForeignSchemaError, MigrationError
+from pgq_thin.migrations import VERSION_SCHEMA, VERSION_TABLE
+
+__all__ = [
+    "LOCK_KEY",
+    "ROLES",
+    "SCHEMA",
+    "Target",
+    "UninstallResult",
+    "current",
+    "downgrade",
+    "head",
+    "sql",
+    "uninstall",
+    "upgrade",
+]
+
+log = logging.getLogger(__name__)
+
+Target: TypeAlias = "str | psycopg.Connection[Any]"
+
+SCHEMA = "pgq"
+ROLES = ("pgq_producer", "pgq_worker")
+MARKER = "pgq-thin"
+LOCK_KEY = 0x7067712D7468696E  # the bytes of "pgq-thin" as one bigint
+
+_MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+# --- Every SQL statement this module runs itself. ---------------------------------------------
+# The queue's own SQL lives in sql/; these few statements only guard and bootstrap the schema.
+
+_SCHEMA_COMMENT = (
+    "pgq-thin job queue: tables, types and functions managed by pgq_thin.migrate; "
+    "do not edit by hand"
+)
+_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_KEY})"
+# (exists, comment, holds objects) of schema pgq; no row when it does not exist.
+_SCHEMA_STATE = """\
+SELECT obj_description(n.oid, 'pg_namespace'),
+       EXISTS (SELECT 1 FROM pg_depend d
+                WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = n.oid)
+  FROM pg_namespace n
+ WHERE n.nspname = 'pgq'"""
+_CREATE_SCHEMA = "CREATE SCHEMA pgq"
+_COMMENT_SCHEMA = f"COMMENT ON SCHEMA pgq IS '{_SCHEMA_COMMENT}'"
+_VERSION_TABLE_EXISTS = "SELECT to_regclass('pgq.alembic_version') IS NOT NULL"
+_CURRENT_VERSION = "SELECT version_num FROM pgq.alembic_version"
+_DROP_SCHEMA = "DROP SCHEMA pgq CASCADE"
+_DROP_ROLE = "DROP ROLE IF EXISTS {role}"
+
+# The DBA install script (sql()). The version table is the one Alembic itself creates, so an
+# install applied with psql is recognised by a later upgrade().
+_SCRIPT_GUARD = """\
+DO $pgq_thin$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_namespace n
+                WHERE n.nspname = 'pgq'
+                  AND coalesce(obj_description(n.oid, 'pg_namespace'), '') NOT LIKE 'pgq-thin%'
+                  AND EXISTS (SELECT 1 FROM pg_depend d
+                               WHERE d.refclassid = 'pg_namespace'::regclass
+                                 AND d.refobjid = n.oid)) THEN
+        RAISE EXCEPTION 'schema pgq exists and was not created by pgq-thin (SkyTools PgQ?); '
+                        'refusing to install into it';
+    END IF;
+END
+$pgq_thin$;"""
+_SCRIPT_CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS pgq;"
+_SCRIPT_VERSION_TABLE = """\
+CREATE TABLE IF NOT EXISTS pgq.alembic_version (
+    version_num VARCHAR(32) NOT NULL,
+    CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
+);"""
+_SCRIPT_EXPECT_VERSION = """\
+DO $pgq_thin$
+DECLARE
+    found text := (SELECT string_agg(version_num, ', ') FROM pgq.alembic_version);
+BEGIN
+    IF found IS DISTINCT FROM {expected} THEN
+        RAISE EXCEPTION 'pgq-thin schema is at revision %, this script expects %',
+            coalesce(found, 'none'), coalesce({expected}, 'none');
+    END IF;
+END
+$pgq_thin$;"""
+_SCRIPT_SET_VERSION = """\
+DELETE FROM pgq.alembic_version;
+INSERT INTO pgq.alembic_version (version_num) VALUES ('{revision}');"""
+
+# -----------------------------------------------------------------------------------------------
+
+
+class _SchemaState(enum.Enum):
+    MISSING = "missing"
+    OURS = "ours"
+    EMPTY_UNMARKED = "empty and unmarked"
+    FOREIGN = "foreign"
+
+
+@dataclass(frozen=True)
+class UninstallResult:
+    """What :func:`uninstall` removed."""
+
+    schema_dropped: bool
+    roles_dropped: list[str] = field(default_factory=list)
+    roles_kept: dict[str, str] = field(default_factory=dict)  # role -> why it was kept
+
+
+def upgrade(target: Target, revision: str = "head") -> str | None:
+    """Install schema ``pgq`` or upgrade it to ``revision``; returns the revision now installed.
+
+    Safe to call from several processes at once and a no-op when already up to date.
+    Raises :class:`ForeignSchemaError` when a ``pgq`` schema exists that is not ours.
+    """
+    with _connection(target) as conn, conn.begin():
+        conn.exec_driver_sql(_LOCK)
+        state = _schema_state(conn)
+        if state is _SchemaState.FOREIGN:
+            _refuse_foreign()
+        if state is _SchemaState.MISSING:
+            conn.exec_driver_sql(_CREATE_SCHEMA)
+        if state is not _SchemaState.OURS:
+            conn.exec_driver_sql(_COMMENT_SCHEMA)
+        config = _alembic_config()
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+        installed = _current_version(conn)
+    log.info("pgq-thin schema at revision %s", installed)
+    return installed
+
+
+def uninstall(target: Target) -> UninstallResult:
+    """Drop schema ``pgq`` with everything in it, then try to drop roles ``pgq_producer`` and
+    ``pgq_worker``.
+
+    Roles are cluster-wide: a role still granted something in another database (another
+    install of pgq-thin) cannot be dropped, and is kept. Dropping a role also removes its
+    memberships, so applications granted a pgq role lose it and need the grant again after a
+    reinstall. Raises :class:`ForeignSchemaError` rather than drop a ``pgq`` schema that is
+    not ours.
+    """
+    with _connection(target) as conn, conn.begin():
+        conn.exec_driver_sql(_LOCK)
+        state = _schema_state(conn)
+        if state is _SchemaState.FOREIGN:
+            _refuse_foreign()
+        dropped = state is not _SchemaState.MISSING
+        if dropped:
+            conn.exec_driver_sql(_DROP_SCHEMA)
+        result = UninstallResult(schema_dropped=dropped)
+        for role in ROLES:
+            try:
+                with conn.begin_nested():
+                    conn.exec_driver_sql(_DROP_ROLE.format(role=role))
+            except sqlalchemy.exc.DBAPIError as err:
+                reason = str(err.orig).splitlines()[0] if err.orig is not None else str(err)
+                log.info("kept role %s: %s", role, reason)
+                result.roles_kept[role] = reason
+            else:
+                result.roles_dropped.append(role)
+    return result
+
+
+def downgrade(target: Target, revision: str = "base") -> UninstallResult:
+    """Migrations are forward-only: the only downgrade is to ``base``, i.e. :func:`uninstall`."""
+    if revision != "base":
+        raise MigrationError(
+            f"cannot downgrade to {revision!r}: pgq-thin migrations are forward-only; "
+            "the only downgrade is to 'base', which uninstalls schema pgq"
+        )
+    return uninstall(target)
+
+
+def current(target: Target) -> str | None:
+    """The installed revision, or None when pgq-thin is not installed."""
+    with _connection(target) as conn, conn.begin():
+        state = _schema_state(conn)
+        if state is _SchemaState.FOREIGN:
+            _refuse_foreign()
+        if state is _SchemaState.MISSING:
+            return None
+        return _current_version(conn)
+
+
+def head() -> str:
+    """The newest revision this package ships."""
+    heads = ScriptDirectory.from_config(_alembic_config()).get_heads()
+    if len(heads) != 1:
+        raise MigrationError(f"pgq_thin ships {len(heads)} migration heads, expected one")
+    return heads[0]
+
+
+def sql(from_revision: str | None = None) -> str:
+    """The install (or, from ``from_revision``, the upgrade) script for DBAs to apply by hand.
+
+    One transaction: the advisory lock, the foreign-schema guard, schema ``pgq`` and Alembic's
+    version table, every migration file verbatim, then the version row. It checks the revision
+    it starts from, so it cannot be applied twice or to the wrong version. Apply it with
+    ``psql -v ON_ERROR_STOP=1 -f FILE``; a later :func:`upgrade` takes over from it.
+    """
+    migrations = sqlfiles.migrations()
+    revisions = [m.revision for m in migrations]
+    if from_revision is not None and from_revision not in revisions:
+        raise MigrationError(f"unknown revision {from_revision!r}; known: {', '.join(revisions)}")
+    start = 0 if from_revision is None else revisions.index(from_revision) + 1
+    todo = migrations[start:]
+    target = revisions[-1] if revisions else None
+    expected = "NULL" if from_revision is None else f"'{from_revision}'"
+    action = "install" if from_revision is None else f"upgrade from revision {from_revision}"
+    parts = [
+        f"-- pgq-thin {__version__}: {action} to revision {target} of schema pgq.",
+        "-- Generated by `pgq-thin sql`. Apply with: psql -v ON_ERROR_STOP=1 -f THIS_FILE",
+        "",
+        "BEGIN;",
+        _LOCK + ";",
+        _SCRIPT_GUARD,
+        _SCRIPT_CREATE_SCHEMA,
+        _COMMENT_SCHEMA + ";",
+        _SCRIPT_VERSION_TABLE,
+        _SCRIPT_EXPECT_VERSION.format(expected=expected),
+    ]
+    for migration in todo:
+        parts += ["", f"-- ---- revision {migration.revision}: {migration.name} ----", ""]
+        parts.append(migration.read().rstrip())
+    if target is not None and todo:
+        parts += ["", _SCRIPT_SET_VERSION.format(revision=target)]
+    parts += ["COMMIT;", ""]
+    return "\n".join(parts)
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _refuse_foreign() -> NoReturn:
+    raise ForeignSchemaError(
+        "schema pgq exists and was not created by pgq-thin (SkyTools PgQ uses the same name); "
+        "refusing to touch it. Use another database, or rename or drop that schema first."
+    )
+
+
+def _schema_state(conn: sqlalchemy.Connection) -> _SchemaState:
+    row = conn.exec_driver_sql(_SCHEMA_STATE).one_or_none()
+    if row is None:
+        return _SchemaState.MISSING
+    comment, has_objects = row
+    if comment is not None and str(comment).startswith(MARKER):
+        return _SchemaState.OURS
+    return _SchemaState.FOREIGN if has_objects else _SchemaState.EMPTY_UNMARKED
+
+
+def _current_version(conn: sqlalchemy.Connection) -> str | None:
+    if not conn.exec_driver_sql(_VERSION_TABLE_EXISTS).scalar_one():
+        return None
+    versions = conn.exec_driver_sql(_CURRENT_VERSION).scalars().all()
+    if len(versions) > 1:
+        raise MigrationError(f"pgq.alembic_version holds several revisions: {versions}")
+    return str(versions[0]) if versions else None
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS_DIR))
+    config.set_main_option("path_separator", "os")
+    assert VERSION_SCHEMA == SCHEMA and VERSION_TABLE == "alembic_version"
+    return config
+
+
+@contextmanager
+def _connection(target: Target) -> Iterator[sqlalchemy.Connection]:
+    """A SQLAlchemy connection over ``target``; database errors surface as psycopg errors."""
+    if isinstance(target, str):
+        owned = psycopg.connect(target, autocommit=True)
+        try:
+            with _borrowed(owned) as conn:
+                yield conn
+        finally:
+            owned.close()
+    elif isinstance(target, psycopg.Connection):
+        with _borrowed(target) as conn:
+            yield conn
+    else:
+        raise TypeError(
+            f"expected a DSN string or a psycopg Connection, got {type(target).__name__}"
+        )
+
+
+@contextmanager
+def _borrowed(raw: psycopg.Connection[Any]) -> Iterator[sqlalchemy.Connection]:
+    """Wrap an open psycopg connection for SQLAlchemy without ever closing or resetting it."""
+    if raw.closed:
+        raise MigrationError("the connection given to pgq_thin.migrate is closed")
+    if raw.info.transaction_status != TransactionStatus.IDLE:
+        raise MigrationError(
+            "the connection given to pgq_thin.migrate is inside a transaction; "
+            "commit or roll back first (migrations run in a transaction of their own)"
+        )
+    autocommit = raw.autocommit
+    raw.autocommit = False  # SQLAlchemy's transaction must be a real one
+    engine = sqlalchemy.create_engine(
+        "postgresql+psycopg://",
+        creator=lambda: cast(Any, raw),
+        poolclass=StaticPool,
+        pool_reset_on_return=None,
+    )
+    try:
+        with engine.connect() as conn:
+            yield conn
+    except sqlalchemy.exc.DBAPIError as err:
+        if isinstance(err.orig, psycopg.Error):
+            raise err.orig from None
+        raise
+    finally:
+        if not raw.closed and raw.info.transaction_status == TransactionStatus.IDLE:
+            raw.autocommit = autocommit
