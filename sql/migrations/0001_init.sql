@@ -59,7 +59,8 @@ CREATE TABLE pgq.entrypoints (
 );
 
 -- Live jobs only: queued or running. A finished job leaves this table for pgq.job_history.
--- heartbeat_at is in no index, and pages keep free space, so heartbeats are HOT updates.
+-- heartbeat_at is in no index, and half of each page stays free (fillfactor 50) so that a
+-- heartbeat call covering every job of a page still finds room there: heartbeats are HOT updates.
 CREATE TABLE pgq.jobs (
     id                bigint      NOT NULL DEFAULT nextval('pgq.job_id_seq'),
     entrypoint        text        NOT NULL,
@@ -85,7 +86,7 @@ CREATE TABLE pgq.jobs (
     CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
     CONSTRAINT jobs_priority_check CHECK (priority BETWEEN -32768 AND 32767),
     CONSTRAINT jobs_entrypoint_check CHECK (length(entrypoint) BETWEEN 1 AND 200)
-) WITH (fillfactor = 70);
+) WITH (fillfactor = 50);
 ALTER SEQUENCE pgq.job_id_seq OWNED BY pgq.jobs.id;
 
 -- Claim path: queued jobs of one entrypoint in claim order (priority, due time, enqueue order).
