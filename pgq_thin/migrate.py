@@ -32,6 +32,7 @@ import sqlalchemy.exc
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from psycopg.pq import TransactionStatus
 from sqlalchemy.pool import StaticPool
 
@@ -159,7 +160,10 @@ def upgrade(target: Target, revision: str = "head") -> str | None:
             conn.exec_driver_sql(_COMMENT_SCHEMA)
         config = _alembic_config()
         config.attributes["connection"] = conn
-        command.upgrade(config, revision)
+        try:
+            command.upgrade(config, revision)
+        except CommandError as err:  # e.g. an unknown revision
+            raise MigrationError(f"cannot upgrade to {revision!r}: {err}") from err
         installed = _current_version(conn)
     log.info("pgq-thin schema at revision %s", installed)
     return installed
