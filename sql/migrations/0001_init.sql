@@ -393,7 +393,9 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
 --   (a re-claim counts as an attempt). A stale job whose attempts are used up goes to history as
 --   failed, and a stale job flagged for cancellation as canceled, instead of being claimed.
 --   An entrypoint's concurrency_limit holds across all workers: one claimer at a time takes the
---   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call).
+--   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call). It also
+--   bounds stale re-claims: they must fit beside the live running jobs, so limit 0 (paused)
+--   claims nothing at all.
 --   at NULL means now(); tests pass a time to move the clock.
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
 --   never waits for another claimer. Must run in READ COMMITTED so each step sees the last commit.
@@ -471,7 +473,18 @@ BEGIN
                                                                     FROM pgq.jobs r
                                                                    WHERE r.entrypoint = c.entrypoint
                                                                      AND r.status = 'running')))
-                    ELSE 0 END AS quota
+                    ELSE 0 END AS quota,
+               -- Re-claiming a stale job leaves the running count as it is, but it must still fit
+               -- beside the live (non-stale) running jobs: a paused entrypoint re-claims nothing.
+               CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
+                    WHEN c.entrypoint = ANY (v_limited) THEN
+                         greatest(0, least(claim.batch_size,
+                                           c.concurrency_limit - (SELECT count(*)
+                                                                    FROM pgq.jobs r
+                                                                   WHERE r.entrypoint = c.entrypoint
+                                                                     AND r.status = 'running'
+                                                                     AND r.heartbeat_at >= v_now - c.heartbeat_timeout)))
+                    ELSE 0 END AS stale_quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)
     ), candidates AS (
@@ -498,7 +511,7 @@ BEGIN
                   AND j.attempt < eps.max_attempts
                   AND NOT j.cancel_requested
                 ORDER BY j.priority DESC, j.run_at, j.id
-                LIMIT claim.batch_size
+                LIMIT eps.stale_quota
                   FOR UPDATE SKIP LOCKED) AS s
     ), picked AS (
         SELECT c.*
