@@ -1,8 +1,16 @@
 """Exceptions raised by pgq_thin.
 
 Every exception of our own derives from :class:`PgqThinError`. Errors raised by the database
-functions are mapped by SQLSTATE, never by message text.
+functions carry a SQLSTATE of class ``PQ`` (see ``docs/errors.md``); :func:`from_psycopg` maps
+them to the :class:`PgqError` subclasses below by SQLSTATE, never by message text.
 """
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
 
 
 class PgqThinError(Exception):
@@ -13,8 +21,137 @@ class MigrationError(PgqThinError):
     """Installing, upgrading or removing the ``pgq`` schema failed or was refused."""
 
 
-class ForeignSchemaError(MigrationError):
-    """Schema ``pgq`` exists but was not created by pgq-thin (for example SkyTools PgQ).
+class PgqError(PgqThinError):
+    """An error raised by a ``pgq`` SQL function, identified by its SQLSTATE.
+
+    ``sqlstate`` is the code (``PQ001``...), ``message`` the server's message (it names the bad
+    value), ``hint`` the server's hint if any. The original psycopg error is ``__cause__``.
+    """
+
+    sqlstate: str = "PQ000"
+
+    def __init__(self, message: str, *, sqlstate: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        if sqlstate is not None:
+            self.sqlstate = sqlstate
+        self.hint = hint
+
+
+class InvalidEntrypoint(PgqError):
+    """PQ001: an entrypoint name is NULL, empty, too long or holds control characters."""
+
+    sqlstate = "PQ001"
+
+
+class InvalidBatchSize(PgqError):
+    """PQ002: a batch size outside 1..10000."""
+
+    sqlstate = "PQ002"
+
+
+class ArrayLengthMismatch(PgqError):
+    """PQ003: the arrays of a batch call are not all the same length."""
+
+    sqlstate = "PQ003"
+
+
+class InvalidStatus(PgqError):
+    """PQ004: a completion status other than successful, failed or canceled."""
+
+    sqlstate = "PQ004"
+
+
+class InvalidPriority(PgqError):
+    """PQ005: a priority outside -32768..32767."""
+
+    sqlstate = "PQ005"
+
+
+class PayloadTooLarge(PgqError):
+    """PQ006: a payload over the size limit (1 MiB)."""
+
+    sqlstate = "PQ006"
+
+
+class DedupeConflict(PgqError):
+    """PQ007: a dedupe key is already held by a live job."""
+
+    sqlstate = "PQ007"
+
+
+class InvalidConfig(PgqError):
+    """PQ008: a policy value out of range (pgq.configure, pgq.prune_history)."""
+
+    sqlstate = "PQ008"
+
+
+class InvalidArgument(PgqError):
+    """PQ009: another bad argument (NULL worker id, NULL element, bad headers, ...)."""
+
+    sqlstate = "PQ009"
+
+
+class WrongIsolationLevel(PgqError):
+    """PQ010: pgq.claim called outside READ COMMITTED."""
+
+    sqlstate = "PQ010"
+
+
+class ForeignSchemaError(MigrationError, PgqError):
+    """PQ900: schema ``pgq`` exists but was not created by pgq-thin (for example SkyTools PgQ).
 
     pgq-thin never writes into or drops a ``pgq`` schema it does not own.
     """
+
+    sqlstate = "PQ900"
+
+
+#: SQLSTATE -> exception class. The one place the codes of docs/errors.md meet Python.
+BY_SQLSTATE: dict[str, type[PgqError]] = {
+    cls.sqlstate: cls
+    for cls in (
+        InvalidEntrypoint,
+        InvalidBatchSize,
+        ArrayLengthMismatch,
+        InvalidStatus,
+        InvalidPriority,
+        PayloadTooLarge,
+        DedupeConflict,
+        InvalidConfig,
+        InvalidArgument,
+        WrongIsolationLevel,
+        ForeignSchemaError,
+    )
+}
+
+
+def from_psycopg(err: psycopg.Error) -> PgqError | None:
+    """The :class:`PgqError` for a psycopg error raised by a ``pgq`` function, else None.
+
+    Any SQLSTATE of class ``PQ`` maps to an exception; a code without a class of its own (a
+    newer server) becomes a plain :class:`PgqError` carrying the code.
+    """
+    sqlstate = err.sqlstate
+    if sqlstate is None or not sqlstate.startswith("PQ"):
+        return None
+    cls = BY_SQLSTATE.get(sqlstate, PgqError)
+    message = err.diag.message_primary or str(err)
+    mapped = cls(message, sqlstate=sqlstate, hint=err.diag.message_hint)
+    mapped.__cause__ = err
+    return mapped
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Re-raise psycopg errors of class ``PQ`` as their :class:`PgqError`; others unchanged."""
+    try:
+        yield
+    except psycopg.Error as err:
+        mapped = from_psycopg(err)
+        if mapped is None:
+            raise
+        raise mapped from err
+
+#: The name docs/errors.md uses for PQ900.
+ForeignSchema = ForeignSchemaError

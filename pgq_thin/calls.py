@@ -1,0 +1,256 @@
+"""Every SQL statement the client runs: one-line calls of the ``pgq`` functions.
+
+This is the only module of the package (besides the schema bootstrap in ``migrate``) that
+holds SQL text; ``tests/py/test_layering.py`` enforces it. Each statement is one call of a
+public function or view, so it is one transaction on an autocommit connection and works
+through a transaction-mode pooler. The queue logic lives in those functions, not here.
+
+Each operation has a sync and an async variant taking an open psycopg connection. Errors of
+class ``PQ`` are re-raised as :mod:`pgq_thin.errors` exceptions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from pgq_thin.errors import translated
+
+ENQUEUE = (
+    "SELECT pgq.enqueue(%s::text, %s::jsonb, %s::int, %s::timestamptz, %s::text, %s::jsonb,"
+    " %s::text)"
+)
+ENQUEUE_MANY = (
+    "SELECT * FROM pgq.enqueue_many(%s::text[], %s::jsonb[], %s::int[], %s::timestamptz[],"
+    " %s::text[], %s::jsonb[], %s::text)"
+)
+CANCEL = "SELECT * FROM pgq.cancel(%s::bigint[])"
+CLAIM = "SELECT * FROM pgq.claim(%s::uuid, %s::text[], %s::int)"
+HEARTBEAT = "SELECT id, state FROM pgq.heartbeat(%s::uuid, %s::bigint[], %s::bigint[])"
+COMPLETE = (
+    "SELECT * FROM pgq.complete(%s::uuid, %s::bigint[], %s::bigint[], %s::text[], %s::jsonb[])"
+)
+RELEASE = "SELECT * FROM pgq.release(%s::uuid, %s::bigint[], %s::bigint[])"
+# Seconds until the next delayed job is due, measured on the server's clock (NULL: none waits).
+NEXT_DUE_IN = "SELECT extract(epoch FROM pgq.next_run_at(%s::text[]) - now())::float8"
+REQUEUE = "SELECT * FROM pgq.requeue(%s::bigint[])"
+CONFIGURE = (
+    "SELECT * FROM pgq.configure(%s::text, %s::int, %s::int, %s::interval, %s::interval,"
+    " %s::interval, %s::boolean)"
+)
+QUEUE_STATS = "SELECT * FROM pgq.queue_stats ORDER BY entrypoint"
+FAILED_JOBS = "SELECT * FROM pgq.failed_jobs ORDER BY finished_at DESC, id DESC LIMIT %s"
+# Read-only report for the CLI and the demo: finished jobs per entrypoint and final status.
+HISTORY_SUMMARY = (
+    "SELECT entrypoint, status, count(*) AS jobs, max(attempt) AS max_attempt,"
+    " avg(extract(epoch FROM finished_at - enqueued_at))::float8 AS avg_latency_s"
+    " FROM pgq.job_history WHERE entrypoint = ANY (%s::text[]) GROUP BY 1, 2 ORDER BY 1, 2"
+)
+LISTEN = "LISTEN pgq_events"
+
+CHANNEL = "pgq_events"
+
+Row = dict[str, Any]
+Conn = psycopg.Connection[Any]
+AConn = psycopg.AsyncConnection[Any]
+
+
+def jsonb(value: Any) -> Jsonb | None:
+    """A JSON value for a ``jsonb`` parameter; None stays SQL NULL."""
+    return None if value is None else Jsonb(value)
+
+
+def enqueue_args(
+    entrypoint: str,
+    payload: Any,
+    priority: int,
+    run_at: datetime | None,
+    dedupe_key: str | None,
+    headers: dict[str, Any] | None,
+    on_conflict: str,
+) -> tuple[Any, ...]:
+    return (entrypoint, jsonb(payload), priority, run_at, dedupe_key, jsonb(headers), on_conflict)
+
+
+def enqueue_many_args(
+    entrypoints: Sequence[str],
+    payloads: Sequence[Any] | None,
+    priorities: Sequence[int] | None,
+    run_ats: Sequence[datetime | None] | None,
+    dedupe_keys: Sequence[str | None] | None,
+    headers: Sequence[dict[str, Any] | None] | None,
+    on_conflict: str,
+) -> tuple[Any, ...]:
+    return (
+        list(entrypoints),
+        None if payloads is None else [jsonb(p) for p in payloads],
+        None if priorities is None else list(priorities),
+        None if run_ats is None else list(run_ats),
+        None if dedupe_keys is None else list(dedupe_keys),
+        None if headers is None else [jsonb(h) for h in headers],
+        on_conflict,
+    )
+
+
+def configure_args(
+    entrypoint: str,
+    concurrency_limit: int | None,
+    max_attempts: int | None,
+    backoff_base: timedelta | None,
+    backoff_max: timedelta | None,
+    heartbeat_timeout: timedelta | None,
+    reset: bool,
+) -> tuple[Any, ...]:
+    return (
+        entrypoint,
+        concurrency_limit,
+        max_attempts,
+        backoff_base,
+        backoff_max,
+        heartbeat_timeout,
+        reset,
+    )
+
+
+# --- sync ---------------------------------------------------------------------------------------
+
+
+def _rows(conn: Conn, query: str, args: Sequence[Any] = ()) -> list[Row]:
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query, args)
+        return cur.fetchall()
+
+
+def _column(conn: Conn, query: str, args: Sequence[Any] = ()) -> list[Any]:
+    with translated(), conn.cursor() as cur:
+        cur.execute(query, args)
+        return [row[0] for row in cur.fetchall()]
+
+
+def enqueue(conn: Conn, args: tuple[Any, ...]) -> int:
+    """``pgq.enqueue`` with :func:`enqueue_args`. Returns the job id."""
+    return int(_column(conn, ENQUEUE, args)[0])
+
+
+def enqueue_many(conn: Conn, args: tuple[Any, ...]) -> list[int]:
+    """``pgq.enqueue_many`` with :func:`enqueue_many_args`. Ids in input order."""
+    return [int(i) for i in _column(conn, ENQUEUE_MANY, args)]
+
+
+def cancel(conn: Conn, ids: Sequence[int]) -> list[int]:
+    return [int(i) for i in _column(conn, CANCEL, (list(ids),))]
+
+
+def requeue(conn: Conn, ids: Sequence[int]) -> list[int]:
+    return [int(i) for i in _column(conn, REQUEUE, (list(ids),))]
+
+
+def configure(conn: Conn, args: tuple[Any, ...]) -> Row:
+    """``pgq.configure`` with :func:`configure_args`. Returns the policy row."""
+    return _rows(conn, CONFIGURE, args)[0]
+
+
+def queue_stats(conn: Conn) -> list[Row]:
+    return _rows(conn, QUEUE_STATS)
+
+
+def failed_jobs(conn: Conn, limit: int) -> list[Row]:
+    return _rows(conn, FAILED_JOBS, (limit,))
+
+
+def history_summary(conn: Conn, entrypoints: Sequence[str]) -> list[Row]:
+    return _rows(conn, HISTORY_SUMMARY, (list(entrypoints),))
+
+
+# --- async --------------------------------------------------------------------------------------
+
+
+async def _arows(conn: AConn, query: str, args: Sequence[Any] = ()) -> list[Row]:
+    with translated():
+        async with conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(query, args)
+            return await cur.fetchall()
+
+
+async def _acolumn(conn: AConn, query: str, args: Sequence[Any] = ()) -> list[Any]:
+    with translated():
+        async with conn.cursor() as cur:
+            await cur.execute(query, args)
+            return [row[0] for row in await cur.fetchall()]
+
+
+async def aenqueue(conn: AConn, args: tuple[Any, ...]) -> int:
+    return int((await _acolumn(conn, ENQUEUE, args))[0])
+
+
+async def aenqueue_many(conn: AConn, args: tuple[Any, ...]) -> list[int]:
+    return [int(i) for i in await _acolumn(conn, ENQUEUE_MANY, args)]
+
+
+async def acancel(conn: AConn, ids: Sequence[int]) -> list[int]:
+    return [int(i) for i in await _acolumn(conn, CANCEL, (list(ids),))]
+
+
+async def aconfigure(conn: AConn, args: tuple[Any, ...]) -> Row:
+    return (await _arows(conn, CONFIGURE, args))[0]
+
+
+async def aqueue_stats(conn: AConn) -> list[Row]:
+    return await _arows(conn, QUEUE_STATS)
+
+
+async def ahistory_summary(conn: AConn, entrypoints: Sequence[str]) -> list[Row]:
+    return await _arows(conn, HISTORY_SUMMARY, (list(entrypoints),))
+
+
+async def aclaim(
+    conn: AConn, worker_id: uuid.UUID, entrypoints: Sequence[str], batch_size: int
+) -> list[Row]:
+    """``pgq.claim``: rows of ``pgq.claimed_job``."""
+    return await _arows(conn, CLAIM, (worker_id, list(entrypoints), batch_size))
+
+
+async def aheartbeat(
+    conn: AConn, worker_id: uuid.UUID, ids: Sequence[int], leases: Sequence[int]
+) -> list[tuple[int, str]]:
+    """``pgq.heartbeat``: ``(id, state)`` per input id, state ok, lost or cancel_requested."""
+    with translated():
+        async with conn.cursor() as cur:
+            await cur.execute(HEARTBEAT, (worker_id, list(ids), list(leases)))
+            return [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
+
+
+async def acomplete(
+    conn: AConn,
+    worker_id: uuid.UUID,
+    ids: Sequence[int],
+    leases: Sequence[int],
+    statuses: Sequence[str],
+    details: Sequence[Any],
+) -> list[int]:
+    """``pgq.complete``: the ids accepted (a stale lease is ignored by the server)."""
+    args = (worker_id, list(ids), list(leases), list(statuses), [jsonb(d) for d in details])
+    return [int(i) for i in await _acolumn(conn, COMPLETE, args)]
+
+
+async def arelease(
+    conn: AConn, worker_id: uuid.UUID, ids: Sequence[int], leases: Sequence[int]
+) -> list[int]:
+    return [int(i) for i in await _acolumn(conn, RELEASE, (worker_id, list(ids), list(leases)))]
+
+
+async def anext_due_in(conn: AConn, entrypoints: Sequence[str]) -> float | None:
+    """Seconds until the next delayed job of these entrypoints is due, or None."""
+    value = (await _acolumn(conn, NEXT_DUE_IN, (list(entrypoints),)))[0]
+    return None if value is None else float(value)
+
+
+async def alisten(conn: AConn) -> None:
+    """Subscribe an autocommit connection to the ``pgq_events`` channel."""
+    await conn.execute(LISTEN)

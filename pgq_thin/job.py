@@ -1,0 +1,192 @@
+"""What a handler receives (:class:`Job`) and the signals it may raise.
+
+A handler ends its attempt by returning (``successful``), by raising any exception (``failed``:
+the database applies the entrypoint's retry policy), by raising :class:`RetryAfter` (``failed``,
+retried after the given delay if attempts remain) or by raising :class:`CancelJob`
+(``canceled``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import traceback
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+P = TypeVar("P")
+
+TRACEBACK_LIMIT = 4000  # characters of traceback kept in a failure's details
+
+
+class RetryAfter(Exception):  # noqa: N818 - a signal, not an error
+    """Fail this attempt and ask for the next one after ``seconds`` (not before).
+
+    The job still counts an attempt; when attempts are used up it is dead as usual.
+    """
+
+    def __init__(self, seconds: float | timedelta, message: str = "") -> None:
+        if isinstance(seconds, timedelta):
+            seconds = seconds.total_seconds()
+        if seconds < 0:
+            raise ValueError(f"RetryAfter needs a non-negative delay, got {seconds}")
+        super().__init__(message or f"retry after {seconds:g} s")
+        self.seconds = float(seconds)
+
+
+class CancelJob(Exception):  # noqa: N818 - a signal, not an error
+    """End this job as ``canceled``: no retry, it goes to history as canceled."""
+
+
+class PayloadValidationError(Exception):
+    """The payload does not fit the handler's payload type; the attempt fails."""
+
+
+@dataclass
+class Job(Generic[P]):
+    """One claimed job, as handed to a handler.
+
+    ``payload`` is the decoded JSON, or an instance of the handler's payload type when it has
+    one. ``cancelled`` is set when the job should stop (cancel requested, ownership lost, or
+    shutdown past the grace period): a sync handler should check it in long loops (or call
+    :meth:`raise_if_cancelled`); an async handler is cancelled (``CancelledError``) instead.
+    """
+
+    id: int
+    entrypoint: str
+    payload: P
+    headers: dict[str, Any] | None
+    attempt: int
+    max_attempts: int
+    priority: int
+    enqueued_at: datetime
+    run_at: datetime | None = None
+    dedupe_key: str | None = None
+    heartbeat_timeout: timedelta = timedelta(seconds=30)
+    lease: int = 0
+    raw_payload: Any = None
+    cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def is_last_attempt(self) -> bool:
+        return self.attempt >= self.max_attempts
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`CancelJob` when the job was asked to stop."""
+        if self.cancelled.is_set():
+            raise CancelJob(f"job {self.id} was cancelled")
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Job[Any]:
+        """A job from one ``pgq.claimed_job`` row."""
+        return cls(
+            id=int(row["id"]),
+            entrypoint=row["entrypoint"],
+            payload=row["payload"],
+            headers=row["headers"],
+            attempt=int(row["attempt"]),
+            max_attempts=int(row["max_attempts"]),
+            priority=int(row["priority"]),
+            enqueued_at=row["enqueued_at"],
+            run_at=row.get("run_at"),
+            dedupe_key=row.get("dedupe_key"),
+            heartbeat_timeout=row.get("heartbeat_timeout") or timedelta(seconds=30),
+            lease=int(row["lease"]),
+            raw_payload=row["payload"],
+        )
+
+
+def failure_details(err: BaseException) -> dict[str, Any]:
+    """The ``details`` recorded for a failed attempt: error type, message, short traceback."""
+    tb = "".join(traceback.format_exception(type(err), err, err.__traceback__, limit=-8))
+    if len(tb) > TRACEBACK_LIMIT:
+        tb = "..." + tb[-TRACEBACK_LIMIT:]
+    return {"error": type(err).__name__, "message": str(err), "traceback": tb}
+
+
+# --- typed payloads -----------------------------------------------------------------------------
+
+
+def payload_type_of(handler: Callable[..., Any]) -> type | None:
+    """The payload type a handler declares as ``job: Job[T]``, if T is a dataclass or model."""
+    try:
+        hints = typing.get_type_hints(handler)
+    except Exception:  # unresolvable forward references: no typed payload
+        return None
+    hints.pop("return", None)
+    for hint in hints.values():
+        if typing.get_origin(hint) is Job:
+            args = typing.get_args(hint)
+            if args and isinstance(args[0], type) and is_model(args[0]):
+                return args[0]
+    return None
+
+
+def is_model(tp: type) -> bool:
+    """A dataclass, or a pydantic model (pydantic is optional)."""
+    return dataclasses.is_dataclass(tp) or hasattr(tp, "model_validate")
+
+
+def validate_payload(tp: type, payload: Any) -> Any:
+    """``payload`` converted into ``tp``, or :class:`PayloadValidationError`."""
+    validate = getattr(tp, "model_validate", None)
+    if validate is not None:  # pydantic v2
+        try:
+            return validate(payload)
+        except Exception as err:
+            raise PayloadValidationError(f"payload does not match {tp.__name__}: {err}") from err
+    if not isinstance(payload, dict):
+        raise PayloadValidationError(
+            f"payload for {tp.__name__} must be a JSON object, got {type(payload).__name__}"
+        )
+    fields = {f.name: f for f in dataclasses.fields(tp)}
+    unknown = sorted(set(payload) - set(fields))
+    if unknown:
+        raise PayloadValidationError(
+            f"payload for {tp.__name__} has unknown field(s): {', '.join(unknown)}"
+        )
+    missing = sorted(
+        name
+        for name, f in fields.items()
+        if name not in payload
+        and f.init
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    )
+    if missing:
+        raise PayloadValidationError(
+            f"payload for {tp.__name__} misses required field(s): {', '.join(missing)}"
+        )
+    hints = typing.get_type_hints(tp)
+    for name, value in payload.items():
+        expected = hints.get(name)
+        if isinstance(expected, type) and expected is not Any and not _fits(value, expected):
+            raise PayloadValidationError(
+                f"payload field {name!r} of {tp.__name__} must be {expected.__name__}, "
+                f"got {type(value).__name__}"
+            )
+    try:
+        return tp(**payload)
+    except Exception as err:
+        raise PayloadValidationError(f"payload does not match {tp.__name__}: {err}") from err
+
+
+def _fits(value: Any, expected: type) -> bool:
+    if expected is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, expected)
+
+
+def encode_payload(payload: Any) -> Any:
+    """A dataclass or pydantic payload as plain JSON data; anything else unchanged."""
+    dump = getattr(payload, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json")
+    if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
+        return dataclasses.asdict(payload)
+    return payload

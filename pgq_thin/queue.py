@@ -1,0 +1,292 @@
+"""The producer: add jobs, cancel them. Sync :class:`Queue` and async :class:`AsyncQueue`.
+
+Give it a DSN (or nothing: see :mod:`pgq_thin.connection`) and it keeps one autocommit
+connection of its own, so every call commits at once. Give it a connection you hold and every
+call runs on it, inside whatever transaction you have open: the job then commits, or rolls
+back, with your own writes (transactional enqueue)::
+
+    with psycopg.connect(dsn) as conn:              # one transaction
+        conn.execute("INSERT INTO orders ...")
+        Queue(conn).enqueue("send_receipt", {"order": 42})
+    # both committed together, or neither
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Any, Literal
+
+import psycopg
+
+from pgq_thin import calls
+from pgq_thin.connection import aconnect, connect, resolve_dsn
+from pgq_thin.job import encode_payload
+
+OnConflict = Literal["raise", "existing"]
+When = datetime | timedelta | float | None
+
+
+def _run_at(when: When) -> datetime | None:
+    """An absolute due time: a datetime as given, a delay (timedelta or seconds) from now."""
+    if when is None or isinstance(when, datetime):
+        return when
+    delay = when if isinstance(when, timedelta) else timedelta(seconds=float(when))
+    return datetime.now(UTC) + delay
+
+
+def _one(
+    entrypoint: str,
+    payload: Any,
+    priority: int,
+    run_at: When,
+    dedupe_key: str | None,
+    headers: dict[str, Any] | None,
+    on_conflict: OnConflict,
+) -> tuple[Any, ...]:
+    return calls.enqueue_args(
+        entrypoint,
+        encode_payload(payload),
+        priority,
+        _run_at(run_at),
+        dedupe_key,
+        headers,
+        on_conflict,
+    )
+
+
+def _many(
+    entrypoints: str | Sequence[str],
+    payloads: Sequence[Any],
+    priorities: int | Sequence[int] | None,
+    run_ats: When | Sequence[When],
+    dedupe_keys: Sequence[str | None] | None,
+    headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
+    on_conflict: OnConflict,
+) -> tuple[Any, ...]:
+    """One entrypoint/priority/run_at/headers value applies to every payload."""
+    n = len(payloads)
+    eps = [entrypoints] * n if isinstance(entrypoints, str) else list(entrypoints)
+    if priorities is None or isinstance(priorities, int):
+        prios = None if priorities is None else [priorities] * n
+    else:
+        prios = list(priorities)
+    whens: list[datetime | None] | None
+    if run_ats is None or isinstance(run_ats, datetime | timedelta | float | int):
+        single = _run_at(run_ats)
+        whens = None if single is None else [single] * n
+    else:
+        whens = [_run_at(w) for w in run_ats]
+    hdrs: list[dict[str, Any] | None] | None
+    if headers is None or isinstance(headers, dict):
+        hdrs = None if headers is None else [headers] * n
+    else:
+        hdrs = list(headers)
+    return calls.enqueue_many_args(
+        eps,
+        [encode_payload(p) for p in payloads],
+        prios,
+        whens,
+        None if dedupe_keys is None else list(dedupe_keys),
+        hdrs,
+        on_conflict,
+    )
+
+
+class Queue:
+    """Sync producer over a DSN or a connection you hold (see the module docstring)."""
+
+    def __init__(self, dsn_or_connection: str | psycopg.Connection[Any] | None = None) -> None:
+        if isinstance(dsn_or_connection, psycopg.Connection):
+            self._conn: psycopg.Connection[Any] | None = dsn_or_connection
+            self._dsn: str | None = None
+        else:
+            self._conn = None
+            self._dsn = dsn_or_connection
+        self._owned = self._conn is None
+
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or (self._owned and self._conn.closed):
+            self._conn = connect(resolve_dsn(self._dsn))
+        return self._conn
+
+    def enqueue(
+        self,
+        entrypoint: str,
+        payload: Any = None,
+        *,
+        priority: int = 0,
+        run_at: When = None,
+        dedupe_key: str | None = None,
+        headers: dict[str, Any] | None = None,
+        on_conflict: OnConflict = "raise",
+    ) -> int:
+        """Add one job and return its id.
+
+        ``payload`` is any JSON-able value (or a dataclass/pydantic model). ``run_at`` is a
+        datetime, or a delay from now (timedelta or seconds); None means now. A ``dedupe_key``
+        already held by a live job raises :class:`~pgq_thin.errors.DedupeConflict`, or with
+        ``on_conflict="existing"`` returns that job's id.
+        """
+        args = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+        return calls.enqueue(self.connection, args)
+
+    def enqueue_many(
+        self,
+        entrypoints: str | Sequence[str],
+        payloads: Sequence[Any],
+        *,
+        priorities: int | Sequence[int] | None = None,
+        run_ats: When | Sequence[When] = None,
+        dedupe_keys: Sequence[str | None] | None = None,
+        headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
+        on_conflict: OnConflict = "raise",
+    ) -> list[int]:
+        """Add one job per payload in one statement; ids in input order.
+
+        A single entrypoint, priority, run_at or headers value applies to all; sequences must
+        have one element per payload. Any error adds nothing.
+        """
+        if not payloads:
+            return []
+        args = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+        return calls.enqueue_many(self.connection, args)
+
+    def cancel(self, ids: Sequence[int]) -> list[int]:
+        """Cancel jobs: queued ones at once, running ones are asked to stop. Ids affected."""
+        return calls.cancel(self.connection, ids)
+
+    def configure(
+        self,
+        entrypoint: str,
+        *,
+        concurrency_limit: int | None = None,
+        max_attempts: int | None = None,
+        backoff_base: timedelta | None = None,
+        backoff_max: timedelta | None = None,
+        heartbeat_timeout: timedelta | None = None,
+        reset: bool = False,
+    ) -> dict[str, Any]:
+        """Set an entrypoint's policy (stored in the database, shared by every worker)."""
+        args = calls.configure_args(
+            entrypoint,
+            concurrency_limit,
+            max_attempts,
+            backoff_base,
+            backoff_max,
+            heartbeat_timeout,
+            reset,
+        )
+        return calls.configure(self.connection, args)
+
+    def close(self) -> None:
+        """Close the connection if the queue opened it (a borrowed one is left alone)."""
+        if self._owned and self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncQueue:
+    """Async producer over a DSN or an ``AsyncConnection`` you hold."""
+
+    def __init__(self, dsn_or_connection: str | psycopg.AsyncConnection[Any] | None = None) -> None:
+        if isinstance(dsn_or_connection, psycopg.AsyncConnection):
+            self._conn: psycopg.AsyncConnection[Any] | None = dsn_or_connection
+            self._dsn: str | None = None
+        else:
+            self._conn = None
+            self._dsn = dsn_or_connection
+        self._owned = self._conn is None
+
+    async def connection(self) -> psycopg.AsyncConnection[Any]:
+        if self._conn is None or (self._owned and self._conn.closed):
+            self._conn = await aconnect(resolve_dsn(self._dsn))
+        return self._conn
+
+    async def enqueue(
+        self,
+        entrypoint: str,
+        payload: Any = None,
+        *,
+        priority: int = 0,
+        run_at: When = None,
+        dedupe_key: str | None = None,
+        headers: dict[str, Any] | None = None,
+        on_conflict: OnConflict = "raise",
+    ) -> int:
+        """As :meth:`Queue.enqueue`."""
+        args = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+        return await calls.aenqueue(await self.connection(), args)
+
+    async def enqueue_many(
+        self,
+        entrypoints: str | Sequence[str],
+        payloads: Sequence[Any],
+        *,
+        priorities: int | Sequence[int] | None = None,
+        run_ats: When | Sequence[When] = None,
+        dedupe_keys: Sequence[str | None] | None = None,
+        headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
+        on_conflict: OnConflict = "raise",
+    ) -> list[int]:
+        """As :meth:`Queue.enqueue_many`."""
+        if not payloads:
+            return []
+        args = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+        return await calls.aenqueue_many(await self.connection(), args)
+
+    async def cancel(self, ids: Sequence[int]) -> list[int]:
+        """As :meth:`Queue.cancel`."""
+        return await calls.acancel(await self.connection(), ids)
+
+    async def configure(
+        self,
+        entrypoint: str,
+        *,
+        concurrency_limit: int | None = None,
+        max_attempts: int | None = None,
+        backoff_base: timedelta | None = None,
+        backoff_max: timedelta | None = None,
+        heartbeat_timeout: timedelta | None = None,
+        reset: bool = False,
+    ) -> dict[str, Any]:
+        """As :meth:`Queue.configure`."""
+        args = calls.configure_args(
+            entrypoint,
+            concurrency_limit,
+            max_attempts,
+            backoff_base,
+            backoff_max,
+            heartbeat_timeout,
+            reset,
+        )
+        return await calls.aconfigure(await self.connection(), args)
+
+    async def close(self) -> None:
+        if self._owned and self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    async def __aenter__(self) -> AsyncQueue:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

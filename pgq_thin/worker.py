@@ -1,0 +1,777 @@
+"""``ThinWorker``: claims jobs, runs the registered handlers, reports back. No queue logic.
+
+The worker is a loop over five SQL calls (``pgq.claim``, ``pgq.heartbeat``, ``pgq.complete``,
+``pgq.release``, ``pgq.next_run_at``); retries, backoff, concurrency limits, stale recovery and
+cancellation are decided by those functions. What the worker does:
+
+* **claim**: when it has free slots, claim ``min(batch_size, free slots)`` jobs of its
+  entrypoints and start one task per job. Async handlers run on the event loop; sync handlers
+  on a thread pool of ``concurrency`` threads. It claims again at once while claims come back
+  full, otherwise when a notification arrives, at the (jittered) poll interval, or when the
+  next delayed job is due, whichever is first.
+* **complete**: finished attempts are buffered and written with one ``pgq.complete`` per
+  flush: at once when nothing else runs or ``flush_size`` results wait, else after
+  ``flush_interval``. A failed write keeps the results (with their leases) for the next flush.
+* **heartbeat**: every running (or finished but unflushed) job is kept alive by one
+  ``pgq.heartbeat`` call per interval, a third of the smallest heartbeat timeout among them.
+  ``lost`` cancels the local task and drops its result; ``cancel_requested`` cancels it (async:
+  ``task.cancel()``; sync: ``job.cancelled`` is set) and it is completed as ``canceled``.
+* **listen**: a dedicated connection LISTENs on ``pgq_events``; ``enqueued`` wakes the claim
+  loop, ``cancel`` naming a local job triggers an immediate heartbeat (the heartbeat answer,
+  not the notification, is the truth).
+* **shutdown** (``stop()``, SIGTERM, SIGINT): stop claiming, let running jobs finish within
+  ``grace_period``, then cancel the rest and fail them with ``retry_after`` 0 so another
+  worker retries at once; ``pgq.release`` claimed jobs that never started; flush; return. A
+  second signal exits the process at once (heartbeats expiring are the safety net).
+
+Connections: one autocommit connection (:class:`~pgq_thin.connection.AsyncSession`) carries
+claim, heartbeat, complete and release, serialized by a lock; the listener has its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import os
+import random
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeVar
+
+import psycopg
+
+from pgq_thin import calls
+from pgq_thin.connection import AsyncSession, resolve_dsn
+from pgq_thin.errors import PgqThinError
+from pgq_thin.job import (
+    CancelJob,
+    Job,
+    PayloadValidationError,
+    RetryAfter,
+    failure_details,
+    is_model,
+    payload_type_of,
+    validate_payload,
+)
+from pgq_thin.listener import Event, Listener
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Job[Any]], Any]
+H = TypeVar("H", bound=Handler)
+
+MAX_FLUSH = 1000  # results per pgq.complete call
+
+
+class UnknownEntrypoint(PgqThinError):
+    """An entrypoint name the worker has no handler for."""
+
+
+@dataclass(frozen=True)
+class _Handler:
+    name: str
+    fn: Handler
+    is_async: bool
+    payload_type: type | None
+
+
+@dataclass(eq=False)
+class _Active:
+    """A claimed job this worker owns (running, or finished with its result not yet written)."""
+
+    job: Job[Any]
+    handler: _Handler
+    task: asyncio.Task[None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    started: bool = False
+    finished: bool = False
+    released: bool = False
+    lost: bool = False
+    cancel_requested: bool = False
+    aborted: bool = False
+    reported: bool = False
+
+
+@dataclass(eq=False)
+class _Result:
+    active: _Active
+    status: str
+    details: dict[str, Any] | None
+
+
+@dataclass
+class WorkerStats:
+    """Counts of what this worker did since it started (results as accepted by the server)."""
+
+    claimed: int = 0
+    successful: int = 0
+    failed: int = 0
+    canceled: int = 0
+    lost: int = 0
+    released: int = 0
+    aborted: int = 0
+
+    @property
+    def finished(self) -> int:
+        return self.successful + self.failed + self.canceled
+
+
+_RELEASED = object()
+
+
+class ThinWorker:
+    """Runs handlers for jobs of the entrypoints registered with :meth:`entrypoint`.
+
+    :param dsn: the database (default: see :mod:`pgq_thin.connection`).
+    :param concurrency: jobs run at once (also the size of the thread pool for sync handlers).
+    :param batch_size: most jobs claimed by one ``pgq.claim`` call.
+    :param poll_interval: seconds between polls when idle (jittered by +-20 %); the worker
+        also wakes on notifications and when the next delayed job is due.
+    :param worker_id: this worker's UUID in the database (default: a new random one).
+    :param grace_period: seconds running jobs get to finish after a stop request.
+    :param flush_interval: longest time a finished result waits before it is written.
+    :param flush_size: results that trigger a write at once (default: ``batch_size``).
+    :param listen: LISTEN for notifications (off: polling only).
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        concurrency: int = 10,
+        batch_size: int = 10,
+        poll_interval: float = 5.0,
+        worker_id: uuid.UUID | str | None = None,
+        grace_period: float = 30.0,
+        flush_interval: float = 0.05,
+        flush_size: int | None = None,
+        listen: bool = True,
+    ) -> None:
+        self.dsn = dsn
+        self.concurrency = concurrency
+        self.batch_size = batch_size
+        self.poll_interval = poll_interval
+        self.worker_id = uuid.UUID(str(worker_id)) if worker_id else uuid.uuid4()
+        self.grace_period = grace_period
+        self.flush_interval = flush_interval
+        self.flush_size = flush_size
+        self.listen = listen
+        self.stats = WorkerStats()
+        self._handlers: dict[str, _Handler] = {}
+        self._only: set[str] | None = None
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self._session: AsyncSession | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._active: dict[int, _Active] = {}
+        self._running: set[_Active] = set()
+        self._results: list[_Result] = []
+        self._background: list[asyncio.Task[None]] = []
+        self._signals = 0
+        self._notified = False
+        self._tick: asyncio.Event | None = None
+        self._stopping: asyncio.Event | None = None
+        self._results_ready: asyncio.Event | None = None
+        self._flush_now: asyncio.Event | None = None
+        self._hb_wake: asyncio.Event | None = None
+        self._active_changed: asyncio.Event | None = None
+        self._listener: Listener | None = None
+
+    # --- registration -------------------------------------------------------------------------
+
+    def entrypoint(self, name: str, *, payload_type: type | None = None) -> Callable[[H], H]:
+        """Register the decorated function as the handler of ``name``.
+
+        The handler takes one :class:`~pgq_thin.job.Job`. ``async def`` handlers run on the
+        event loop, plain functions on the thread pool. With ``payload_type`` (or an
+        annotation ``job: Job[T]``) naming a dataclass or pydantic model, the payload is
+        validated into it first; a mismatch fails the attempt.
+        """
+        if not name:
+            raise ValueError("an entrypoint needs a non-empty name")
+        if payload_type is not None and not is_model(payload_type):
+            raise TypeError(f"payload_type must be a dataclass or pydantic model: {payload_type}")
+
+        def register(fn: H) -> H:
+            if name in self._handlers:
+                raise ValueError(f"entrypoint {name!r} is already registered")
+            self._handlers[name] = _Handler(
+                name=name,
+                fn=fn,
+                is_async=inspect.iscoroutinefunction(fn),
+                payload_type=payload_type or payload_type_of(fn),
+            )
+            return fn
+
+        return register
+
+    @property
+    def entrypoints(self) -> list[str]:
+        """The entrypoints this worker claims, sorted."""
+        names = self._handlers.keys() if self._only is None else self._only
+        return sorted(names)
+
+    def restrict(self, names: Iterable[str]) -> None:
+        """Claim only these registered entrypoints (e.g. ``pgq-thin run --entrypoint``)."""
+        wanted = set(names)
+        unknown = sorted(wanted - self._handlers.keys())
+        if unknown:
+            known = ", ".join(sorted(self._handlers)) or "none"
+            raise UnknownEntrypoint(
+                f"unknown entrypoint(s) {', '.join(unknown)}; this worker has: {known}"
+            )
+        self._only = wanted or None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect; needed before the run-once steps (``arun`` does it itself)."""
+        if self._session is not None:
+            return
+        if not self._handlers:
+            raise UnknownEntrypoint("the worker has no entrypoints: register a handler first")
+        self._loop = asyncio.get_running_loop()
+        self._tick = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._results_ready = asyncio.Event()
+        self._flush_now = asyncio.Event()
+        self._hb_wake = asyncio.Event()
+        self._active_changed = asyncio.Event()
+        dsn = await asyncio.to_thread(resolve_dsn, self.dsn)
+        session = AsyncSession(dsn)
+        await session.open()
+        self._session = session
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.concurrency, thread_name_prefix="pgq-thin-job"
+        )
+        if self.listen:
+            self._listener = Listener(dsn, self._on_event, self._on_listener_connect)
+
+    async def close(self) -> None:
+        """Stop background tasks, close connections. Results not yet written are lost here:
+        call :meth:`shutdown` (or let ``arun`` do it) to finish cleanly."""
+        tasks = self._background + [a.task for a in self._running if a.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        self._reset_state()
+
+    async def __aenter__(self) -> ThinWorker:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def stop(self) -> None:
+        """Ask a running worker to shut down gracefully; safe to call from any thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        if threading.current_thread() is threading.main_thread() and _running_loop() is loop:
+            self._request_stop()
+        else:
+            loop.call_soon_threadsafe(self._request_stop)
+
+    def _request_stop(self) -> None:
+        if self._stopping is not None and not self._stopping.is_set():
+            log.info("pgq-thin worker %s stopping: no new claims", self.worker_id)
+            self._stopping.set()
+            self._kick()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping is not None and self._stopping.is_set()
+
+    # --- run ------------------------------------------------------------------------------------
+
+    def run(self, *, until_empty: bool = False) -> None:
+        """Run until stopped (SIGTERM/SIGINT) or, with ``until_empty``, until a claim finds
+        nothing and nothing runs. Returns after a graceful shutdown."""
+        asyncio.run(self.arun(until_empty=until_empty))
+        if self.stats.aborted and threading.active_count() > 1:
+            # Sync handlers that ignored job.cancelled still hold threads; don't wait for them.
+            log.warning("pgq-thin: sync handlers still running after shutdown; exiting anyway")
+            logging.shutdown()
+            os._exit(0)
+
+    async def arun(
+        self, *, until_empty: bool = False, install_signal_handlers: bool | None = None
+    ) -> None:
+        """The async form of :meth:`run`. Signal handlers are installed when called from the
+        main thread (``install_signal_handlers`` forces either way)."""
+        await self.open()
+        loop = asyncio.get_running_loop()
+        if install_signal_handlers is None:
+            install_signal_handlers = threading.current_thread() is threading.main_thread()
+        installed: list[signal.Signals] = []
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                try:
+                    loop.add_signal_handler(sig, self._on_signal, sig)
+                    installed.append(sig)
+                except (NotImplementedError, RuntimeError):  # not on this platform/loop
+                    pass
+        try:
+            self._start_background()
+            log.info(
+                "pgq-thin worker %s started: entrypoints %s, concurrency %d, batch %d",
+                self.worker_id,
+                ", ".join(self.entrypoints),
+                self.concurrency,
+                self.batch_size,
+            )
+            await self._claim_loop(until_empty)
+            await self.shutdown()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            await self.close()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            log.warning(
+                "pgq-thin worker got %s: finishing running jobs (up to %g s); "
+                "send it again to exit at once",
+                sig.name,
+                self.grace_period,
+            )
+            self._request_stop()
+        else:
+            log.warning("pgq-thin worker got %s again: exiting now", sig.name)
+            logging.shutdown()
+            os._exit(128 + int(sig))
+
+    def _start_background(self) -> None:
+        self._background = [
+            asyncio.create_task(self._flush_loop(), name="pgq-thin-flush"),
+            asyncio.create_task(self._heartbeat_loop(), name="pgq-thin-heartbeat"),
+        ]
+        if self._listener is not None:
+            self._background.append(
+                asyncio.create_task(self._listener.run(), name="pgq-thin-listener")
+            )
+
+    async def _claim_loop(self, until_empty: bool) -> None:
+        assert self._tick is not None and self._stopping is not None
+        more = True  # the last claim came back full: there is probably more
+        next_poll = 0.0
+        failures = 0
+        while not self._stopping.is_set():
+            self._tick.clear()
+            free = self.concurrency - len(self._running)
+            drained = until_empty and not self._running
+            due = self._notified or more or time.monotonic() >= next_poll or drained
+            if free > 0 and due:
+                self._notified = False
+                try:
+                    if drained and self._results:
+                        await self.flush_once()  # a retry becomes visible to the claim
+                    asked = min(self.batch_size, free)
+                    jobs = await self.claim_once()
+                    if not jobs and until_empty and not self._running:
+                        return
+                    more = len(jobs) == asked
+                    wait = self._jittered_poll() if jobs else await self._idle_wait()
+                    next_poll = time.monotonic() + wait
+                    failures = 0
+                except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+                    failures += 1
+                    delay = min(30.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+                    log.warning("pgq-thin claim failed (%s); retrying in %.1f s", err, delay)
+                    more = False
+                    next_poll = time.monotonic() + delay
+                if more and self.concurrency > len(self._running):
+                    continue
+            timeout = max(0.0, next_poll - time.monotonic())
+            await _wait(self._tick, timeout)
+
+    def _jittered_poll(self) -> float:
+        return self.poll_interval * random.uniform(0.8, 1.2)
+
+    async def _idle_wait(self) -> float:
+        """How long to sleep after an empty claim: the poll, or less if a delayed job is due."""
+        wait = self._jittered_poll()
+        assert self._session is not None
+        async with self._session.use() as conn:
+            due_in = await calls.anext_due_in(conn, self.entrypoints)
+        if due_in is not None:
+            wait = min(wait, max(due_in, 0.0) + 0.005)
+        return wait
+
+    def _kick(self) -> None:
+        if self._tick is not None:
+            self._tick.set()
+
+    # --- listener callbacks ---------------------------------------------------------------------
+
+    def _on_event(self, event: Event) -> None:
+        kind = event.get("kind")
+        if kind == "enqueued":
+            names = event.get("entrypoints") or []
+            if any(n in self._handlers for n in names):
+                self._notified = True
+                self._kick()
+        elif kind == "cancel":
+            ids = event.get("ids") or []
+            if any(i in self._active for i in ids) and self._hb_wake is not None:
+                self._hb_wake.set()
+
+    def _on_listener_connect(self) -> None:
+        self._notified = True  # poll once for what was missed while not listening
+        self._kick()
+
+    # --- run-once steps -------------------------------------------------------------------------
+
+    async def claim_once(self, *, start: bool = True) -> list[Job[Any]]:
+        """Claim up to ``min(batch_size, free slots)`` jobs and start them (unless
+        ``start=False``: then they stay claimed but unstarted, see :meth:`release_unstarted`).
+        Jobs claimed while stopping are released at once."""
+        assert self._session is not None, "call open() first"
+        asked = min(self.batch_size, self.concurrency - len(self._running))
+        if asked <= 0:
+            return []
+        async with self._session.use() as conn:
+            rows = await calls.aclaim(conn, self.worker_id, self.entrypoints, asked)
+        jobs: list[Job[Any]] = []
+        new: list[_Active] = []
+        for row in rows:
+            job = Job.from_row(row)
+            previous = self._active.get(job.id)
+            if previous is not None:  # our own old attempt went stale and was re-claimed
+                self._lose(previous)
+            active = _Active(job=job, handler=self._handlers[job.entrypoint])
+            self._active[job.id] = active
+            new.append(active)
+            jobs.append(job)
+        self.stats.claimed += len(jobs)
+        if new and self._active_changed is not None:
+            self._active_changed.set()
+        if self.stopping:
+            await self.release_unstarted()
+        elif start:
+            for active in new:
+                self._start(active)
+        return jobs
+
+    async def flush_once(self) -> int:
+        """Write buffered results with one ``pgq.complete`` call; returns how many were sent.
+        On a failed call the results stay buffered (with their leases) and the error is raised."""
+        assert self._session is not None, "call open() first"
+        batch = [r for r in self._results[:MAX_FLUSH] if not r.active.lost]
+        del self._results[:MAX_FLUSH]
+        if not batch:
+            return 0
+        try:
+            async with self._session.use() as conn:
+                accepted = set(
+                    await calls.acomplete(
+                        conn,
+                        self.worker_id,
+                        [r.active.job.id for r in batch],
+                        [r.active.job.lease for r in batch],
+                        [r.status for r in batch],
+                        [r.details for r in batch],
+                    )
+                )
+        except BaseException:
+            self._results[:0] = batch
+            raise
+        for r in batch:
+            job_id = r.active.job.id
+            if self._active.get(job_id) is r.active:
+                del self._active[job_id]
+            if job_id not in accepted:
+                self.stats.lost += 1
+            elif r.status == "successful":
+                self.stats.successful += 1
+            elif r.status == "failed":
+                self.stats.failed += 1
+            else:
+                self.stats.canceled += 1
+        if self._results and self._results_ready is not None:
+            self._results_ready.set()
+        self._kick()
+        return len(batch)
+
+    async def heartbeat_once(self) -> dict[int, str]:
+        """Beat for every job this worker owns with one ``pgq.heartbeat``; act on the answers
+        (``lost``, ``cancel_requested``). Returns ``{job id: state}``."""
+        assert self._session is not None, "call open() first"
+        actives = list(self._active.values())
+        if not actives:
+            return {}
+        async with self._session.use() as conn:
+            answers = await calls.aheartbeat(
+                conn, self.worker_id, [a.job.id for a in actives], [a.job.lease for a in actives]
+            )
+        by_id = {a.job.id: a for a in actives}
+        for job_id, state in answers:
+            active = by_id[job_id]
+            if self._active.get(job_id) is not active:
+                continue  # flushed meanwhile
+            if state == "lost":
+                self._lose(active)
+            elif state == "cancel_requested":
+                self._cancel(active)
+        return dict(answers)
+
+    async def release_unstarted(self) -> list[int]:
+        """Give back (``pgq.release``) claimed jobs whose handler has not started."""
+        assert self._session is not None, "call open() first"
+        todo: list[_Active] = []
+        for active in list(self._active.values()):
+            with active.lock:
+                if active.started or active.finished or active.lost:
+                    continue
+                active.released = True
+            todo.append(active)
+            if active.task is not None:
+                active.task.cancel()
+        if not todo:
+            return []
+        async with self._session.use() as conn:
+            released = await calls.arelease(
+                conn, self.worker_id, [a.job.id for a in todo], [a.job.lease for a in todo]
+            )
+        for active in todo:
+            if self._active.get(active.job.id) is active:
+                del self._active[active.job.id]
+        self.stats.released += len(released)
+        return released
+
+    async def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no handler runs; True if that happened within ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._running:
+            tasks = [a.task for a in self._running if a.task is not None]
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            await asyncio.wait(tasks, timeout=remaining)
+        return True
+
+    async def shutdown(self) -> None:
+        """Graceful end: no new claims, running jobs get ``grace_period`` to finish, the rest
+        are cancelled and failed for an immediate retry elsewhere, unstarted ones released,
+        results flushed."""
+        self._request_stop()
+        await self.release_unstarted()
+        if not await self.wait_idle(self.grace_period):
+            self._abort_running()
+            await self.wait_idle(1.0)
+        await self.release_unstarted()
+        while self._results:
+            await self.flush_once()
+
+    def _abort_running(self) -> None:
+        for active in list(self._running):
+            log.warning(
+                "pgq-thin: job %s (%s) still running after the %g s grace period; cancelling it",
+                active.job.id,
+                active.job.entrypoint,
+                self.grace_period,
+            )
+            active.aborted = True
+            self.stats.aborted += 1
+            self._stop_task(active)
+            if not active.handler.is_async:
+                # The thread cannot be killed: report now, ignore whatever it returns later.
+                self._report(active, "failed", _aborted_details(self.grace_period))
+                self._running.discard(active)
+
+    # --- running one job ------------------------------------------------------------------------
+
+    def _start(self, active: _Active) -> None:
+        task = asyncio.create_task(self._execute(active), name=f"pgq-thin-job-{active.job.id}")
+        active.task = task
+        self._running.add(active)
+        task.add_done_callback(lambda _t: self._task_done(active))
+
+    def _task_done(self, active: _Active) -> None:
+        self._running.discard(active)
+        self._kick()
+
+    async def _execute(self, active: _Active) -> None:
+        job, handler = active.job, active.handler
+        status, details = "successful", None
+        try:
+            if handler.is_async:
+                active.started = True
+                if handler.payload_type is not None:
+                    job.payload = validate_payload(handler.payload_type, job.raw_payload)
+                result = await handler.fn(job)
+            else:
+                assert self._loop is not None and self._executor is not None
+                result = await self._loop.run_in_executor(self._executor, self._call_sync, active)
+                if result is _RELEASED:
+                    return
+            details = _result_details(result)
+        except asyncio.CancelledError:
+            if active.released or active.lost:
+                return
+            if not (active.cancel_requested or active.aborted):
+                raise
+            status, details = "canceled", {"error": "CancelledError", "message": "cancelled"}
+        except CancelJob as err:
+            status, details = "canceled", {"error": "CancelJob", "message": str(err)}
+        except RetryAfter as err:
+            status, details = (
+                "failed",
+                {
+                    "error": "RetryAfter",
+                    "message": str(err),
+                    "retry_after": err.seconds,
+                },
+            )
+        except PayloadValidationError as err:
+            status, details = "failed", {"error": "PayloadValidationError", "message": str(err)}
+        except Exception as err:
+            status, details = "failed", failure_details(err)
+            log.info("pgq-thin job %s (%s) failed: %r", job.id, job.entrypoint, err)
+        finally:
+            active.finished = True
+        if active.aborted:
+            status, details = "failed", _aborted_details(self.grace_period)
+        elif active.cancel_requested:
+            status = "canceled"
+            details = {**(details or {}), "cancel_requested": True}
+        self._report(active, status, details)
+
+    def _call_sync(self, active: _Active) -> Any:
+        with active.lock:
+            if active.released:
+                return _RELEASED
+            active.started = True
+        handler, job = active.handler, active.job
+        if handler.payload_type is not None:
+            job.payload = validate_payload(handler.payload_type, job.raw_payload)
+        return handler.fn(job)
+
+    def _report(self, active: _Active, status: str, details: dict[str, Any] | None) -> None:
+        if active.lost or active.reported:
+            return
+        active.reported = True
+        self._results.append(_Result(active, status, details))
+        assert self._results_ready is not None and self._flush_now is not None
+        flush_size = self.flush_size or self.batch_size
+        if len(self._results) >= flush_size or not self._running - {active}:
+            self._flush_now.set()
+        self._results_ready.set()
+
+    def _lose(self, active: _Active) -> None:
+        """The server says another attempt owns this job now: stop it, drop its result."""
+        if active.lost:
+            return
+        active.lost = True
+        self.stats.lost += 1
+        if self._active.get(active.job.id) is active:
+            del self._active[active.job.id]
+        self._results = [r for r in self._results if r.active is not active]
+        if not active.finished:
+            log.warning("pgq-thin job %s lost its lease; cancelling it", active.job.id)
+            self._stop_task(active)
+
+    def _cancel(self, active: _Active) -> None:
+        if active.cancel_requested or active.finished:
+            return
+        active.cancel_requested = True
+        log.info("pgq-thin job %s cancel requested", active.job.id)
+        self._stop_task(active)
+
+    def _stop_task(self, active: _Active) -> None:
+        active.job.cancelled.set()
+        if active.handler.is_async and active.task is not None and not active.finished:
+            active.task.cancel()
+
+    # --- background loops -----------------------------------------------------------------------
+
+    async def _flush_loop(self) -> None:
+        assert self._results_ready is not None and self._flush_now is not None
+        failures = 0
+        while True:
+            await self._results_ready.wait()
+            self._results_ready.clear()
+            if not self._flush_now.is_set():
+                await _wait(self._flush_now, self.flush_interval)
+            self._flush_now.clear()
+            try:
+                await self.flush_once()
+                failures = 0
+            except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+                failures += 1
+                delay = min(10.0, 0.2 * 2**failures)
+                log.warning("pgq-thin complete failed (%s); retrying in %.1f s", err, delay)
+                await asyncio.sleep(delay)
+                self._results_ready.set()
+
+    async def _heartbeat_loop(self) -> None:
+        assert self._active_changed is not None and self._hb_wake is not None
+        while True:
+            if not self._active:
+                self._active_changed.clear()
+                await self._active_changed.wait()
+                continue
+            interval = min(a.job.heartbeat_timeout.total_seconds() for a in self._active.values())
+            await _wait(self._hb_wake, interval / 3)
+            self._hb_wake.clear()
+            try:
+                await self.heartbeat_once()
+            except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+                log.warning("pgq-thin heartbeat failed (%s); next try at the next interval", err)
+
+
+async def _wait(event: asyncio.Event, timeout: float) -> bool:
+    """Wait for ``event`` at most ``timeout`` seconds; True if it was set."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except TimeoutError:
+        return False
+    return True
+
+
+def _aborted_details(grace_period: float) -> dict[str, Any]:
+    return {
+        "error": "WorkerShutdown",
+        "message": f"the worker shut down and the job ran past its {grace_period:g} s grace period",
+        "retry_after": 0,
+    }
+
+
+def _result_details(result: Any) -> dict[str, Any] | None:
+    """A handler's return value is stored as ``{"result": ...}`` when it is JSON."""
+    if result is None:
+        return None
+    try:
+        json.dumps(result)
+    except (TypeError, ValueError):
+        log.debug("pgq-thin: handler result %r is not JSON; not stored", result)
+        return None
+    return {"result": result}
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
