@@ -4,9 +4,10 @@
 --   statuses: 'successful' and 'canceled' move the job to history with its details.
 --   'failed' applies the entrypoint's retry policy: while attempt < max_attempts the job is
 --   queued again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal jitter
---   (a delay between half and all of that), or after details->'retry_after' seconds when the
---   handler asked for it; otherwise it moves to history as failed (dead). Every failure's
---   details are kept in the job's error list. at NULL means now().
+--   (a delay between half and all of that; computed in seconds, a month counting as 30 days),
+--   or after details->'retry_after' seconds when the handler asked for it; otherwise it moves
+--   to history as failed (dead). Every failure's details are kept in the job's error list.
+--   at NULL means now().
 -- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
 --   this instant, and then sees its new lease.
 -- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
@@ -69,8 +70,12 @@ BEGIN
                    i.status = 'failed' AND j.attempt < c.max_attempts AS retry,
                    CASE WHEN i.details ? 'retry_after'
                         THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
-                        ELSE least(c.backoff_max, c.backoff_base * power(2, least(j.attempt - 1, 40)))
-                             * (0.5 + random() * 0.5) END AS delay
+                        -- In seconds (numeric): base * 2^40 as an interval overflows for a base
+                        -- of a few seconds or more.
+                        ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
+                                                         extract(epoch FROM c.backoff_base)
+                                                         * 2::numeric ^ least(j.attempt - 1, 40))::double precision
+                                                   * (0.5 + random() * 0.5)) END AS delay
               FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
                    AS i(id, lease, status, details)
               JOIN pgq.jobs j ON j.id = i.id AND j.lease = i.lease
