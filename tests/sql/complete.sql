@@ -1,0 +1,266 @@
+-- pgq.complete: successful / canceled to history, failed retried with capped jittered backoff or
+-- dead, retry_after, status and argument errors, stale leases and zombies.
+BEGIN;
+SELECT plan(59);
+
+-- successful -> history with details --------------------------------------------------------
+SELECT pgq.enqueue('cp_ok', '{"p": 1}', priority => 3, dedupe_key => 'cp-ok', headers => '{"h": 1}') AS ok_id \gset
+SELECT lease AS ok_lease FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ok}', 1, now()) \gset
+SELECT results_eq(
+    format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                         '{successful}', ARRAY['{"result": 42}']::jsonb[], now() + interval '5 seconds')$$,
+           :ok_id, :ok_lease),
+    format('VALUES (%s::bigint)', :ok_id), 'successful: the id is accepted');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :ok_id), 'the job left pgq.jobs');
+SELECT row_eq(format($$SELECT entrypoint, status, priority, attempt, payload, headers, dedupe_key, enqueued_at,
+                              started_at, finished_at, worker_id, details, errors
+                         FROM pgq.job_history WHERE id = %s$$, :ok_id),
+              ROW('cp_ok'::text, 'successful'::text, 3, 1, '{"p": 1}'::jsonb, '{"h": 1}'::jsonb, 'cp-ok'::text, now(),
+                  now(), now() + interval '5 seconds', '11111111-1111-1111-1111-111111111111'::uuid,
+                  '{"result": 42}'::jsonb, '[]'::jsonb),
+              'history row: the job, status successful, finished_at = at, details, no errors');
+
+-- canceled -> history ---------------------------------------------------------------------
+SELECT pgq.enqueue('cp_cxl') AS cx_id \gset
+SELECT lease AS cx_lease FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_cxl}', 1, now()) \gset
+SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:cx_id]::bigint[],
+                                                  ARRAY[:cx_lease]::bigint[], '{canceled}')), 1, 'canceled: accepted');
+SELECT is((SELECT status FROM pgq.job_history WHERE id = :cx_id), 'canceled', 'in history as canceled');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :cx_id), 'and gone from pgq.jobs');
+
+-- failed with attempts left: queued again after backoff -------------------------------------
+SELECT pgq.configure('cp_retry', max_attempts => 5, backoff_base => interval '10 seconds',
+                     backoff_max => interval '1 minute');
+SELECT pgq.enqueue('cp_retry', '{"r": 1}') AS r_id \gset
+-- attempt 1 fails at T1 = now() + 1 min: delay in [5 s, 10 s]
+SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now()) \gset
+SELECT results_eq(
+    format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                         '{failed}', ARRAY['{"error": "boom 1"}']::jsonb[], now() + interval '1 minute')$$,
+           :r_id, :r_l),
+    format('VALUES (%s::bigint)', :r_id), 'failed with attempts left: accepted');
+SELECT row_eq(format('SELECT status, attempt, lease, worker_id, heartbeat_at, started_at FROM pgq.jobs WHERE id = %s', :r_id),
+              ROW('queued'::text, 1, NULL::bigint, NULL::uuid, NULL::timestamptz, NULL::timestamptz),
+              'queued again, attempt kept, lease and owner cleared');
+SELECT ok((SELECT run_at BETWEEN now() + interval '1 minute 5 seconds' AND now() + interval '1 minute 10 seconds'
+             FROM pgq.jobs WHERE id = :r_id),
+          'attempt 1: run_at = at + a delay between base/2 and base');
+SELECT is((SELECT errors FROM pgq.jobs WHERE id = :r_id),
+          jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now() + interval '1 minute',
+                                               'details', '{"error": "boom 1"}'::jsonb)),
+          'the error list records attempt, time and details');
+SELECT is((SELECT count(*)::int FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1,
+                                               now() + interval '1 minute 4 seconds')), 0,
+          'not claimable before the backoff ends');
+
+-- attempt 2 fails at T2 = now() + 1 h: delay in [10 s, 20 s]
+SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now() + interval '1 hour') \gset
+SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:r_id]::bigint[], ARRAY[:r_l]::bigint[],
+                    '{failed}', ARRAY['{"error": "boom 2"}']::jsonb[], now() + interval '1 hour');
+SELECT ok((SELECT run_at BETWEEN now() + interval '1 hour 10 seconds' AND now() + interval '1 hour 20 seconds'
+             FROM pgq.jobs WHERE id = :r_id), 'attempt 2: delay between base and 2 * base');
+-- attempt 3 at T3 = now() + 2 h: delay in [20 s, 40 s]
+SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now() + interval '2 hours') \gset
+SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:r_id]::bigint[], ARRAY[:r_l]::bigint[],
+                    '{failed}', ARRAY['{"error": "boom 3"}']::jsonb[], now() + interval '2 hours');
+SELECT ok((SELECT run_at BETWEEN now() + interval '2 hours 20 seconds' AND now() + interval '2 hours 40 seconds'
+             FROM pgq.jobs WHERE id = :r_id), 'attempt 3: delay between 2 * base and 4 * base');
+-- attempt 4 at T4 = now() + 3 h: base * 8 = 80 s, capped at 60 s: delay in [30 s, 60 s]
+SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now() + interval '3 hours') \gset
+SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:r_id]::bigint[], ARRAY[:r_l]::bigint[],
+                    '{failed}', ARRAY['{"error": "boom 4"}']::jsonb[], now() + interval '3 hours');
+SELECT ok((SELECT run_at BETWEEN now() + interval '3 hours 30 seconds' AND now() + interval '3 hours 60 seconds'
+             FROM pgq.jobs WHERE id = :r_id), 'attempt 4: capped at backoff_max, delay between max/2 and max');
+SELECT results_eq(format($$SELECT e ->> 'attempt', e -> 'details' ->> 'error'
+                             FROM jsonb_array_elements((SELECT errors FROM pgq.jobs WHERE id = %s)) e$$, :r_id),
+                  $$VALUES ('1', 'boom 1'), ('2', 'boom 2'), ('3', 'boom 3'), ('4', 'boom 4')$$,
+                  'the error list grows by one entry per failure, in order');
+-- attempt 5 (the last) fails: dead
+SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now() + interval '4 hours') \gset
+SELECT results_eq(
+    format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                         '{failed}', ARRAY['{"error": "boom 5"}']::jsonb[], now() + interval '4 hours')$$,
+           :r_id, :r_l),
+    format('VALUES (%s::bigint)', :r_id), 'failed at the last attempt: accepted');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :r_id), 'a dead job leaves pgq.jobs');
+SELECT row_eq(format('SELECT status, attempt, finished_at, details, jsonb_array_length(errors) FROM pgq.job_history WHERE id = %s', :r_id),
+              ROW('failed'::text, 5, now() + interval '4 hours', '{"error": "boom 5"}'::jsonb, 5),
+              'in history as failed with its last details and all five errors');
+SELECT is((SELECT errors -> -1 FROM pgq.job_history WHERE id = :r_id),
+          jsonb_build_object('attempt', 5, 'at', now() + interval '4 hours', 'details', '{"error": "boom 5"}'::jsonb),
+          'the last error entry is the final failure');
+SELECT is((SELECT id FROM pgq.failed_jobs WHERE id = :r_id), :r_id::bigint, 'it shows in pgq.failed_jobs');
+
+-- max_attempts 1: the first failure is final.
+SELECT pgq.configure('cp_once', max_attempts => 1);
+SELECT pgq.enqueue('cp_once') AS o_id \gset
+SELECT lease AS o_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_once}', 1, now()) \gset
+SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:o_id]::bigint[], ARRAY[:o_l]::bigint[], '{failed}');
+SELECT is((SELECT status FROM pgq.job_history WHERE id = :o_id), 'failed', 'max_attempts 1: dead after one failure');
+SELECT is((SELECT errors -> 0 -> 'details' FROM pgq.job_history WHERE id = :o_id), 'null'::jsonb,
+          'a failure without details is still recorded');
+
+-- retry_after overrides the backoff exactly --------------------------------------------------
+SELECT pgq.enqueue('cp_ra') AS ra_id \gset
+SELECT lease AS ra_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ra}', 1, now()) \gset
+SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:ra_id]::bigint[], ARRAY[:ra_l]::bigint[],
+                    '{failed}', ARRAY['{"retry_after": 90, "error": "rate limited"}']::jsonb[], now() + interval '1 minute');
+SELECT is((SELECT run_at FROM pgq.jobs WHERE id = :ra_id), now() + interval '1 minute 90 seconds',
+          'retry_after 90: run_at = at + 90 s exactly');
+SELECT lease AS ra_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ra}', 1, now() + interval '1 hour') \gset
+SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:ra_id]::bigint[], ARRAY[:ra_l]::bigint[],
+                    '{failed}', ARRAY['{"retry_after": 1.5}']::jsonb[], now() + interval '1 hour');
+SELECT is((SELECT run_at FROM pgq.jobs WHERE id = :ra_id), now() + interval '1 hour 1.5 seconds',
+          'retry_after may be fractional');
+SELECT lease AS ra_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ra}', 1, now() + interval '2 hours') \gset
+SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:ra_id]::bigint[], ARRAY[:ra_l]::bigint[],
+                    '{failed}', ARRAY['{"retry_after": 0}']::jsonb[], now() + interval '2 hours');
+SELECT is((SELECT run_at FROM pgq.jobs WHERE id = :ra_id), now() + interval '2 hours', 'retry_after 0: due at once');
+
+-- Large attempts and a large base do not overflow the backoff -------------------------------
+SELECT pgq.configure('cp_big', max_attempts => 100, backoff_base => interval '1 hour', backoff_max => interval '2 hours');
+SELECT pgq.enqueue('cp_big') AS big_id \gset
+DO $$
+DECLARE
+    c pgq.claimed_job;
+BEGIN
+    FOR i IN 1..44 LOOP
+        SELECT * INTO STRICT c FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_big}', 1, now() + i * interval '1 day');
+        PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease], '{failed}',
+                             ARRAY['{"retry_after": 0}'::jsonb], now() + i * interval '1 day');
+    END LOOP;
+END
+$$;
+SELECT lease AS big_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_big}', 1, now() + interval '100 days') \gset
+SELECT is((SELECT attempt FROM pgq.jobs WHERE id = :big_id), 45, 'attempt 45 running');
+SELECT lives_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                             '{failed}', NULL, now() + interval '100 days')$$, :big_id, :big_l),
+                'failing attempt 45 with a 1 hour base does not overflow');
+SELECT ok((SELECT run_at BETWEEN now() + interval '100 days 1 hour' AND now() + interval '100 days 2 hours'
+             FROM pgq.jobs WHERE id = :big_id), 'and the delay is capped at backoff_max');
+SELECT pgq.configure('cp_days', max_attempts => 50, backoff_base => interval '1 day', backoff_max => interval '7 days');
+SELECT pgq.enqueue('cp_days') AS d_id \gset
+DO $$
+DECLARE
+    c pgq.claimed_job;
+BEGIN
+    FOR i IN 1..34 LOOP
+        SELECT * INTO STRICT c FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_days}', 1, now() + i * interval '1 day');
+        PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease], '{failed}',
+                             ARRAY['{"retry_after": 0}'::jsonb], now() + i * interval '1 day');
+    END LOOP;
+END
+$$;
+SELECT lease AS d_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_days}', 1, now() + interval '100 days') \gset
+SELECT lives_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                             '{failed}', NULL, now() + interval '100 days')$$, :d_id, :d_l),
+                'failing attempt 35 with a 1 day base does not overflow');
+SELECT ok((SELECT run_at BETWEEN now() + interval '103 days 12 hours' AND now() + interval '107 days'
+             FROM pgq.jobs WHERE id = :d_id), 'and the delay is capped at 7 days');
+
+-- Errors change nothing ----------------------------------------------------------------------
+SELECT pgq.enqueue('cp_err') AS e_id \gset
+SELECT pgq.enqueue('cp_err') AS e_id2 \gset
+CREATE TEMP TABLE ce AS SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_err}', 2, now());
+SELECT lease AS e_l FROM ce WHERE id = :e_id \gset
+SELECT lease AS e_l2 FROM ce WHERE id = :e_id2 \gset
+CREATE TEMP TABLE before_err AS SELECT * FROM pgq.jobs WHERE entrypoint = 'cp_err';
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
+                                              ARRAY[%s, %s]::bigint[], '{successful,done}')$$, :e_id, :e_id2, :e_l, :e_l2),
+    'PQ004', 'unknown status ''done'' at position 2: use successful, failed or canceled',
+    'unknown status: PQ004 naming the status and its position');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s]::bigint[], ARRAY[NULL]::text[])$$, :e_id, :e_l),
+    'PQ004', 'unknown status NULL at position 1: use successful, failed or canceled', 'NULL status: PQ004');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s]::bigint[], '{Successful}')$$, :e_id, :e_l),
+    'PQ004', NULL, 'statuses are case-sensitive: PQ004');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s]::bigint[], '{failed}', ARRAY['{"retry_after": "soon"}']::jsonb[])$$, :e_id, :e_l),
+    'PQ009', 'retry_after at position 1 must be a number of seconds from 0 to 31536000, got "soon"',
+    'retry_after not a number: PQ009');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s]::bigint[], '{failed}', ARRAY['{"retry_after": -1}']::jsonb[])$$, :e_id, :e_l),
+    'PQ009', NULL, 'negative retry_after: PQ009');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s]::bigint[], '{failed}', ARRAY['{"retry_after": 31536001}']::jsonb[])$$, :e_id, :e_l),
+    'PQ009', NULL, 'retry_after over a year: PQ009');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s]::bigint[], '{failed}', ARRAY['{"retry_after": null}']::jsonb[])$$, :e_id, :e_l),
+    'PQ009', NULL, 'retry_after JSON null: PQ009');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s]::bigint[], '{successful,successful}')$$, :e_id, :e_l),
+    'PQ003', 'statuses has 2 elements but ids has 1', 'statuses longer than ids: PQ003');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s]::bigint[], NULL)$$, :e_id, :e_l),
+    'PQ003', NULL, 'NULL statuses: PQ003');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s]::bigint[], '{successful}', ARRAY['{}', '{}']::jsonb[])$$, :e_id, :e_l),
+    'PQ003', 'details has 2 elements but ids has 1', 'details of another length: PQ003');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                              ARRAY[%s, %s]::bigint[], '{successful}')$$, :e_id, :e_l, :e_l2),
+    'PQ003', NULL, 'leases of another length: PQ003');
+SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
+                                              ARRAY[%s, %s]::bigint[], '{successful,successful}')$$, :e_id, :e_id, :e_l, :e_l),
+    'PQ009', NULL, 'duplicate ids: PQ009');
+SELECT throws_ok(format($$SELECT pgq.complete(NULL, ARRAY[%s]::bigint[], ARRAY[%s]::bigint[], '{successful}')$$, :e_id, :e_l),
+    'PQ009', 'worker_id must not be NULL', 'NULL worker_id: PQ009');
+SELECT set_eq($$SELECT * FROM pgq.jobs WHERE entrypoint = 'cp_err'$$, $$SELECT * FROM before_err$$,
+              'failed calls changed nothing: both jobs still running as they were');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.job_history WHERE id IN (:e_id, :e_id2)), 'and wrote no history');
+
+-- Stale lease, wrong worker: ignored ---------------------------------------------------------
+SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:e_id]::bigint[],
+                                                  ARRAY[:e_l + 1000000]::bigint[], '{successful}')), 0,
+          'a wrong lease: no id returned');
+SELECT is((SELECT count(*)::int FROM pgq.complete('22222222-2222-2222-2222-222222222222', ARRAY[:e_id]::bigint[],
+                                                  ARRAY[:e_l]::bigint[], '{failed}')), 0,
+          'the right lease from another worker: no id returned');
+SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[-5]::bigint[],
+                                                  ARRAY[1]::bigint[], '{successful}')), 0, 'an unknown id: no id returned');
+SELECT set_eq($$SELECT * FROM pgq.jobs WHERE entrypoint = 'cp_err'$$, $$SELECT * FROM before_err$$,
+              'ignored completions changed nothing');
+SELECT results_eq(
+    format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s, -5]::bigint[],
+                                         ARRAY[%s, %s, 1]::bigint[], '{successful,successful,successful}')$$,
+           :e_id, :e_id2, :e_l + 1000000, :e_l2),
+    format('VALUES (%s::bigint)', :e_id2), 'in a mixed batch only the owned job is accepted');
+SELECT is((SELECT status FROM pgq.jobs WHERE id = :e_id), 'running', 'the job with the wrong lease is still running');
+SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:e_id2]::bigint[],
+                                                  ARRAY[:e_l2]::bigint[], '{successful}')), 0,
+          'completing again (a finished job) is ignored');
+
+-- Zombie: after a stale re-claim the old lease cannot complete the new attempt -------------------
+SELECT pgq.enqueue('cp_zombie') AS z \gset
+SELECT lease AS zl1 FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_zombie}', 1, now()) \gset
+SELECT lease AS zl2 FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{cp_zombie}', 1, now() + interval '31 seconds') \gset
+SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:z]::bigint[],
+                                                  ARRAY[:zl1]::bigint[], '{successful}')), 0,
+          'the zombie''s successful is ignored');
+SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:z]::bigint[],
+                                                  ARRAY[:zl1]::bigint[], '{failed}')), 0,
+          'the zombie''s failed is ignored');
+SELECT row_eq(format('SELECT status, lease, worker_id, attempt FROM pgq.jobs WHERE id = %s', :z),
+              ROW('running'::text, :zl2::bigint, '22222222-2222-2222-2222-222222222222'::uuid, 2),
+              'the new attempt is untouched');
+SELECT is((SELECT count(*)::int FROM pgq.complete('22222222-2222-2222-2222-222222222222', ARRAY[:z]::bigint[],
+                                                  ARRAY[:zl2]::bigint[], '{successful}')), 1,
+          'the new owner completes it');
+SELECT is((SELECT worker_id FROM pgq.job_history WHERE id = :z), '22222222-2222-2222-2222-222222222222'::uuid,
+          'history names the new owner');
+
+-- A batch with every status at once ---------------------------------------------------------
+SELECT count(*) FROM (SELECT pgq.enqueue('cp_batch', jsonb_build_object('n', g)) FROM generate_series(1, 3) g) e;
+CREATE TEMP TABLE cb AS SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_batch}', 3, now());
+SELECT set_eq($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111',
+                                            (SELECT array_agg(id ORDER BY id) FROM cb),
+                                            (SELECT array_agg(lease ORDER BY id) FROM cb),
+                                            '{successful,failed,canceled}')$$,
+              $$SELECT id FROM cb$$, 'a mixed batch: every id accepted');
+SELECT results_eq($$SELECT coalesce(h.status, j.status) FROM cb
+                      LEFT JOIN pgq.job_history h ON h.id = cb.id
+                      LEFT JOIN pgq.jobs j ON j.id = cb.id ORDER BY cb.id$$,
+                  ARRAY['successful', 'queued', 'canceled'], 'each status applied to its own job');
+
+SELECT * FROM finish();
+ROLLBACK;
