@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from pgq_thin import __version__, migrate
+from pgq_thin import __version__, cli_client, migrate
 from pgq_thin.dsn import ENV_VAR, resolve_dsn
 from pgq_thin.errors import PgqThinError
 
@@ -156,6 +156,33 @@ COMMANDS: dict[str, Command] = {
     "sql": Command("print the install SQL script for a DBA to apply", _add_sql, _cmd_sql),
     "version": Command(
         "print the package version and the installed schema revision", _add_version, _cmd_version
+    ),
+    # the thin client (pgq_thin/cli_client.py)
+    "run": Command(
+        "run a worker: pgq-thin run MODULE:ATTR", cli_client.add_run, cli_client.cmd_run
+    ),
+    "enqueue": Command(
+        "add one job: pgq-thin enqueue ENTRYPOINT [JSON]",
+        cli_client.add_enqueue,
+        cli_client.cmd_enqueue,
+    ),
+    "status": Command(
+        "per-entrypoint queue status (pgq.queue_stats)",
+        cli_client.add_status,
+        cli_client.cmd_status,
+    ),
+    "failed": Command(
+        "list dead jobs (pgq.failed_jobs)", cli_client.add_failed, cli_client.cmd_failed
+    ),
+    "requeue": Command(
+        "put dead or canceled jobs back in the queue",
+        cli_client.add_requeue,
+        cli_client.cmd_requeue,
+    ),
+    "demo": Command(
+        "enqueue a few hundred jobs and run a worker on them, with live progress",
+        cli_client.add_demo,
+        cli_client.cmd_demo,
     ),
 }
 

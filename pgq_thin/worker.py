@@ -308,8 +308,15 @@ class ThinWorker:
         """Run until stopped (SIGTERM/SIGINT) or, with ``until_empty``, until a claim finds
         nothing and nothing runs. Returns after a graceful shutdown."""
         asyncio.run(self.arun(until_empty=until_empty))
-        if self.stats.aborted and threading.active_count() > 1:
-            # Sync handlers that ignored job.cancelled still hold threads; don't wait for them.
+        self.abandon_stuck_threads()
+
+    def abandon_stuck_threads(self) -> None:
+        """After a shutdown that had to abort sync handlers (past the grace period), end the
+        process now: their threads cannot be killed and would keep it alive. Results are
+        already written; call this only where exiting the process is right."""
+        if self.stats.aborted and any(
+            t.name.startswith("pgq-thin-job") and t.is_alive() for t in threading.enumerate()
+        ):
             log.warning("pgq-thin: sync handlers still running after shutdown; exiting anyway")
             logging.shutdown()
             os._exit(0)
