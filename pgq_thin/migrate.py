@@ -29,16 +29,16 @@ from typing import Any, NoReturn, TypeAlias, cast
 import psycopg
 import sqlalchemy
 import sqlalchemy.exc
-from alembic import command
 from alembic.config import Config
-from alembic.script import ScriptDirectory
+from alembic.runtime.environment import EnvironmentContext
+from alembic.runtime.migration import MigrationContext, RevisionStep
 from alembic.util import CommandError
 from psycopg.pq import TransactionStatus
 from sqlalchemy.pool import StaticPool
 
 from pgq_thin import __version__, sqlfiles
 from pgq_thin.errors import ForeignSchemaError, MigrationError
-from pgq_thin.migrations import VERSION_SCHEMA, VERSION_TABLE
+from pgq_thin.migrations import SqlScriptDirectory
 
 __all__ = [
     "LOCK_KEY",
@@ -158,10 +158,8 @@ def upgrade(target: Target, revision: str = "head") -> str | None:
             conn.exec_driver_sql(_CREATE_SCHEMA)
         if state is not _SchemaState.OURS:
             conn.exec_driver_sql(_COMMENT_SCHEMA)
-        config = _alembic_config()
-        config.attributes["connection"] = conn
         try:
-            command.upgrade(config, revision)
+            _alembic_upgrade(conn, revision)
         except CommandError as err:  # e.g. an unknown revision
             raise MigrationError(f"cannot upgrade to {revision!r}: {err}") from err
         installed = _current_version(conn)
@@ -224,7 +222,7 @@ def current(target: Target) -> str | None:
 
 def head() -> str:
     """The newest revision this package ships."""
-    heads = ScriptDirectory.from_config(_alembic_config()).get_heads()
+    heads = SqlScriptDirectory.packaged().get_heads()
     if len(heads) != 1:
         raise MigrationError(f"pgq_thin ships {len(heads)} migration heads, expected one")
     return heads[0]
@@ -297,11 +295,23 @@ def _current_version(conn: sqlalchemy.Connection) -> str | None:
     return str(versions[0]) if versions else None
 
 
+def _alembic_upgrade(conn: sqlalchemy.Connection, revision: str) -> None:
+    """``alembic upgrade <revision>`` on ``conn``, with revisions made from the SQL files."""
+    config = _alembic_config()
+    config.attributes["connection"] = conn
+    script = SqlScriptDirectory.packaged()
+
+    def steps(current: Any, context: MigrationContext) -> list[RevisionStep]:
+        return script._upgrade_revs(revision, current)
+
+    with EnvironmentContext(config, script, fn=steps, destination_rev=revision):
+        script.run_env()
+
+
 def _alembic_config() -> Config:
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS_DIR))
     config.set_main_option("path_separator", "os")
-    assert VERSION_SCHEMA == SCHEMA and VERSION_TABLE == "alembic_version"
     return config
 
 

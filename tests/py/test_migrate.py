@@ -5,18 +5,18 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 from helpers import catalog
-from helpers.server import REPO, PgServer
+from helpers.server import PgServer
 from psycopg.pq import TransactionStatus
 
 from pgq_thin import migrate, sqlfiles
 from pgq_thin.errors import ForeignSchemaError, MigrationError
+from pgq_thin.migrations import SqlScriptDirectory
 
 
 @pytest.fixture(scope="module")
@@ -63,20 +63,24 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 
 def test_one_alembic_revision_per_sql_migration_in_order() -> None:
-    config = Config()
-    config.set_main_option("script_location", str(REPO / "pgq_thin" / "migrations"))
-    config.set_main_option("path_separator", "os")
-    scripts = ScriptDirectory.from_config(config)
+    scripts = SqlScriptDirectory.packaged()
     chain = list(reversed(list(scripts.walk_revisions("base", "heads"))))
     migrations = sqlfiles.migrations()
     assert migrations, "no SQL migrations found"
     assert [s.revision for s in chain] == [m.revision for m in migrations]
     for previous, script in zip([None, *chain], chain, strict=False):
         assert script.down_revision == (previous.revision if previous else None)
-        assert script.path.endswith(
-            f"{script.revision}_{sqlfiles.migration(script.revision).slug}.py"
-        )
+        assert Path(script.path) == sqlfiles.migration(script.revision).path
     assert migrate.head() == migrations[-1].revision
+
+
+def test_migration_files_are_plain_sql() -> None:
+    """Run verbatim inside one transaction: no psql meta-commands, no transaction control."""
+    for migration in sqlfiles.migrations():
+        for number, line in enumerate(migration.read().splitlines(), 1):
+            where = f"{migration.name}:{number}"
+            assert not line.lstrip().startswith("\\"), f"{where}: psql meta-command"
+            assert line.strip().upper() not in ("BEGIN;", "COMMIT;", "ROLLBACK;"), where
 
 
 def test_every_function_has_a_file_and_every_file_a_function(
