@@ -1,0 +1,54 @@
+-- pgq.release: claimed jobs go back to the queue without counting an attempt; stale leases ignored.
+BEGIN;
+SELECT plan(16);
+
+SELECT pgq.enqueue('rl', '{"n": 1}', run_at => now() - interval '1 minute') AS r1 \gset
+SELECT pgq.enqueue('rl', '{"n": 2}', run_at => now() - interval '30 seconds') AS r2 \gset
+CREATE TEMP TABLE c AS SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{rl}', 2, now());
+SELECT lease AS l1 FROM c WHERE id = :r1 \gset
+SELECT lease AS l2 FROM c WHERE id = :r2 \gset
+
+SELECT results_eq(format($$SELECT * FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[])$$,
+                         :r1, :l1),
+                  format('VALUES (%s::bigint)', :r1), 'release returns the id released');
+SELECT row_eq(format('SELECT status, attempt, lease, worker_id, heartbeat_at, started_at, run_at FROM pgq.jobs WHERE id = %s', :r1),
+              ROW('queued'::text, 0, NULL::bigint, NULL::uuid, NULL::timestamptz, NULL::timestamptz, now() - interval '1 minute'),
+              'back to queued, attempt restored, lease/owner/heartbeat cleared, run_at unchanged');
+SELECT is((SELECT errors FROM pgq.jobs WHERE id = :r1), '[]'::jsonb, 'a release records no error');
+SELECT is((SELECT id FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{rl}', 1, now())), :r1::bigint,
+          'the released job keeps its place and is claimed again first');
+SELECT is((SELECT attempt FROM pgq.jobs WHERE id = :r1), 1, 'claimed again as attempt 1');
+
+-- Stale lease, wrong worker, unknown id: ignored.
+SELECT is((SELECT count(*)::int FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[:r1]::bigint[], ARRAY[:l1]::bigint[])), 0,
+          'the old lease of a job claimed again: ignored');
+SELECT is((SELECT count(*)::int FROM pgq.release('22222222-2222-2222-2222-222222222222', ARRAY[:r2]::bigint[], ARRAY[:l2]::bigint[])), 0,
+          'another worker''s job: ignored');
+SELECT is((SELECT count(*)::int FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[-1]::bigint[], ARRAY[1]::bigint[])), 0,
+          'an unknown id: ignored');
+SELECT row_eq(format('SELECT status, worker_id, attempt FROM pgq.jobs WHERE id = %s', :r1),
+              ROW('running'::text, '22222222-2222-2222-2222-222222222222'::uuid, 1), 'the re-claimed job is untouched');
+SELECT row_eq(format('SELECT status, lease FROM pgq.jobs WHERE id = %s', :r2),
+              ROW('running'::text, :l2::bigint), 'the other worker''s job is untouched');
+
+-- A stale re-claim released: attempt goes back to the count before this claim; the error entry stays.
+SELECT pgq.enqueue('rl_stale') AS s \gset
+SELECT lease AS sl1 FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{rl_stale}', 1, now()) \gset
+SELECT lease AS sl2 FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{rl_stale}', 1, now() + interval '31 seconds') \gset
+SELECT is((SELECT count(*)::int FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[:s]::bigint[], ARRAY[:sl1]::bigint[])), 0,
+          'a zombie cannot release the new attempt');
+SELECT is((SELECT count(*)::int FROM pgq.release('22222222-2222-2222-2222-222222222222', ARRAY[:s]::bigint[], ARRAY[:sl2]::bigint[])), 1,
+          'the new owner releases it');
+SELECT row_eq(format('SELECT status, attempt, jsonb_array_length(errors) FROM pgq.jobs WHERE id = %s', :s),
+              ROW('queued'::text, 1, 1), 'attempt 2 released: attempt 1, the heartbeat-timeout entry kept');
+
+-- Argument errors change nothing.
+SELECT throws_ok(format($$SELECT pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], '{}')$$, :r2),
+    'PQ003', 'leases has 0 elements but ids has 1', 'unequal lengths: PQ003');
+SELECT throws_ok(format($$SELECT pgq.release(NULL, ARRAY[%s]::bigint[], ARRAY[%s]::bigint[])$$, :r2, :l2),
+    'PQ009', 'worker_id must not be NULL', 'NULL worker: PQ009');
+SELECT row_eq(format('SELECT status, lease, attempt FROM pgq.jobs WHERE id = %s', :r2),
+              ROW('running'::text, :l2::bigint, 1), 'failed releases changed nothing');
+
+SELECT * FROM finish();
+ROLLBACK;
