@@ -50,7 +50,8 @@ FAILED_JOBS = "SELECT * FROM pgq.failed_jobs ORDER BY finished_at DESC, id DESC 
 HISTORY_SUMMARY = (
     "SELECT entrypoint, status, count(*) AS jobs, max(attempt) AS max_attempt,"
     " avg(extract(epoch FROM finished_at - enqueued_at))::float8 AS avg_latency_s"
-    " FROM pgq.job_history WHERE entrypoint = ANY (%s::text[]) GROUP BY 1, 2 ORDER BY 1, 2"
+    " FROM pgq.job_history WHERE entrypoint = ANY (%s::text[]) AND id >= %s::bigint"
+    " GROUP BY 1, 2 ORDER BY 1, 2"
 )
 LISTEN = "LISTEN pgq_events"
 
@@ -164,8 +165,8 @@ def failed_jobs(conn: Conn, limit: int) -> list[Row]:
     return _rows(conn, FAILED_JOBS, (limit,))
 
 
-def history_summary(conn: Conn, entrypoints: Sequence[str]) -> list[Row]:
-    return _rows(conn, HISTORY_SUMMARY, (list(entrypoints),))
+def history_summary(conn: Conn, entrypoints: Sequence[str], min_id: int = 0) -> list[Row]:
+    return _rows(conn, HISTORY_SUMMARY, (list(entrypoints), min_id))
 
 
 # --- async --------------------------------------------------------------------------------------
@@ -205,8 +206,8 @@ async def aqueue_stats(conn: AConn) -> list[Row]:
     return await _arows(conn, QUEUE_STATS)
 
 
-async def ahistory_summary(conn: AConn, entrypoints: Sequence[str]) -> list[Row]:
-    return await _arows(conn, HISTORY_SUMMARY, (list(entrypoints),))
+async def ahistory_summary(conn: AConn, entrypoints: Sequence[str], min_id: int = 0) -> list[Row]:
+    return await _arows(conn, HISTORY_SUMMARY, (list(entrypoints), min_id))
 
 
 async def aclaim(
