@@ -6,8 +6,9 @@
 --   queued again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal jitter
 --   (a delay between half and all of that; computed in seconds, a month counting as 30 days),
 --   or after details->'retry_after' seconds when the handler asked for it; otherwise it moves
---   to history as failed (dead). Every failure's details are kept in the job's error list.
---   at NULL means now().
+--   to history as failed (dead). A failed job whose cancellation was requested (pgq.cancel)
+--   is not retried: it moves to history as canceled. Every failure's details are kept in the
+--   job's error list. at NULL means now().
 -- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
 --   this instant, and then sees its new lease.
 -- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
@@ -32,7 +33,10 @@ DECLARE
     v_bad   record;
     v_owned record;
 BEGIN
-    IF cardinality(complete.statuses) IS DISTINCT FROM v_n THEN
+    IF complete.statuses IS NULL THEN
+        RAISE EXCEPTION 'statuses must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF cardinality(complete.statuses) <> v_n THEN
         RAISE EXCEPTION 'statuses has % elements but ids has %', coalesce(cardinality(complete.statuses)::text, 'NULL'), v_n
             USING ERRCODE = 'PQ003';
     END IF;
@@ -43,8 +47,9 @@ BEGIN
     SELECT u.s, u.d, u.ord INTO v_bad
       FROM unnest(complete.statuses, complete.details) WITH ORDINALITY AS u(s, d, ord)
      WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'canceled')
-        OR (u.d ? 'retry_after' AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
-                                     OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
+        OR (jsonb_typeof(u.d) = 'object' AND u.d ? 'retry_after'
+            AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
+                 OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
      ORDER BY u.ord
      LIMIT 1;
     IF FOUND THEN
@@ -66,9 +71,12 @@ BEGIN
            array_agg(o.status) FILTER (WHERE NOT o.retry) AS done_statuses,
            array_agg(o.details) FILTER (WHERE NOT o.retry) AS done_details
       INTO v_owned
-      FROM (SELECT j.id, i.status, i.details,
-                   i.status = 'failed' AND j.attempt < c.max_attempts AS retry,
-                   CASE WHEN i.details ? 'retry_after'
+      FROM (SELECT j.id, i.details,
+                   -- A failed job whose cancellation was requested is not retried: canceled.
+                   CASE WHEN j.cancel_requested AND i.status = 'failed' THEN 'canceled'
+                        ELSE i.status END AS status,
+                   i.status = 'failed' AND j.attempt < c.max_attempts AND NOT j.cancel_requested AS retry,
+                   CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
                         THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
                         -- In seconds (numeric): base * 2^40 as an interval overflows for a base
                         -- of a few seconds or more.

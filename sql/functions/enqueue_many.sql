@@ -80,6 +80,21 @@ BEGIN
         END IF;
     END IF;
 
+    IF enqueue_many.on_conflict = 'raise' AND enqueue_many.dedupe_keys IS NOT NULL THEN
+        SELECT d.key, min(d.ord) AS first, (array_agg(d.ord ORDER BY d.ord))[2] AS second INTO v_bad
+          FROM unnest(enqueue_many.dedupe_keys) WITH ORDINALITY AS d(key, ord)
+         WHERE d.key IS NOT NULL
+         GROUP BY d.key
+        HAVING count(*) > 1
+         ORDER BY 2
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'dedupe key % appears more than once in this call (positions % and %)',
+                quote_literal(v_bad.key), v_bad.first, v_bad.second
+                USING ERRCODE = 'PQ007';
+        END IF;
+    END IF;
+
     WITH input AS MATERIALIZED (
         SELECT u.ord, nextval('pgq.job_id_seq') AS id, u.e, u.p, u.pr, u.ra, u.dk, u.h
           FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,

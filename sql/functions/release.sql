@@ -1,7 +1,8 @@
 -- pgq.release(worker_id, ids, leases)
 -- Contract: gives back claimed jobs that never started (a shutting-down worker): each job this
 --   worker still owns under that lease returns to queued, keeps its place (run_at unchanged) and
---   its attempt count is restored (a release is not an attempt). Returns the ids released; a
+--   its attempt count is restored (a release is not an attempt). A job whose cancellation was
+--   requested moves to history as canceled instead. Returns the ids released (or canceled); a
 --   stale lease is ignored.
 -- Locking: row locks on the released jobs.
 -- Errors: PQ009, PQ003 (see pgq._check_batch).
@@ -13,8 +14,26 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_canceled bigint[];
 BEGIN
     PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
+
+    -- A job whose cancellation was requested is not queued again: it ends as canceled.
+    SELECT array_agg(l.id) INTO v_canceled
+      FROM (SELECT j.id
+              FROM pgq.jobs j
+              JOIN unnest(release.ids, release.leases) AS u(id, lease) ON j.id = u.id AND j.lease = u.lease
+             WHERE j.status = 'running'
+               AND j.worker_id = release.worker_id
+               AND j.cancel_requested
+             ORDER BY j.id
+               FOR UPDATE OF j) AS l;
+    IF v_canceled IS NOT NULL THEN
+        RETURN QUERY SELECT pgq._archive(v_canceled, array_fill('canceled'::text, ARRAY[cardinality(v_canceled)]),
+                                         NULL, now());
+    END IF;
+
     RETURN QUERY
     UPDATE pgq.jobs j
        SET status = 'queued',

@@ -85,7 +85,7 @@ CREATE TABLE pgq.jobs (
     ),
     CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
     CONSTRAINT jobs_priority_check CHECK (priority BETWEEN -32768 AND 32767),
-    CONSTRAINT jobs_entrypoint_check CHECK (length(entrypoint) BETWEEN 1 AND 200)
+    CONSTRAINT jobs_entrypoint_check CHECK (octet_length(entrypoint) BETWEEN 1 AND 200)
 ) WITH (fillfactor = 50);
 ALTER SEQUENCE pgq.job_id_seq OWNED BY pgq.jobs.id;
 
@@ -553,8 +553,9 @@ COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz) IS
 --   queued again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal jitter
 --   (a delay between half and all of that; computed in seconds, a month counting as 30 days),
 --   or after details->'retry_after' seconds when the handler asked for it; otherwise it moves
---   to history as failed (dead). Every failure's details are kept in the job's error list.
---   at NULL means now().
+--   to history as failed (dead). A failed job whose cancellation was requested (pgq.cancel)
+--   is not retried: it moves to history as canceled. Every failure's details are kept in the
+--   job's error list. at NULL means now().
 -- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
 --   this instant, and then sees its new lease.
 -- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
@@ -579,7 +580,10 @@ DECLARE
     v_bad   record;
     v_owned record;
 BEGIN
-    IF cardinality(complete.statuses) IS DISTINCT FROM v_n THEN
+    IF complete.statuses IS NULL THEN
+        RAISE EXCEPTION 'statuses must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF cardinality(complete.statuses) <> v_n THEN
         RAISE EXCEPTION 'statuses has % elements but ids has %', coalesce(cardinality(complete.statuses)::text, 'NULL'), v_n
             USING ERRCODE = 'PQ003';
     END IF;
@@ -590,8 +594,9 @@ BEGIN
     SELECT u.s, u.d, u.ord INTO v_bad
       FROM unnest(complete.statuses, complete.details) WITH ORDINALITY AS u(s, d, ord)
      WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'canceled')
-        OR (u.d ? 'retry_after' AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
-                                     OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
+        OR (jsonb_typeof(u.d) = 'object' AND u.d ? 'retry_after'
+            AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
+                 OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
      ORDER BY u.ord
      LIMIT 1;
     IF FOUND THEN
@@ -613,9 +618,12 @@ BEGIN
            array_agg(o.status) FILTER (WHERE NOT o.retry) AS done_statuses,
            array_agg(o.details) FILTER (WHERE NOT o.retry) AS done_details
       INTO v_owned
-      FROM (SELECT j.id, i.status, i.details,
-                   i.status = 'failed' AND j.attempt < c.max_attempts AS retry,
-                   CASE WHEN i.details ? 'retry_after'
+      FROM (SELECT j.id, i.details,
+                   -- A failed job whose cancellation was requested is not retried: canceled.
+                   CASE WHEN j.cancel_requested AND i.status = 'failed' THEN 'canceled'
+                        ELSE i.status END AS status,
+                   i.status = 'failed' AND j.attempt < c.max_attempts AND NOT j.cancel_requested AS retry,
+                   CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
                         THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
                         -- In seconds (numeric): base * 2^40 as an interval overflows for a base
                         -- of a few seconds or more.
@@ -849,6 +857,21 @@ BEGIN
         END IF;
     END IF;
 
+    IF enqueue_many.on_conflict = 'raise' AND enqueue_many.dedupe_keys IS NOT NULL THEN
+        SELECT d.key, min(d.ord) AS first, (array_agg(d.ord ORDER BY d.ord))[2] AS second INTO v_bad
+          FROM unnest(enqueue_many.dedupe_keys) WITH ORDINALITY AS d(key, ord)
+         WHERE d.key IS NOT NULL
+         GROUP BY d.key
+        HAVING count(*) > 1
+         ORDER BY 2
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'dedupe key % appears more than once in this call (positions % and %)',
+                quote_literal(v_bad.key), v_bad.first, v_bad.second
+                USING ERRCODE = 'PQ007';
+        END IF;
+    END IF;
+
     WITH input AS MATERIALIZED (
         SELECT u.ord, nextval('pgq.job_id_seq') AS id, u.e, u.p, u.pr, u.ra, u.dk, u.h
           FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
@@ -1018,7 +1041,8 @@ COMMENT ON FUNCTION pgq.prune_history(interval, timestamptz, int) IS
 -- pgq.release(worker_id, ids, leases)
 -- Contract: gives back claimed jobs that never started (a shutting-down worker): each job this
 --   worker still owns under that lease returns to queued, keeps its place (run_at unchanged) and
---   its attempt count is restored (a release is not an attempt). Returns the ids released; a
+--   its attempt count is restored (a release is not an attempt). A job whose cancellation was
+--   requested moves to history as canceled instead. Returns the ids released (or canceled); a
 --   stale lease is ignored.
 -- Locking: row locks on the released jobs.
 -- Errors: PQ009, PQ003 (see pgq._check_batch).
@@ -1030,8 +1054,26 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_canceled bigint[];
 BEGIN
     PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
+
+    -- A job whose cancellation was requested is not queued again: it ends as canceled.
+    SELECT array_agg(l.id) INTO v_canceled
+      FROM (SELECT j.id
+              FROM pgq.jobs j
+              JOIN unnest(release.ids, release.leases) AS u(id, lease) ON j.id = u.id AND j.lease = u.lease
+             WHERE j.status = 'running'
+               AND j.worker_id = release.worker_id
+               AND j.cancel_requested
+             ORDER BY j.id
+               FOR UPDATE OF j) AS l;
+    IF v_canceled IS NOT NULL THEN
+        RETURN QUERY SELECT pgq._archive(v_canceled, array_fill('canceled'::text, ARRAY[cardinality(v_canceled)]),
+                                         NULL, now());
+    END IF;
+
     RETURN QUERY
     UPDATE pgq.jobs j
        SET status = 'queued',
@@ -1167,5 +1209,6 @@ GRANT EXECUTE ON FUNCTION
     pgq.heartbeat(uuid, bigint[], bigint[], timestamptz),
     pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz),
     pgq.release(uuid, bigint[], bigint[]),
-    pgq.next_run_at(text[], timestamptz)
+    pgq.next_run_at(text[], timestamptz),
+    pgq.prune_history(interval, timestamptz, int)
     TO pgq_worker;

@@ -193,7 +193,7 @@ SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111
     'PQ003', 'statuses has 2 elements but ids has 1', 'statuses longer than ids: PQ003');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
                                               ARRAY[%s]::bigint[], NULL)$$, :e_id, :e_l),
-    'PQ003', NULL, 'NULL statuses: PQ003');
+    'PQ009', NULL, 'NULL statuses: PQ009');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
                                               ARRAY[%s]::bigint[], '{successful}', ARRAY['{}', '{}']::jsonb[])$$, :e_id, :e_l),
     'PQ003', 'details has 2 elements but ids has 1', 'details of another length: PQ003');

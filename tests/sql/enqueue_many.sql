@@ -103,7 +103,8 @@ SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['em_dd', 'em_dd', 'em_dd'], ded
 SELECT is((SELECT count(*)::int FROM pgq.jobs), :n0, 'the clash added nothing, not even the other elements');
 SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE dedupe_key = 'em-new1'), 'the non-clashing key was not taken');
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['em_dd', 'em_dd'], dedupe_keys => ARRAY['em-twice', 'em-twice'])$$,
-    'PQ007', 'dedupe key ''em-twice'' is already held by a live job', 'the same key twice in one batch: PQ007');
+    'PQ007', 'dedupe key ''em-twice'' appears more than once in this call (positions 1 and 2)',
+    'the same key twice in one batch: PQ007 naming both positions');
 SELECT is((SELECT count(*)::int FROM pgq.jobs), :n0, 'the in-batch clash added nothing');
 
 CREATE TEMP TABLE ex AS
