@@ -34,9 +34,13 @@ def _sql_strings(path: Path, root: Path = PACKAGE.parent) -> list[str]:
     skip = _docstrings(tree)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
-            if SQL.search(node.value):
-                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skip
+            and SQL.search(node.value)
+        ):
+            found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
     return found
 
 
