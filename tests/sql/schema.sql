@@ -1,0 +1,208 @@
+-- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
+BEGIN;
+SELECT plan(66);
+
+-- Schema and tables ---------------------------------------------------------------------------
+SELECT has_schema('pgq');
+SELECT ok(obj_description('pgq'::regnamespace, 'pg_namespace') LIKE 'pgq-thin%',
+          'schema pgq carries the pgq-thin comment (the install guard relies on it)');
+SELECT has_table('pgq', 'jobs', 'table pgq.jobs');
+SELECT has_table('pgq', 'job_history', 'table pgq.job_history');
+SELECT has_table('pgq', 'entrypoints', 'table pgq.entrypoints');
+SELECT has_view('pgq', 'queue_stats', 'view pgq.queue_stats');
+SELECT has_view('pgq', 'failed_jobs', 'view pgq.failed_jobs');
+SELECT has_sequence('pgq', 'job_id_seq', 'sequence pgq.job_id_seq');
+SELECT has_sequence('pgq', 'lease_seq', 'sequence pgq.lease_seq');
+SELECT columns_are('pgq', 'jobs', ARRAY['id', 'entrypoint', 'status', 'priority', 'run_at', 'enqueued_at', 'attempt',
+                                       'payload', 'headers', 'dedupe_key', 'lease', 'worker_id', 'started_at',
+                                       'heartbeat_at', 'cancel_requested', 'errors'], 'pgq.jobs columns');
+SELECT columns_are('pgq', 'job_history', ARRAY['id', 'entrypoint', 'status', 'priority', 'attempt', 'payload', 'headers',
+                                              'dedupe_key', 'enqueued_at', 'started_at', 'finished_at', 'worker_id',
+                                              'details', 'errors'], 'pgq.job_history columns');
+SELECT columns_are('pgq', 'entrypoints', ARRAY['entrypoint', 'concurrency_limit', 'max_attempts', 'backoff_base',
+                                              'backoff_max', 'heartbeat_timeout', 'updated_at'], 'pgq.entrypoints columns');
+SELECT col_type_is('pgq', 'jobs', 'id', 'bigint', 'jobs.id is bigint');
+SELECT col_type_is('pgq', 'jobs', 'lease', 'bigint', 'jobs.lease is bigint');
+SELECT col_type_is('pgq', 'jobs', 'worker_id', 'uuid', 'jobs.worker_id is uuid');
+SELECT col_type_is('pgq', 'jobs', 'payload', 'jsonb', 'jobs.payload is jsonb');
+SELECT col_type_is('pgq', 'jobs', 'run_at', 'timestamp with time zone', 'jobs.run_at is timestamptz');
+SELECT col_default_is('pgq', 'jobs', 'status', 'queued', 'jobs.status defaults to queued');
+SELECT col_default_is('pgq', 'jobs', 'errors', '[]', 'jobs.errors defaults to []');
+SELECT col_is_pk('pgq', 'jobs', 'id', 'jobs primary key');
+SELECT col_is_pk('pgq', 'job_history', 'id', 'job_history primary key');
+SELECT col_is_pk('pgq', 'entrypoints', 'entrypoint', 'entrypoints primary key');
+
+-- Named CHECK constraints ----------------------------------------------------------------------
+SELECT set_has($$SELECT conname::text FROM pg_constraint WHERE connamespace = 'pgq'::regnamespace AND contype = 'c'$$,
+               $$VALUES ('jobs_status_check'), ('jobs_running_has_lease_check'), ('jobs_attempt_check'), ('jobs_priority_check'),
+                        ('jobs_entrypoint_check'), ('job_history_status_check'), ('entrypoints_concurrency_limit_check'),
+                        ('entrypoints_max_attempts_check'), ('entrypoints_backoff_check'), ('entrypoints_heartbeat_timeout_check')$$,
+               'the named CHECK constraints exist');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, status) VALUES ('s_chk', 'done')$$, '23514',
+    'new row for relation "jobs" violates check constraint "jobs_status_check"', 'jobs_status_check rejects an unknown status');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, status) VALUES ('s_chk', 'running')$$, '23514',
+    'new row for relation "jobs" violates check constraint "jobs_running_has_lease_check"',
+    'a running job without lease, worker and heartbeat is rejected');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, lease, worker_id, heartbeat_at)
+                   VALUES ('s_chk', 1, gen_random_uuid(), now())$$, '23514',
+    'new row for relation "jobs" violates check constraint "jobs_running_has_lease_check"',
+    'a queued job with a lease is rejected');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, priority) VALUES ('s_chk', 40000)$$, '23514',
+    'new row for relation "jobs" violates check constraint "jobs_priority_check"', 'jobs_priority_check');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, attempt) VALUES ('s_chk', -1)$$, '23514',
+    'new row for relation "jobs" violates check constraint "jobs_attempt_check"', 'jobs_attempt_check');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint) VALUES ('')$$, '23514',
+    'new row for relation "jobs" violates check constraint "jobs_entrypoint_check"', 'jobs_entrypoint_check');
+SELECT throws_ok($$INSERT INTO pgq.job_history (id, entrypoint, status, priority, attempt, enqueued_at, finished_at)
+                   VALUES (-1, 's_chk', 'lost', 0, 0, now(), now())$$, '23514',
+    'new row for relation "job_history" violates check constraint "job_history_status_check"', 'job_history_status_check');
+SELECT throws_ok($$INSERT INTO pgq.entrypoints (entrypoint, backoff_base, backoff_max) VALUES ('s_chk2', '2 s', '1 s')$$, '23514',
+    'new row for relation "entrypoints" violates check constraint "entrypoints_backoff_check"', 'entrypoints_backoff_check');
+SELECT throws_ok($$INSERT INTO pgq.entrypoints (entrypoint, heartbeat_timeout) VALUES ('s_chk2', '0.5 s')$$, '23514',
+    'new row for relation "entrypoints" violates check constraint "entrypoints_heartbeat_timeout_check"',
+    'entrypoints_heartbeat_timeout_check');
+
+-- Indexes; heartbeat_at in none; fillfactor ---------------------------------------------------
+SELECT is(pg_get_indexdef('pgq.jobs_queued_idx'::regclass),
+          'CREATE INDEX jobs_queued_idx ON pgq.jobs USING btree (entrypoint, priority DESC, run_at, id) WHERE (status = ''queued''::text)',
+          'jobs_queued_idx: claim order of queued jobs per entrypoint');
+SELECT is(pg_get_indexdef('pgq.jobs_running_idx'::regclass),
+          'CREATE INDEX jobs_running_idx ON pgq.jobs USING btree (entrypoint) WHERE (status = ''running''::text)',
+          'jobs_running_idx: running jobs per entrypoint');
+SELECT is(pg_get_indexdef('pgq.jobs_dedupe_key_idx'::regclass),
+          'CREATE UNIQUE INDEX jobs_dedupe_key_idx ON pgq.jobs USING btree (dedupe_key) WHERE (dedupe_key IS NOT NULL)',
+          'jobs_dedupe_key_idx: unique dedupe keys among live jobs');
+SELECT is(pg_get_indexdef('pgq.job_history_finished_at_idx'::regclass),
+          'CREATE INDEX job_history_finished_at_idx ON pgq.job_history USING btree (finished_at)',
+          'job_history_finished_at_idx: pruning');
+SELECT is(pg_get_indexdef('pgq.job_history_failed_idx'::regclass),
+          'CREATE INDEX job_history_failed_idx ON pgq.job_history USING btree (entrypoint, finished_at) WHERE (status = ''failed''::text)',
+          'job_history_failed_idx: dead jobs');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pg_index i
+                       WHERE i.indrelid = 'pgq.jobs'::regclass
+                         AND ((SELECT attnum FROM pg_attribute WHERE attrelid = 'pgq.jobs'::regclass AND attname = 'heartbeat_at')
+                                = ANY (i.indkey::int2[])
+                              OR pg_get_indexdef(i.indexrelid) LIKE '%heartbeat_at%')),
+          'heartbeat_at is in no index of pgq.jobs (key, expression or predicate): heartbeats stay HOT');
+SELECT is((SELECT count(*)::int FROM pg_index WHERE indrelid = 'pgq.jobs'::regclass), 4,
+          'pgq.jobs has exactly four indexes (every extra one costs on the hot path)');
+SELECT ok((SELECT reloptions @> ARRAY['fillfactor=50'] FROM pg_class WHERE oid = 'pgq.jobs'::regclass),
+          'pgq.jobs has fillfactor 50 (room on each page for HOT updates)');
+
+-- Triggers: statement level, the right functions ----------------------------------------------
+SELECT trigger_is('pgq', 'jobs', 'jobs_after_insert', 'pgq', '_jobs_after_insert', 'insert trigger');
+SELECT trigger_is('pgq', 'jobs', 'jobs_after_update', 'pgq', '_jobs_after_update', 'update trigger');
+SELECT trigger_is('pgq', 'jobs', 'jobs_after_delete', 'pgq', '_jobs_after_delete', 'delete trigger');
+SELECT ok((SELECT bool_and(tgtype & 1 = 0) FROM pg_trigger WHERE tgrelid = 'pgq.jobs'::regclass AND NOT tgisinternal),
+          'all triggers on pgq.jobs are statement-level');
+
+-- The claimed_job type ----------------------------------------------------------------------
+SELECT has_type('pgq', 'claimed_job', 'type pgq.claimed_job');
+SELECT results_eq($$SELECT attname::text COLLATE "default", format_type(atttypid, atttypmod) FROM pg_attribute
+                     WHERE attrelid = 'pgq.claimed_job'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum$$,
+                  $$VALUES ('id', 'bigint'), ('lease', 'bigint'), ('entrypoint', 'text'), ('payload', 'jsonb'),
+                           ('headers', 'jsonb'), ('priority', 'integer'), ('attempt', 'integer'),
+                           ('enqueued_at', 'timestamp with time zone'), ('run_at', 'timestamp with time zone'),
+                           ('dedupe_key', 'text'), ('max_attempts', 'integer'), ('heartbeat_timeout', 'interval')$$,
+                  'claimed_job columns: the contract''s, then run_at, dedupe_key, max_attempts, heartbeat_timeout');
+
+-- Functions: pinned search_path, a comment, SECURITY DEFINER for the public ones ---------------
+SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
+            WHERE p.pronamespace = 'pgq'::regnamespace
+              AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pgq, pg_temp'], false)),
+          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp');
+SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
+            WHERE p.pronamespace = 'pgq'::regnamespace AND coalesce(obj_description(p.oid, 'pg_proc'), '') = ''),
+          NULL, 'every pgq function has a COMMENT');
+SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
+            WHERE p.pronamespace = 'pgq'::regnamespace AND p.proname !~ '^_' AND NOT p.prosecdef),
+          NULL, 'every public pgq function is SECURITY DEFINER');
+SELECT is((SELECT array_agg(c.oid::regclass::text ORDER BY c.oid::regclass::text) FROM pg_class c
+            WHERE c.relnamespace = 'pgq'::regnamespace AND c.relkind IN ('r', 'v')
+              AND coalesce(obj_description(c.oid, 'pg_class'), '') = '' AND c.relname IN ('queue_stats', 'failed_jobs')),
+          NULL, 'the views have comments');
+
+-- PUBLIC has nothing -------------------------------------------------------------------------
+SELECT is((SELECT array_agg(c.oid::regclass::text ORDER BY c.oid::regclass::text) FROM pg_class c
+            WHERE c.relnamespace = 'pgq'::regnamespace AND c.relkind IN ('r', 'v', 'S', 'm', 'p')
+              AND (c.relacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(c.relacl) a WHERE a.grantee = 0))),
+          NULL, 'no table, view or sequence in pgq grants anything to PUBLIC');
+SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
+            WHERE p.pronamespace = 'pgq'::regnamespace
+              AND (p.proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee = 0))),
+          NULL, 'no pgq function is executable by PUBLIC');
+SELECT ok((SELECT nspacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM aclexplode(nspacl) a WHERE a.grantee = 0)
+             FROM pg_namespace WHERE nspname = 'pgq'), 'PUBLIC has no usage on schema pgq');
+SELECT ok((SELECT typacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM aclexplode(typacl) a WHERE a.grantee = 0)
+             FROM pg_type WHERE oid = 'pgq.claimed_job'::regtype), 'PUBLIC has no usage on pgq.claimed_job');
+
+-- Roles --------------------------------------------------------------------------------------
+SELECT has_role('pgq_producer');
+SELECT has_role('pgq_worker');
+SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
+              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text)',
+              'pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text)',
+              'pgq.cancel(bigint[], timestamptz)',
+              'pgq.claim(uuid, text[], int, timestamptz)',
+              'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
+              'pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz)',
+              'pgq.release(uuid, bigint[], bigint[])',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean)',
+              'pgq.requeue(bigint[], timestamptz)']) AS f
+            WHERE has_function_privilege('pgq_producer', f, 'EXECUTE')),
+          ARRAY['pgq.cancel(bigint[], timestamptz)',
+                'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text)',
+                'pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text)'],
+          'pgq_producer executes enqueue, enqueue_many and cancel, nothing else of the API');
+SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
+              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text)',
+              'pgq.cancel(bigint[], timestamptz)',
+              'pgq.claim(uuid, text[], int, timestamptz)',
+              'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
+              'pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz)',
+              'pgq.release(uuid, bigint[], bigint[])',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean)',
+              'pgq.requeue(bigint[], timestamptz)']) AS f
+            WHERE has_function_privilege('pgq_worker', f, 'EXECUTE')),
+          ARRAY['pgq.claim(uuid, text[], int, timestamptz)',
+                'pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz)',
+                'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
+                'pgq.release(uuid, bigint[], bigint[])'],
+          'pgq_worker executes claim, heartbeat, complete and release (not enqueue, cancel, configure, requeue)');
+SELECT ok(NOT has_table_privilege('pgq_producer', 'pgq.jobs', 'SELECT') AND NOT has_table_privilege('pgq_worker', 'pgq.jobs', 'SELECT')
+          AND NOT has_table_privilege('pgq_producer', 'pgq.job_history', 'SELECT')
+          AND NOT has_table_privilege('pgq_producer', 'pgq.jobs', 'INSERT,UPDATE,DELETE')
+          AND NOT has_table_privilege('pgq_worker', 'pgq.jobs', 'INSERT,UPDATE,DELETE'),
+          'neither role touches the tables directly');
+SELECT ok(has_table_privilege('pgq_producer', 'pgq.queue_stats', 'SELECT') AND has_table_privilege('pgq_worker', 'pgq.queue_stats', 'SELECT'),
+          'both roles read pgq.queue_stats');
+
+-- The same, by acting as the roles (SET ROLE inside DO, undone on error by the test's subtransaction).
+SELECT lives_ok($q$DO $do$ BEGIN
+                     SET LOCAL ROLE pgq_producer;
+                     PERFORM pgq.enqueue('s_role');
+                     PERFORM pgq.enqueue_many(ARRAY['s_role']);
+                     PERFORM pgq.cancel(ARRAY[-1]::bigint[]);
+                     PERFORM count(*) FROM pgq.queue_stats;
+                     RESET ROLE;
+                  END $do$ $q$, 'as pgq_producer: enqueue, enqueue_many, cancel and queue_stats work');
+SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_producer;
+                     PERFORM * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{s_role}'); END $do$ $q$,
+                 '42501', 'permission denied for function claim', 'as pgq_producer: claim is denied');
+SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_producer; PERFORM count(*) FROM pgq.jobs; END $do$ $q$,
+                 '42501', 'permission denied for table jobs', 'as pgq_producer: selecting pgq.jobs is denied');
+SELECT lives_ok($q$DO $do$ DECLARE c pgq.claimed_job; BEGIN
+                     SET LOCAL ROLE pgq_worker;
+                     SELECT * INTO STRICT c FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{s_role}');
+                     PERFORM pgq.heartbeat('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease]);
+                     PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease], '{successful}');
+                     SELECT * INTO STRICT c FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{s_role}');
+                     PERFORM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease]);
+                     RESET ROLE;
+                  END $do$ $q$, 'as pgq_worker: claim, heartbeat, complete and release work');
+SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_worker; PERFORM pgq.configure('s_role', max_attempts => 1); END $do$ $q$,
+                 '42501', 'permission denied for function configure', 'as pgq_worker: configure is denied');
+SELECT is(current_user::text, 'postgres', 'back to the test''s own role');
+
+SELECT * FROM finish();
+ROLLBACK;
