@@ -186,6 +186,7 @@ class ThinWorker:
         self._hb_wake: asyncio.Event | None = None
         self._active_changed: asyncio.Event | None = None
         self._listener: Listener | None = None
+        self._flush_lock: asyncio.Lock | None = None
 
     # --- registration -------------------------------------------------------------------------
 
@@ -247,6 +248,7 @@ class ThinWorker:
         self._flush_now = asyncio.Event()
         self._hb_wake = asyncio.Event()
         self._active_changed = asyncio.Event()
+        self._flush_lock = asyncio.Lock()
         dsn = await asyncio.to_thread(resolve_dsn, self.dsn)
         session = AsyncSession(dsn)
         await session.open()
@@ -392,13 +394,15 @@ class ThinWorker:
             if free > 0 and due:
                 self._notified = False
                 try:
-                    if drained and self._results:
+                    if drained:
                         await self.flush_once()  # a retry becomes visible to the claim
                     asked = min(self.batch_size, free)
                     jobs = await self.claim_once()
-                    if not jobs and until_empty and not self._running:
-                        return
+                    if not jobs and drained:
+                        return  # nothing ran, nothing was left to write, nothing came back
                     more = len(jobs) == asked
+                    if until_empty and not self._running:
+                        continue  # re-check at once whether the queue is drained
                     wait = self._jittered_poll() if jobs else await self._idle_wait()
                     next_poll = time.monotonic() + wait
                     failures = 0
@@ -484,7 +488,12 @@ class ThinWorker:
     async def flush_once(self) -> int:
         """Write buffered results with one ``pgq.complete`` call; returns how many were sent.
         On a failed call the results stay buffered (with their leases) and the error is raised."""
-        assert self._session is not None, "call open() first"
+        assert self._session is not None and self._flush_lock is not None, "call open() first"
+        async with self._flush_lock:  # one flush at a time: waiting for it means it is written
+            return await self._flush_locked()
+
+    async def _flush_locked(self) -> int:
+        assert self._session is not None
         batch = [r for r in self._results[:MAX_FLUSH] if not r.active.lost]
         del self._results[:MAX_FLUSH]
         if not batch:
@@ -588,6 +597,7 @@ class ThinWorker:
             self._abort_running()
             await self.wait_idle(1.0)
         await self.release_unstarted()
+        await self.flush_once()  # waits for a flush in flight
         while self._results:
             await self.flush_once()
 

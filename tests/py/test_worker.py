@@ -1,0 +1,372 @@
+"""ThinWorker against a real database: handlers, retries, cancellation, delays, typed payloads.
+
+Workers run in this process; steps that need precise control use the run-once methods
+(``claim_once``, ``heartbeat_once``, ``flush_once``) instead of timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from helpers.wait import await_for
+
+from pgq_thin import calls
+from pgq_thin.job import CancelJob, Job, RetryAfter
+from pgq_thin.queue import Queue
+from pgq_thin.worker import ThinWorker, UnknownEntrypoint
+
+
+def history(dsn: str) -> dict[int, dict[str, Any]]:
+    with psycopg.connect(dsn) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
+        cur.execute("SELECT * FROM pgq.job_history")
+        return {r["id"]: r for r in cur.fetchall()}
+
+
+def live(dsn: str) -> dict[int, dict[str, Any]]:
+    with psycopg.connect(dsn) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
+        cur.execute("SELECT * FROM pgq.jobs")
+        return {r["id"]: r for r in cur.fetchall()}
+
+
+async def ahistory_status(dsn: str, job_id: int) -> str | None:
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        cur = await conn.execute("SELECT status FROM pgq.job_history WHERE id = %s", (job_id,))
+        row = await cur.fetchone()
+        return None if row is None else str(row[0])
+
+
+async def alive_status(dsn: str, job_id: int) -> str | None:
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        cur = await conn.execute("SELECT status FROM pgq.jobs WHERE id = %s", (job_id,))
+        row = await cur.fetchone()
+        return None if row is None else str(row[0])
+
+
+def test_sync_and_async_handlers(pgq_dsn: str) -> None:
+    seen: dict[str, list[tuple[int, str]]] = {"a": [], "s": []}
+    worker = ThinWorker(pgq_dsn, concurrency=4, batch_size=3)
+
+    @worker.entrypoint("async_ep")
+    async def on_async(job: Job[Any]) -> dict[str, int]:
+        await asyncio.sleep(0)
+        seen["a"].append((job.payload["n"], threading.current_thread().name))
+        return {"double": job.payload["n"] * 2}
+
+    @worker.entrypoint("sync_ep")
+    def on_sync(job: Job[Any]) -> None:
+        seen["s"].append((job.payload["n"], threading.current_thread().name))
+
+    with Queue(pgq_dsn) as q:
+        a_ids = q.enqueue_many("async_ep", [{"n": i} for i in range(10)])
+        s_ids = q.enqueue_many("sync_ep", [{"n": i} for i in range(10)], headers={"h": 1})
+    worker.run(until_empty=True)
+
+    rows = history(pgq_dsn)
+    assert sorted(rows) == sorted(a_ids + s_ids)
+    assert {r["status"] for r in rows.values()} == {"successful"}
+    assert {r["attempt"] for r in rows.values()} == {1}
+    assert rows[a_ids[3]]["details"] == {"result": {"double": 6}}
+    assert sorted(n for n, _ in seen["a"]) == list(range(10))
+    assert sorted(n for n, _ in seen["s"]) == list(range(10))
+    assert {t for _, t in seen["a"]} == {threading.main_thread().name}
+    assert all(t.startswith("pgq-thin-job") for _, t in seen["s"])
+    assert live(pgq_dsn) == {}
+    assert worker.stats.successful == 20
+
+
+def test_one_complete_call_per_flush(pgq_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes: list[int] = []
+    real = calls.acomplete
+
+    async def counting(conn: Any, wid: Any, ids: Any, *rest: Any) -> list[int]:
+        sizes.append(len(ids))
+        return await real(conn, wid, ids, *rest)
+
+    monkeypatch.setattr(calls, "acomplete", counting)
+    worker = ThinWorker(pgq_dsn, concurrency=10, batch_size=10)
+
+    @worker.entrypoint("noop")
+    async def noop(job: Job[Any]) -> None:
+        pass
+
+    with Queue(pgq_dsn) as q:
+        q.enqueue_many("noop", [None] * 100)
+    worker.run(until_empty=True)
+    assert sum(sizes) == 100
+    assert len(sizes) <= 15, sizes  # batched: about one call per claimed batch
+
+
+def test_retry_then_success(pgq_dsn: str) -> None:
+    worker = ThinWorker(pgq_dsn)
+
+    @worker.entrypoint("flaky")
+    async def flaky(job: Job[Any]) -> None:
+        if job.attempt < 3:
+            raise ValueError(f"boom {job.attempt}")
+
+    with Queue(pgq_dsn) as q:
+        q.configure("flaky", backoff_base=timedelta(0), backoff_max=timedelta(0))
+        job_id = q.enqueue("flaky", {"x": 1})
+    worker.run(until_empty=True)
+
+    row = history(pgq_dsn)[job_id]
+    assert (row["status"], row["attempt"]) == ("successful", 3)
+    assert [e["details"]["error"] for e in row["errors"]] == ["ValueError", "ValueError"]
+    assert row["errors"][0]["details"]["message"] == "boom 1"
+    assert "Traceback" in row["errors"][0]["details"]["traceback"]
+
+
+def test_dead_after_max_attempts(pgq_dsn: str) -> None:
+    worker = ThinWorker(pgq_dsn)
+
+    @worker.entrypoint("doomed")
+    def doomed(job: Job[Any]) -> None:
+        raise RuntimeError("always")
+
+    with Queue(pgq_dsn) as q:
+        q.configure("doomed", max_attempts=3, backoff_base=timedelta(0), backoff_max=timedelta(0))
+        job_id = q.enqueue("doomed")
+    worker.run(until_empty=True)
+
+    row = history(pgq_dsn)[job_id]
+    assert (row["status"], row["attempt"]) == ("failed", 3)
+    assert row["details"]["error"] == "RuntimeError"
+    assert len(row["errors"]) == 3
+    assert worker.stats.failed == 3
+
+
+def test_retry_after_and_cancel_job_signals(pgq_dsn: str) -> None:
+    worker = ThinWorker(pgq_dsn)
+
+    @worker.entrypoint("later")
+    async def later(job: Job[Any]) -> None:
+        if job.attempt == 1:
+            raise RetryAfter(0)
+
+    @worker.entrypoint("give_up")
+    async def give_up(job: Job[Any]) -> None:
+        raise CancelJob("not needed any more")
+
+    with Queue(pgq_dsn) as q:
+        later_id = q.enqueue("later")
+        give_up_id = q.enqueue("give_up")
+    worker.run(until_empty=True)
+
+    rows = history(pgq_dsn)
+    assert (rows[later_id]["status"], rows[later_id]["attempt"]) == ("successful", 2)
+    assert rows[later_id]["errors"][0]["details"]["retry_after"] == 0
+    assert rows[give_up_id]["status"] == "canceled"
+    assert rows[give_up_id]["details"]["message"] == "not needed any more"
+
+
+def test_cancel_running_async_job_via_notification(pgq_dsn: str) -> None:
+    started = asyncio.Event()
+    outcome: list[str] = []
+
+    async def scenario() -> None:
+        worker = ThinWorker(pgq_dsn, poll_interval=30)
+
+        @worker.entrypoint("long")
+        async def long(job: Job[Any]) -> None:
+            started.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                outcome.append("cancelled")
+                raise
+
+        with Queue(pgq_dsn) as q:
+            job_id = q.enqueue("long")
+        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        await asyncio.wait_for(started.wait(), 10)
+        with Queue(pgq_dsn) as q:
+            assert q.cancel([job_id]) == [job_id]
+        # The cancel notification triggers a heartbeat; its answer cancels the task.
+        await await_for(lambda: ahistory_status(pgq_dsn, job_id), 10, "the job to be canceled")
+        worker.stop()
+        await asyncio.wait_for(run, 10)
+        assert await ahistory_status(pgq_dsn, job_id) == "canceled"
+
+    asyncio.run(scenario())
+    assert outcome == ["cancelled"]
+
+
+def test_cancel_running_sync_job_via_heartbeat(pgq_dsn: str) -> None:
+    started = threading.Event()
+    saw_flag: list[bool] = []
+
+    async def scenario() -> None:
+        worker = ThinWorker(pgq_dsn, listen=False)
+
+        @worker.entrypoint("long_sync")
+        def long_sync(job: Job[Any]) -> None:
+            started.set()
+            saw_flag.append(job.cancelled.wait(30))
+
+        with Queue(pgq_dsn) as q:
+            job_id = q.enqueue("long_sync")
+        async with worker:
+            assert [j.id for j in await worker.claim_once()] == [job_id]
+            assert await asyncio.to_thread(started.wait, 10)
+            assert await worker.heartbeat_once() == {job_id: "ok"}
+            with Queue(pgq_dsn) as q:
+                q.cancel([job_id])
+            assert await worker.heartbeat_once() == {job_id: "cancel_requested"}
+            assert await worker.wait_idle(10)
+            assert await worker.flush_once() == 1
+        row = history(pgq_dsn)[job_id]
+        assert row["status"] == "canceled"
+        assert row["details"]["cancel_requested"] is True
+
+    asyncio.run(scenario())
+    assert saw_flag == [True]
+
+
+def test_lost_lease_cancels_the_task_and_drops_the_result(pgq_dsn: str) -> None:
+    async def scenario() -> None:
+        started = asyncio.Event()
+        worker = ThinWorker(pgq_dsn, listen=False)
+
+        @worker.entrypoint("zombie")
+        async def zombie(job: Job[Any]) -> None:
+            started.set()
+            await asyncio.sleep(60)
+
+        with Queue(pgq_dsn) as q:
+            job_id = q.enqueue("zombie")
+        async with worker:
+            await worker.claim_once()
+            await asyncio.wait_for(started.wait(), 10)
+            # Another worker takes the job over as if our heartbeat had gone stale.
+            thief = uuid.uuid4()
+            with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+                stolen = conn.execute(
+                    "SELECT id FROM pgq.claim(%s, ARRAY['zombie'], 1, now() + interval '1 hour')",
+                    (thief,),
+                ).fetchall()
+            assert stolen == [(job_id,)]
+            assert await worker.heartbeat_once() == {job_id: "lost"}
+            assert await worker.wait_idle(5)
+            assert await worker.flush_once() == 0
+            assert worker.stats.lost == 1
+        row = live(pgq_dsn)[job_id]
+        assert (row["status"], str(row["worker_id"]), row["attempt"]) == ("running", str(thief), 2)
+
+    asyncio.run(scenario())
+
+
+def test_release_unstarted_jobs(pgq_dsn: str) -> None:
+    async def scenario() -> None:
+        worker = ThinWorker(pgq_dsn, listen=False, batch_size=5)
+
+        @worker.entrypoint("never")
+        async def never(job: Job[Any]) -> None:
+            raise AssertionError("must not run")
+
+        with Queue(pgq_dsn) as q:
+            ids = q.enqueue_many("never", [None] * 3)
+        async with worker:
+            claimed = await worker.claim_once(start=False)
+            assert sorted(j.id for j in claimed) == ids
+            assert sorted(await worker.release_unstarted()) == ids
+        rows = live(pgq_dsn)
+        assert {(r["status"], r["attempt"]) for r in rows.values()} == {("queued", 0)}
+
+    asyncio.run(scenario())
+
+
+def test_delayed_job_runs_when_due_not_at_the_poll_interval(pgq_dsn: str) -> None:
+    ran: list[tuple[datetime, datetime | None]] = []
+
+    async def scenario() -> None:
+        worker = ThinWorker(pgq_dsn, poll_interval=60)  # a poll would be far too late
+
+        @worker.entrypoint("delayed")
+        async def delayed(job: Job[Any]) -> None:
+            async with await psycopg.AsyncConnection.connect(pgq_dsn) as conn:
+                now = (await (await conn.execute("SELECT clock_timestamp()")).fetchone())[0]
+            ran.append((now, job.run_at))
+
+        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        with Queue(pgq_dsn) as q:
+            job_id = q.enqueue("delayed", run_at=timedelta(seconds=1.5))
+        await await_for(lambda: ahistory_status(pgq_dsn, job_id), 10, "the delayed job")
+        worker.stop()
+        await asyncio.wait_for(run, 10)
+
+    asyncio.run(scenario())
+    ((now, run_at),) = ran
+    assert run_at is not None and now >= run_at
+    assert now - run_at < timedelta(seconds=3)
+
+
+@dataclass
+class Order:
+    order_id: int
+    sku: str
+    qty: int = 1
+
+
+def test_typed_payloads(pgq_dsn: str) -> None:
+    got: list[Order] = []
+    worker = ThinWorker(pgq_dsn)
+
+    @worker.entrypoint("orders")
+    async def orders(job: Job[Order]) -> None:
+        got.append(job.payload)
+
+    with Queue(pgq_dsn) as q:
+        q.configure("orders", max_attempts=1)
+        ok = q.enqueue("orders", Order(order_id=1, sku="abc"))
+        wrong_type = q.enqueue("orders", {"order_id": "one", "sku": "abc"})
+        missing = q.enqueue("orders", {"sku": "abc"})
+        unknown = q.enqueue("orders", {"order_id": 2, "sku": "x", "colour": "red"})
+    worker.run(until_empty=True)
+
+    rows = history(pgq_dsn)
+    assert got == [Order(order_id=1, sku="abc", qty=1)]
+    assert rows[ok]["status"] == "successful"
+    for job_id, needle in ((wrong_type, "order_id"), (missing, "order_id"), (unknown, "colour")):
+        assert rows[job_id]["status"] == "failed"
+        assert rows[job_id]["details"]["error"] == "PayloadValidationError"
+        assert needle in rows[job_id]["details"]["message"]
+
+
+def test_typed_payload_with_pydantic(pgq_dsn: str) -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Email(pydantic.BaseModel):  # type: ignore[misc, name-defined]
+        to: str
+
+    got: list[Any] = []
+    worker = ThinWorker(pgq_dsn)
+
+    @worker.entrypoint("mail", payload_type=Email)
+    def mail(job: Job[Any]) -> None:
+        got.append(job.payload)
+
+    with Queue(pgq_dsn) as q:
+        q.configure("mail", max_attempts=1)
+        q.enqueue("mail", {"to": "a@b.c"})
+        bad = q.enqueue("mail", {"too": 1})
+    worker.run(until_empty=True)
+    assert [g.to for g in got] == ["a@b.c"]
+    assert history(pgq_dsn)[bad]["details"]["error"] == "PayloadValidationError"
+
+
+def test_restrict_to_unknown_entrypoint_is_an_error() -> None:
+    worker = ThinWorker("")
+
+    @worker.entrypoint("a")
+    def a(job: Job[Any]) -> None:
+        pass
+
+    with pytest.raises(UnknownEntrypoint, match="nope"):
+        worker.restrict(["nope"])
