@@ -1,7 +1,7 @@
 -- pgq.complete: successful / canceled to history, failed retried with capped jittered backoff or
 -- dead, retry_after, status and argument errors, stale leases and zombies.
 BEGIN;
-SELECT plan(59);
+SELECT plan(62);
 
 -- successful -> history with details --------------------------------------------------------
 SELECT pgq.enqueue('cp_ok', '{"p": 1}', priority => 3, dedupe_key => 'cp-ok', headers => '{"h": 1}') AS ok_id \gset
@@ -261,6 +261,23 @@ SELECT results_eq($$SELECT coalesce(h.status, j.status) FROM cb
                       LEFT JOIN pgq.job_history h ON h.id = cb.id
                       LEFT JOIN pgq.jobs j ON j.id = cb.id ORDER BY cb.id$$,
                   ARRAY['successful', 'queued', 'canceled'], 'each status applied to its own job');
+
+-- A failed attempt of a job flagged for cancellation is not retried.
+SELECT pgq.enqueue('cp_cancel') AS cc \gset
+SELECT lease AS ccl FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_cancel}', 1, now()) \gset
+SELECT pgq.cancel(ARRAY[:cc]::bigint[]);
+SELECT is((SELECT array_agg(r) FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:cc]::bigint[], ARRAY[:ccl]::bigint[],
+                                                  '{failed}', ARRAY['{"error": "interrupted"}'::jsonb]) r),
+          ARRAY[:cc]::bigint[], 'a failed attempt of a flagged job is accepted');
+SELECT row_eq(format('SELECT status, details FROM pgq.job_history WHERE id = %s', :cc),
+              ROW('canceled'::text, '{"error": "interrupted"}'::jsonb), 'it ends as canceled with its details, no retry');
+
+-- details that are not an object are kept as they are; retry_after is read from objects only.
+SELECT pgq.enqueue('cp_str') AS cs \gset
+SELECT lease AS csl FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_str}', 1, now()) \gset
+SELECT lives_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                             '{failed}', ARRAY['"retry_after"'::jsonb])$$, :cs, :csl),
+                'string details mentioning retry_after: an ordinary failure (retried with backoff)');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,6 +1,6 @@
 -- pgq.release: claimed jobs go back to the queue without counting an attempt; stale leases ignored.
 BEGIN;
-SELECT plan(16);
+SELECT plan(18);
 
 SELECT pgq.enqueue('rl', '{"n": 1}', run_at => now() - interval '1 minute') AS r1 \gset
 SELECT pgq.enqueue('rl', '{"n": 2}', run_at => now() - interval '30 seconds') AS r2 \gset
@@ -49,6 +49,16 @@ SELECT throws_ok(format($$SELECT pgq.release(NULL, ARRAY[%s]::bigint[], ARRAY[%s
     'PQ009', 'worker_id must not be NULL', 'NULL worker: PQ009');
 SELECT row_eq(format('SELECT status, lease, attempt FROM pgq.jobs WHERE id = %s', :r2),
               ROW('running'::text, :l2::bigint, 1), 'failed releases changed nothing');
+
+-- A job whose cancellation was requested is not queued again: it ends as canceled.
+SELECT pgq.enqueue('rl_cancel') AS rc \gset
+SELECT lease AS rcl FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{rl_cancel}', 1, now()) \gset
+SELECT pgq.cancel(ARRAY[:rc]::bigint[]);
+SELECT is((SELECT array_agg(r) FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[:rc]::bigint[], ARRAY[:rcl]::bigint[]) r),
+          ARRAY[:rc]::bigint[], 'releasing a job flagged for cancellation returns its id');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :rc)
+          AND (SELECT status FROM pgq.job_history WHERE id = :rc) = 'canceled',
+          'and it ends in history as canceled, not back in the queue');
 
 SELECT * FROM finish();
 ROLLBACK;
