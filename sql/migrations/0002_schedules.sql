@@ -114,9 +114,14 @@ COMMENT ON FUNCTION pgq.claim_schedules(uuid, int, timestamptz) IS
     'Claims due schedules (or ones whose claimer went silent) with a lease; returns cron, time zone, due time and the database clock.';
 
 -- sql/functions/fire_schedule.sql
--- pgq.fire_schedule(worker_id, name, lease, next_run_at, at)
+-- pgq.fire_schedule(worker_id, name, lease, next_after_due, next_after_now, at)
 -- Contract: fires the tick this worker claimed with pgq.claim_schedules and stores the next
---   run the caller computed (it must lie after the tick being fired). Firing enqueues an
+--   run. The caller computes two cron times: the first tick after the one being fired
+--   (next_after_due) and the first tick after the clock claim_schedules returned
+--   (next_after_now). While the schedule keeps up (next_after_due is within misfire_grace of
+--   now) every tick fires in turn; after a longer gap (downtime) the missed ticks collapse and
+--   the schedule moves on to next_after_now. Both must lie after the tick being fired; a NULL
+--   next_after_now means next_after_due is used either way. Firing enqueues an
 --   ordinary job of the schedule's entrypoint, payload, priority and headers (plus
 --   "pgq_schedule" and "pgq_due_at" headers) whose dedupe key is "pgq:schedule:<name>@<due>",
 --   so a tick can never produce two live jobs. A tick older than misfire_grace is fired once
@@ -125,13 +130,14 @@ COMMENT ON FUNCTION pgq.claim_schedules(uuid, int, timestamptz) IS
 --   lease (taken over after fire_timeout) fires nothing. Returns one row: state 'fired' (with
 --   the job id), 'skipped' or 'lost'. at NULL means now().
 -- Locking: the schedule row; inserts the job.
--- Errors: PQ009 NULL argument, PQ011 next_run_at not after the due tick.
+-- Errors: PQ009 NULL argument, PQ011 a next run time not after the tick being fired.
 CREATE OR REPLACE FUNCTION pgq.fire_schedule(
     worker_id    uuid,
-    name         text,
-    lease        bigint,
-    next_run_at  timestamptz,
-    at           timestamptz DEFAULT NULL
+    name            text,
+    lease           bigint,
+    next_after_due  timestamptz,
+    next_after_now  timestamptz DEFAULT NULL,
+    at              timestamptz DEFAULT NULL
 )
 RETURNS TABLE (state text, job_id bigint)
 LANGUAGE plpgsql
@@ -144,10 +150,11 @@ DECLARE
     v_now timestamptz := coalesce(fire_schedule.at, now());
     v_row pgq.schedules;
     v_job bigint;
+    v_next timestamptz;
 BEGIN
     IF fire_schedule.worker_id IS NULL OR fire_schedule.name IS NULL OR fire_schedule.lease IS NULL
-       OR fire_schedule.next_run_at IS NULL THEN
-        RAISE EXCEPTION 'worker_id, name, lease and next_run_at must not be NULL' USING ERRCODE = 'PQ009';
+       OR fire_schedule.next_after_due IS NULL THEN
+        RAISE EXCEPTION 'worker_id, name, lease and next_after_due must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
     SELECT * INTO v_row
       FROM pgq.schedules s
@@ -160,10 +167,14 @@ BEGIN
         RETURN QUERY SELECT 'lost'::text, NULL::bigint;
         RETURN;
     END IF;
-    IF fire_schedule.next_run_at <= v_row.next_run_at THEN
-        RAISE EXCEPTION 'next_run_at % must be after the tick being fired (%)', fire_schedule.next_run_at, v_row.next_run_at
+    IF fire_schedule.next_after_due <= v_row.next_run_at OR fire_schedule.next_after_now <= v_row.next_run_at THEN
+        RAISE EXCEPTION 'next run times (% and %) must be after the tick being fired (%)',
+            fire_schedule.next_after_due, coalesce(fire_schedule.next_after_now::text, 'NULL'), v_row.next_run_at
             USING ERRCODE = 'PQ011';
     END IF;
+    v_next := CASE WHEN fire_schedule.next_after_due < v_now - v_row.misfire_grace
+                   THEN coalesce(fire_schedule.next_after_now, fire_schedule.next_after_due)
+                   ELSE fire_schedule.next_after_due END;
 
     IF v_row.catch_up = 'once' OR v_row.next_run_at >= v_now - v_row.misfire_grace THEN
         v_job := pgq.enqueue(
@@ -181,13 +192,13 @@ BEGIN
            heartbeat_at = NULL,
            last_run_at = v_row.next_run_at,
            last_job_id = coalesce(v_job, s.last_job_id),
-           next_run_at = fire_schedule.next_run_at,
+           next_run_at = v_next,
            updated_at = v_now
      WHERE s.name = v_row.name;
     RETURN QUERY SELECT CASE WHEN v_job IS NULL THEN 'skipped' ELSE 'fired' END, v_job;
 END
 $$;
-COMMENT ON FUNCTION pgq.fire_schedule(uuid, text, bigint, timestamptz, timestamptz) IS
+COMMENT ON FUNCTION pgq.fire_schedule(uuid, text, bigint, timestamptz, timestamptz, timestamptz) IS
     'Fires a claimed tick as a job deduplicated by schedule and due time (or skips a missed tick under catch_up skip) and stores the next run; lease-guarded: returns fired, skipped or lost.';
 
 -- sql/functions/next_schedule_at.sql
@@ -346,6 +357,6 @@ GRANT SELECT ON pgq.schedules TO pgq_producer, pgq_worker;
 GRANT EXECUTE ON FUNCTION
     pgq.schedule(text, text, text, timestamptz, text, jsonb, int, jsonb, text, interval, interval),
     pgq.claim_schedules(uuid, int, timestamptz),
-    pgq.fire_schedule(uuid, text, bigint, timestamptz, timestamptz),
+    pgq.fire_schedule(uuid, text, bigint, timestamptz, timestamptz, timestamptz),
     pgq.next_schedule_at()
     TO pgq_worker;

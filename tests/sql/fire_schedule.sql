@@ -1,6 +1,6 @@
 -- pgq.fire_schedule: one job per tick, lease-guarded, catch-up policy, next run stored.
 BEGIN;
-SELECT plan(14);
+SELECT plan(17);
 
 SELECT pgq.schedule('tick', 'tick_job', '* * * * *', '2030-01-01 10:01:00+00', payload => '{"p": 1}', priority => 7,
                     headers => '{"h": "x"}', fire_timeout => '20 seconds');
@@ -9,14 +9,14 @@ CREATE TEMP TABLE c2 AS SELECT * FROM pgq.claim_schedules('22222222-2222-2222-22
 
 SELECT results_eq(
     $$SELECT state, job_id FROM pgq.fire_schedule('11111111-1111-1111-1111-111111111111', 'tick', (SELECT lease FROM c1),
-                                                 '2030-01-01 10:02:00+00', '2030-01-01 10:01:31+00')$$,
+                                                 '2030-01-01 10:02:00+00', at => '2030-01-01 10:01:31+00')$$,
     $$VALUES ('lost'::text, NULL::bigint)$$,
     'the silent claimer lost its lease: fires nothing');
 SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE entrypoint = 'tick_job'), 0, 'no job from the lost lease');
 
 CREATE TEMP TABLE f2 AS
 SELECT * FROM pgq.fire_schedule('22222222-2222-2222-2222-222222222222', 'tick', (SELECT lease FROM c2),
-                                '2030-01-01 10:02:00+00', '2030-01-01 10:01:31+00');
+                                '2030-01-01 10:02:00+00', at => '2030-01-01 10:01:31+00');
 SELECT is((SELECT state FROM f2), 'fired', 'the lease holder fires');
 SELECT results_eq(
     $$SELECT entrypoint, payload, priority, dedupe_key, headers FROM pgq.jobs WHERE id = (SELECT job_id FROM f2)$$,
@@ -29,7 +29,7 @@ SELECT results_eq(
     'the schedule is idle again with the next run stored');
 SELECT results_eq(
     $$SELECT state FROM pgq.fire_schedule('22222222-2222-2222-2222-222222222222', 'tick', (SELECT lease FROM c2),
-                                         '2030-01-01 10:03:00+00', '2030-01-01 10:01:32+00')$$,
+                                         '2030-01-01 10:03:00+00', at => '2030-01-01 10:01:32+00')$$,
     ARRAY['lost'], 'firing the same claim twice: lost (the lease was spent)');
 SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE entrypoint = 'tick_job'), 1, 'still one job for the tick');
 
@@ -38,7 +38,7 @@ UPDATE pgq.schedules SET next_run_at = '2030-01-01 10:01:00+00' WHERE name = 'ti
 CREATE TEMP TABLE c3 AS SELECT * FROM pgq.claim_schedules('11111111-1111-1111-1111-111111111111', 10, '2030-01-01 10:01:40+00');
 SELECT results_eq(
     $$SELECT job_id FROM pgq.fire_schedule('11111111-1111-1111-1111-111111111111', 'tick', (SELECT lease FROM c3),
-                                          '2030-01-01 10:02:00+00', '2030-01-01 10:01:40+00')$$,
+                                          '2030-01-01 10:02:00+00', at => '2030-01-01 10:01:40+00')$$,
     $$SELECT job_id FROM f2$$,
     'a tick fired twice while its job is live returns the same job');
 
@@ -46,7 +46,7 @@ SELECT results_eq(
 CREATE TEMP TABLE c4 AS SELECT * FROM pgq.claim_schedules('11111111-1111-1111-1111-111111111111', 10, '2030-01-01 10:02:00+00');
 SELECT throws_ok(
     $$SELECT * FROM pgq.fire_schedule('11111111-1111-1111-1111-111111111111', 'tick', (SELECT lease FROM c4),
-                                     '2030-01-01 10:02:00+00', '2030-01-01 10:02:00+00')$$,
+                                     '2030-01-01 10:02:00+00', at => '2030-01-01 10:02:00+00')$$,
     'PQ011', NULL, 'next_run_at not after the tick: PQ011');
 SELECT is((SELECT state FROM pgq.schedules WHERE name = 'tick'), 'firing', 'the refused fire changed nothing');
 
@@ -56,7 +56,7 @@ SELECT pgq.schedule('skip', 'late_job', '0 * * * *', '2030-01-01 06:00:00+00', c
 CREATE TEMP TABLE late AS SELECT * FROM pgq.claim_schedules('33333333-3333-3333-3333-333333333333', 10, '2030-01-01 10:30:00+00');
 SELECT results_eq(
     $$SELECT f.state FROM late l, pgq.fire_schedule('33333333-3333-3333-3333-333333333333', l.name, l.lease,
-                                                    '2030-01-01 11:00:00+00', '2030-01-01 10:30:00+00') f
+                                                    '2030-01-01 11:00:00+00', at => '2030-01-01 10:30:00+00') f
       WHERE l.name IN ('once', 'skip')
       ORDER BY l.name$$,
     ARRAY['fired', 'skipped'],
@@ -64,6 +64,21 @@ SELECT results_eq(
 SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE entrypoint = 'late_job'), 1, 'one catch-up job for four missed hours');
 SELECT is((SELECT count(*)::int FROM pgq.schedules WHERE name IN ('once', 'skip') AND next_run_at = '2030-01-01 11:00:00+00'),
           2, 'both move on to the next run the caller computed');
+
+-- Keeping up vs catching up: within misfire_grace every tick fires in turn; beyond it the
+-- missed ticks collapse onto the next tick after now.
+SELECT pgq.schedule('sec', 'sec_job', '* * * * * *', '2030-01-02 00:00:00+00', misfire_grace => '10 seconds');
+CREATE TEMP TABLE k1 AS SELECT * FROM pgq.claim_schedules('44444444-4444-4444-4444-444444444444', 10, '2030-01-02 00:00:05+00');
+SELECT pgq.fire_schedule('44444444-4444-4444-4444-444444444444', 'sec', (SELECT lease FROM k1 WHERE name = 'sec'),
+                         '2030-01-02 00:00:01+00', '2030-01-02 00:00:06+00', at => '2030-01-02 00:00:05+00');
+SELECT is((SELECT next_run_at FROM pgq.schedules WHERE name = 'sec'), '2030-01-02 00:00:01+00'::timestamptz,
+          '5 s behind, within the grace: the next tick after the fired one (none is lost)');
+CREATE TEMP TABLE k2 AS SELECT * FROM pgq.claim_schedules('44444444-4444-4444-4444-444444444444', 10, '2030-01-02 00:01:00+00');
+SELECT pgq.fire_schedule('44444444-4444-4444-4444-444444444444', 'sec', (SELECT lease FROM k2 WHERE name = 'sec'),
+                         '2030-01-02 00:00:02+00', '2030-01-02 00:01:01+00', at => '2030-01-02 00:01:00+00');
+SELECT is((SELECT next_run_at FROM pgq.schedules WHERE name = 'sec'), '2030-01-02 00:01:01+00'::timestamptz,
+          '59 s behind, beyond the grace: the missed ticks collapse onto the next tick after now');
+SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE entrypoint = 'sec_job'), 2, 'one job per fire');
 
 SELECT throws_ok($$SELECT * FROM pgq.fire_schedule(NULL, 'x', 1, now())$$, 'PQ009', NULL, 'NULL argument: PQ009');
 
