@@ -1,0 +1,233 @@
+"""Shared plumbing for the benchmarks: scratch databases, the peer venv, tables, JSON, histograms.
+
+Every benchmark creates its own scratch database(s) named ``pgq_bench_<what>_<random>`` next to
+the database the DSN names, and drops them at the end (also on error or Ctrl-C). No other
+database is touched. Only local servers are accepted (127.0.0.1, ::1, localhost or a socket).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+RESULTS = BENCH / "results"
+BENCH_VENV = ROOT / ".venv-bench"
+BENCH_PYTHON = BENCH_VENV / "bin" / "python"
+PEER_AGENT = BENCH / "peers" / "pgqueuer_agent.py"
+THIN_AGENT = BENCH / "thin_agent.py"
+DEFAULT_DSN = os.environ.get("PGQ_BENCH_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost", ""}
+
+
+def check_local(dsn: str) -> None:
+    host = conninfo_to_dict(dsn).get("host", "") or ""
+    if not all(h in LOCAL_HOSTS or h.startswith("/") for h in host.split(",")):
+        raise SystemExit(f"benchmarks only run against a local server, not host={host!r}")
+
+
+def with_db(dsn: str, dbname: str) -> str:
+    """The DSN of another database on the same server, as a URL (asyncpg reads only URLs)."""
+    from urllib.parse import quote
+
+    p = {**conninfo_to_dict(dsn), "dbname": dbname}
+    host = str(p.get("host") or "127.0.0.1")
+    netloc = quote(str(p.get("user") or "postgres"))
+    if p.get("password"):
+        netloc += ":" + quote(str(p["password"]))
+    if host.startswith("/"):
+        port = p.get("port") or 5432
+        return f"postgresql://{netloc}@/{quote(dbname)}?host={quote(host)}&port={port}"
+    return f"postgresql://{netloc}@{host}:{p.get('port') or 5432}/{quote(dbname)}"
+
+
+@contextmanager
+def scratch_db(dsn: str, what: str) -> Iterator[str]:
+    """Create a scratch database, yield its DSN, drop it afterwards."""
+    check_local(dsn)
+    name = f"pgq_bench_{what}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield with_db(dsn, name)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def install_pgq(dsn: str) -> None:
+    from pgq_thin import migrate
+
+    migrate.upgrade(dsn)
+
+
+def ensure_bench_venv() -> None:
+    """The separate venv with PgQueuer (never a dependency of pgq_thin)."""
+    if BENCH_PYTHON.exists():
+        probe = subprocess.run(
+            [
+                str(BENCH_PYTHON),
+                "-c",
+                "import pgqueuer, asyncpg, psycopg; print(pgqueuer.__version__)",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() == "1.6.0":
+            return
+    subprocess.run(["bash", str(BENCH / "setup_peers.sh")], check=True)
+
+
+def install_pgqueuer(dsn: str) -> None:
+    """PgQueuer's schema, installed by its own CLI into the scratch database."""
+    ensure_bench_venv()
+    subprocess.run(
+        [str(BENCH_VENV / "bin" / "pgq"), "--pg-dsn", dsn, "install"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+
+
+def agent(kind: str, *args: str) -> list[str]:
+    """Command line of a benchmark agent process: ``thin`` (pgq-thin venv) or ``peer``."""
+    if kind == "thin":
+        return [sys.executable, str(THIN_AGENT), *args]
+    ensure_bench_venv()
+    return [str(BENCH_PYTHON), str(PEER_AGENT), *args]
+
+
+def run_agents(cmds: Sequence[list[str]], timeout: float) -> list[dict[str, Any]]:
+    """Start agents at once, wait (bounded), return the JSON each printed on its last line."""
+    procs = [
+        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        for c in cmds
+    ]
+    out: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        for p in procs:
+            stdout, stderr = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            if p.returncode != 0:
+                raise RuntimeError(f"agent {p.args} failed ({p.returncode}):\n{stderr[-3000:]}")
+            out.append(json.loads(stdout.strip().splitlines()[-1]))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return out
+
+
+def server_info(dsn: str) -> dict[str, Any]:
+    names = (
+        "server_version",
+        "shared_buffers",
+        "work_mem",
+        "max_connections",
+        "fsync",
+        "synchronous_commit",
+        "wal_level",
+        "full_page_writes",
+        "wal_compression",
+        "max_wal_size",
+        "checkpoint_timeout",
+        "autovacuum",
+        "effective_io_concurrency",
+        "jit",
+    )
+    with psycopg.connect(dsn) as conn:
+        settings = {n: conn.execute(f"SHOW {n}").fetchone()[0] for n in names}  # type: ignore[index]
+    mem = 0
+    try:
+        with open("/proc/meminfo") as f:
+            mem = int(f.readline().split()[1]) // 1024
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "memory_mib": mem,
+        "python": platform.python_version(),
+        "psycopg": psycopg.__version__,
+        "postgres": settings,
+    }
+
+
+def write_json(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    path = RESULTS / f"{name}-{stamp}.json"
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    return path
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table (readable in a terminal, pasteable into docs)."""
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}"
+        if isinstance(v, int):
+            return f"{v:,}"
+        return str(v)
+
+    cells = [[fmt(v) for v in r] for r in rows]
+    widths = [
+        max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)
+    ]
+
+    def line(vals):
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(vals, widths, strict=False)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(list(headers)), sep, *(line(c) for c in cells)])
+
+
+class LogHistogram:
+    """HDR-style bounded histogram: log-spaced buckets, 1 % relative precision, fixed memory.
+
+    Values in microseconds from 1 us to 1000 s; out-of-range values are clamped and counted.
+    """
+
+    def __init__(self, lo_us: float = 1.0, hi_us: float = 1e9, precision: float = 0.01) -> None:
+        self.lo = lo_us
+        self.base = math.log1p(precision)
+        self.n = int(math.log(hi_us / lo_us) / self.base) + 2
+        self.counts = [0] * self.n
+        self.total = 0
+        self.clamped = 0
+        self.max_us = 0.0
+
+    def record(self, us: float) -> None:
+        if us < self.lo or us > self.lo * math.exp(self.base * (self.n - 2)):
+            self.clamped += 1
+        idx = 0 if us <= self.lo else min(self.n - 1, int(math.log(us / self.lo) / self.base) + 1)
+        self.counts[idx] += 1
+        self.total += 1
+        self.max_us = max(self.max_us, us)
+
+    def percentile(self, p: float) -> float:
+        """Upper edge of the bucket holding the p-th percentile, in microseconds."""
+        if not self.total:
+            return float("nan")
+        rank = max(1, math.ceil(self.total * p / 100.0))
+        seen = 0
+        for idx, c in enumerate(self.counts):
+            seen += c
+            if seen >= rank:
+                return min(self.max_us, self.lo * math.exp(self.base * idx))
+        return self.max_us

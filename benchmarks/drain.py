@@ -1,0 +1,237 @@
+"""Drain throughput: N no-op jobs pre-enqueued, worker process(es) draining them.
+
+Usage: python benchmarks/drain.py [--dsn DSN] [--jobs 20000] [--processes 1] [--repeat 1]
+                                  [--systems thin,sql,pgqueuer] [--no-ceiling]
+
+Every (system, setting) run gets a fresh scratch database with its own schema (pgq-thin via
+pgq_thin.migrate, PgQueuer via its own `pgq install`), N jobs enqueued through the system's own
+batch enqueue, VACUUM (ANALYZE), then --processes worker processes start together.
+jobs/s = N / (last completion as recorded in the database - first handler start (first claim
+for the SQL loop)); the database count of finished jobs must equal N. Repeats are interleaved
+and the table shows the median (all values are in the JSON).
+
+Systems and settings:
+  pgq-thin            ThinWorker, async no-op handler, batch_size / concurrency as listed.
+  pgq-thin sql-loop   "thin client floor": bare psycopg loop of pgq.claim + pgq.complete using
+                      the client's own statements (no worker machinery); pipeline variant sends
+                      complete(previous) and claim(next) in one round trip.
+  pgqueuer-asyncpg / pgqueuer-psycopg   PgQueuer 1.6.0 QueueManager, drain mode, batch 10/100.
+The SQL ceiling (pgbench, pgq-1tx script, same batch, 1 client per process) runs in the same
+invocation unless --no-ceiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common
+import psycopg
+import sql_ceiling
+
+THIN_SETTINGS = [
+    ("batch 10, concurrency 10", ["--batch", "10", "--concurrency", "10"]),
+    ("batch 100, concurrency 100", ["--batch", "100", "--concurrency", "100"]),
+    ("batch 500, concurrency 500", ["--batch", "500", "--concurrency", "500"]),
+]
+SQL_SETTINGS = [
+    ("batch 100", ["--batch", "100"]),
+    ("batch 100, pipelined", ["--batch", "100", "--pipeline"]),
+    ("batch 500, pipelined", ["--batch", "500", "--pipeline"]),
+]
+PEER_BATCHES = [10, 100]
+
+
+def configs(systems: set[str]) -> list[tuple[str, str, str, list[str]]]:
+    """(system, setting, kind, agent args)."""
+    out = []
+    if "thin" in systems:
+        out += [("pgq-thin ThinWorker", s, "thin", ["drain-worker", *a]) for s, a in THIN_SETTINGS]
+    if "sql" in systems:
+        out += [
+            ("pgq-thin sql-loop (floor)", s, "thin", ["drain-sql", *a]) for s, a in SQL_SETTINGS
+        ]
+    if "pgqueuer" in systems:
+        for driver in ("asyncpg", "psycopg"):
+            out += [
+                (
+                    f"pgqueuer-{driver}",
+                    f"batch {b}",
+                    "peer",
+                    ["drain", "--driver", driver, "--batch", str(b)],
+                )
+                for b in PEER_BATCHES
+            ]
+    return out
+
+
+def fill(db: str, kind: str, jobs: int) -> None:
+    if kind == "thin":
+        common.install_pgq(db)
+        sql_ceiling.fill_pgq(db, jobs)
+    else:
+        common.install_pgqueuer(db)
+        subprocess.run(
+            common.agent(
+                "peer",
+                "enqueue",
+                "--dsn",
+                db,
+                "--driver",
+                "asyncpg",
+                "--jobs",
+                str(jobs),
+                "--batch",
+                "1000",
+            ),
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("VACUUM (ANALYZE) pgqueuer")
+
+
+def finished(db: str, kind: str) -> tuple[int, float]:
+    """(finished jobs, epoch of the last completion) as the database recorded them."""
+    query = (
+        "SELECT count(*), extract(epoch FROM max(finished_at))::float8 FROM pgq.job_history"
+        " WHERE status = 'successful'"
+        if kind == "thin"
+        else "SELECT count(*), extract(epoch FROM max(created))::float8 FROM pgqueuer_log"
+        " WHERE status = 'successful'"
+    )
+    with psycopg.connect(db) as conn:
+        row = conn.execute(query).fetchone()
+    assert row is not None
+    return int(row[0]), float(row[1] or 0.0)
+
+
+def run_one(
+    dsn: str, kind: str, args: list[str], jobs: int, processes: int, timeout: float
+) -> dict[str, Any]:
+    with common.scratch_db(dsn, "drain") as db:
+        fill(db, kind, jobs)
+        cmd = common.agent(kind, *args, "--dsn", db, "--timeout", str(timeout))
+        results = common.run_agents([cmd] * processes, timeout + 30)
+        count, last = finished(db, kind)
+    first = min(r["first_start_ns"] for r in results if r["first_start_ns"]) / 1e9
+    seconds = last - first
+    if count != jobs:
+        raise RuntimeError(f"{args}: {count} jobs finished, expected {jobs}")
+    return {
+        "seconds": seconds,
+        "jobs_per_s": jobs / seconds,
+        "per_process_handled": [r["handled"] for r in results],
+        "run_seconds": max(r["run_end_ns"] for r in results) / 1e9 - first,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dsn", default=common.DEFAULT_DSN)
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--systems", default="thin,sql,pgqueuer")
+    parser.add_argument("--no-ceiling", action="store_true")
+    parser.add_argument("--timeout", type=float, default=300.0, help="per run, seconds")
+    args = parser.parse_args()
+    common.check_local(args.dsn)
+    todo = configs(set(args.systems.split(",")))
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {(s, st): [] for s, st, _, _ in todo}
+    ceiling: list[dict[str, Any]] = []
+    for rnd in range(args.repeat):
+        for system, setting, kind, agent_args in todo:
+            r = run_one(args.dsn, kind, agent_args, args.jobs, args.processes, args.timeout)
+            runs[(system, setting)].append(r)
+            print(
+                f"  [{rnd + 1}/{args.repeat}] {system} {setting}: {r['jobs_per_s']:,.0f} jobs/s",
+                file=sys.stderr,
+                flush=True,
+            )
+        if not args.no_ceiling:
+            c = sql_ceiling.measure(
+                args.dsn, "pgq-1tx", args.processes, max(args.jobs, 20_000), 100
+            )
+            ceiling.append(c)
+            print(
+                f"  [{rnd + 1}/{args.repeat}] SQL ceiling pgbench pgq-1tx x{args.processes}: "
+                f"{c['jobs_per_s']:,.0f} jobs/s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    med = {k: statistics.median(r["jobs_per_s"] for r in v) for k, v in runs.items()}
+    rows = [[s, st, args.processes, med[(s, st)], len(runs[(s, st)])] for s, st, _, _ in todo]
+    ceil = statistics.median(c["jobs_per_s"] for c in ceiling) if ceiling else None
+    if ceil:
+        rows.append(
+            [
+                f"SQL ceiling (pgbench pgq-1tx, {args.processes} client(s))",
+                "batch 100",
+                args.processes,
+                ceil,
+                len(ceiling),
+            ]
+        )
+    print(
+        f"\nDrain of {args.jobs:,} no-op jobs, {args.processes} worker process(es); "
+        f"median of {args.repeat} run(s)\n"
+    )
+    print(common.table(["system", "setting", "processes", "jobs/s", "runs"], rows))
+
+    def best(prefix: str) -> tuple[float, str] | None:
+        cands = [(v, f"{s}, {st}") for (s, st), v in med.items() if s.startswith(prefix)]
+        return max(cands) if cands else None
+
+    ratios: dict[str, float] = {}
+    ours = best("pgq-thin ThinWorker")
+    floor = best("pgq-thin sql-loop")
+    peer = best("pgqueuer-asyncpg")
+    peer_all = best("pgqueuer")
+    lines = []
+    for name, mine in (("ThinWorker", ours), ("sql-loop", floor)):
+        if mine is None:
+            continue
+        if peer_all:
+            ratios[f"{name}/pgqueuer_best"] = mine[0] / peer_all[0]
+            lines.append(
+                f"{name} best ({mine[1]}) / PgQueuer best ({peer_all[1]}): "
+                f"{mine[0] / peer_all[0]:.2f}x"
+            )
+        if ceil:
+            ratios[f"{name}/sql_ceiling"] = mine[0] / ceil
+            lines.append(f"{name} best / SQL ceiling: {mine[0] / ceil:.2f}x")
+    if lines:
+        print("\n" + "\n".join(lines))
+    path = common.write_json(
+        "drain",
+        {
+            "args": vars(args),
+            "machine": common.server_info(args.dsn),
+            "runs": [
+                {
+                    "system": s,
+                    "setting": st,
+                    "runs": runs[(s, st)],
+                    "median_jobs_per_s": med[(s, st)],
+                }
+                for s, st, _, _ in todo
+            ],
+            "ceiling": ceiling,
+            "ratios": ratios,
+            "pgqueuer_asyncpg_best": peer,
+        },
+    )
+    print(f"\nJSON: {path.relative_to(common.ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""PgQueuer side of the benchmarks. Runs in .venv-bench (see benchmarks/setup_peers.sh), never in
+the pgq-thin environment. Uses PgQueuer's own public API only. Prints one JSON line at the end.
+
+  drain    --dsn D --driver asyncpg|psycopg --batch B --timeout S
+  enqueue  --dsn D --driver asyncpg|psycopg --jobs N --batch B
+  latency-worker   --dsn D --driver asyncpg|psycopg --jobs N --timeout S
+  latency-producer --dsn D --driver asyncpg|psycopg --jobs N --interval-ms MS
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import time
+from datetime import timedelta
+from typing import Any
+
+from pgqueuer import AsyncpgDriver, PsycopgDriver, Queries, QueueManager
+from pgqueuer.domain.types import QueueExecutionMode
+
+ENTRYPOINT = "noop"
+
+
+async def connect(dsn: str, driver: str) -> tuple[Any, Any]:
+    if driver == "asyncpg":
+        import asyncpg
+
+        conn = await asyncpg.connect(dsn)
+        return conn, AsyncpgDriver(conn)
+    import psycopg
+
+    conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    return conn, PsycopgDriver(conn)
+
+
+async def drain(args: argparse.Namespace) -> dict[str, Any]:
+    conn, drv = await connect(args.dsn, args.driver)
+    qm = QueueManager(Queries(drv))
+    state = {"first": 0, "last": 0, "n": 0}
+
+    @qm.entrypoint(ENTRYPOINT)
+    async def noop(job: Any) -> None:
+        now = time.time_ns()
+        if not state["first"]:
+            state["first"] = now
+        state["last"] = now
+        state["n"] += 1
+
+    await asyncio.wait_for(
+        qm.run(
+            batch_size=args.batch,
+            mode=QueueExecutionMode.drain,
+            dequeue_timeout=timedelta(seconds=1),
+        ),
+        args.timeout,
+    )
+    end = time.time_ns()
+    await conn.close()
+    return {
+        "first_start_ns": state["first"],
+        "last_handler_ns": state["last"],
+        "run_end_ns": end,
+        "handled": state["n"],
+    }
+
+
+async def enqueue(args: argparse.Namespace) -> dict[str, Any]:
+    conn, drv = await connect(args.dsn, args.driver)
+    q = Queries(drv)
+    done = 0
+    t0 = time.perf_counter()
+    while done < args.jobs:
+        n = min(args.batch, args.jobs - done)
+        if n == 1 and args.batch == 1:
+            await q.enqueue(ENTRYPOINT, None, 0)
+        else:
+            await q.enqueue([ENTRYPOINT] * n, [None] * n, [0] * n)
+        done += n
+    elapsed = time.perf_counter() - t0
+    await conn.close()
+    return {"jobs": done, "seconds": elapsed}
+
+
+async def latency_worker(args: argparse.Namespace) -> dict[str, Any]:
+    conn, drv = await connect(args.dsn, args.driver)
+    qm = QueueManager(Queries(drv))
+    lat_ns: list[int] = []
+
+    @qm.entrypoint(ENTRYPOINT)
+    async def record(job: Any) -> None:
+        lat_ns.append(time.time_ns() - int(job.payload))
+        if len(lat_ns) >= args.jobs:
+            qm.shutdown.set()
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(qm.run(batch_size=args.batch), args.timeout)
+    await conn.close()
+    return {"latencies_ns": lat_ns}
+
+
+async def latency_producer(args: argparse.Namespace) -> dict[str, Any]:
+    conn, drv = await connect(args.dsn, args.driver)
+    q = Queries(drv)
+    interval = args.interval_ms / 1000.0
+    start = time.perf_counter()
+    for i in range(args.jobs):
+        # Sleep until this job's slot (a fixed offered rate, not "interval after the last").
+        delay = start + i * interval - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await q.enqueue(ENTRYPOINT, str(time.time_ns()).encode(), 0)
+    await conn.close()
+    return {"jobs": args.jobs, "seconds": time.perf_counter() - start}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("command", choices=["drain", "enqueue", "latency-worker", "latency-producer"])
+    p.add_argument("--dsn", required=True)
+    p.add_argument("--driver", choices=["asyncpg", "psycopg"], default="asyncpg")
+    p.add_argument("--batch", type=int, default=10)
+    p.add_argument("--jobs", type=int, default=1000)
+    p.add_argument("--interval-ms", type=float, default=20.0)
+    p.add_argument("--timeout", type=float, default=600.0)
+    args = p.parse_args()
+    fn = {
+        "drain": drain,
+        "enqueue": enqueue,
+        "latency-worker": latency_worker,
+        "latency-producer": latency_producer,
+    }[args.command]
+    result = asyncio.run(fn(args))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
