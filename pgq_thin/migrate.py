@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, TypeAlias, cast
@@ -360,5 +360,17 @@ def _borrowed(raw: psycopg.Connection[Any]) -> Iterator[sqlalchemy.Connection]:
             raise err.orig from None
         raise
     finally:
+        _forget_notice_logger(raw)
         if not raw.closed and raw.info.transaction_status == TransactionStatus.IDLE:
             raw.autocommit = autocommit
+
+
+def _forget_notice_logger(raw: psycopg.Connection[Any]) -> None:
+    """Remove the notice handler SQLAlchemy's psycopg dialect adds to every new connection,
+    so a borrowed connection does not collect one more with every call."""
+    from sqlalchemy.dialects.postgresql import psycopg as dialect_module
+
+    handler = getattr(dialect_module, "_log_notices", None)
+    if handler is not None:
+        with suppress(ValueError):
+            raw.remove_notice_handler(handler)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -258,6 +259,17 @@ def test_upgrade_on_a_callers_connection(empty_db_dsn: str, autocommit: bool) ->
         conn.rollback()
     # committed, seen from another session
     assert has_function(empty_db_dsn, "enqueue")
+
+
+def test_callers_connection_gets_no_lasting_notice_handler(
+    empty_db_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with psycopg.connect(empty_db_dsn, autocommit=True) as conn:
+        migrate.upgrade(conn)
+        migrate.current(conn)
+        with caplog.at_level(logging.DEBUG):
+            conn.execute("DO $$ BEGIN RAISE NOTICE 'after the migration'; END $$")
+    assert [r for r in caplog.records if "after the migration" in r.getMessage()] == []
 
 
 def test_connection_inside_a_transaction_is_refused(empty_db_dsn: str) -> None:
