@@ -118,7 +118,7 @@ async def _run_target(obj: Any, args: argparse.Namespace) -> ThinWorker:
         made = obj()
         if inspect.isawaitable(made):
             made = await made
-        if hasattr(made, "__aenter__"):
+        if hasattr(made, "__aenter__") and not isinstance(made, ThinWorker):
             async with made as worker:
                 return await _run_checked(worker, args)
         return await _run_checked(made, args)
