@@ -43,7 +43,7 @@ def test_three_worker_processes_process_1000_jobs_exactly_once(pgq_dsn: str) -> 
         spawn(pgq_dsn, "client_app:lifespan", "--drain", "--concurrency", "10"),
     ]
     for p in procs:
-        out, err = p.communicate(timeout=120)
+        _out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
         assert "Traceback" not in err
 
@@ -64,8 +64,7 @@ def test_sigterm_finishes_running_jobs_and_leaves_nothing_running(pgq_dsn: str) 
     proc = spawn(pgq_dsn, "client_app:worker", "--concurrency", "4")
     try:
         wait_for(
-            lambda: scalar(pgq_dsn, "SELECT count(*) FROM pgq.jobs WHERE status = 'running'")
-            == 4,
+            lambda: scalar(pgq_dsn, "SELECT count(*) FROM pgq.jobs WHERE status = 'running'") == 4,
             15,
             "four running jobs",
         )
@@ -91,8 +90,7 @@ def test_sigterm_past_grace_period_fails_jobs_for_immediate_retry(pgq_dsn: str) 
     proc = spawn(pgq_dsn, "client_app:worker", "--concurrency", "4", "--grace-period", "0.5")
     try:
         wait_for(
-            lambda: scalar(pgq_dsn, "SELECT count(*) FROM pgq.jobs WHERE status = 'running'")
-            == 4,
+            lambda: scalar(pgq_dsn, "SELECT count(*) FROM pgq.jobs WHERE status = 'running'") == 4,
             15,
             "four running jobs",
         )
@@ -115,8 +113,7 @@ def test_second_signal_exits_at_once(pgq_dsn: str) -> None:
     proc = spawn(pgq_dsn, "client_app:worker", "--grace-period", "60")
     try:
         wait_for(
-            lambda: scalar(pgq_dsn, "SELECT count(*) FROM pgq.jobs WHERE status = 'running'")
-            == 1,
+            lambda: scalar(pgq_dsn, "SELECT count(*) FROM pgq.jobs WHERE status = 'running'") == 1,
             15,
             "a running job",
         )
