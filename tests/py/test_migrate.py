@@ -267,7 +267,7 @@ def test_callers_connection_gets_no_lasting_notice_handler(
     with psycopg.connect(empty_db_dsn, autocommit=True) as conn:
         migrate.upgrade(conn)
         migrate.current(conn)
-        with caplog.at_level(logging.DEBUG):
+        with caplog.at_level(logging.DEBUG, logger="sqlalchemy"):
             conn.execute("DO $$ BEGIN RAISE NOTICE 'after the migration'; END $$")
     assert [r for r in caplog.records if "after the migration" in r.getMessage()] == []
 
