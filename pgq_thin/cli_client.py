@@ -211,10 +211,11 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], pl
         else:
             table = Table(title=title)
             for col in columns:
-                table.add_column(col)
+                table.add_column(col, no_wrap=col in ("entrypoint", "id"))
             for row in cells:
                 table.add_row(*row)
-            Console().print(table)
+            # A pipe gets a wide table rather than wrapped names.
+            Console(width=None if sys.stdout.isatty() else 200).print(table)
             return
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     print(title)

@@ -1,0 +1,128 @@
+"""pgq-thin run/enqueue/status/failed/requeue: happy paths, and user mistakes as one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgq_thin.cli import main
+
+APP_DIR = Path(__file__).resolve().parent
+
+
+def run_cli(*args: str, cwd: Path = APP_DIR) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_thin", *args],
+        cwd=cwd,
+        env={**os.environ, "PGQ_THIN_DATA": "/nonexistent/pgq-thin-test"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_enqueue_status_failed_requeue(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["enqueue", "cli.job", '{"a": 1}', "--priority", "3", "--dsn", pgq_dsn]) == 0
+    job_id = int(capsys.readouterr().out.strip())
+    assert main(["enqueue", "cli.job", "--delay", "60", "--dedupe-key", "k", "--dsn", pgq_dsn]) == 0
+    capsys.readouterr()
+    with psycopg.connect(pgq_dsn) as conn:
+        assert conn.execute(
+            "SELECT payload, priority FROM pgq.jobs WHERE id = %s", (job_id,)
+        ).fetchone() == ({"a": 1}, 3)
+
+    assert main(["status", "--plain", "--dsn", pgq_dsn]) == 0
+    out = capsys.readouterr().out
+    assert "cli.job" in out and "queued" in out
+
+    # Make the job dead through the SQL API, then list and requeue it from the CLI.
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        conn.execute("SELECT pgq.configure('cli.job', max_attempts => 1)")
+        conn.execute(
+            "SELECT pgq.complete(c.worker, ARRAY[c.id], ARRAY[c.lease], ARRAY['failed'],"
+            ' ARRAY[\'{"error": "Boom", "message": "it broke"}\'::jsonb])'
+            " FROM (SELECT gen_random_uuid() AS worker) w,"
+            " LATERAL (SELECT w.worker, j.id, j.lease"
+            "          FROM pgq.claim(w.worker, ARRAY['cli.job'], 1) j) c"
+        )
+    assert main(["failed", "--plain", "--dsn", pgq_dsn]) == 0
+    out = capsys.readouterr().out
+    assert str(job_id) in out and "Boom" in out and "it broke" in out
+    assert main(["requeue", str(job_id), "999999", "--dsn", pgq_dsn]) == 0
+    out = capsys.readouterr().out
+    assert f"requeued 1 job(s): {job_id}" in out and "999999" in out
+
+
+def test_status_as_a_rich_table(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("rich")
+    main(["enqueue", "rich.job", "--dsn", pgq_dsn])
+    assert main(["status", "--dsn", pgq_dsn]) == 0
+    assert "rich.job" in capsys.readouterr().out
+
+
+def test_help_lists_every_command() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for command in ("run", "enqueue", "status", "failed", "requeue", "demo", "install"):
+        assert command in result.stdout
+    run_help = run_cli("run", "--help").stdout
+    for option in ("--concurrency", "--batch-size", "--drain", "--entrypoint", "MODULE:ATTR"):
+        assert option in run_help
+
+
+def test_invalid_json_payload(pgq_dsn: str) -> None:
+    line = one_line_error(run_cli("enqueue", "x", "{bad", "--dsn", pgq_dsn))
+    assert "not valid JSON" in line
+
+
+def test_invalid_entrypoint_from_the_database(pgq_dsn: str) -> None:
+    line = one_line_error(run_cli("enqueue", "", "--dsn", pgq_dsn))
+    assert "invalid entrypoint" in line
+
+
+def test_bad_dsn() -> None:
+    line = one_line_error(run_cli("status", "--dsn", "postgresql://nobody@127.0.0.1:1/none"))
+    assert line.startswith("pgq-thin status:")
+
+
+def test_module_not_found(pgq_dsn: str) -> None:
+    line = one_line_error(run_cli("run", "no_such_module:worker", "--dsn", pgq_dsn))
+    assert "cannot import module 'no_such_module'" in line
+
+
+def test_missing_attribute(pgq_dsn: str) -> None:
+    line = one_line_error(run_cli("run", "client_app:nope", "--dsn", pgq_dsn))
+    assert "has no attribute 'nope'" in line
+
+
+def test_target_without_colon(pgq_dsn: str) -> None:
+    assert "MODULE:ATTR" in one_line_error(run_cli("run", "client_app", "--dsn", pgq_dsn))
+
+
+def test_unknown_entrypoint(pgq_dsn: str) -> None:
+    result = run_cli("run", "client_app:worker", "--entrypoint", "nope", "--dsn", pgq_dsn)
+    line = one_line_error(result)
+    assert "unknown entrypoint(s) nope" in line and "proc.work" in line
+
+
+def test_run_drains_the_queue(pgq_dsn: str) -> None:
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        conn.execute("SELECT pgq.enqueue('proc.work', %s)", (json.dumps({"sleep": 0}),))
+    result = run_cli("run", "client_app:worker", "--drain", "--dsn", pgq_dsn)
+    assert result.returncode == 0, result.stderr
+    with psycopg.connect(pgq_dsn) as conn:
+        assert conn.execute("SELECT status FROM pgq.job_history").fetchall() == [("successful",)]

@@ -1,0 +1,123 @@
+"""The producer (Queue, AsyncQueue) and the SQLSTATE error mapping."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgq_thin import errors
+from pgq_thin.queue import AsyncQueue, Queue
+
+
+def count_jobs(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT count(*) FROM pgq.jobs").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def test_enqueue_in_a_rolled_back_transaction_leaves_nothing(pgq_dsn: str) -> None:
+    with psycopg.connect(pgq_dsn) as conn:  # not autocommit: one transaction
+        job_id = Queue(conn).enqueue("mail", {"to": "a@b.c"})
+        assert job_id > 0
+        conn.rollback()
+    assert count_jobs(pgq_dsn) == 0
+
+    with psycopg.connect(pgq_dsn) as conn:
+        Queue(conn).enqueue_many("mail", [{"n": 1}, {"n": 2}])
+        assert count_jobs(pgq_dsn) == 0  # not visible before our commit
+    assert count_jobs(pgq_dsn) == 2  # the connection block committed
+
+
+def test_async_transactional_enqueue(pgq_dsn: str) -> None:
+    async def scenario() -> None:
+        async with await psycopg.AsyncConnection.connect(pgq_dsn) as conn:
+            await AsyncQueue(conn).enqueue("mail", {"n": 1})
+            await conn.rollback()
+            await AsyncQueue(conn).enqueue("mail", {"n": 2})
+            await conn.commit()
+
+    asyncio.run(scenario())
+    with psycopg.connect(pgq_dsn) as conn:
+        assert conn.execute("SELECT payload FROM pgq.jobs").fetchall() == [({"n": 2},)]
+
+
+@dataclass
+class Msg:
+    text: str
+
+
+def test_enqueue_arguments_reach_the_row(pgq_dsn: str) -> None:
+    due = datetime(2030, 1, 1, tzinfo=UTC)
+    with Queue(pgq_dsn) as q:
+        a = q.enqueue(
+            "ep", Msg("hi"), priority=5, run_at=due, dedupe_key="k1", headers={"trace": "t"}
+        )
+        b = q.enqueue("ep", None, run_at=timedelta(hours=1))
+        many = q.enqueue_many(["x", "y", "z"], [1, "two", [3]], priorities=[1, 2, 3])
+        assert q.enqueue("ep", dedupe_key="k1", on_conflict="existing") == a
+    with psycopg.connect(pgq_dsn) as conn:
+        rows = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                "SELECT id, entrypoint, payload, priority, run_at, dedupe_key, headers,"
+                " run_at > now() + interval '50 minutes' FROM pgq.jobs"
+            )
+        }
+    assert rows[a][:6] == ("ep", {"text": "hi"}, 5, due, "k1", {"trace": "t"})
+    assert rows[b][-1] is True
+    assert [rows[i][:3] for i in many] == [("x", 1, 1), ("y", "two", 2), ("z", [3], 3)]
+
+
+def test_async_queue_enqueue_many_and_cancel(pgq_dsn: str) -> None:
+    async def scenario() -> list[int]:
+        async with AsyncQueue(pgq_dsn) as q:
+            ids = await q.enqueue_many("ep", [{"i": i} for i in range(5)], priorities=2)
+            assert await q.enqueue_many("ep", []) == []
+            return sorted(await q.cancel(ids[:2]))
+
+    canceled = asyncio.run(scenario())
+    assert len(canceled) == 2
+    assert count_jobs(pgq_dsn) == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "cls", "code"),
+    [
+        (lambda q: q.enqueue(""), errors.InvalidEntrypoint, "PQ001"),
+        (lambda q: q.enqueue("ep", priority=40000), errors.InvalidPriority, "PQ005"),
+        (lambda q: q.enqueue("ep", headers=["no"]), errors.InvalidArgument, "PQ009"),  # type: ignore[arg-type]
+        (lambda q: q.enqueue_many(["a", "b"], [1]), errors.ArrayLengthMismatch, "PQ003"),
+        (lambda q: q.configure("ep", max_attempts=0), errors.InvalidConfig, "PQ008"),
+    ],
+)
+def test_errors_are_mapped_by_sqlstate(pgq_dsn: str, call: Any, cls: type, code: str) -> None:
+    with Queue(pgq_dsn) as q, pytest.raises(cls) as info:
+        call(q)
+    assert info.value.sqlstate == code
+    assert isinstance(info.value, errors.PgqError)
+    assert isinstance(info.value.__cause__, psycopg.Error)
+
+
+def test_dedupe_conflict(pgq_dsn: str) -> None:
+    with Queue(pgq_dsn) as q:
+        q.enqueue("ep", dedupe_key="once")
+        with pytest.raises(errors.DedupeConflict) as info:
+            q.enqueue("ep", dedupe_key="once")
+    assert info.value.hint  # the server suggests on_conflict => 'existing'
+
+
+def test_unknown_pq_code_maps_to_the_base_class() -> None:
+    class Fake(psycopg.DatabaseError):
+        sqlstate = "PQ999"
+
+    mapped = errors.from_psycopg(Fake("new in a later schema"))
+    assert type(mapped) is errors.PgqError and mapped.sqlstate == "PQ999"
+    assert errors.from_psycopg(psycopg.errors.UniqueViolation("x")) is None
+    assert errors.ForeignSchema is errors.ForeignSchemaError
+    assert errors.BY_SQLSTATE["PQ900"] is errors.ForeignSchemaError
