@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.pgq-thin-installed
 
-.PHONY: test lint venv demo clean
+.PHONY: test lint venv demo bench-noop clean
 
 test: $(STAMP)
 	$(PY) -m pytest tests $(PYTEST_ARGS)
@@ -24,8 +24,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-demo:
-	@echo "make demo: not yet"
+# The demo: uses PGQ_DSN (or libpq's PG* variables) when set, else an embedded PostgreSQL in
+# ./.pgq-thin/pgdata; installs the schema, runs a few hundred jobs, prints a summary.
+demo: $(STAMP)
+	$(VENV)/bin/pgq-thin demo
+
+# Worker throughput on no-op jobs (see benchmarks/noop_drain.py for options).
+bench-noop: $(STAMP)
+	$(PY) benchmarks/noop_drain.py
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .pgdata-test
