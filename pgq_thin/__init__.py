@@ -5,10 +5,42 @@ Install or upgrade the schema with :func:`pgq_thin.migrate.upgrade` or ``pgq-thi
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the real names for type checkers; at run time they load lazily below
+    from pgq_thin.job import CancelJob, Job, RetryAfter
+    from pgq_thin.queue import AsyncQueue, Queue
+    from pgq_thin.worker import ThinWorker
 
 try:
     __version__ = version("pgq-thin")
 except PackageNotFoundError:  # running from a checkout that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["__version__"]
+__all__ = [
+    "AsyncQueue",
+    "CancelJob",
+    "Job",
+    "Queue",
+    "RetryAfter",
+    "ThinWorker",
+    "__version__",
+]
+
+# The client's public names, imported on first use (keeps `import pgq_thin` and the CLI light).
+_LAZY = {
+    "AsyncQueue": "pgq_thin.queue",
+    "Queue": "pgq_thin.queue",
+    "CancelJob": "pgq_thin.job",
+    "Job": "pgq_thin.job",
+    "RetryAfter": "pgq_thin.job",
+    "ThinWorker": "pgq_thin.worker",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'pgq_thin' has no attribute {name!r}")
