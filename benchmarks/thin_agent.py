@@ -53,6 +53,8 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
             state["first"] = now
         state["last"] = now
         state["n"] += 1
+        if args.max_jobs and state["n"] >= args.max_jobs:
+            worker.stop()
 
     async def main() -> None:
         await asyncio.wait_for(
@@ -77,7 +79,7 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         first = time.time_ns()
         if not args.pipeline:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and not (args.max_jobs and n >= args.max_jobs):
                 rows = conn.execute(calls.CLAIM, (wid, eps, args.batch)).fetchall()
                 if not rows:
                     break
@@ -90,6 +92,8 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
         else:
             rows = conn.execute(calls.CLAIM, (wid, eps, args.batch)).fetchall()
             while rows and time.monotonic() < deadline:
+                if args.max_jobs and n + len(rows) >= args.max_jobs:
+                    break
                 ids = [r[0] for r in rows]
                 leases = [r[1] for r in rows]
                 with conn.pipeline():
@@ -100,6 +104,14 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
                     nxt = conn.execute(calls.CLAIM, (wid, eps, args.batch))
                 done.fetchall()
                 rows = nxt.fetchall()
+                n += len(ids)
+            if rows:  # the last batch claimed: complete it too
+                ids = [r[0] for r in rows]
+                leases = [r[1] for r in rows]
+                conn.execute(
+                    calls.COMPLETE,
+                    (wid, ids, leases, ["successful"] * len(ids), [None] * len(ids)),
+                ).fetchall()
                 n += len(ids)
     return {"first_start_ns": first, "run_end_ns": time.time_ns(), "handled": n}
 
@@ -151,6 +163,7 @@ def main() -> None:
     p.add_argument("--flush-size", type=int, default=None)
     p.add_argument("--no-listen", action="store_true")
     p.add_argument("--pipeline", action="store_true")
+    p.add_argument("--max-jobs", type=int, default=0, help="stop after this many (0: drain)")
     p.add_argument("--poll-interval", type=float, default=5.0)
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--interval-ms", type=float, default=20.0)
