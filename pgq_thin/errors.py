@@ -98,6 +98,12 @@ class WrongIsolationLevel(PgqError):
     sqlstate = "PQ010"
 
 
+class InvalidSchedule(PgqError):
+    """PQ011: a bad schedule name, cron expression, time zone or catch-up policy."""
+
+    sqlstate = "PQ011"
+
+
 class ForeignSchemaError(MigrationError, PgqError):
     """PQ900: schema ``pgq`` exists but was not created by pgq-thin (for example SkyTools PgQ).
 
@@ -121,6 +127,7 @@ BY_SQLSTATE: dict[str, type[PgqError]] = {
         InvalidConfig,
         InvalidArgument,
         WrongIsolationLevel,
+        InvalidSchedule,
         ForeignSchemaError,
     )
 }
