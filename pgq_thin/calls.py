@@ -53,6 +53,19 @@ HISTORY_SUMMARY = (
     " FROM pgq.job_history WHERE entrypoint = ANY (%s::text[]) AND id >= %s::bigint"
     " GROUP BY 1, 2 ORDER BY 1, 2"
 )
+SCHEDULE = (
+    "SELECT * FROM pgq.schedule(%s::text, %s::text, %s::text, %s::timestamptz, %s::text,"
+    " %s::jsonb, %s::int, %s::jsonb, %s::text)"
+)
+UNSCHEDULE = "SELECT pgq.unschedule(%s::text)"
+CLAIM_SCHEDULES = "SELECT * FROM pgq.claim_schedules(%s::uuid, %s::int, %s::timestamptz)"
+FIRE_SCHEDULE = (
+    "SELECT * FROM pgq.fire_schedule(%s::uuid, %s::text, %s::bigint, %s::timestamptz,"
+    " %s::timestamptz, %s::timestamptz)"
+)
+# Seconds until a schedule is due (or a silent claimer may be taken over); NULL: no schedules.
+NEXT_SCHEDULE_IN = "SELECT extract(epoch FROM pgq.next_schedule_at() - now())::float8"
+SCHEDULES = "SELECT * FROM pgq.schedules ORDER BY name"
 LISTEN = "LISTEN pgq_events"
 
 CHANNEL = "pgq_events"
@@ -96,6 +109,30 @@ def enqueue_many_args(
         None if dedupe_keys is None else list(dedupe_keys),
         None if headers is None else [jsonb(h) for h in headers],
         on_conflict,
+    )
+
+
+def schedule_args(
+    name: str,
+    entrypoint: str,
+    cron: str,
+    next_run_at: datetime,
+    timezone: str,
+    payload: Any,
+    priority: int,
+    headers: dict[str, Any] | None,
+    catch_up: str,
+) -> tuple[Any, ...]:
+    return (
+        name,
+        entrypoint,
+        cron,
+        next_run_at,
+        timezone,
+        jsonb(payload),
+        priority,
+        jsonb(headers),
+        catch_up,
     )
 
 
@@ -167,6 +204,19 @@ def failed_jobs(conn: Conn, limit: int) -> list[Row]:
 
 def history_summary(conn: Conn, entrypoints: Sequence[str], min_id: int = 0) -> list[Row]:
     return _rows(conn, HISTORY_SUMMARY, (list(entrypoints), min_id))
+
+
+def schedules(conn: Conn) -> list[Row]:
+    return _rows(conn, SCHEDULES)
+
+
+def schedule(conn: Conn, args: tuple[Any, ...]) -> Row:
+    """``pgq.schedule`` with :func:`schedule_args`. Returns the stored schedule row."""
+    return _rows(conn, SCHEDULE, args)[0]
+
+
+def unschedule(conn: Conn, name: str) -> bool:
+    return bool(_column(conn, UNSCHEDULE, (name,))[0])
 
 
 # --- async --------------------------------------------------------------------------------------
@@ -255,3 +305,34 @@ async def anext_due_in(conn: AConn, entrypoints: Sequence[str]) -> float | None:
 async def alisten(conn: AConn) -> None:
     """Subscribe an autocommit connection to the ``pgq_events`` channel."""
     await conn.execute(LISTEN)
+
+
+async def aschedule(conn: AConn, args: tuple[Any, ...]) -> Row:
+    return (await _arows(conn, SCHEDULE, args))[0]
+
+
+async def aclaim_schedules(
+    conn: AConn, worker_id: uuid.UUID, batch_size: int, at: datetime | None = None
+) -> list[Row]:
+    """``pgq.claim_schedules``: name, lease, entrypoint, cron, timezone, due_at, db_now."""
+    return await _arows(conn, CLAIM_SCHEDULES, (worker_id, batch_size, at))
+
+
+async def afire_schedule(
+    conn: AConn,
+    worker_id: uuid.UUID,
+    name: str,
+    lease: int,
+    next_after_due: datetime,
+    next_after_now: datetime,
+    at: datetime | None = None,
+) -> Row:
+    """``pgq.fire_schedule``: one row, state fired (with job_id), skipped or lost."""
+    args = (worker_id, name, lease, next_after_due, next_after_now, at)
+    return (await _arows(conn, FIRE_SCHEDULE, args))[0]
+
+
+async def anext_schedule_in(conn: AConn) -> float | None:
+    """Seconds until a schedule needs a scheduler, or None when there are no schedules."""
+    value = (await _acolumn(conn, NEXT_SCHEDULE_IN))[0]
+    return None if value is None else float(value)

@@ -43,6 +43,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -50,7 +51,8 @@ import psycopg
 
 from pgq_thin import calls
 from pgq_thin.connection import AsyncSession, resolve_dsn
-from pgq_thin.errors import PgqThinError
+from pgq_thin.cron import CronSchedule
+from pgq_thin.errors import PgqError, PgqThinError
 from pgq_thin.job import (
     CancelJob,
     Job,
@@ -62,8 +64,12 @@ from pgq_thin.job import (
     validate_payload,
 )
 from pgq_thin.listener import Event, Listener
+from pgq_thin.scheduler import Scheduler, ScheduleSpec
 
 log = logging.getLogger(__name__)
+
+# Longest sleep of the scheduler loop between looks at pgq.next_schedule_at().
+SCHEDULE_MAX_SLEEP = 60.0
 
 Handler = Callable[[Job[Any]], Any]
 H = TypeVar("H", bound=Handler)
@@ -166,6 +172,7 @@ class ThinWorker:
         self.listen = listen
         self.stats = WorkerStats()
         self._handlers: dict[str, _Handler] = {}
+        self._schedules: dict[str, ScheduleSpec] = {}
         self._only: set[str] | None = None
         self._reset_state()
 
@@ -187,6 +194,8 @@ class ThinWorker:
         self._active_changed: asyncio.Event | None = None
         self._listener: Listener | None = None
         self._flush_lock: asyncio.Lock | None = None
+        self._schedule_wake: asyncio.Event | None = None
+        self._scheduler: Scheduler | None = None
 
     # --- registration -------------------------------------------------------------------------
 
@@ -216,6 +225,53 @@ class ThinWorker:
 
         return register
 
+    def schedule(
+        self,
+        cron: str,
+        entrypoint: str,
+        *,
+        name: str | None = None,
+        timezone: str = "UTC",
+        payload: Any = None,
+        priority: int = 0,
+        headers: dict[str, Any] | None = None,
+        catch_up: str = "once",
+    ) -> Callable[[H], H]:
+        """Fire a job of ``entrypoint`` on a cron schedule (5 fields, or 6 with seconds first),
+        read in the IANA ``timezone``. The worker registers it at start and runs a scheduler
+        loop; any number of workers may register the same schedule: each tick fires once.
+
+        ``name`` identifies the schedule (default: the entrypoint; give each schedule of one
+        entrypoint its own name). ``catch_up``: a tick missed by more than a minute (downtime)
+        fires once (``"once"``) or is dropped (``"skip"``). A bad expression or time zone raises
+        :class:`~pgq_thin.errors.InvalidSchedule` here. Used as a decorator, it also registers
+        the function as the entrypoint's handler.
+        """
+        spec = ScheduleSpec(
+            cron=CronSchedule(cron, timezone),
+            entrypoint=entrypoint,
+            name=name or entrypoint,
+            payload=payload,
+            priority=priority,
+            headers=headers,
+            catch_up=catch_up,
+        )
+        if spec.name in self._schedules:
+            raise ValueError(
+                f"schedule {spec.name!r} is already registered; pass name= to tell them apart"
+            )
+        self._schedules[spec.name] = spec
+
+        def register(fn: H) -> H:
+            return self.entrypoint(entrypoint)(fn)
+
+        return register
+
+    @property
+    def schedules(self) -> list[ScheduleSpec]:
+        """The schedules this worker registers and fires."""
+        return list(self._schedules.values())
+
     @property
     def entrypoints(self) -> list[str]:
         """The entrypoints this worker claims, sorted."""
@@ -239,7 +295,7 @@ class ThinWorker:
         """Connect; needed before the run-once steps (``arun`` does it itself)."""
         if self._session is not None:
             return
-        if not self._handlers:
+        if not self._handlers and not self._schedules:
             raise UnknownEntrypoint("the worker has no entrypoints: register a handler first")
         self._loop = asyncio.get_running_loop()
         self._tick = asyncio.Event()
@@ -249,6 +305,9 @@ class ThinWorker:
         self._hb_wake = asyncio.Event()
         self._active_changed = asyncio.Event()
         self._flush_lock = asyncio.Lock()
+        self._schedule_wake = asyncio.Event()
+        if self._schedules:
+            self._scheduler = Scheduler(self.worker_id, self._schedules.values())
         dsn = await asyncio.to_thread(resolve_dsn, self.dsn)
         session = AsyncSession(dsn)
         await session.open()
@@ -380,9 +439,16 @@ class ThinWorker:
             self._background.append(
                 asyncio.create_task(self._listener.run(), name="pgq-thin-listener")
             )
+        if self._scheduler is not None:  # no schedules: no scheduler loop, no schedule queries
+            self._background.append(
+                asyncio.create_task(self._schedule_loop(), name="pgq-thin-scheduler")
+            )
 
     async def _claim_loop(self, until_empty: bool) -> None:
         assert self._tick is not None and self._stopping is not None
+        if not self._handlers:  # a scheduler-only worker: nothing to claim
+            await self._stopping.wait()
+            return
         more = True  # the last claim came back full: there is probably more
         next_poll = 0.0
         failures = 0
@@ -443,6 +509,9 @@ class ThinWorker:
             if any(n in self._handlers for n in names):
                 self._notified = True
                 self._kick()
+        elif kind == "schedules":
+            if self._schedule_wake is not None:
+                self._schedule_wake.set()
         elif kind == "cancel":
             ids = event.get("ids") or []
             if any(i in self._active for i in ids) and self._hb_wake is not None:
@@ -451,6 +520,8 @@ class ThinWorker:
     def _on_listener_connect(self) -> None:
         self._notified = True  # poll once for what was missed while not listening
         self._kick()
+        if self._schedule_wake is not None:
+            self._schedule_wake.set()
 
     # --- run-once steps -------------------------------------------------------------------------
 
@@ -460,7 +531,7 @@ class ThinWorker:
         Jobs claimed while stopping are released at once."""
         assert self._session is not None, "call open() first"
         asked = min(self.batch_size, self.concurrency - len(self._running))
-        if asked <= 0:
+        if asked <= 0 or not self._handlers:
             return []
         async with self._session.use() as conn:
             rows = await calls.aclaim(conn, self.worker_id, self.entrypoints, asked)
@@ -592,6 +663,7 @@ class ThinWorker:
         are cancelled and failed for an immediate retry elsewhere, unstarted ones released,
         results flushed."""
         self._request_stop()
+        await self._stop_scheduler()
         await self.release_unstarted()
         if not await self.wait_idle(self.grace_period):
             self._abort_running()
@@ -600,6 +672,19 @@ class ThinWorker:
         await self.flush_once()  # waits for a flush in flight
         while self._results:
             await self.flush_once()
+
+    async def _stop_scheduler(self) -> None:
+        """Let the scheduler loop end between two fires, so no tick is left claimed (a tick
+        left claimed would wait for its fire_timeout before another scheduler takes it)."""
+        task = next((t for t in self._background if t.get_name() == "pgq-thin-scheduler"), None)
+        if task is None or task.done():
+            return
+        if self._schedule_wake is not None:
+            self._schedule_wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=10.0)
+        except TimeoutError:
+            log.warning("pgq-thin scheduler did not stop within 10 s; cancelling it")
 
     def _abort_running(self) -> None:
         for active in list(self._running):
@@ -756,6 +841,39 @@ class ThinWorker:
                 await self.heartbeat_once()
             except (psycopg.OperationalError, psycopg.InterfaceError) as err:
                 log.warning("pgq-thin heartbeat failed (%s); next try at the next interval", err)
+
+    async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
+        """Fire the due ticks of all schedules (run-once step of the scheduler loop)."""
+        assert self._session is not None and self._scheduler is not None
+        async with self._session.use() as conn:
+            return await self._scheduler.fire_due(conn, at)
+
+    async def _schedule_loop(self) -> None:
+        """Register the schedules, then fire ticks as they fall due. Sleeps until the earliest
+        tick (or a takeover) as the database reports it, waking early on a ``schedules``
+        notification; the sleep is capped so clock drift cannot stall a schedule."""
+        assert self._session is not None and self._scheduler is not None
+        assert self._schedule_wake is not None and self._stopping is not None
+        registered = False
+        failures = 0
+        while not self._stopping.is_set():
+            self._schedule_wake.clear()
+            try:
+                async with self._session.use() as conn:
+                    if not registered:
+                        await self._scheduler.register(conn)
+                        registered = True
+                    await self._scheduler.fire_due(conn)
+                    due_in = await self._scheduler.seconds_until_due(conn)
+                failures = 0
+                wait = SCHEDULE_MAX_SLEEP if due_in is None else max(due_in, 0.0)
+                wait = min(wait, SCHEDULE_MAX_SLEEP)
+            except (psycopg.OperationalError, psycopg.InterfaceError, PgqError) as err:
+                failures += 1
+                wait = min(30.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+                log.warning("pgq-thin scheduler failed (%s); retrying in %.1f s", err, wait)
+            if wait > 0:
+                await _wait(self._schedule_wake, wait + 0.002)
 
 
 async def _wait(event: asyncio.Event, timeout: float) -> bool:

@@ -1,0 +1,104 @@
+"""Cron schedules on the client side: compute cron times and hand them to SQL.
+
+The schedule rows, their locking (claim with a lease, takeover of a silent scheduler) and the
+decisions (fire once per tick, collapse ticks missed during downtime, skip or catch up) live in
+the ``pgq.schedule`` / ``pgq.claim_schedules`` / ``pgq.fire_schedule`` functions. This module
+only knows cron: for each claimed tick it computes the next tick after it and after the
+database clock, and passes both back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pgq_thin import calls
+from pgq_thin.cron import CronSchedule
+from pgq_thin.errors import InvalidSchedule
+
+__all__ = ["ScheduleSpec", "Scheduler"]
+
+CATCH_UP = ("once", "skip")
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """One schedule a worker registers at start (idempotently, keyed by ``name``)."""
+
+    cron: CronSchedule
+    entrypoint: str
+    name: str
+    payload: Any = None
+    priority: int = 0
+    headers: dict[str, Any] | None = field(default=None, hash=False)
+    catch_up: str = "once"
+
+    def __post_init__(self) -> None:
+        if self.catch_up not in CATCH_UP:
+            raise InvalidSchedule(f"catch_up must be 'once' or 'skip', got {self.catch_up!r}")
+        if not self.entrypoint or not self.name:
+            raise InvalidSchedule("a schedule needs an entrypoint and a name")
+
+
+class Scheduler:
+    """Registers schedules and fires due ticks; one instance per worker."""
+
+    def __init__(self, worker_id: uuid.UUID, specs: Iterable[ScheduleSpec], batch_size: int = 10):
+        self.worker_id = worker_id
+        self.specs = list(specs)
+        self.batch_size = batch_size
+        self.fired = 0
+        self._crons: dict[tuple[str, str], CronSchedule] = {}
+
+    async def register(self, conn: calls.AConn, now: datetime | None = None) -> None:
+        """Store every schedule; a schedule already stored keeps its next run unless its cron
+        expression or time zone changed (decided by ``pgq.schedule``)."""
+        now = now or datetime.now(UTC)
+        for spec in self.specs:
+            args = calls.schedule_args(
+                spec.name,
+                spec.entrypoint,
+                spec.cron.expression,
+                spec.cron.next_after(now),
+                spec.cron.timezone,
+                spec.payload,
+                spec.priority,
+                spec.headers,
+                spec.catch_up,
+            )
+            await calls.aschedule(conn, args)
+
+    def _cron(self, expression: str, timezone: str) -> CronSchedule:
+        key = (expression, timezone)
+        if key not in self._crons:
+            self._crons[key] = CronSchedule(expression, timezone)
+        return self._crons[key]
+
+    async def fire_due(self, conn: calls.AConn, at: datetime | None = None) -> list[calls.Row]:
+        """Claim the due ticks and fire them; returns one ``pgq.fire_schedule`` row per tick
+        (state fired, skipped or lost). Repeats while claims come back full."""
+        results: list[calls.Row] = []
+        while True:
+            claimed = await calls.aclaim_schedules(conn, self.worker_id, self.batch_size, at)
+            for row in claimed:
+                cron = self._cron(row["cron"], row["timezone"])
+                result = await calls.afire_schedule(
+                    conn,
+                    self.worker_id,
+                    row["name"],
+                    row["lease"],
+                    cron.next_after(row["due_at"]),
+                    cron.next_after(row["db_now"]),
+                    at,
+                )
+                results.append({"name": row["name"], "due_at": row["due_at"], **result})
+                self.fired += result["state"] == "fired"
+            if len(claimed) < self.batch_size:
+                return results
+
+    async def seconds_until_due(self, conn: calls.AConn) -> float | None:
+        """How long the scheduler may sleep (None: there are no schedules at all)."""
+        return await calls.anext_schedule_in(conn)
