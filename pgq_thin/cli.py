@@ -40,7 +40,7 @@ def _out(line: str) -> None:
 
 
 def _dsn(args: argparse.Namespace) -> str:
-    return resolve_dsn(args.dsn)
+    return resolve_dsn(getattr(args, "dsn", None))
 
 
 # --- install / upgrade ------------------------------------------------------------------------
@@ -179,6 +179,11 @@ COMMANDS: dict[str, Command] = {
         cli_client.add_requeue,
         cli_client.cmd_requeue,
     ),
+    "schedules": Command(
+        "list, add or remove cron schedules: pgq-thin schedules [list|add|remove]",
+        cli_client.add_schedules,
+        cli_client.cmd_schedules,
+    ),
     "demo": Command(
         "enqueue a few hundred jobs and run a worker on them, with live progress",
         cli_client.add_demo,
@@ -191,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--dsn",
+        default=argparse.SUPPRESS,  # given before or after the subcommand, the other keeps it
         help=f"database to use (default: ${ENV_VAR}, then libpq's PG* environment variables)",
     )
     parser = argparse.ArgumentParser(

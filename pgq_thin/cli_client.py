@@ -1,4 +1,4 @@
-"""The client subcommands of ``pgq-thin``: run, enqueue, status, failed, requeue, demo.
+"""The client subcommands of ``pgq-thin``: run, enqueue, status, failed, requeue, schedules, demo.
 
 Registered in :data:`pgq_thin.cli.COMMANDS`. Each is an ``add_x`` (arguments) / ``cmd_x``
 (action) pair. User mistakes raise ``pgq_thin.cli.UsageError`` (one line, exit 2).
@@ -15,13 +15,15 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pgq_thin import calls
 from pgq_thin.connection import connect, resolve_dsn
+from pgq_thin.cron import CronSchedule
 from pgq_thin.errors import PgqThinError
 from pgq_thin.queue import Queue
+from pgq_thin.scheduler import Scheduler, ScheduleSpec
 from pgq_thin.worker import ThinWorker
 
 
@@ -133,7 +135,7 @@ async def _run_checked(worker: Any, args: argparse.Namespace) -> ThinWorker:
 
 
 async def _arun(worker: ThinWorker, args: argparse.Namespace) -> None:
-    if args.dsn:
+    if getattr(args, "dsn", None):
         worker.dsn = args.dsn
     for name in ("concurrency", "batch_size", "poll_interval", "grace_period"):
         value = getattr(args, name)
@@ -296,6 +298,70 @@ def cmd_requeue(args: argparse.Namespace) -> int:
     skipped = [i for i in args.ids if i not in set(done)]
     if skipped:
         print(f"not requeued (unknown, successful or still live): {' '.join(map(str, skipped))}")
+    return 0
+
+
+# --- schedules ----------------------------------------------------------------------------------
+
+
+def add_schedules(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="{list,add,remove}")
+    listing = sub.add_parser("list", help="list schedules with their next and last run (default)")
+    _add_plain(listing)
+    add = sub.add_parser("add", help="add or update a schedule: NAME ENTRYPOINT CRON [JSON]")
+    add.add_argument("name", help="the schedule's name (its identity)")
+    add.add_argument("entrypoint", help="entrypoint of the jobs it fires")
+    add.add_argument("cron", help="cron expression: 5 fields, or 6 with seconds first")
+    add.add_argument("payload", nargs="?", default=None, help="JSON payload of each job")
+    add.add_argument("--timezone", default="UTC", help="IANA time zone (default: UTC)")
+    add.add_argument("--priority", type=int, default=0, help="job priority (default 0)")
+    add.add_argument(
+        "--catch-up",
+        choices=("once", "skip"),
+        default="once",
+        help="a tick missed during downtime: fire it once, or skip it (default: once)",
+    )
+    remove = sub.add_parser("remove", help="remove a schedule: NAME")
+    remove.add_argument("name")
+    _add_plain(parser)
+    for nested in (listing, add, remove):  # --dsn may also follow the action
+        nested.add_argument("--dsn", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+SCHEDULE_COLUMNS = ("name", "entrypoint", "cron", "timezone", "next_run_at", "last_run_at", "state")
+
+
+def cmd_schedules(args: argparse.Namespace) -> int:
+    action = args.action or "list"
+    if action == "add":
+        payload = None if args.payload is None else _json_arg(args.payload, "the payload")
+        spec = ScheduleSpec(
+            cron=CronSchedule(args.cron, args.timezone),
+            entrypoint=args.entrypoint,
+            name=args.name,
+            payload=payload,
+            priority=args.priority,
+            catch_up=args.catch_up,
+        )
+        with connect(_dsn(args)) as conn:
+            row = calls.schedule(conn, Scheduler.register_args(spec, datetime.now(UTC)))
+        print(f"schedule {row['name']!r}: next run {_fmt(row['next_run_at'])}")
+        return 0
+    if action == "remove":
+        with connect(_dsn(args)) as conn:
+            removed = calls.unschedule(conn, args.name)
+        if not removed:
+            raise _usage(f"no schedule named {args.name!r}")
+        print(f"removed schedule {args.name!r}")
+        return 0
+    with connect(_dsn(args)) as conn:
+        rows = calls.schedules(conn)
+    _table(
+        "pgq schedules",
+        SCHEDULE_COLUMNS,
+        [[_fmt(r[c]) for c in SCHEDULE_COLUMNS] for r in rows],
+        args.plain,
+    )
     return 0
 
 

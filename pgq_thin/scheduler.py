@@ -58,18 +58,22 @@ class Scheduler:
         expression or time zone changed (decided by ``pgq.schedule``)."""
         now = now or datetime.now(UTC)
         for spec in self.specs:
-            args = calls.schedule_args(
-                spec.name,
-                spec.entrypoint,
-                spec.cron.expression,
-                spec.cron.next_after(now),
-                spec.cron.timezone,
-                spec.payload,
-                spec.priority,
-                spec.headers,
-                spec.catch_up,
-            )
-            await calls.aschedule(conn, args)
+            await calls.aschedule(conn, self.register_args(spec, now))
+
+    @staticmethod
+    def register_args(spec: ScheduleSpec, now: datetime) -> tuple[Any, ...]:
+        """Arguments of ``pgq.schedule`` for a spec, its first run computed after ``now``."""
+        return calls.schedule_args(
+            spec.name,
+            spec.entrypoint,
+            spec.cron.expression,
+            spec.cron.next_after(now),
+            spec.cron.timezone,
+            spec.payload,
+            spec.priority,
+            spec.headers,
+            spec.catch_up,
+        )
 
     def _cron(self, expression: str, timezone: str) -> CronSchedule:
         key = (expression, timezone)

@@ -126,3 +126,36 @@ def test_run_drains_the_queue(pgq_dsn: str) -> None:
     assert result.returncode == 0, result.stderr
     with psycopg.connect(pgq_dsn) as conn:
         assert conn.execute("SELECT status FROM pgq.job_history").fetchall() == [("successful",)]
+
+
+def test_schedules_add_list_remove(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["schedules", "add", "nightly", "report.build", "30 2 * * *", '{"kind": "daily"}']
+    assert main([*args, "--timezone", "Europe/Berlin", "--dsn", pgq_dsn]) == 0
+    assert "next run" in capsys.readouterr().out
+    with psycopg.connect(pgq_dsn) as conn:
+        row = conn.execute(
+            "SELECT entrypoint, cron, timezone, payload,"
+            " (next_run_at AT TIME ZONE 'Europe/Berlin')::time FROM pgq.schedules"
+        ).fetchone()
+    assert row is not None
+    assert row[:4] == ("report.build", "30 2 * * *", "Europe/Berlin", {"kind": "daily"})
+    assert str(row[4]) == "02:30:00"
+    assert main(["--dsn", pgq_dsn, "schedules", "--plain"]) == 0
+    assert "nightly" in capsys.readouterr().out
+    assert main(["schedules", "remove", "nightly", "--dsn", pgq_dsn]) == 0
+    with psycopg.connect(pgq_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM pgq.schedules").fetchone() == (0,)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["add", "bad", "x", "61 * * * *"], "invalid cron expression '61 * * * *'"),
+        (["add", "bad", "x", "* * * * *", "--timezone", "Mars/X"], "unknown time zone 'Mars/X'"),
+        (["add", "bad", "x", "* * * * *", "{nope"], "the payload is not valid JSON"),
+        (["remove", "missing"], "no schedule named 'missing'"),
+    ],
+)
+def test_schedules_user_mistakes_are_one_line(pgq_dsn: str, args: list[str], message: str) -> None:
+    line = one_line_error(run_cli("schedules", *args, "--dsn", pgq_dsn))
+    assert message in line
