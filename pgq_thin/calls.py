@@ -67,6 +67,8 @@ FIRE_SCHEDULE = (
 NEXT_SCHEDULE_IN = "SELECT extract(epoch FROM pgq.next_schedule_at() - now())::float8"
 SCHEDULES = "SELECT * FROM pgq.schedules ORDER BY name"
 LISTEN = "LISTEN pgq_events"
+# The listener's health check: a round trip on its own connection.
+PING = "SELECT 1"
 
 CHANNEL = "pgq_events"
 
@@ -305,6 +307,11 @@ async def anext_due_in(conn: AConn, entrypoints: Sequence[str]) -> float | None:
 async def alisten(conn: AConn) -> None:
     """Subscribe an autocommit connection to the ``pgq_events`` channel."""
     await conn.execute(LISTEN)
+
+
+async def aping(conn: AConn) -> None:
+    """One round trip (the listener's health check)."""
+    await conn.execute(PING)
 
 
 async def aschedule(conn: AConn, args: tuple[Any, ...]) -> Row:

@@ -11,20 +11,30 @@ DSN resolution, in order:
    first use, left running afterwards and reused by later runs; one note on stderr says where
    it is and how to point at a real server instead.
 
-Every connection is autocommit (each ``pgq`` call is its own transaction) and asks libpq for
-TCP keepalives, so a dead peer is noticed by the kernel even when the client is idle.
+Every connection is autocommit (each ``pgq`` call is its own transaction), uses no server-side
+prepared statements (``prepare_threshold=None``: a transaction-mode pooler hands each
+transaction to any server connection, where a statement prepared on another one does not
+exist), and asks libpq for TCP keepalives and a ``tcp_user_timeout``, so a dead peer is noticed
+by the kernel even when the client is idle or blocked on a write.
+
+Reconnecting is decided here and nowhere else: :class:`Backoff` is the one retry policy (capped
+exponential with jitter) and :class:`AsyncSession` reconnects in place and re-runs the call that
+met a broken connection. The listener (:mod:`pgq_thin.listener`) uses the same ``Backoff``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import random
 import sys
+import time
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -36,13 +46,23 @@ DATA_ENV_VAR = "PGQ_THIN_DATA"
 DEFAULT_DATA_DIR = Path(".pgq-thin") / "pgdata"
 LIBPQ_SERVER_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE")
 
-#: libpq keepalive settings used for every connection (ignored on Unix sockets).
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: libpq settings used for every connection. Keepalives and ``tcp_user_timeout`` (ms) make
+#: the kernel give up on a silent peer after about 25 s (they are ignored on Unix sockets);
+#: ``connect_timeout`` bounds one connection attempt.
 KEEPALIVES: dict[str, Any] = {
     "keepalives": 1,
-    "keepalives_idle": 30,
-    "keepalives_interval": 10,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
     "keepalives_count": 3,
+    "tcp_user_timeout": 25_000,
+    "connect_timeout": 10,
 }
+#: psycopg prepares a statement server-side after this many executions by default; None turns
+#: that off so every call works through PgBouncer in transaction mode (any version).
+PREPARE_THRESHOLD = None
 
 _embedded_dsn: str | None = None
 
@@ -112,51 +132,185 @@ def embedded_dsn(datadir: Path | None = None, *, quiet: bool = False) -> str:
 
 def connect(dsn: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
     """A sync connection with keepalives."""
-    return psycopg.connect(dsn, autocommit=autocommit, **KEEPALIVES)
+    return psycopg.connect(
+        dsn, autocommit=autocommit, prepare_threshold=PREPARE_THRESHOLD, **KEEPALIVES
+    )
 
 
 async def aconnect(dsn: str, *, autocommit: bool = True) -> psycopg.AsyncConnection[Any]:
     """An async connection with keepalives."""
-    return await psycopg.AsyncConnection.connect(dsn, autocommit=autocommit, **KEEPALIVES)
+    return await psycopg.AsyncConnection.connect(
+        dsn, autocommit=autocommit, prepare_threshold=PREPARE_THRESHOLD, **KEEPALIVES
+    )
+
+
+class ConnectionUnavailable(PgqThinError):
+    """No connection could be made for longer than the session's ``reconnect_timeout``."""
+
+
+class Backoff:
+    """Capped exponential backoff with jitter; the first retry is immediate.
+
+    Delay ``n`` (n >= 1) is ``min(cap, base * 2**(n - 1))`` scaled by a random factor in
+    [0.5, 1) ("equal jitter"), so workers that lost the same server do not come back in step.
+    """
+
+    def __init__(self, base: float = 0.1, cap: float = 5.0) -> None:
+        self.base = base
+        self.cap = cap
+        self.failures = 0
+
+    def next_delay(self) -> float:
+        n = self.failures
+        self.failures += 1
+        if n == 0:
+            return 0.0
+        return float(min(self.cap, self.base * 2.0 ** min(n - 1, 30))) * random.uniform(0.5, 1.0)
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+def is_disconnect(conn: psycopg.AsyncConnection[Any] | psycopg.Connection[Any]) -> bool:
+    """After a psycopg error: did it break the connection (rather than fail one statement)?"""
+    return conn.broken or conn.closed
 
 
 class AsyncSession:
     """The worker's one connection for claim, heartbeat, complete and release.
 
     Calls are serialized by a lock: each is one short statement, so one connection per worker
-    process is enough and the server sees one backend per worker (plus its listener). A call
-    that fails because the connection broke leaves the session closed, and the next call
-    opens a new connection; this is the one place reconnect policy lives.
+    process is enough and the server sees one backend per worker (plus its listener).
+
+    :meth:`call` is where connection loss is handled, for every loop of the worker: a call
+    that fails because the connection broke (backend terminated, server restarted, pooler
+    dropped it, network gone) closes it, reconnects with :class:`Backoff` and runs the same
+    call again on the new connection, with the same arguments (so buffered results keep their
+    original leases). Every ``pgq`` call the worker makes is safe to repeat: a lease-guarded
+    write that already committed is simply not applied twice. ``on_reconnect`` runs on each
+    new connection before the retried call (the worker sends its heartbeats there first).
+    After ``reconnect_timeout`` seconds without a working connection :class:`ConnectionUnavailable`
+    is raised and the worker's supervisor takes over.
     """
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        reconnect_timeout: float | None = 300.0,
+        on_reconnect: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]] | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
         self._dsn = dsn
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock = asyncio.Lock()
+        self.reconnect_timeout = reconnect_timeout
+        self.on_reconnect = on_reconnect
+        self.backoff = backoff or Backoff()
+        self.reconnects = 0  # new connections made after the first
+        self._down_since: float | None = None
+        self._give_up_at: float | None = None
+
+    @property
+    def backend_pid(self) -> int | None:
+        """The server process of the current connection (None when not connected)."""
+        conn = self._conn
+        return None if conn is None or conn.closed else conn.info.backend_pid
+
+    def give_up_at(self, when: float | None) -> None:
+        """Stop reconnecting at this ``time.monotonic()`` (shutdown: do not wait forever)."""
+        self._give_up_at = when
 
     async def open(self) -> None:
+        """Connect once; a failure is raised at once (a bad DSN should not be retried)."""
         async with self._lock:
-            await self._ensure()
+            if self._conn is None or self._conn.closed:
+                self._conn = await aconnect(self._dsn)
 
-    async def _ensure(self) -> psycopg.AsyncConnection[Any]:
-        if self._conn is None or self._conn.closed:
-            self._conn = await aconnect(self._dsn)
-        return self._conn
+    async def call(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
+        """Run ``fn(conn)``; on a broken connection reconnect and run it again."""
+        async with self._lock:
+            while True:
+                conn = await self._ensure()
+                try:
+                    result = await fn(conn)
+                except psycopg.Error as err:
+                    if not is_disconnect(conn):
+                        raise
+                    await self._lost(conn, err)
+                    continue
+                self._up()
+                return result
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """Hold the connection for one call."""
+        """Hold the connection for one call (no retry: prefer :meth:`call`)."""
         async with self._lock:
             conn = await self._ensure()
             try:
                 yield conn
-            except psycopg.OperationalError:
-                if conn.broken:
-                    await conn.close()
+            except psycopg.Error as err:
+                if is_disconnect(conn):
+                    await self._lost(conn, err)
                 raise
+
+    async def _lost(self, conn: psycopg.AsyncConnection[Any], err: BaseException) -> None:
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            log.warning("pgq-thin connection lost (%s); reconnecting", _one_line(err))
+        await conn.close()
+        if self._conn is conn:
+            self._conn = None
+
+    def _up(self) -> None:
+        if self._down_since is not None:
+            log.warning(
+                "pgq-thin connection back after %.2f s", time.monotonic() - self._down_since
+            )
+        self._down_since = None
+        self.backoff.reset()
+
+    async def _ensure(self) -> psycopg.AsyncConnection[Any]:
+        """The open connection; after a loss, connect again with backoff until it works."""
+        while self._conn is None or self._conn.closed:
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+            delay = self.backoff.next_delay()
+            now = time.monotonic()
+            limits = [self._give_up_at]
+            if self.reconnect_timeout is not None:
+                limits.append(self._down_since + self.reconnect_timeout)
+            deadline = min((t for t in limits if t is not None), default=None)
+            if deadline is not None and now + delay > deadline:
+                raise ConnectionUnavailable(
+                    f"no database connection for {now - self._down_since:.1f} s; giving up"
+                )
+            if delay:
+                await asyncio.sleep(delay)
+            try:
+                conn = await aconnect(self._dsn)
+            except psycopg.OperationalError as err:
+                log.warning("pgq-thin reconnect failed (%s)", _one_line(err))
+                continue
+            self._conn = conn
+            self.reconnects += 1
+            if self.on_reconnect is not None:
+                try:
+                    await self.on_reconnect(conn)
+                except psycopg.Error as err:
+                    if is_disconnect(conn):
+                        await self._lost(conn, err)
+                        continue
+                    log.warning("pgq-thin after-reconnect step failed: %s", _one_line(err))
+        return self._conn
 
     async def close(self) -> None:
         async with self._lock:
             if self._conn is not None:
                 await self._conn.close()
                 self._conn = None
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -1,8 +1,13 @@
 """Wake-ups: LISTEN on ``pgq_events`` on a dedicated autocommit connection.
 
 Notifications are hints (DESIGN.md principle 5): the worker's poll finds work without them.
-The listener reconnects with backoff when its connection fails, and after every (re)connect
-calls ``on_connect`` so the worker polls once for whatever it may have missed.
+A LISTEN must stay on one server session, so the listener always has its own connection,
+direct to PostgreSQL (``listen_dsn``) when the worker's calls go through a transaction-mode
+pooler. The connection is checked, not trusted: a failed read raises at once, and every
+``check_interval`` seconds a ``SELECT 1`` must come back within ``ping_timeout``, which catches
+a connection that died silently (a pooler or a network path that dropped it without a reset).
+On a loss it reconnects in place with the shared :class:`~pgq_thin.connection.Backoff`,
+LISTENs again and calls ``on_connect`` so the worker polls once for what it may have missed.
 """
 
 from __future__ import annotations
@@ -10,16 +15,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
+import time
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
+
 from pgq_thin import calls
-from pgq_thin.connection import aconnect
+from pgq_thin.connection import Backoff, aconnect
 
 log = logging.getLogger(__name__)
 
 Event = dict[str, Any]
+
+
+class ListenerStalled(Exception):
+    """The listener's ping did not come back within ``ping_timeout``."""
 
 
 class Listener:
@@ -32,36 +43,68 @@ class Listener:
         on_connect: Callable[[], None],
         *,
         check_interval: float = 5.0,
+        ping_timeout: float = 5.0,
+        backoff: Backoff | None = None,
     ) -> None:
         self._dsn = dsn
         self._on_event = on_event
         self._on_connect = on_connect
-        self._check_interval = check_interval
+        self.check_interval = check_interval
+        self.ping_timeout = ping_timeout
+        self.backoff = backoff or Backoff()
         self.ready = asyncio.Event()
+        self.connects = 0  # successful LISTENs, the first included
+        self.pings = 0
+        self.backend_pid: int | None = None
 
     async def run(self) -> None:
-        backoff = 0.5
         while True:
+            conn: psycopg.AsyncConnection[Any] | None = None
             try:
                 conn = await aconnect(self._dsn)
-                try:
-                    await calls.alisten(conn)
-                    self.ready.set()
-                    backoff = 0.5
-                    self._on_connect()
-                    while not conn.broken:
-                        async for note in conn.notifies(timeout=self._check_interval):
-                            self._dispatch(note.payload)
-                finally:
-                    self.ready.clear()
-                    await conn.close()
+                await calls.alisten(conn)
+                self.backend_pid = conn.info.backend_pid
+                self.connects += 1
+                self.ready.set()
+                self._on_connect()
+                await self._serve(conn)
             except asyncio.CancelledError:
                 raise
-            except Exception as err:
-                delay = backoff * (0.5 + random.random())
-                log.warning("pgq-thin listener failed (%s); reconnecting in %.1f s", err, delay)
+            except (psycopg.Error, OSError, ListenerStalled) as err:
+                delay = self.backoff.next_delay()
+                log.warning(
+                    "pgq-thin listener connection lost (%s); reconnecting in %.2f s",
+                    str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__,
+                    delay,
+                )
                 await asyncio.sleep(delay)
-                backoff = min(backoff * 2, 30.0)
+            finally:
+                self.ready.clear()
+                self.backend_pid = None
+                if conn is not None:
+                    await conn.close()
+
+    async def _serve(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Dispatch notifications; ping whenever ``check_interval`` passed without one."""
+        last_ok = time.monotonic()
+        while True:
+            async for note in conn.notifies(timeout=self.check_interval):
+                self._dispatch(note.payload)
+                last_ok = time.monotonic()
+                self.backoff.reset()
+            if conn.broken or conn.closed:
+                raise psycopg.OperationalError("the listener connection is closed")
+            if time.monotonic() - last_ok >= self.check_interval:
+                await self._ping(conn)
+                last_ok = time.monotonic()
+                self.backoff.reset()
+
+    async def _ping(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        try:
+            await asyncio.wait_for(calls.aping(conn), self.ping_timeout)
+        except TimeoutError:
+            raise ListenerStalled(f"no answer to a ping within {self.ping_timeout:g} s") from None
+        self.pings += 1
 
     def _dispatch(self, payload: str) -> None:
         try:

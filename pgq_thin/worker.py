@@ -25,7 +25,16 @@ cancellation are decided by those functions. What the worker does:
   second signal exits the process at once (heartbeats expiring are the safety net).
 
 Connections: one autocommit connection (:class:`~pgq_thin.connection.AsyncSession`) carries
-claim, heartbeat, complete and release, serialized by a lock; the listener has its own.
+claim, heartbeat, complete and release, serialized by a lock; the listener has its own
+(``listen_dsn``: direct to PostgreSQL when the calls go through a transaction-mode pooler).
+
+Connection loss is routine: the session reconnects in place (with backoff) and re-runs the
+interrupted call, so no loop needs its own reconnect logic. On every new connection the worker
+first heartbeats the jobs it owns, then claims once and flushes what it buffered, with the
+original leases; handlers keep running throughout. A result whose lease was lost meanwhile is
+counted in ``stats.rejected`` and logged, never retried. An error no loop can handle ends the
+run, and ``run``/``arun`` restart the worker (``restart_on_failure``, on by default) up to
+``max_restarts`` times in a row, with backoff.
 """
 
 from __future__ import annotations
@@ -50,7 +59,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from pgq_thin import calls
-from pgq_thin.connection import AsyncSession, resolve_dsn
+from pgq_thin.connection import AsyncSession, Backoff, resolve_dsn
 from pgq_thin.cron import CronSchedule
 from pgq_thin.errors import PgqError, PgqThinError
 from pgq_thin.job import (
@@ -124,6 +133,13 @@ class WorkerStats:
     lost: int = 0
     released: int = 0
     aborted: int = 0
+    #: results the server did not accept at flush: the lease was lost (also counted in lost)
+    rejected: int = 0
+    #: new connections of the session after a loss, and re-LISTENs of the listener
+    reconnects: int = 0
+    listener_reconnects: int = 0
+    #: times the supervisor restarted the worker after an unrecoverable error
+    restarts: int = 0
 
     @property
     def finished(self) -> int:
@@ -145,7 +161,16 @@ class ThinWorker:
     :param grace_period: seconds running jobs get to finish after a stop request.
     :param flush_interval: longest time a finished result waits before it is written.
     :param flush_size: results that trigger a write at once (default: ``batch_size``).
-    :param listen: LISTEN for notifications (off: polling only).
+    :param listen: LISTEN for notifications (off: polling only, e.g. behind a
+        transaction-mode pooler when no direct connection is allowed).
+    :param listen_dsn: where to LISTEN (default: ``dsn``); a direct connection to PostgreSQL
+        when ``dsn`` points at a transaction-mode pooler.
+    :param reconnect_timeout: seconds without a working connection after which the run fails
+        (and the supervisor restarts it); None: keep reconnecting forever.
+    :param restart_on_failure: ``run``/``arun`` restart the worker after an unrecoverable error.
+    :param max_restarts: consecutive restarts before giving up (the count resets after a run
+        that lasted ``restart_reset_after`` seconds).
+    :param restart_delay: base of the restart backoff (doubling, capped at 30 s, jittered).
     """
 
     def __init__(
@@ -160,6 +185,12 @@ class ThinWorker:
         flush_interval: float = 0.05,
         flush_size: int | None = None,
         listen: bool = True,
+        listen_dsn: str | None = None,
+        reconnect_timeout: float | None = 300.0,
+        restart_on_failure: bool = True,
+        max_restarts: int = 5,
+        restart_delay: float = 1.0,
+        restart_reset_after: float = 60.0,
     ) -> None:
         self.dsn = dsn
         self.concurrency = concurrency
@@ -170,7 +201,15 @@ class ThinWorker:
         self.flush_interval = flush_interval
         self.flush_size = flush_size
         self.listen = listen
+        self.listen_dsn = listen_dsn
+        self.reconnect_timeout = reconnect_timeout
+        self.restart_on_failure = restart_on_failure
+        self.max_restarts = max_restarts
+        self.restart_delay = restart_delay
+        self.restart_reset_after = restart_reset_after
         self.stats = WorkerStats()
+        self._halted = False  # stop() was called: the supervisor must not restart
+        self._session_was_open = False
         self._handlers: dict[str, _Handler] = {}
         self._schedules: dict[str, ScheduleSpec] = {}
         self._only: set[str] | None = None
@@ -196,6 +235,7 @@ class ThinWorker:
         self._flush_lock: asyncio.Lock | None = None
         self._schedule_wake: asyncio.Event | None = None
         self._scheduler: Scheduler | None = None
+        self._failure: BaseException | None = None
 
     # --- registration -------------------------------------------------------------------------
 
@@ -309,14 +349,17 @@ class ThinWorker:
         if self._schedules:
             self._scheduler = Scheduler(self.worker_id, self._schedules.values())
         dsn = await asyncio.to_thread(resolve_dsn, self.dsn)
-        session = AsyncSession(dsn)
+        session = AsyncSession(
+            dsn, reconnect_timeout=self.reconnect_timeout, on_reconnect=self._after_reconnect
+        )
         await session.open()
         self._session = session
         self._executor = ThreadPoolExecutor(
             max_workers=self.concurrency, thread_name_prefix="pgq-thin-job"
         )
         if self.listen:
-            self._listener = Listener(dsn, self._on_event, self._on_listener_connect)
+            listen_dsn = self.listen_dsn or dsn
+            self._listener = Listener(listen_dsn, self._on_event, self._on_listener_connect)
 
     async def close(self) -> None:
         """Stop background tasks, close connections. Results not yet written are lost here:
@@ -345,6 +388,7 @@ class ThinWorker:
 
     def stop(self) -> None:
         """Ask a running worker to shut down gracefully; safe to call from any thread."""
+        self._halted = True
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -386,8 +430,61 @@ class ThinWorker:
         self, *, until_empty: bool = False, install_signal_handlers: bool | None = None
     ) -> None:
         """The async form of :meth:`run`. Signal handlers are installed when called from the
-        main thread (``install_signal_handlers`` forces either way)."""
+        main thread (``install_signal_handlers`` forces either way).
+
+        The supervisor: when a run fails with an error the worker cannot handle in place (a
+        broken loop, no connection for ``reconnect_timeout``), it is shut down as gracefully
+        as possible and started again after a backoff, up to ``max_restarts`` times in a row;
+        then the error is raised. A failure of the very first start (a bad DSN, no
+        entrypoints) is raised at once, and so is any failure with ``restart_on_failure`` off.
+        """
+        self._halted = False
+        restarts = 0
+        started_once = False
+        while True:
+            begun = time.monotonic()
+            try:
+                await self._arun_once(until_empty, install_signal_handlers)
+                return
+            except (UnknownEntrypoint, asyncio.CancelledError):
+                raise
+            except Exception as err:
+                started_once = started_once or self._session_was_open
+                if not (self.restart_on_failure and started_once) or self._halted:
+                    raise
+                if time.monotonic() - begun >= self.restart_reset_after:
+                    restarts = 0
+                restarts += 1
+                if restarts > self.max_restarts:
+                    log.error(
+                        "pgq-thin worker %s failed %d times in a row; giving up: %r",
+                        self.worker_id,
+                        restarts,
+                        err,
+                    )
+                    raise
+                delay = min(30.0, self.restart_delay * 2 ** (restarts - 1))
+                delay *= random.uniform(0.5, 1.0)
+                log.error(
+                    "pgq-thin worker %s failed (%r); restart %d of %d in %.1f s",
+                    self.worker_id,
+                    err,
+                    restarts,
+                    self.max_restarts,
+                    delay,
+                    exc_info=err,
+                )
+                self.stats.restarts += 1
+                deadline = time.monotonic() + delay
+                while not self._halted and time.monotonic() < deadline:
+                    await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+                if self._halted:
+                    return
+
+    async def _arun_once(self, until_empty: bool, install_signal_handlers: bool | None) -> None:
+        self._session_was_open = False
         await self.open()
+        self._session_was_open = True
         loop = asyncio.get_running_loop()
         if install_signal_handlers is None:
             install_signal_handlers = threading.current_thread() is threading.main_thread()
@@ -408,14 +505,26 @@ class ThinWorker:
                 self.concurrency,
                 self.batch_size,
             )
-            await self._claim_loop(until_empty)
+            try:
+                await self._claim_loop(until_empty)
+            except Exception:
+                await self._shutdown_after_failure()
+                raise
             await self.shutdown()
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
             await self.close()
 
+    async def _shutdown_after_failure(self) -> None:
+        """Before a restart: let running jobs finish and write what can be written."""
+        try:
+            await asyncio.wait_for(self.shutdown(), self.grace_period + 15.0)
+        except Exception as err:
+            log.warning("pgq-thin: shutdown after a failure did not complete: %r", err)
+
     def _on_signal(self, sig: signal.Signals) -> None:
+        self._halted = True
         self._signals += 1
         if self._signals == 1:
             log.warning(
@@ -443,16 +552,32 @@ class ThinWorker:
             self._background.append(
                 asyncio.create_task(self._schedule_loop(), name="pgq-thin-scheduler")
             )
+        for task in self._background:
+            task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        """A background loop must run until cancelled; one that ended with an error fails the
+        run (the claim loop raises it), so the supervisor can restart the worker."""
+        if task.cancelled() or task.exception() is None:
+            return
+        if self._failure is None:
+            self._failure = task.exception()
+            log.error("pgq-thin %s loop failed: %r", task.get_name(), self._failure)
+        self._kick()
 
     async def _claim_loop(self, until_empty: bool) -> None:
         assert self._tick is not None and self._stopping is not None
         if not self._handlers:  # a scheduler-only worker: nothing to claim
-            await self._stopping.wait()
+            while not self._stopping.is_set():
+                self._raise_failure()
+                self._tick.clear()
+                await self._tick.wait()
             return
         more = True  # the last claim came back full: there is probably more
         next_poll = 0.0
-        failures = 0
+        backoff = Backoff(base=0.5, cap=30.0)
         while not self._stopping.is_set():
+            self._raise_failure()
             self._tick.clear()
             free = self.concurrency - len(self._running)
             drained = until_empty and not self._running
@@ -471,10 +596,9 @@ class ThinWorker:
                         continue  # re-check at once whether the queue is drained
                     wait = self._jittered_poll() if jobs else await self._idle_wait()
                     next_poll = time.monotonic() + wait
-                    failures = 0
-                except (psycopg.OperationalError, psycopg.InterfaceError) as err:
-                    failures += 1
-                    delay = min(30.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+                    backoff.reset()
+                except psycopg.OperationalError as err:  # not a lost connection: the session
+                    delay = max(0.5, backoff.next_delay())  # reconnects and retries those
                     log.warning("pgq-thin claim failed (%s); retrying in %.1f s", err, delay)
                     more = False
                     next_poll = time.monotonic() + delay
@@ -483,6 +607,11 @@ class ThinWorker:
             timeout = max(0.0, next_poll - time.monotonic())
             await _wait(self._tick, timeout)
 
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
     def _jittered_poll(self) -> float:
         return self.poll_interval * random.uniform(0.8, 1.2)
 
@@ -490,8 +619,8 @@ class ThinWorker:
         """How long to sleep after an empty claim: the poll, or less if a delayed job is due."""
         wait = self._jittered_poll()
         assert self._session is not None
-        async with self._session.use() as conn:
-            due_in = await calls.anext_due_in(conn, self.entrypoints)
+        entrypoints = self.entrypoints
+        due_in = await self._session.call(lambda conn: calls.anext_due_in(conn, entrypoints))
         if due_in is not None:
             wait = min(wait, max(due_in, 0.0) + 0.005)
         return wait
@@ -518,8 +647,26 @@ class ThinWorker:
                 self._hb_wake.set()
 
     def _on_listener_connect(self) -> None:
+        if self._listener is not None and self._listener.connects > 1:
+            self.stats.listener_reconnects += 1
         self._notified = True  # poll once for what was missed while not listening
         self._kick()
+        if self._schedule_wake is not None:
+            self._schedule_wake.set()
+
+    async def _after_reconnect(self, conn: calls.AConn) -> None:
+        """First thing on a new session connection (before the call that met the broken one
+        is re-run): heartbeat every job this worker owns, so none goes stale while the loops
+        catch up; then wake the claim loop (claim once), the flush and the scheduler."""
+        self.stats.reconnects += 1
+        actives = list(self._active.values())
+        if actives:
+            self._apply_heartbeat(actives, await self._send_heartbeat(conn, actives))
+        self._notified = True
+        self._kick()
+        if self._results and self._results_ready is not None and self._flush_now is not None:
+            self._flush_now.set()
+            self._results_ready.set()
         if self._schedule_wake is not None:
             self._schedule_wake.set()
 
@@ -533,8 +680,10 @@ class ThinWorker:
         asked = min(self.batch_size, self.concurrency - len(self._running))
         if asked <= 0 or not self._handlers:
             return []
-        async with self._session.use() as conn:
-            rows = await calls.aclaim(conn, self.worker_id, self.entrypoints, asked)
+        entrypoints = self.entrypoints
+        rows = await self._session.call(
+            lambda conn: calls.aclaim(conn, self.worker_id, entrypoints, asked)
+        )
         jobs: list[Job[Any]] = []
         new: list[_Active] = []
         for row in rows:
@@ -569,33 +718,43 @@ class ThinWorker:
         del self._results[:MAX_FLUSH]
         if not batch:
             return 0
+        # The leases are those of the claim, whatever connection this ends up on: the session
+        # re-runs this same call after a reconnect.
+        args = (
+            [r.active.job.id for r in batch],
+            [r.active.job.lease for r in batch],
+            [r.status for r in batch],
+            [r.details for r in batch],
+        )
         try:
-            async with self._session.use() as conn:
-                accepted = set(
-                    await calls.acomplete(
-                        conn,
-                        self.worker_id,
-                        [r.active.job.id for r in batch],
-                        [r.active.job.lease for r in batch],
-                        [r.status for r in batch],
-                        [r.details for r in batch],
-                    )
-                )
+            accepted = set(
+                await self._session.call(lambda conn: calls.acomplete(conn, self.worker_id, *args))
+            )
         except BaseException:
             self._results[:0] = batch
             raise
+        rejected: list[int] = []
         for r in batch:
             job_id = r.active.job.id
             if self._active.get(job_id) is r.active:
                 del self._active[job_id]
             if job_id not in accepted:
+                rejected.append(job_id)
                 self.stats.lost += 1
+                self.stats.rejected += 1
             elif r.status == "successful":
                 self.stats.successful += 1
             elif r.status == "failed":
                 self.stats.failed += 1
             else:
                 self.stats.canceled += 1
+        if rejected:
+            log.warning(
+                "pgq-thin: %d result(s) not accepted, their lease was lost (the job went stale "
+                "and was claimed again, or was cancelled): jobs %s",
+                len(rejected),
+                ", ".join(map(str, rejected[:20])) + (" ..." if len(rejected) > 20 else ""),
+            )
         if self._results and self._results_ready is not None:
             self._results_ready.set()
         self._kick()
@@ -608,10 +767,18 @@ class ThinWorker:
         actives = list(self._active.values())
         if not actives:
             return {}
-        async with self._session.use() as conn:
-            answers = await calls.aheartbeat(
-                conn, self.worker_id, [a.job.id for a in actives], [a.job.lease for a in actives]
-            )
+        answers = await self._session.call(lambda conn: self._send_heartbeat(conn, actives))
+        return self._apply_heartbeat(actives, answers)
+
+    async def _send_heartbeat(
+        self, conn: calls.AConn, actives: list[_Active]
+    ) -> list[tuple[int, str]]:
+        ids, leases = [a.job.id for a in actives], [a.job.lease for a in actives]
+        return await calls.aheartbeat(conn, self.worker_id, ids, leases)
+
+    def _apply_heartbeat(
+        self, actives: list[_Active], answers: list[tuple[int, str]]
+    ) -> dict[int, str]:
         by_id = {a.job.id: a for a in actives}
         for job_id, state in answers:
             active = by_id[job_id]
@@ -637,10 +804,10 @@ class ThinWorker:
                 active.task.cancel()
         if not todo:
             return []
-        async with self._session.use() as conn:
-            released = await calls.arelease(
-                conn, self.worker_id, [a.job.id for a in todo], [a.job.lease for a in todo]
-            )
+        ids, leases = [a.job.id for a in todo], [a.job.lease for a in todo]
+        released = await self._session.call(
+            lambda conn: calls.arelease(conn, self.worker_id, ids, leases)
+        )
         for active in todo:
             if self._active.get(active.job.id) is active:
                 del self._active[active.job.id]
@@ -663,6 +830,8 @@ class ThinWorker:
         are cancelled and failed for an immediate retry elsewhere, unstarted ones released,
         results flushed."""
         self._request_stop()
+        if self._session is not None:  # with the database gone, do not wait for it forever
+            self._session.give_up_at(time.monotonic() + self.grace_period + 10.0)
         await self._stop_scheduler()
         await self.release_unstarted()
         if not await self.wait_idle(self.grace_period):
@@ -810,7 +979,7 @@ class ThinWorker:
 
     async def _flush_loop(self) -> None:
         assert self._results_ready is not None and self._flush_now is not None
-        failures = 0
+        backoff = Backoff(base=0.2, cap=10.0)
         while True:
             await self._results_ready.wait()
             self._results_ready.clear()
@@ -819,10 +988,9 @@ class ThinWorker:
             self._flush_now.clear()
             try:
                 await self.flush_once()
-                failures = 0
-            except (psycopg.OperationalError, psycopg.InterfaceError) as err:
-                failures += 1
-                delay = min(10.0, 0.2 * 2**failures)
+                backoff.reset()
+            except psycopg.OperationalError as err:  # lost connections are retried in the session
+                delay = max(0.2, backoff.next_delay())
                 log.warning("pgq-thin complete failed (%s); retrying in %.1f s", err, delay)
                 await asyncio.sleep(delay)
                 self._results_ready.set()
@@ -839,14 +1007,14 @@ class ThinWorker:
             self._hb_wake.clear()
             try:
                 await self.heartbeat_once()
-            except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+            except psycopg.OperationalError as err:  # lost connections are retried in the session
                 log.warning("pgq-thin heartbeat failed (%s); next try at the next interval", err)
 
     async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
         """Fire the due ticks of all schedules (run-once step of the scheduler loop)."""
         assert self._session is not None and self._scheduler is not None
-        async with self._session.use() as conn:
-            return await self._scheduler.fire_due(conn, at)
+        scheduler = self._scheduler
+        return await self._session.call(lambda conn: scheduler.fire_due(conn, at))
 
     async def _schedule_loop(self) -> None:
         """Register the schedules, then fire ticks as they fall due. Sleeps until the earliest
@@ -854,23 +1022,27 @@ class ThinWorker:
         notification; the sleep is capped so clock drift cannot stall a schedule."""
         assert self._session is not None and self._scheduler is not None
         assert self._schedule_wake is not None and self._stopping is not None
+        scheduler = self._scheduler
         registered = False
-        failures = 0
+        backoff = Backoff(base=0.5, cap=30.0)
+
+        async def step(conn: calls.AConn) -> float | None:
+            nonlocal registered
+            if not registered:
+                await scheduler.register(conn)
+                registered = True
+            await scheduler.fire_due(conn)
+            return await scheduler.seconds_until_due(conn)
+
         while not self._stopping.is_set():
             self._schedule_wake.clear()
             try:
-                async with self._session.use() as conn:
-                    if not registered:
-                        await self._scheduler.register(conn)
-                        registered = True
-                    await self._scheduler.fire_due(conn)
-                    due_in = await self._scheduler.seconds_until_due(conn)
-                failures = 0
+                due_in = await self._session.call(step)  # re-run whole after a reconnect
+                backoff.reset()
                 wait = SCHEDULE_MAX_SLEEP if due_in is None else max(due_in, 0.0)
                 wait = min(wait, SCHEDULE_MAX_SLEEP)
-            except (psycopg.OperationalError, psycopg.InterfaceError, PgqError) as err:
-                failures += 1
-                wait = min(30.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+            except (psycopg.OperationalError, PgqError) as err:
+                wait = max(0.5, backoff.next_delay())
                 log.warning("pgq-thin scheduler failed (%s); retrying in %.1f s", err, wait)
             if wait > 0:
                 await _wait(self._schedule_wake, wait + 0.002)
