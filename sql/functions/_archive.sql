@@ -1,28 +1,47 @@
--- pgq._archive(ids, statuses, details, at): move live jobs to pgq.job_history.
+-- pgq._archive(ids, statuses, details, at, worker_id, leases): move live jobs to pgq.job_history.
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
 --   status (successful, failed or canceled), details and finished_at = at. Returns the ids moved.
---   Callers validate input and must already hold the row locks (or accept that a vanished row is
---   skipped). A failed job's details are also appended to its error list.
+--   Without worker_id and leases, callers must already hold the row locks (a vanished row is
+--   skipped). With them, only jobs still running under that worker and lease move (the lease
+--   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
+--   'failed' job whose cancellation was requested ends as 'canceled'. A failed job's details are
+--   also appended to its error list. One statement: no separate locking pass.
 -- Locking: row locks on the deleted jobs.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
-CREATE OR REPLACE FUNCTION pgq._archive(ids bigint[], statuses text[], details jsonb[], at timestamptz)
+CREATE OR REPLACE FUNCTION pgq._archive(
+    ids        bigint[],
+    statuses   text[],
+    details    jsonb[],
+    at         timestamptz,
+    worker_id  uuid     DEFAULT NULL,
+    leases     bigint[] DEFAULT NULL
+)
 RETURNS SETOF bigint
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH input AS (
-        SELECT u.id, u.status, u.details
-          FROM unnest(_archive.ids, _archive.statuses, _archive.details) AS u(id, status, details)
+        SELECT u.id, u.lease, u.status, u.details
+          FROM unnest(_archive.ids, _archive.leases, _archive.statuses, _archive.details)
+               AS u(id, lease, status, details)
     ), gone AS (
         DELETE FROM pgq.jobs j
          USING input i
          WHERE j.id = i.id
-        RETURNING j.*, i.status AS final_status, i.details AS final_details
+           AND (_archive.leases IS NULL
+                OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
+        RETURNING j.*,
+                  CASE WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
+                       ELSE i.status END AS final_status,
+                  i.details AS final_details
     )
-    INSERT INTO pgq.job_history (id, entrypoint, status, priority, attempt, payload, headers,
-                                 dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                 details, errors)
+    INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
+                                      dedupe_key, enqueued_at, started_at, finished_at, worker_id,
+                                      details, errors)
     SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
            g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
            g.final_details,
@@ -31,7 +50,8 @@ AS $$
                          'attempt', g.attempt, 'at', _archive.at, 'details', g.final_details))
                 ELSE g.errors END
       FROM gone g
-    RETURNING id;
+    RETURNING h.id;
+END
 $$;
-COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz) IS
-    'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status; returns the ids moved.';
+COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS
+    'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status (lease-checked when leases are given); returns the ids moved.';

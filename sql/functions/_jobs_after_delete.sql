@@ -16,7 +16,9 @@ BEGIN
       FROM pgq.entrypoints c
      WHERE c.concurrency_limit IS NOT NULL
        AND c.entrypoint IN (SELECT o.entrypoint FROM old_rows o WHERE o.status = 'running');
-    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
     RETURN NULL;
 END
 $$;

@@ -19,7 +19,9 @@ BEGIN
     SELECT jsonb_agg(DISTINCT n.entrypoint) INTO v_eps
       FROM new_rows n
      WHERE n.status = 'queued';
-    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
     RETURN NULL;
 END
 $$;

@@ -24,8 +24,12 @@ BEGIN
       FROM new_rows n
       JOIN old_rows o ON o.id = n.id;
 
-    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
-    PERFORM pgq._notify('cancel', 'ids', v_ids);
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
+    IF v_ids IS NOT NULL THEN
+        PERFORM pgq._notify('cancel', 'ids', v_ids);
+    END IF;
     RETURN NULL;
 END
 $$;

@@ -6,16 +6,19 @@
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._notify(kind text, field text, vals jsonb)
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
-    SELECT pg_notify('pgq_events', jsonb_build_object('kind', kind, field, chunk.vals)::text)
-      FROM (
-            SELECT jsonb_agg(v.value ORDER BY v.ord) AS vals
-              FROM jsonb_array_elements(_notify.vals) WITH ORDINALITY AS v(value, ord)
-             GROUP BY (v.ord - 1) / CASE WHEN _notify.field = 'ids' THEN 300 ELSE 15 END
-           ) AS chunk;
+BEGIN
+    IF _notify.vals IS NULL OR jsonb_array_length(_notify.vals) = 0 THEN
+        RETURN;
+    END IF;
+    PERFORM pg_notify('pgq_events', jsonb_build_object('kind', _notify.kind, _notify.field, chunk.vals)::text)
+       FROM (SELECT jsonb_agg(v.value ORDER BY v.ord) AS vals
+               FROM jsonb_array_elements(_notify.vals) WITH ORDINALITY AS v(value, ord)
+              GROUP BY (v.ord - 1) / CASE WHEN _notify.field = 'ids' THEN 300 ELSE 15 END) AS chunk;
+END
 $$;
 COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
     'Private. Sends {"kind": kind, field: vals} on pgq_events in chunks well under the NOTIFY size limit.';

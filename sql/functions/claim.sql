@@ -30,6 +30,7 @@ AS $$
 DECLARE
     v_now     timestamptz := coalesce(claim.at, now());
     v_limited text[];
+    v_ids     bigint[];
 BEGIN
     IF claim.worker_id IS NULL THEN
         RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
@@ -76,7 +77,8 @@ BEGIN
                 FOR UPDATE OF j SKIP LOCKED) AS s
      HAVING count(*) > 0;
 
-    RETURN QUERY
+    -- Lock the jobs to take. (Their ids go to an array: the UPDATE below then finds them by
+    -- primary key whatever the planner guesses about the LIMITs.)
     WITH eps AS (
         SELECT c.entrypoint, c.heartbeat_timeout, c.max_attempts,
                CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
@@ -101,7 +103,7 @@ BEGIN
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)
     ), candidates AS (
-        SELECT q.id, q.priority, q.run_at, eps.max_attempts, eps.heartbeat_timeout
+        SELECT q.id, q.priority, q.run_at
           FROM eps
          CROSS JOIN LATERAL (
                SELECT j.id, j.priority, j.run_at
@@ -113,7 +115,7 @@ BEGIN
                 LIMIT eps.quota
                   FOR UPDATE SKIP LOCKED) AS q
         UNION ALL
-        SELECT s.id, s.priority, s.run_at, eps.max_attempts, eps.heartbeat_timeout
+        SELECT s.id, s.priority, s.run_at
           FROM eps
          CROSS JOIN LATERAL (
                SELECT j.id, j.priority, j.run_at
@@ -126,12 +128,18 @@ BEGIN
                 ORDER BY j.priority DESC, j.run_at, j.id
                 LIMIT eps.stale_quota
                   FOR UPDATE SKIP LOCKED) AS s
-    ), picked AS (
-        SELECT c.*
-          FROM candidates c
-         ORDER BY c.priority DESC, c.run_at, c.id
-         LIMIT claim.batch_size
-    ), claimed AS (
+    )
+    SELECT array_agg(p.id) INTO v_ids
+      FROM (SELECT c.id
+              FROM candidates c
+             ORDER BY c.priority DESC, c.run_at, c.id
+             LIMIT claim.batch_size) AS p;
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+
+    RETURN QUERY
+    WITH claimed AS (
         UPDATE pgq.jobs j
            SET status = 'running',
                lease = nextval('pgq.lease_seq'),
@@ -146,10 +154,11 @@ BEGIN
                                                                     'worker_id', j.worker_id,
                                                                     'heartbeat_at', j.heartbeat_at)))
                              ELSE j.errors END
-          FROM picked p
-         WHERE j.id = p.id
+          FROM pgq.entrypoints c
+         WHERE j.id = ANY (v_ids)
+           AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
-                  j.enqueued_at, j.run_at, j.dedupe_key, p.max_attempts, p.heartbeat_timeout
+                  j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout
     )
     SELECT c.* FROM claimed c ORDER BY c.priority DESC, c.run_at, c.id;
 END

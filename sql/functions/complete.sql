@@ -10,7 +10,7 @@
 --   is not retried: it moves to history as canceled. Every failure's details are kept in the
 --   job's error list. at NULL means now().
 -- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
---   this instant, and then sees its new lease.
+--   this instant, and then sees its new lease (and leaves the job alone).
 -- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
 CREATE OR REPLACE FUNCTION pgq.complete(
     worker_id  uuid,
@@ -31,7 +31,6 @@ DECLARE
     v_now   timestamptz := coalesce(complete.at, now());
     v_n     int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
     v_bad   record;
-    v_owned record;
 BEGIN
     IF complete.statuses IS NULL THEN
         RAISE EXCEPTION 'statuses must not be NULL' USING ERRCODE = 'PQ009';
@@ -63,52 +62,46 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Lock what this worker still owns and sort it: retry later, or finish for good.
-    SELECT array_agg(o.id) FILTER (WHERE o.retry) AS retry_ids,
-           array_agg(o.delay) FILTER (WHERE o.retry) AS retry_delays,
-           array_agg(o.details) FILTER (WHERE o.retry) AS retry_details,
-           array_agg(o.id) FILTER (WHERE NOT o.retry) AS done_ids,
-           array_agg(o.status) FILTER (WHERE NOT o.retry) AS done_statuses,
-           array_agg(o.details) FILTER (WHERE NOT o.retry) AS done_details
-      INTO v_owned
-      FROM (SELECT j.id, i.details,
-                   -- A failed job whose cancellation was requested is not retried: canceled.
-                   CASE WHEN j.cancel_requested AND i.status = 'failed' THEN 'canceled'
-                        ELSE i.status END AS status,
-                   i.status = 'failed' AND j.attempt < c.max_attempts AND NOT j.cancel_requested AS retry,
-                   CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
-                        THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
-                        -- In seconds (numeric): base * 2^40 as an interval overflows for a base
-                        -- of a few seconds or more.
-                        ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
-                                                         extract(epoch FROM c.backoff_base)
-                                                         * 2::numeric ^ least(j.attempt - 1, 40))::double precision
-                                                   * (0.5 + random() * 0.5)) END AS delay
-              FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
-                   AS i(id, lease, status, details)
-              JOIN pgq.jobs j ON j.id = i.id AND j.lease = i.lease
-              JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
-             WHERE j.status = 'running'
-               AND j.worker_id = complete.worker_id
-               FOR UPDATE OF j) AS o;
-
-    RETURN QUERY
-    UPDATE pgq.jobs j
-       SET status = 'queued',
-           run_at = v_now + r.delay,
-           lease = NULL,
-           worker_id = NULL,
-           started_at = NULL,
-           heartbeat_at = NULL,
-           errors = j.errors || jsonb_build_array(jsonb_build_object(
-                        'attempt', j.attempt, 'at', v_now, 'details', r.details))
-      FROM unnest(v_owned.retry_ids, v_owned.retry_delays, v_owned.retry_details) AS r(id, delay, details)
-     WHERE j.id = r.id
-    RETURNING j.id;
-
-    IF v_owned.done_ids IS NOT NULL THEN
-        RETURN QUERY SELECT pgq._archive(v_owned.done_ids, v_owned.done_statuses, v_owned.done_details, v_now);
+    -- Failures with attempts left go back to the queue. Each step is one statement whose
+    -- WHERE clause is the lease fence, re-checked by PostgreSQL on concurrent updates: no
+    -- separate locking pass.
+    IF 'failed' = ANY (complete.statuses) THEN
+        RETURN QUERY
+        UPDATE pgq.jobs j
+           SET status = 'queued',
+               run_at = v_now
+                        + CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                               THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
+                               -- In seconds (numeric): base * 2^40 as an interval overflows for a
+                               -- base of a few seconds or more.
+                               ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
+                                                                extract(epoch FROM c.backoff_base)
+                                                                * 2::numeric ^ least(j.attempt - 1, 40))::double precision
+                                                          * (0.5 + random() * 0.5)) END,
+               lease = NULL,
+               worker_id = NULL,
+               started_at = NULL,
+               heartbeat_at = NULL,
+               errors = j.errors || jsonb_build_array(jsonb_build_object(
+                            'attempt', j.attempt, 'at', v_now, 'details', i.details))
+          FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
+               AS i(id, lease, status, details),
+               pgq.entrypoints c
+         WHERE j.id = i.id
+           AND j.lease = i.lease
+           AND j.status = 'running'
+           AND j.worker_id = complete.worker_id
+           AND i.status = 'failed'
+           AND c.entrypoint = j.entrypoint
+           AND j.attempt < c.max_attempts
+           AND NOT j.cancel_requested
+        RETURNING j.id;
     END IF;
+
+    -- Everything else this worker still owns moves to history (retried jobs are queued now,
+    -- so the lease fence of _archive leaves them alone).
+    RETURN QUERY SELECT pgq._archive(complete.ids, complete.statuses, complete.details, v_now,
+                                     complete.worker_id, complete.leases);
 END
 $$;
 COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz) IS

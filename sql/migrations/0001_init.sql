@@ -145,31 +145,50 @@ CREATE TYPE pgq.claimed_job AS (
 SET check_function_bodies = false;
 
 -- sql/functions/_archive.sql
--- pgq._archive(ids, statuses, details, at): move live jobs to pgq.job_history.
+-- pgq._archive(ids, statuses, details, at, worker_id, leases): move live jobs to pgq.job_history.
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
 --   status (successful, failed or canceled), details and finished_at = at. Returns the ids moved.
---   Callers validate input and must already hold the row locks (or accept that a vanished row is
---   skipped). A failed job's details are also appended to its error list.
+--   Without worker_id and leases, callers must already hold the row locks (a vanished row is
+--   skipped). With them, only jobs still running under that worker and lease move (the lease
+--   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
+--   'failed' job whose cancellation was requested ends as 'canceled'. A failed job's details are
+--   also appended to its error list. One statement: no separate locking pass.
 -- Locking: row locks on the deleted jobs.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
-CREATE OR REPLACE FUNCTION pgq._archive(ids bigint[], statuses text[], details jsonb[], at timestamptz)
+CREATE OR REPLACE FUNCTION pgq._archive(
+    ids        bigint[],
+    statuses   text[],
+    details    jsonb[],
+    at         timestamptz,
+    worker_id  uuid     DEFAULT NULL,
+    leases     bigint[] DEFAULT NULL
+)
 RETURNS SETOF bigint
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH input AS (
-        SELECT u.id, u.status, u.details
-          FROM unnest(_archive.ids, _archive.statuses, _archive.details) AS u(id, status, details)
+        SELECT u.id, u.lease, u.status, u.details
+          FROM unnest(_archive.ids, _archive.leases, _archive.statuses, _archive.details)
+               AS u(id, lease, status, details)
     ), gone AS (
         DELETE FROM pgq.jobs j
          USING input i
          WHERE j.id = i.id
-        RETURNING j.*, i.status AS final_status, i.details AS final_details
+           AND (_archive.leases IS NULL
+                OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
+        RETURNING j.*,
+                  CASE WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
+                       ELSE i.status END AS final_status,
+                  i.details AS final_details
     )
-    INSERT INTO pgq.job_history (id, entrypoint, status, priority, attempt, payload, headers,
-                                 dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                 details, errors)
+    INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
+                                      dedupe_key, enqueued_at, started_at, finished_at, worker_id,
+                                      details, errors)
     SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
            g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
            g.final_details,
@@ -178,10 +197,11 @@ AS $$
                          'attempt', g.attempt, 'at', _archive.at, 'details', g.final_details))
                 ELSE g.errors END
       FROM gone g
-    RETURNING id;
+    RETURNING h.id;
+END
 $$;
-COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz) IS
-    'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status; returns the ids moved.';
+COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS
+    'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status (lease-checked when leases are given); returns the ids moved.';
 
 -- sql/functions/_check_batch.sql
 -- pgq._check_batch(worker_id, ids, leases): validate the arguments every lease-guarded call takes.
@@ -243,7 +263,9 @@ BEGIN
       FROM pgq.entrypoints c
      WHERE c.concurrency_limit IS NOT NULL
        AND c.entrypoint IN (SELECT o.entrypoint FROM old_rows o WHERE o.status = 'running');
-    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -272,7 +294,9 @@ BEGIN
     SELECT jsonb_agg(DISTINCT n.entrypoint) INTO v_eps
       FROM new_rows n
      WHERE n.status = 'queued';
-    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -306,8 +330,12 @@ BEGIN
       FROM new_rows n
       JOIN old_rows o ON o.id = n.id;
 
-    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
-    PERFORM pgq._notify('cancel', 'ids', v_ids);
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
+    IF v_ids IS NOT NULL THEN
+        PERFORM pgq._notify('cancel', 'ids', v_ids);
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -323,16 +351,19 @@ COMMENT ON FUNCTION pgq._jobs_after_update() IS
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._notify(kind text, field text, vals jsonb)
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
-    SELECT pg_notify('pgq_events', jsonb_build_object('kind', kind, field, chunk.vals)::text)
-      FROM (
-            SELECT jsonb_agg(v.value ORDER BY v.ord) AS vals
-              FROM jsonb_array_elements(_notify.vals) WITH ORDINALITY AS v(value, ord)
-             GROUP BY (v.ord - 1) / CASE WHEN _notify.field = 'ids' THEN 300 ELSE 15 END
-           ) AS chunk;
+BEGIN
+    IF _notify.vals IS NULL OR jsonb_array_length(_notify.vals) = 0 THEN
+        RETURN;
+    END IF;
+    PERFORM pg_notify('pgq_events', jsonb_build_object('kind', _notify.kind, _notify.field, chunk.vals)::text)
+       FROM (SELECT jsonb_agg(v.value ORDER BY v.ord) AS vals
+               FROM jsonb_array_elements(_notify.vals) WITH ORDINALITY AS v(value, ord)
+              GROUP BY (v.ord - 1) / CASE WHEN _notify.field = 'ids' THEN 300 ELSE 15 END) AS chunk;
+END
 $$;
 COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
     'Private. Sends {"kind": kind, field: vals} on pgq_events in chunks well under the NOTIFY size limit.';
@@ -417,6 +448,7 @@ AS $$
 DECLARE
     v_now     timestamptz := coalesce(claim.at, now());
     v_limited text[];
+    v_ids     bigint[];
 BEGIN
     IF claim.worker_id IS NULL THEN
         RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
@@ -463,7 +495,8 @@ BEGIN
                 FOR UPDATE OF j SKIP LOCKED) AS s
      HAVING count(*) > 0;
 
-    RETURN QUERY
+    -- Lock the jobs to take. (Their ids go to an array: the UPDATE below then finds them by
+    -- primary key whatever the planner guesses about the LIMITs.)
     WITH eps AS (
         SELECT c.entrypoint, c.heartbeat_timeout, c.max_attempts,
                CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
@@ -488,7 +521,7 @@ BEGIN
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)
     ), candidates AS (
-        SELECT q.id, q.priority, q.run_at, eps.max_attempts, eps.heartbeat_timeout
+        SELECT q.id, q.priority, q.run_at
           FROM eps
          CROSS JOIN LATERAL (
                SELECT j.id, j.priority, j.run_at
@@ -500,7 +533,7 @@ BEGIN
                 LIMIT eps.quota
                   FOR UPDATE SKIP LOCKED) AS q
         UNION ALL
-        SELECT s.id, s.priority, s.run_at, eps.max_attempts, eps.heartbeat_timeout
+        SELECT s.id, s.priority, s.run_at
           FROM eps
          CROSS JOIN LATERAL (
                SELECT j.id, j.priority, j.run_at
@@ -513,12 +546,18 @@ BEGIN
                 ORDER BY j.priority DESC, j.run_at, j.id
                 LIMIT eps.stale_quota
                   FOR UPDATE SKIP LOCKED) AS s
-    ), picked AS (
-        SELECT c.*
-          FROM candidates c
-         ORDER BY c.priority DESC, c.run_at, c.id
-         LIMIT claim.batch_size
-    ), claimed AS (
+    )
+    SELECT array_agg(p.id) INTO v_ids
+      FROM (SELECT c.id
+              FROM candidates c
+             ORDER BY c.priority DESC, c.run_at, c.id
+             LIMIT claim.batch_size) AS p;
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+
+    RETURN QUERY
+    WITH claimed AS (
         UPDATE pgq.jobs j
            SET status = 'running',
                lease = nextval('pgq.lease_seq'),
@@ -533,10 +572,11 @@ BEGIN
                                                                     'worker_id', j.worker_id,
                                                                     'heartbeat_at', j.heartbeat_at)))
                              ELSE j.errors END
-          FROM picked p
-         WHERE j.id = p.id
+          FROM pgq.entrypoints c
+         WHERE j.id = ANY (v_ids)
+           AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
-                  j.enqueued_at, j.run_at, j.dedupe_key, p.max_attempts, p.heartbeat_timeout
+                  j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout
     )
     SELECT c.* FROM claimed c ORDER BY c.priority DESC, c.run_at, c.id;
 END
@@ -557,7 +597,7 @@ COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz) IS
 --   is not retried: it moves to history as canceled. Every failure's details are kept in the
 --   job's error list. at NULL means now().
 -- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
---   this instant, and then sees its new lease.
+--   this instant, and then sees its new lease (and leaves the job alone).
 -- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
 CREATE OR REPLACE FUNCTION pgq.complete(
     worker_id  uuid,
@@ -578,7 +618,6 @@ DECLARE
     v_now   timestamptz := coalesce(complete.at, now());
     v_n     int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
     v_bad   record;
-    v_owned record;
 BEGIN
     IF complete.statuses IS NULL THEN
         RAISE EXCEPTION 'statuses must not be NULL' USING ERRCODE = 'PQ009';
@@ -610,52 +649,46 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Lock what this worker still owns and sort it: retry later, or finish for good.
-    SELECT array_agg(o.id) FILTER (WHERE o.retry) AS retry_ids,
-           array_agg(o.delay) FILTER (WHERE o.retry) AS retry_delays,
-           array_agg(o.details) FILTER (WHERE o.retry) AS retry_details,
-           array_agg(o.id) FILTER (WHERE NOT o.retry) AS done_ids,
-           array_agg(o.status) FILTER (WHERE NOT o.retry) AS done_statuses,
-           array_agg(o.details) FILTER (WHERE NOT o.retry) AS done_details
-      INTO v_owned
-      FROM (SELECT j.id, i.details,
-                   -- A failed job whose cancellation was requested is not retried: canceled.
-                   CASE WHEN j.cancel_requested AND i.status = 'failed' THEN 'canceled'
-                        ELSE i.status END AS status,
-                   i.status = 'failed' AND j.attempt < c.max_attempts AND NOT j.cancel_requested AS retry,
-                   CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
-                        THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
-                        -- In seconds (numeric): base * 2^40 as an interval overflows for a base
-                        -- of a few seconds or more.
-                        ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
-                                                         extract(epoch FROM c.backoff_base)
-                                                         * 2::numeric ^ least(j.attempt - 1, 40))::double precision
-                                                   * (0.5 + random() * 0.5)) END AS delay
-              FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
-                   AS i(id, lease, status, details)
-              JOIN pgq.jobs j ON j.id = i.id AND j.lease = i.lease
-              JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
-             WHERE j.status = 'running'
-               AND j.worker_id = complete.worker_id
-               FOR UPDATE OF j) AS o;
-
-    RETURN QUERY
-    UPDATE pgq.jobs j
-       SET status = 'queued',
-           run_at = v_now + r.delay,
-           lease = NULL,
-           worker_id = NULL,
-           started_at = NULL,
-           heartbeat_at = NULL,
-           errors = j.errors || jsonb_build_array(jsonb_build_object(
-                        'attempt', j.attempt, 'at', v_now, 'details', r.details))
-      FROM unnest(v_owned.retry_ids, v_owned.retry_delays, v_owned.retry_details) AS r(id, delay, details)
-     WHERE j.id = r.id
-    RETURNING j.id;
-
-    IF v_owned.done_ids IS NOT NULL THEN
-        RETURN QUERY SELECT pgq._archive(v_owned.done_ids, v_owned.done_statuses, v_owned.done_details, v_now);
+    -- Failures with attempts left go back to the queue. Each step is one statement whose
+    -- WHERE clause is the lease fence, re-checked by PostgreSQL on concurrent updates: no
+    -- separate locking pass.
+    IF 'failed' = ANY (complete.statuses) THEN
+        RETURN QUERY
+        UPDATE pgq.jobs j
+           SET status = 'queued',
+               run_at = v_now
+                        + CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                               THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
+                               -- In seconds (numeric): base * 2^40 as an interval overflows for a
+                               -- base of a few seconds or more.
+                               ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
+                                                                extract(epoch FROM c.backoff_base)
+                                                                * 2::numeric ^ least(j.attempt - 1, 40))::double precision
+                                                          * (0.5 + random() * 0.5)) END,
+               lease = NULL,
+               worker_id = NULL,
+               started_at = NULL,
+               heartbeat_at = NULL,
+               errors = j.errors || jsonb_build_array(jsonb_build_object(
+                            'attempt', j.attempt, 'at', v_now, 'details', i.details))
+          FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
+               AS i(id, lease, status, details),
+               pgq.entrypoints c
+         WHERE j.id = i.id
+           AND j.lease = i.lease
+           AND j.status = 'running'
+           AND j.worker_id = complete.worker_id
+           AND i.status = 'failed'
+           AND c.entrypoint = j.entrypoint
+           AND j.attempt < c.max_attempts
+           AND NOT j.cancel_requested
+        RETURNING j.id;
     END IF;
+
+    -- Everything else this worker still owns moves to history (retried jobs are queued now,
+    -- so the lease fence of _archive leaves them alone).
+    RETURN QUERY SELECT pgq._archive(complete.ids, complete.statuses, complete.details, v_now,
+                                     complete.worker_id, complete.leases);
 END
 $$;
 COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz) IS
