@@ -26,9 +26,14 @@ ENQUEUE = (
     "SELECT pgq.enqueue(%s::text, %s::jsonb, %s::int, %s::timestamptz, %s::text, %s::jsonb,"
     " %s::text)"
 )
+# Payloads and headers travel as one JSON array each (one parameter, adapted far faster than a
+# list of jsonb values) and are unpacked in order; a JSON null element means no payload/headers.
 ENQUEUE_MANY = (
-    "SELECT * FROM pgq.enqueue_many(%s::text[], %s::jsonb[], %s::int[], %s::timestamptz[],"
-    " %s::text[], %s::jsonb[], %s::text)"
+    "SELECT * FROM pgq.enqueue_many(%s::text[],"
+    " ARRAY(SELECT nullif(e, 'null') FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY t(e, i)"
+    " ORDER BY i), %s::int[], %s::timestamptz[], %s::text[],"
+    " ARRAY(SELECT nullif(e, 'null') FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY t(e, i)"
+    " ORDER BY i), %s::text)"
 )
 CANCEL = "SELECT * FROM pgq.cancel(%s::bigint[])"
 CLAIM = "SELECT * FROM pgq.claim(%s::uuid, %s::text[], %s::int)"
@@ -103,13 +108,14 @@ def enqueue_many_args(
     headers: Sequence[dict[str, Any] | None] | None,
     on_conflict: str,
 ) -> tuple[Any, ...]:
+    n = len(entrypoints)
     return (
         list(entrypoints),
-        None if payloads is None else [jsonb(p) for p in payloads],
+        Jsonb([None] * n if payloads is None else list(payloads)),
         None if priorities is None else list(priorities),
         None if run_ats is None else list(run_ats),
         None if dedupe_keys is None else list(dedupe_keys),
-        None if headers is None else [jsonb(h) for h in headers],
+        Jsonb([None] * n if headers is None else list(headers)),
         on_conflict,
     )
 
