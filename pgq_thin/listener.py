@@ -100,10 +100,16 @@ class Listener:
                 self.backoff.reset()
 
     async def _ping(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        try:
-            await asyncio.wait_for(calls.aping(conn), self.ping_timeout)
-        except TimeoutError:
-            raise ListenerStalled(f"no answer to a ping within {self.ping_timeout:g} s") from None
+        # Not asyncio.wait_for: cancelling a query makes psycopg wait for the server to
+        # confirm, which a dead peer never does. Close the connection under the ping instead.
+        ping = asyncio.ensure_future(calls.aping(conn))
+        done, _ = await asyncio.wait({ping}, timeout=self.ping_timeout)
+        if not done:
+            await conn.close()
+            ping.cancel()
+            await asyncio.gather(ping, return_exceptions=True)
+            raise ListenerStalled(f"no answer to a ping within {self.ping_timeout:g} s")
+        ping.result()
         self.pings += 1
 
     def _dispatch(self, payload: str) -> None:

@@ -165,6 +165,9 @@ class ThinWorker:
         transaction-mode pooler when no direct connection is allowed).
     :param listen_dsn: where to LISTEN (default: ``dsn``); a direct connection to PostgreSQL
         when ``dsn`` points at a transaction-mode pooler.
+    :param ping_interval: the listener pings its connection after this many quiet seconds.
+    :param ping_timeout: a ping not answered within this many seconds counts as a lost
+        listener connection (it is replaced at once).
     :param reconnect_timeout: seconds without a working connection after which the run fails
         (and the supervisor restarts it); None: keep reconnecting forever.
     :param restart_on_failure: ``run``/``arun`` restart the worker after an unrecoverable error.
@@ -186,6 +189,8 @@ class ThinWorker:
         flush_size: int | None = None,
         listen: bool = True,
         listen_dsn: str | None = None,
+        ping_interval: float = 5.0,
+        ping_timeout: float = 5.0,
         reconnect_timeout: float | None = 300.0,
         restart_on_failure: bool = True,
         max_restarts: int = 5,
@@ -202,6 +207,8 @@ class ThinWorker:
         self.flush_size = flush_size
         self.listen = listen
         self.listen_dsn = listen_dsn
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
         self.reconnect_timeout = reconnect_timeout
         self.restart_on_failure = restart_on_failure
         self.max_restarts = max_restarts
@@ -359,7 +366,13 @@ class ThinWorker:
         )
         if self.listen:
             listen_dsn = self.listen_dsn or dsn
-            self._listener = Listener(listen_dsn, self._on_event, self._on_listener_connect)
+            self._listener = Listener(
+                listen_dsn,
+                self._on_event,
+                self._on_listener_connect,
+                check_interval=self.ping_interval,
+                ping_timeout=self.ping_timeout,
+            )
 
     async def close(self) -> None:
         """Stop background tasks, close connections. Results not yet written are lost here:
@@ -402,6 +415,15 @@ class ThinWorker:
             log.info("pgq-thin worker %s stopping: no new claims", self.worker_id)
             self._stopping.set()
             self._kick()
+
+    @property
+    def backend_pids(self) -> dict[str, int | None]:
+        """Server processes of the worker's connections (``session``, ``listener``), for
+        operations and fault tests (``pg_terminate_backend``); None when not connected."""
+        return {
+            "session": None if self._session is None else self._session.backend_pid,
+            "listener": None if self._listener is None else self._listener.backend_pid,
+        }
 
     @property
     def stopping(self) -> bool:
@@ -740,8 +762,10 @@ class ThinWorker:
                 del self._active[job_id]
             if job_id not in accepted:
                 rejected.append(job_id)
-                self.stats.lost += 1
                 self.stats.rejected += 1
+                if not r.active.lost:  # a heartbeat may have said so already
+                    r.active.lost = True
+                    self.stats.lost += 1
             elif r.status == "successful":
                 self.stats.successful += 1
             elif r.status == "failed":

@@ -34,3 +34,10 @@ def make_worker() -> ThinWorker:
 async def lifespan() -> AsyncIterator[ThinWorker]:
     """An async context manager factory, as ``pgq-thin run client_app:lifespan``."""
     yield worker
+
+
+@worker.entrypoint("proc.slow_first")
+async def slow_first(job: Job[Any]) -> None:
+    """Slow on the first attempt only: a re-delivered job finishes at once."""
+    if job.attempt == 1:
+        await asyncio.sleep(float((job.payload or {}).get("sleep", 0)))

