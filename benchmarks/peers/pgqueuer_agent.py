@@ -5,6 +5,8 @@ the pgq-thin environment. Uses PgQueuer's own public API only. Prints one JSON l
   enqueue  --dsn D --driver asyncpg|psycopg --jobs N --batch B
   latency-worker   --dsn D --driver asyncpg|psycopg --jobs N --timeout S
   latency-producer --dsn D --driver asyncpg|psycopg --jobs N --interval-ms MS
+  steady-worker    --dsn D --driver asyncpg|psycopg --jobs N --batch B --timeout S
+  steady-producer  --dsn D --driver asyncpg|psycopg --rates R1,R2 --seconds S --tick-ms T
 """
 
 from __future__ import annotations
@@ -13,12 +15,18 @@ import argparse
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from pgqueuer import AsyncpgDriver, PsycopgDriver, Queries, QueueManager
 from pgqueuer.domain.types import QueueExecutionMode
+
+# The bounded histogram of the harness (benchmarks/common.py; needs only psycopg, present here).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from common import LogHistogram
 
 ENTRYPOINT = "noop"
 
@@ -115,21 +123,118 @@ async def latency_producer(args: argparse.Namespace) -> dict[str, Any]:
     return {"jobs": args.jobs, "seconds": time.perf_counter() - start}
 
 
+async def steady_worker(args: argparse.Namespace) -> dict[str, Any]:
+    conn, drv = await connect(args.dsn, args.driver)
+    qm = QueueManager(Queries(drv))
+    hists: dict[int, LogHistogram] = {}
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    state = {"n": 0}
+
+    @qm.entrypoint(ENTRYPOINT)
+    async def record(job: Any) -> None:
+        now = time.time_ns()
+        d = json.loads(job.payload)
+        p = int(d["p"])
+        if p not in hists:
+            hists[p] = LogHistogram()
+            first[p] = now
+        hists[p].record((now - int(d["t"])) / 1000.0)
+        last[p] = now
+        state["n"] += 1
+        if state["n"] >= args.jobs:
+            qm.shutdown.set()
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(qm.run(batch_size=args.batch), args.timeout)
+    await conn.close()
+    return {
+        "handled": state["n"],
+        "phases": {
+            str(p): {"hist": h.to_dict(), "first_ns": first[p], "last_ns": last[p]}
+            for p, h in hists.items()
+        },
+    }
+
+
+async def steady_producer(args: argparse.Namespace) -> dict[str, Any]:
+    """Same grid as thin_agent.py steady-producer: every tick, one batched Queries.enqueue
+    call with every job due by now."""
+    conn, drv = await connect(args.dsn, args.driver)
+    q = Queries(drv)
+    tick = args.tick_ms / 1000.0
+    phases = []
+    for p, rate in enumerate(float(r) for r in args.rates.split(",")):
+        total = int(rate * args.seconds)
+        sent = calls_n = 0
+        max_lag = 0.0
+        start_ns = time.time_ns()
+        start = time.perf_counter()
+        deadline = start + args.seconds * 3 + 10
+        i = 0
+        while sent < total and time.perf_counter() < deadline:
+            i += 1
+            now = time.perf_counter()
+            due = min(total, int((now - start) * rate) + 1)
+            if due > sent:
+                k = min(due - sent, args.max_batch)
+                max_lag = max(max_lag, now - (start + sent / rate))
+                body = json.dumps({"t": time.time_ns(), "p": p}).encode()
+                await q.enqueue([ENTRYPOINT] * k, [body] * k, [0] * k)
+                sent += k
+                calls_n += 1
+            delay = start + i * tick - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        phases.append(
+            {
+                "phase": p,
+                "rate": rate,
+                "sent": sent,
+                "calls": calls_n,
+                "start_ns": start_ns,
+                "end_ns": time.time_ns(),
+                "seconds": time.perf_counter() - start,
+                "max_lag_ms": max_lag * 1000.0,
+            }
+        )
+        await asyncio.sleep(args.pause)
+    await conn.close()
+    return {"phases": phases}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["drain", "enqueue", "latency-worker", "latency-producer"])
+    p.add_argument(
+        "command",
+        choices=[
+            "drain",
+            "enqueue",
+            "latency-worker",
+            "latency-producer",
+            "steady-worker",
+            "steady-producer",
+        ],
+    )
     p.add_argument("--dsn", required=True)
     p.add_argument("--driver", choices=["asyncpg", "psycopg"], default="asyncpg")
     p.add_argument("--batch", type=int, default=10)
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--interval-ms", type=float, default=20.0)
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--rates", default="500,2000,5000")
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--tick-ms", type=float, default=10.0)
+    p.add_argument("--max-batch", type=int, default=1000)
+    p.add_argument("--pause", type=float, default=2.0)
     args = p.parse_args()
     fn = {
         "drain": drain,
         "enqueue": enqueue,
         "latency-worker": latency_worker,
         "latency-producer": latency_producer,
+        "steady-worker": steady_worker,
+        "steady-producer": steady_producer,
     }[args.command]
     result = asyncio.run(fn(args))
     print(json.dumps(result))
