@@ -85,6 +85,30 @@ def add_run(parser: argparse.ArgumentParser) -> None:
         default=False,
         help="exit once a claim finds nothing and nothing runs (tests, scripts)",
     )
+    parser.add_argument(
+        "--listen-dsn",
+        default=None,
+        help="where the listener connects (default: the DSN); a direct connection when --dsn is a "
+        "transaction-mode pooler",
+    )
+    parser.add_argument(
+        "--no-listen",
+        action="store_true",
+        default=False,
+        help="poll only, no listener for notifications (when no direct connection is available)",
+    )
+    parser.add_argument(
+        "--no-restart",
+        action="store_true",
+        default=False,
+        help="exit on an unrecoverable error instead of restarting the worker",
+    )
+    parser.add_argument(
+        "--max-restarts",
+        type=int,
+        default=None,
+        help="restarts in a row before giving up (default: the worker's, 5)",
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
 
 
@@ -145,6 +169,16 @@ async def _arun(worker: ThinWorker, args: argparse.Namespace) -> None:
             setattr(worker, name, value)
     if args.entrypoint:
         worker.restrict(args.entrypoint)
+    if args.listen_dsn:
+        worker.listen_dsn = args.listen_dsn
+    if args.no_listen:
+        worker.listen = False
+    if args.no_restart:
+        worker.restart_on_failure = False
+    if args.max_restarts is not None:
+        if args.max_restarts < 0:
+            raise _usage(f"--max-restarts must not be negative, got {args.max_restarts}")
+        worker.max_restarts = args.max_restarts
     await worker.arun(until_empty=args.drain)
 
 

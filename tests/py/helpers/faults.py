@@ -99,9 +99,11 @@ class PgBouncer:
             cur = conn.execute(command)
             return cur.fetchall() if cur.description else []
 
-    def version(self) -> str:
+    @staticmethod
+    def version_of() -> str:
         binary = pgbouncer_binary()
-        assert binary is not None
+        if binary is None:
+            return "not installed"
         out = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
         return out.splitlines()[0] if out else "unknown"
 
