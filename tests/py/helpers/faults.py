@@ -34,17 +34,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _as_user(command: Sequence[str]) -> list[str]:
+def _as_user(command: Sequence[str], user: str = RUN_AS) -> list[str]:
     if os.geteuid() != 0:
         return list(command)
-    return ["runuser", "-u", RUN_AS, "--", *command]
+    return ["runuser", "-u", user, "--", *command]
 
 
-def _own_dir(prefix: str) -> Path:
+def _own_dir(prefix: str, user: str = RUN_AS) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix))
     if os.geteuid() == 0:
-        user = pwd.getpwnam(RUN_AS)
-        os.chown(path, user.pw_uid, user.pw_gid)
+        entry = pwd.getpwnam(user)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
     return path
 
 
@@ -120,7 +120,12 @@ def pgbouncer(
     host = str(params.get("host") or "127.0.0.1")
     port = int(params.get("port") or 5432)
     user = str(params.get("user") or "postgres")
-    folder = _own_dir("pgq-pgbouncer-")
+    # Through a Unix socket (the embedded server), run as the socket folder's owner, who can
+    # reach it; otherwise as postgres.
+    run_as = RUN_AS
+    if host.startswith("/") and os.geteuid() == 0:
+        run_as = pwd.getpwuid(os.stat(host).st_uid).pw_name
+    folder = _own_dir("pgq-pgbouncer-", run_as)
     listen = free_port()
     config = {
         "listen_addr": "127.0.0.1",
@@ -145,9 +150,9 @@ def pgbouncer(
     ini.write_text("\n".join(lines) + "\n")
     for path in folder.iterdir():
         if os.geteuid() == 0:
-            shutil.chown(path, RUN_AS, RUN_AS)
+            shutil.chown(path, run_as, run_as)
     process = subprocess.Popen(
-        _as_user([binary, str(ini)]), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        _as_user([binary, str(ini)], run_as), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     bouncer = PgBouncer(port=listen, folder=folder, process=process, user=user)
     try:
