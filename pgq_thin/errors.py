@@ -160,5 +160,6 @@ def translated() -> Iterator[None]:
             raise
         raise mapped from err
 
+
 #: The name docs/errors.md uses for PQ900.
 ForeignSchema = ForeignSchemaError
