@@ -41,13 +41,14 @@ BEGIN
     )
     INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                       dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                      details, errors)
+                                      lease, details, errors)
     SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
            g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
-           g.final_details,
+           g.lease, g.final_details,
            CASE WHEN g.final_status = 'failed'
                 THEN g.errors || jsonb_build_array(jsonb_build_object(
-                         'attempt', g.attempt, 'at', _archive.at, 'details', g.final_details))
+                         'attempt', g.attempt, 'at', _archive.at, 'lease', g.lease,
+                         'details', g.final_details))
                 ELSE g.errors END
       FROM gone g
     RETURNING h.id;

@@ -147,6 +147,8 @@ BEGIN
                started_at = v_now,
                heartbeat_at = v_now,
                attempt = j.attempt + 1,
+               -- A re-claimed stale job notes the timeout; no lease in the entry: a lease in
+               -- the error list means that attempt's result was applied (see pgq.complete).
                errors = CASE WHEN j.status = 'running'
                              THEN j.errors || jsonb_build_array(jsonb_build_object(
                                       'attempt', j.attempt, 'at', v_now,

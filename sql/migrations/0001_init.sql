@@ -113,6 +113,7 @@ CREATE TABLE pgq.job_history (
     started_at   timestamptz,
     finished_at  timestamptz NOT NULL,
     worker_id    uuid,
+    lease        bigint,
     details      jsonb,
     errors       jsonb       NOT NULL DEFAULT '[]',
     CONSTRAINT job_history_pkey PRIMARY KEY (id),
@@ -188,13 +189,14 @@ BEGIN
     )
     INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                       dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                      details, errors)
+                                      lease, details, errors)
     SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
            g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
-           g.final_details,
+           g.lease, g.final_details,
            CASE WHEN g.final_status = 'failed'
                 THEN g.errors || jsonb_build_array(jsonb_build_object(
-                         'attempt', g.attempt, 'at', _archive.at, 'details', g.final_details))
+                         'attempt', g.attempt, 'at', _archive.at, 'lease', g.lease,
+                         'details', g.final_details))
                 ELSE g.errors END
       FROM gone g
     RETURNING h.id;
@@ -565,6 +567,8 @@ BEGIN
                started_at = v_now,
                heartbeat_at = v_now,
                attempt = j.attempt + 1,
+               -- A re-claimed stale job notes the timeout; no lease in the entry: a lease in
+               -- the error list means that attempt's result was applied (see pgq.complete).
                errors = CASE WHEN j.status = 'running'
                              THEN j.errors || jsonb_build_array(jsonb_build_object(
                                       'attempt', j.attempt, 'at', v_now,
@@ -595,7 +599,9 @@ COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz) IS
 --   or after details->'retry_after' seconds when the handler asked for it; otherwise it moves
 --   to history as failed (dead). A failed job whose cancellation was requested (pgq.cancel)
 --   is not retried: it moves to history as canceled. Every failure's details are kept in the
---   job's error list. at NULL means now().
+--   job's error list. at NULL means now(). Idempotent: repeating a call whose answer was lost
+--   (the connection dropped after the commit) finds the results already applied under the same
+--   leases, returns those ids again and changes nothing.
 -- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
 --   this instant, and then sees its new lease (and leaves the job alone).
 -- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
@@ -618,6 +624,7 @@ DECLARE
     v_now   timestamptz := coalesce(complete.at, now());
     v_n     int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
     v_bad   record;
+    v_accepted bigint[];
 BEGIN
     IF complete.statuses IS NULL THEN
         RAISE EXCEPTION 'statuses must not be NULL' USING ERRCODE = 'PQ009';
@@ -653,42 +660,59 @@ BEGIN
     -- WHERE clause is the lease fence, re-checked by PostgreSQL on concurrent updates: no
     -- separate locking pass.
     IF 'failed' = ANY (complete.statuses) THEN
-        RETURN QUERY
-        UPDATE pgq.jobs j
-           SET status = 'queued',
-               run_at = v_now
-                        + CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
-                               THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
-                               -- In seconds (numeric): base * 2^40 as an interval overflows for a
-                               -- base of a few seconds or more.
-                               ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
-                                                                extract(epoch FROM c.backoff_base)
-                                                                * 2::numeric ^ least(j.attempt - 1, 40))::double precision
-                                                          * (0.5 + random() * 0.5)) END,
-               lease = NULL,
-               worker_id = NULL,
-               started_at = NULL,
-               heartbeat_at = NULL,
-               errors = j.errors || jsonb_build_array(jsonb_build_object(
-                            'attempt', j.attempt, 'at', v_now, 'details', i.details))
-          FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
-               AS i(id, lease, status, details),
-               pgq.entrypoints c
-         WHERE j.id = i.id
-           AND j.lease = i.lease
-           AND j.status = 'running'
-           AND j.worker_id = complete.worker_id
-           AND i.status = 'failed'
-           AND c.entrypoint = j.entrypoint
-           AND j.attempt < c.max_attempts
-           AND NOT j.cancel_requested
-        RETURNING j.id;
+        WITH retried AS (
+            UPDATE pgq.jobs j
+               SET status = 'queued',
+                   run_at = v_now
+                            + CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                                   THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
+                                   -- In seconds (numeric): base * 2^40 as an interval overflows
+                                   -- for a base of a few seconds or more.
+                                   ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
+                                                                    extract(epoch FROM c.backoff_base)
+                                                                    * 2::numeric ^ least(j.attempt - 1, 40))::double precision
+                                                              * (0.5 + random() * 0.5)) END,
+                   lease = NULL,
+                   worker_id = NULL,
+                   started_at = NULL,
+                   heartbeat_at = NULL,
+                   errors = j.errors || jsonb_build_array(jsonb_build_object(
+                                'attempt', j.attempt, 'at', v_now, 'lease', j.lease, 'details', i.details))
+              FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
+                   AS i(id, lease, status, details),
+                   pgq.entrypoints c
+             WHERE j.id = i.id
+               AND j.lease = i.lease
+               AND j.status = 'running'
+               AND j.worker_id = complete.worker_id
+               AND i.status = 'failed'
+               AND c.entrypoint = j.entrypoint
+               AND j.attempt < c.max_attempts
+               AND NOT j.cancel_requested
+            RETURNING j.id
+        )
+        SELECT array_agg(r.id) INTO v_accepted FROM retried r;
     END IF;
 
     -- Everything else this worker still owns moves to history (retried jobs are queued now,
     -- so the lease fence of _archive leaves them alone).
-    RETURN QUERY SELECT pgq._archive(complete.ids, complete.statuses, complete.details, v_now,
-                                     complete.worker_id, complete.leases);
+    SELECT coalesce(v_accepted, '{}') || coalesce(array_agg(a.id), '{}') INTO v_accepted
+      FROM pgq._archive(complete.ids, complete.statuses, complete.details, v_now,
+                        complete.worker_id, complete.leases) AS a(id);
+
+    -- A repeated call (its first answer was lost with the connection) finds its own results
+    -- already applied under the same lease: accepted again, nothing changes.
+    IF cardinality(v_accepted) < v_n THEN
+        SELECT v_accepted || coalesce(array_agg(i.id), '{}') INTO v_accepted
+          FROM unnest(complete.ids, complete.leases) AS i(id, lease)
+         WHERE i.id <> ALL (v_accepted)
+           AND (EXISTS (SELECT 1 FROM pgq.job_history h
+                         WHERE h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id)
+                OR EXISTS (SELECT 1 FROM pgq.jobs j
+                            WHERE j.id = i.id AND j.lease IS DISTINCT FROM i.lease
+                              AND j.errors @> jsonb_build_array(jsonb_build_object('lease', i.lease))));
+    END IF;
+    RETURN QUERY SELECT unnest(v_accepted);
 END
 $$;
 COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz) IS

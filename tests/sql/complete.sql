@@ -1,7 +1,7 @@
 -- pgq.complete: successful / canceled to history, failed retried with capped jittered backoff or
 -- dead, retry_after, status and argument errors, stale leases and zombies.
 BEGIN;
-SELECT plan(62);
+SELECT plan(68);
 
 -- successful -> history with details --------------------------------------------------------
 SELECT pgq.enqueue('cp_ok', '{"p": 1}', priority => 3, dedupe_key => 'cp-ok', headers => '{"h": 1}') AS ok_id \gset
@@ -45,7 +45,7 @@ SELECT row_eq(format('SELECT status, attempt, lease, worker_id, heartbeat_at, st
 SELECT ok((SELECT run_at BETWEEN now() + interval '1 minute 5 seconds' AND now() + interval '1 minute 10 seconds'
              FROM pgq.jobs WHERE id = :r_id),
           'attempt 1: run_at = at + a delay between base/2 and base');
-SELECT is((SELECT errors FROM pgq.jobs WHERE id = :r_id),
+SELECT is((SELECT jsonb_agg(e - 'lease') FROM pgq.jobs, jsonb_array_elements(errors) AS e WHERE id = :r_id),
           jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now() + interval '1 minute',
                                                'details', '{"error": "boom 1"}'::jsonb)),
           'the error list records attempt, time and details');
@@ -86,9 +86,11 @@ SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :r_id), 'a dead job leav
 SELECT row_eq(format('SELECT status, attempt, finished_at, details, jsonb_array_length(errors) FROM pgq.job_history WHERE id = %s', :r_id),
               ROW('failed'::text, 5, now() + interval '4 hours', '{"error": "boom 5"}'::jsonb, 5),
               'in history as failed with its last details and all five errors');
-SELECT is((SELECT errors -> -1 FROM pgq.job_history WHERE id = :r_id),
+SELECT is((SELECT (errors -> -1) - 'lease' FROM pgq.job_history WHERE id = :r_id),
           jsonb_build_object('attempt', 5, 'at', now() + interval '4 hours', 'details', '{"error": "boom 5"}'::jsonb),
           'the last error entry is the final failure');
+SELECT ok((SELECT (errors -> -1 ->> 'lease')::bigint = lease FROM pgq.job_history WHERE id = :r_id),
+          'and carries the lease of that attempt');
 SELECT is((SELECT id FROM pgq.failed_jobs WHERE id = :r_id), :r_id::bigint, 'it shows in pgq.failed_jobs');
 
 -- max_attempts 1: the first failure is final.
@@ -227,8 +229,8 @@ SELECT results_eq(
     format('VALUES (%s::bigint)', :e_id2), 'in a mixed batch only the owned job is accepted');
 SELECT is((SELECT status FROM pgq.jobs WHERE id = :e_id), 'running', 'the job with the wrong lease is still running');
 SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:e_id2]::bigint[],
-                                                  ARRAY[:e_l2]::bigint[], '{successful}')), 0,
-          'completing again (a finished job) is ignored');
+                                                  ARRAY[:e_l2]::bigint[], '{successful}')), 1,
+          'completing a finished job again under its own lease: accepted again (idempotent)');
 
 -- Zombie: after a stale re-claim the old lease cannot complete the new attempt -------------------
 SELECT pgq.enqueue('cp_zombie') AS z \gset
@@ -278,6 +280,30 @@ SELECT lease AS csl FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_
 SELECT lives_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
                                              '{failed}', ARRAY['"retry_after"'::jsonb])$$, :cs, :csl),
                 'string details mentioning retry_after: an ordinary failure (retried with backoff)');
+
+-- Idempotent: a repeated call (its first answer lost) is accepted again and changes nothing.
+SELECT pgq.enqueue('cp_idem') AS ia \gset
+SELECT pgq.enqueue('cp_idem') AS ib \gset
+CREATE TEMP TABLE idem AS SELECT id, lease FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_idem}', 2, now());
+SELECT lease AS ial FROM idem WHERE id = :ia \gset
+SELECT lease AS ibl FROM idem WHERE id = :ib \gset
+SELECT set_eq(format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
+                                                  ARRAY[%s, %s]::bigint[], '{successful,failed}')$$, :ia, :ib, :ial, :ibl),
+              ARRAY[:ia, :ib]::bigint[], 'first call: both accepted (one done, one retried)');
+CREATE TEMP TABLE idem_before AS
+SELECT 'h' AS t, id, status, attempt, finished_at AS ts, errors FROM pgq.job_history WHERE id IN (:ia, :ib)
+UNION ALL SELECT 'j', id, status, attempt, run_at, errors FROM pgq.jobs WHERE id IN (:ia, :ib);
+SELECT set_eq(format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
+                                                  ARRAY[%s, %s]::bigint[], '{successful,failed}', at => now() + interval '1 minute')$$,
+                     :ia, :ib, :ial, :ibl),
+              ARRAY[:ia, :ib]::bigint[], 'the same call again: the same ids accepted');
+SELECT set_eq($$SELECT 'h' AS t, id, status, attempt, finished_at, errors FROM pgq.job_history WHERE id IN (SELECT id FROM idem)
+                UNION ALL SELECT 'j', id, status, attempt, run_at, errors FROM pgq.jobs WHERE id IN (SELECT id FROM idem)$$,
+              $$SELECT * FROM idem_before$$, 'and nothing changed');
+SELECT is((SELECT lease FROM pgq.job_history WHERE id = :ia), :ial::bigint, 'history keeps the lease of the finishing attempt');
+SELECT is((SELECT count(*)::int FROM pgq.complete('22222222-2222-2222-2222-222222222222', ARRAY[:ia]::bigint[],
+                                                 ARRAY[:ial]::bigint[], '{successful}')), 0,
+          'another worker with that lease is not accepted');
 
 SELECT * FROM finish();
 ROLLBACK;
