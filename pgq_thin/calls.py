@@ -38,8 +38,11 @@ ENQUEUE_MANY = (
 CANCEL = "SELECT * FROM pgq.cancel(%s::bigint[])"
 CLAIM = "SELECT * FROM pgq.claim(%s::uuid, %s::text[], %s::int)"
 HEARTBEAT = "SELECT id, state FROM pgq.heartbeat(%s::uuid, %s::bigint[], %s::bigint[])"
+# details travel as one JSON array (NULL when there are none), unpacked in order.
 COMPLETE = (
-    "SELECT * FROM pgq.complete(%s::uuid, %s::bigint[], %s::bigint[], %s::text[], %s::jsonb[])"
+    "SELECT * FROM pgq.complete(%s::uuid, %s::bigint[], %s::bigint[], %s::text[],"
+    " (SELECT array_agg(nullif(e, 'null') ORDER BY i)"
+    " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY t(e, i)))"
 )
 RELEASE = "SELECT * FROM pgq.release(%s::uuid, %s::bigint[], %s::bigint[])"
 # Seconds until the next delayed job is due, measured on the server's clock (NULL: none waits).
@@ -294,7 +297,8 @@ async def acomplete(
     details: Sequence[Any],
 ) -> list[int]:
     """``pgq.complete``: the ids accepted (a stale lease is ignored by the server)."""
-    args = (worker_id, list(ids), list(leases), list(statuses), [jsonb(d) for d in details])
+    packed = None if all(d is None for d in details) else Jsonb(list(details))
+    args = (worker_id, list(ids), list(leases), list(statuses), packed)
     return [int(i) for i in await _acolumn(conn, COMPLETE, args)]
 
 

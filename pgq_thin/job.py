@@ -68,7 +68,15 @@ class Job(Generic[P]):
     heartbeat_timeout: timedelta = timedelta(seconds=30)
     lease: int = 0
     raw_payload: Any = None
-    cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set when the job should stop. Made on first use: on the event loop for async
+        handlers, and by the worker before a sync handler starts (so never by two threads)."""
+        if self._cancelled is None:
+            self._cancelled = threading.Event()
+        return self._cancelled
 
     @property
     def is_last_attempt(self) -> bool:

@@ -918,6 +918,7 @@ class ThinWorker:
                 result = await handler.fn(job)
             else:
                 assert self._loop is not None and self._executor is not None
+                _ = job.cancelled  # made here, before the handler's thread can look at it
                 result = await self._loop.run_in_executor(self._executor, self._call_sync, active)
                 if result is _RELEASED:
                     return
@@ -970,7 +971,9 @@ class ThinWorker:
         self._results.append(_Result(active, status, details))
         assert self._results_ready is not None and self._flush_now is not None
         flush_size = self.flush_size or self.batch_size
-        if len(self._results) >= flush_size or not self._running - {active}:
+        # Nothing else runs: write now rather than wait for more results.
+        alone = not self._running or (len(self._running) == 1 and active in self._running)
+        if len(self._results) >= flush_size or alone:
             self._flush_now.set()
         self._results_ready.set()
 
