@@ -20,6 +20,8 @@ RETURNS SETOF bigint
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN

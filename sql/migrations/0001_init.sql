@@ -168,6 +168,8 @@ RETURNS SETOF bigint
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -445,6 +447,8 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -618,6 +622,8 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -858,6 +864,8 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -989,6 +997,8 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -1109,6 +1119,8 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
