@@ -61,6 +61,8 @@ HISTORY_SUMMARY = (
     " FROM pgq.job_history WHERE entrypoint = ANY (%s::text[]) AND id >= %s::bigint"
     " GROUP BY 1, 2 ORDER BY 1, 2"
 )
+PRUNE_BATCH = 10000
+PRUNE_HISTORY = "SELECT pgq.prune_history(%s::interval, %s::timestamptz, %s::int)"
 SCHEDULE = (
     "SELECT * FROM pgq.schedule(%s::text, %s::text, %s::text, %s::timestamptz, %s::text,"
     " %s::jsonb, %s::int, %s::jsonb, %s::text)"
@@ -353,3 +355,8 @@ async def anext_schedule_in(conn: AConn) -> float | None:
     """Seconds until a schedule needs a scheduler, or None when there are no schedules."""
     value = (await _acolumn(conn, NEXT_SCHEDULE_IN))[0]
     return None if value is None else float(value)
+
+
+async def aprune_history(conn: AConn, older_than: timedelta, at: datetime | None = None) -> int:
+    """``pgq.prune_history``: history rows deleted (at most :data:`PRUNE_BATCH`)."""
+    return int((await _acolumn(conn, PRUNE_HISTORY, (older_than, at, PRUNE_BATCH)))[0])

@@ -52,7 +52,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -79,6 +79,8 @@ log = logging.getLogger(__name__)
 
 # Longest sleep of the scheduler loop between looks at pgq.next_schedule_at().
 SCHEDULE_MAX_SLEEP = 60.0
+# Most pgq.prune_history batches (of calls.PRUNE_BATCH rows) in one maintenance pass.
+MAINTENANCE_BATCHES = 20
 
 Handler = Callable[[Job[Any]], Any]
 H = TypeVar("H", bound=Handler)
@@ -174,6 +176,10 @@ class ThinWorker:
     :param max_restarts: consecutive restarts before giving up (the count resets after a run
         that lasted ``restart_reset_after`` seconds).
     :param restart_delay: base of the restart backoff (doubling, capped at 30 s, jittered).
+    :param history_retention: finished jobs older than this are pruned from
+        ``pgq.job_history`` (``pgq.prune_history``, a few batches every
+        ``maintenance_interval`` seconds; workers never wait for each other). None: keep all.
+    :param maintenance_interval: seconds between pruning passes (jittered by +-20 %).
     """
 
     def __init__(
@@ -196,6 +202,8 @@ class ThinWorker:
         max_restarts: int = 5,
         restart_delay: float = 1.0,
         restart_reset_after: float = 60.0,
+        history_retention: timedelta | None = timedelta(days=7),
+        maintenance_interval: float = 300.0,
     ) -> None:
         self.dsn = dsn
         self.concurrency = concurrency
@@ -214,6 +222,8 @@ class ThinWorker:
         self.max_restarts = max_restarts
         self.restart_delay = restart_delay
         self.restart_reset_after = restart_reset_after
+        self.history_retention = history_retention
+        self.maintenance_interval = maintenance_interval
         self.stats = WorkerStats()
         self._halted = False  # stop() was called: the supervisor must not restart
         self._session_was_open = False
@@ -573,6 +583,10 @@ class ThinWorker:
         if self._scheduler is not None:  # no schedules: no scheduler loop, no schedule queries
             self._background.append(
                 asyncio.create_task(self._schedule_loop(), name="pgq-thin-scheduler")
+            )
+        if self.history_retention is not None:
+            self._background.append(
+                asyncio.create_task(self._maintenance_loop(), name="pgq-thin-maintenance")
             )
         for task in self._background:
             task.add_done_callback(self._background_done)
@@ -1036,6 +1050,33 @@ class ThinWorker:
                 await self.heartbeat_once()
             except psycopg.OperationalError as err:  # lost connections are retried in the session
                 log.warning("pgq-thin heartbeat failed (%s); next try at the next interval", err)
+
+    async def maintain_once(self, at: datetime | None = None) -> int:
+        """Prune ``pgq.job_history`` of jobs finished more than ``history_retention`` ago, in
+        batches, at most ``MAINTENANCE_BATCHES`` per pass; returns the rows deleted."""
+        assert self._session is not None
+        retention = self.history_retention
+        if retention is None:
+            return 0
+        deleted = 0
+        for _ in range(MAINTENANCE_BATCHES):
+            n = await self._session.call(lambda conn: calls.aprune_history(conn, retention, at))
+            deleted += n
+            if n < calls.PRUNE_BATCH:
+                break
+        if deleted:
+            log.info("pgq-thin pruned %d finished jobs older than %s", deleted, retention)
+        return deleted
+
+    async def _maintenance_loop(self) -> None:
+        assert self._stopping is not None
+        while not self._stopping.is_set():
+            if await _wait(self._stopping, self.maintenance_interval * random.uniform(0.8, 1.2)):
+                return
+            try:
+                await self.maintain_once()
+            except (psycopg.OperationalError, PgqError) as err:
+                log.warning("pgq-thin history pruning failed (%s); next pass later", err)
 
     async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
         """Fire the due ticks of all schedules (run-once step of the scheduler loop)."""

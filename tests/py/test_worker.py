@@ -370,3 +370,40 @@ def test_restrict_to_unknown_entrypoint_is_an_error() -> None:
 
     with pytest.raises(UnknownEntrypoint, match="nope"):
         worker.restrict(["nope"])
+
+
+def test_history_is_pruned_after_the_retention(pgq_dsn: str) -> None:
+    """maintain_once deletes finished jobs older than history_retention and keeps the rest."""
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        old, new = (conn.execute("SELECT pgq.enqueue('prune.me')").fetchone()[0] for _ in range(2))
+        w = uuid.uuid4()
+        for job_id, finished in ((old, "now() - interval '8 days'"), (new, "now()")):
+            lease = conn.execute(
+                "SELECT lease FROM pgq.claim(%s, ARRAY['prune.me']) WHERE id = %s", (w, job_id)
+            ).fetchone()
+            assert lease is not None, "claims take jobs in id order"
+            conn.execute(
+                f"SELECT pgq.complete(%s, ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],"
+                f" ARRAY['successful'], at => {finished})",
+                (w, job_id, lease[0]),
+            )
+    worker = ThinWorker(pgq_dsn, history_retention=timedelta(days=7))
+
+    @worker.entrypoint("prune.me")
+    async def handler(job: Job[Any]) -> None:  # pragma: no cover - nothing is queued
+        raise AssertionError
+
+    async def scenario() -> int:
+        async with worker:
+            return await worker.maintain_once()
+
+    assert asyncio.run(scenario()) == 1
+    assert sorted(history(pgq_dsn)) == [new]
+    off = ThinWorker(pgq_dsn, history_retention=None)
+    off.entrypoint("prune.me")(handler)
+
+    async def disabled() -> int:
+        async with off:
+            return await off.maintain_once()
+
+    assert asyncio.run(disabled()) == 0
