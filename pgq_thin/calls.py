@@ -54,13 +54,7 @@ CONFIGURE = (
 )
 QUEUE_STATS = "SELECT * FROM pgq.queue_stats ORDER BY entrypoint"
 FAILED_JOBS = "SELECT * FROM pgq.failed_jobs ORDER BY finished_at DESC, id DESC LIMIT %s"
-# Read-only report for the CLI and the demo: finished jobs per entrypoint and final status.
-HISTORY_SUMMARY = (
-    "SELECT entrypoint, status, count(*) AS jobs, max(attempt) AS max_attempt,"
-    " avg(extract(epoch FROM finished_at - enqueued_at))::float8 AS avg_latency_s"
-    " FROM pgq.job_history WHERE entrypoint = ANY (%s::text[]) AND id >= %s::bigint"
-    " GROUP BY 1, 2 ORDER BY 1, 2"
-)
+HISTORY_SUMMARY = "SELECT * FROM pgq.history_summary(%s::text[], %s::bigint)"
 PRUNE_BATCH = 10000
 PRUNE_HISTORY = "SELECT pgq.prune_history(%s::interval, %s::timestamptz, %s::int)"
 SCHEDULE = (
@@ -213,10 +207,6 @@ def queue_stats(conn: Conn) -> list[Row]:
 
 def failed_jobs(conn: Conn, limit: int) -> list[Row]:
     return _rows(conn, FAILED_JOBS, (limit,))
-
-
-def history_summary(conn: Conn, entrypoints: Sequence[str], min_id: int = 0) -> list[Row]:
-    return _rows(conn, HISTORY_SUMMARY, (list(entrypoints), min_id))
 
 
 def schedules(conn: Conn) -> list[Row]:
