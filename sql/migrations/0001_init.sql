@@ -88,6 +88,16 @@ CREATE TABLE pgq.jobs (
     CONSTRAINT jobs_entrypoint_check CHECK (octet_length(entrypoint) BETWEEN 1 AND 200)
 ) WITH (fillfactor = 50);
 ALTER SEQUENCE pgq.job_id_seq OWNED BY pgq.jobs.id;
+-- Every job leaves dead row versions here (the claim is not a HOT update, completion deletes).
+-- Let autovacuum come early and run at full speed on this small, hot table.
+ALTER TABLE pgq.jobs SET (
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_insert_scale_factor = 0,
+    autovacuum_vacuum_insert_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0.02
+);
 
 -- Claim path: queued jobs of one entrypoint in claim order (priority, due time, enqueue order).
 CREATE INDEX jobs_queued_idx ON pgq.jobs (entrypoint, priority DESC, run_at, id)
