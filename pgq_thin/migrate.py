@@ -99,7 +99,8 @@ BEGIN
                                WHERE d.refclassid = 'pg_namespace'::regclass
                                  AND d.refobjid = n.oid)) THEN
         RAISE EXCEPTION 'schema pgq exists and was not created by pgq-thin (SkyTools PgQ?); '
-                        'refusing to install into it';
+                        'refusing to install into it'
+            USING ERRCODE = 'PQ900';
     END IF;
 END
 $pgq_thin$;"""

@@ -336,9 +336,12 @@ def test_sql_script_refuses_a_foreign_schema(
     script = tmp_path / "install.sql"
     script.write_text(migrate.sql())
     before = foreign_state(foreign_dsn)
-    result = pg_server.psql(foreign_dsn, "-q", "-f", str(script), check=False)
+    result = pg_server.psql(
+        foreign_dsn, "-q", "-v", "VERBOSITY=verbose", "-f", str(script), check=False
+    )
     assert result.returncode != 0
     assert "not created by pgq-thin" in result.stderr
+    assert "PQ900" in result.stderr
     assert foreign_state(foreign_dsn) == before
 
 
