@@ -82,7 +82,7 @@ def main() -> None:
                         [r[0] for r in rows],
                         [r[1] for r in rows],
                         ["successful"] * len(rows),
-                        [None] * len(rows),
+                        None,
                     ),
                 )
             for stmt in SESSION:
@@ -101,7 +101,7 @@ def main() -> None:
                                 [r[0] for r in rows],
                                 [r[1] for r in rows],
                                 ["successful"] * len(rows),
-                                [None] * len(rows),
+                                None,
                             ),
                         ).fetchall()
                     wall = (time.perf_counter() - t0) * 1000
