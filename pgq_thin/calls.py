@@ -294,6 +294,29 @@ async def acomplete(
     return [int(i) for i in await _acolumn(conn, COMPLETE, args)]
 
 
+async def acomplete_and_claim(
+    conn: AConn,
+    worker_id: uuid.UUID,
+    done: tuple[Sequence[int], Sequence[int], Sequence[str], Sequence[Any]],
+    entrypoints: Sequence[str],
+    batch_size: int,
+) -> tuple[list[int], list[Row]]:
+    """``pgq.complete`` of finished jobs and ``pgq.claim`` of the next batch in one round trip
+    (a pipeline: both statements commit together). Returns (ids accepted, claimed rows)."""
+    ids, leases, statuses, details = done
+    packed = None if all(d is None for d in details) else Jsonb(list(details))
+    with translated():
+        async with conn.pipeline():
+            finished = conn.cursor()
+            claimed = conn.cursor(row_factory=dict_row)
+            await finished.execute(
+                COMPLETE, (worker_id, list(ids), list(leases), list(statuses), packed)
+            )
+            await claimed.execute(CLAIM, (worker_id, list(entrypoints), batch_size))
+        accepted = [int(r[0]) for r in await finished.fetchall()]
+        return accepted, await claimed.fetchall()
+
+
 async def arelease(
     conn: AConn, worker_id: uuid.UUID, ids: Sequence[int], leases: Sequence[int]
 ) -> list[int]:

@@ -717,9 +717,25 @@ class ThinWorker:
         if asked <= 0 or not self._handlers:
             return []
         entrypoints = self.entrypoints
-        rows = await self._session.call(
-            lambda conn: calls.aclaim(conn, self.worker_id, entrypoints, asked)
-        )
+        assert self._flush_lock is not None
+        if self._results and not self._flush_lock.locked():
+            # Results are waiting: write them in the same round trip as this claim.
+            async with self._flush_lock:
+                batch, done = self._take_results()
+                try:
+                    accepted, rows = await self._session.call(
+                        lambda conn: calls.acomplete_and_claim(
+                            conn, self.worker_id, done, entrypoints, asked
+                        )
+                    )
+                except BaseException:
+                    self._results[:0] = batch
+                    raise
+                self._settle(batch, set(accepted))
+        else:
+            rows = await self._session.call(
+                lambda conn: calls.aclaim(conn, self.worker_id, entrypoints, asked)
+            )
         jobs: list[Job[Any]] = []
         new: list[_Active] = []
         for row in rows:
@@ -750,18 +766,9 @@ class ThinWorker:
 
     async def _flush_locked(self) -> int:
         assert self._session is not None
-        batch = [r for r in self._results[:MAX_FLUSH] if not r.active.lost]
-        del self._results[:MAX_FLUSH]
+        batch, args = self._take_results()
         if not batch:
             return 0
-        # The leases are those of the claim, whatever connection this ends up on: the session
-        # re-runs this same call after a reconnect.
-        args = (
-            [r.active.job.id for r in batch],
-            [r.active.job.lease for r in batch],
-            [r.status for r in batch],
-            [r.details for r in batch],
-        )
         try:
             accepted = set(
                 await self._session.call(lambda conn: calls.acomplete(conn, self.worker_id, *args))
@@ -769,6 +776,27 @@ class ThinWorker:
         except BaseException:
             self._results[:0] = batch
             raise
+        self._settle(batch, accepted)
+        return len(batch)
+
+    def _take_results(
+        self,
+    ) -> tuple[list[_Result], tuple[list[int], list[int], list[str], list[Any]]]:
+        """Take up to MAX_FLUSH buffered results and the ``pgq.complete`` arrays for them. The
+        leases are those of the claim, whatever connection the call ends up on: the session
+        re-runs the same call after a reconnect (``pgq.complete`` is idempotent)."""
+        batch = [r for r in self._results[:MAX_FLUSH] if not r.active.lost]
+        del self._results[:MAX_FLUSH]
+        args = (
+            [r.active.job.id for r in batch],
+            [r.active.job.lease for r in batch],
+            [r.status for r in batch],
+            [r.details for r in batch],
+        )
+        return batch, args
+
+    def _settle(self, batch: list[_Result], accepted: set[int]) -> None:
+        """Account for written results: accepted ones by status, the rest as lost leases."""
         rejected: list[int] = []
         for r in batch:
             job_id = r.active.job.id
@@ -796,7 +824,6 @@ class ThinWorker:
         if self._results and self._results_ready is not None:
             self._results_ready.set()
         self._kick()
-        return len(batch)
 
     async def heartbeat_once(self) -> dict[int, str]:
         """Beat for every job this worker owns with one ``pgq.heartbeat``; act on the answers
@@ -912,7 +939,7 @@ class ThinWorker:
     # --- running one job ------------------------------------------------------------------------
 
     def _start(self, active: _Active) -> None:
-        task = asyncio.create_task(self._execute(active), name=f"pgq-thin-job-{active.job.id}")
+        task = asyncio.create_task(self._execute(active))
         active.task = task
         self._running.add(active)
         task.add_done_callback(lambda _t: self._task_done(active))
