@@ -33,6 +33,7 @@ DECLARE
     v_bad      record;
     v_ids      bigint[];
     v_missing  text[];
+    v_count    bigint;
 BEGIN
     IF v_n = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(enqueue_many.entrypoints::text, 'NULL')
@@ -97,24 +98,24 @@ BEGIN
         END IF;
     END IF;
 
-    WITH input AS MATERIALIZED (
-        SELECT u.ord, nextval('pgq.job_id_seq') AS id, u.e, u.p, u.pr, u.ra, u.dk, u.h
-          FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
-                      enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers)
-               WITH ORDINALITY AS u(e, p, pr, ra, dk, h, ord)
-    ), ins AS (
-        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers)
-        SELECT i.id, i.e, i.p, coalesce(i.pr, 0), coalesce(i.ra, now()), i.dk, i.h
-          FROM input i
-         ORDER BY i.ord
-            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
-        RETURNING id
-    )
-    SELECT array_agg(CASE WHEN ins.id IS NULL THEN NULL ELSE i.id END ORDER BY i.ord),
-           array_agg(i.dk ORDER BY i.ord) FILTER (WHERE ins.id IS NULL)
-      INTO v_ids, v_missing
-      FROM input i
-      LEFT JOIN ins ON ins.id = i.id;
+    -- Ids first, in input order, so the insert needs no join to report them.
+    v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
+    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers)
+    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), coalesce(u.ra, now()), u.dk, u.h
+      FROM unnest(v_ids, enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers)
+           AS u(id, e, p, pr, ra, dk, h)
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+
+    IF v_count < v_n THEN
+        -- A dedupe key was taken: find the elements the insert skipped.
+        SELECT array_agg(CASE WHEN j.id IS NULL THEN NULL ELSE x.id END ORDER BY x.ord),
+               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE j.id IS NULL)
+          INTO v_ids, v_missing
+          FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
+          LEFT JOIN pgq.jobs j ON j.id = x.id;
+    END IF;
 
     IF v_missing IS NOT NULL THEN
         IF enqueue_many.on_conflict = 'raise' THEN
