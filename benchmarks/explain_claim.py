@@ -77,12 +77,11 @@ def main() -> None:
                 rows = conn.execute(calls.CLAIM, (wid, ["noop"], 100)).fetchall()
                 conn.execute(
                     calls.COMPLETE,
-                    (
+                    calls.complete_args(
                         wid,
                         [r[0] for r in rows],
                         [r[1] for r in rows],
                         ["successful"] * len(rows),
-                        None,
                     ),
                 )
             for stmt in SESSION:
@@ -96,12 +95,11 @@ def main() -> None:
                     else:
                         conn.execute(
                             calls.COMPLETE,
-                            (
+                            calls.complete_args(
                                 wid,
                                 [r[0] for r in rows],
                                 [r[1] for r in rows],
                                 ["successful"] * len(rows),
-                                None,
                             ),
                         ).fetchall()
                     wall = (time.perf_counter() - t0) * 1000

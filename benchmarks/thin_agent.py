@@ -94,7 +94,7 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
                 ids = [r[0] for r in rows]
                 leases = [r[1] for r in rows]
                 conn.execute(
-                    calls.COMPLETE, (wid, ids, leases, ["successful"] * len(ids), None)
+                    calls.COMPLETE, calls.complete_args(wid, ids, leases, ["successful"] * len(ids))
                 ).fetchall()
                 n += len(ids)
         else:
@@ -107,7 +107,7 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
                 with conn.pipeline():
                     done = conn.execute(
                         calls.COMPLETE,
-                        (wid, ids, leases, ["successful"] * len(ids), None),
+                        calls.complete_args(wid, ids, leases, ["successful"] * len(ids)),
                     )
                     nxt = conn.execute(calls.CLAIM, (wid, eps, args.batch))
                 done.fetchall()
@@ -118,7 +118,7 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
                 leases = [r[1] for r in rows]
                 conn.execute(
                     calls.COMPLETE,
-                    (wid, ids, leases, ["successful"] * len(ids), None),
+                    calls.complete_args(wid, ids, leases, ["successful"] * len(ids)),
                 ).fetchall()
                 n += len(ids)
     return {"first_start_ns": first, "run_end_ns": time.time_ns(), "handled": n}

@@ -39,8 +39,11 @@ CANCEL = "SELECT * FROM pgq.cancel(%s::bigint[])"
 CLAIM = "SELECT * FROM pgq.claim(%s::uuid, %s::text[], %s::int)"
 HEARTBEAT = "SELECT id, state FROM pgq.heartbeat(%s::uuid, %s::bigint[], %s::bigint[])"
 # details travel as one JSON array (NULL when there are none), unpacked in order.
+# ids, leases and statuses travel as comma-separated text (joined in C: a tenth of the cost of
+# dumping three lists), details as one JSON array (NULL when there are none); see complete_args.
 COMPLETE = (
-    "SELECT * FROM pgq.complete(%s::uuid, %s::bigint[], %s::bigint[], %s::text[],"
+    "SELECT * FROM pgq.complete(%s::uuid, string_to_array(%s, ',')::bigint[],"
+    " string_to_array(%s, ',')::bigint[], string_to_array(%s, ','),"
     " (SELECT array_agg(nullif(e, 'null') ORDER BY i)"
     " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY t(e, i)))"
 )
@@ -116,6 +119,24 @@ def enqueue_many_args(
         None if dedupe_keys is None else list(dedupe_keys),
         Jsonb([None] * n if headers is None else list(headers)),
         on_conflict,
+    )
+
+
+def complete_args(
+    worker_id: uuid.UUID,
+    ids: Sequence[int],
+    leases: Sequence[int],
+    statuses: Sequence[str],
+    details: Sequence[Any] | None = None,
+) -> tuple[Any, ...]:
+    """Parameters of :data:`COMPLETE`."""
+    packed = None if details is None or all(d is None for d in details) else Jsonb(list(details))
+    return (
+        worker_id,
+        ",".join(map(str, ids)),
+        ",".join(map(str, leases)),
+        ",".join(statuses),
+        packed,
     )
 
 
@@ -289,8 +310,7 @@ async def acomplete(
     details: Sequence[Any],
 ) -> list[int]:
     """``pgq.complete``: the ids accepted (a stale lease is ignored by the server)."""
-    packed = None if all(d is None for d in details) else Jsonb(list(details))
-    args = (worker_id, list(ids), list(leases), list(statuses), packed)
+    args = complete_args(worker_id, ids, leases, statuses, details)
     return [int(i) for i in await _acolumn(conn, COMPLETE, args)]
 
 
@@ -303,15 +323,11 @@ async def acomplete_and_claim(
 ) -> tuple[list[int], list[Row]]:
     """``pgq.complete`` of finished jobs and ``pgq.claim`` of the next batch in one round trip
     (a pipeline: both statements commit together). Returns (ids accepted, claimed rows)."""
-    ids, leases, statuses, details = done
-    packed = None if all(d is None for d in details) else Jsonb(list(details))
     with translated():
         async with conn.pipeline():
             finished = conn.cursor()
             claimed = conn.cursor(row_factory=dict_row)
-            await finished.execute(
-                COMPLETE, (worker_id, list(ids), list(leases), list(statuses), packed)
-            )
+            await finished.execute(COMPLETE, complete_args(worker_id, *done))
             await claimed.execute(CLAIM, (worker_id, list(entrypoints), batch_size))
         accepted = [int(r[0]) for r in await finished.fetchall()]
         return accepted, await claimed.fetchall()
