@@ -45,7 +45,7 @@ SQL_SETTINGS = [
     ("batch 100, pipelined", ["--batch", "100", "--pipeline"]),
     ("batch 500, pipelined", ["--batch", "500", "--pipeline"]),
 ]
-PEER_BATCHES = [10, 100]
+PEER_BATCHES = [10, 100, 500]
 
 
 def configs(systems: set[str]) -> list[tuple[str, str, str, list[str]]]:
