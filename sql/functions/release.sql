@@ -12,8 +12,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
--- Generic plans: planning these statements on every call cost more than running them.
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -178,8 +178,10 @@ RETURNS SETOF bigint
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
--- Generic plans: planning these statements on every call cost more than running them.
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -457,8 +459,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
--- Generic plans: planning these statements on every call cost more than running them.
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -632,8 +636,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
--- Generic plans: planning these statements on every call cost more than running them.
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -874,8 +880,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
--- Generic plans: planning these statements on every call cost more than running them.
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1008,8 +1016,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
--- Generic plans: planning these statements on every call cost more than running them.
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -1156,8 +1166,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
--- Generic plans: planning these statements on every call cost more than running them.
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
