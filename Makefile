@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.pgq-thin-installed
 
-.PHONY: test lint venv demo bench-noop clean
+.PHONY: test lint venv demo clean
 
 test: $(STAMP)
 	$(PY) -m pytest tests $(PYTEST_ARGS)
@@ -28,10 +28,6 @@ $(STAMP): pyproject.toml
 # ./.pgq-thin/pgdata; installs the schema, runs a few hundred jobs, prints a summary.
 demo: $(STAMP)
 	$(VENV)/bin/pgq-thin demo
-
-# Worker throughput on no-op jobs (see benchmarks/noop_drain.py for options).
-bench-noop: $(STAMP)
-	$(PY) benchmarks/noop_drain.py
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .pgdata-test
