@@ -4,8 +4,11 @@
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
 --   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
---   'failed' job whose cancellation was requested ends as 'canceled'. A failed job's details are
---   also appended to its error list. One statement: no separate locking pass.
+--   'failed' job whose cancellation was requested ends as 'canceled', and the history row keeps
+--   the lease (pgq.complete recognises a repeated call by it). Without leases (cancel, release,
+--   the claim path archiving a stale job) no lease is recorded: an attempt that did not finish
+--   the job cannot pass for one that did. A failed job's details are also appended to its error
+--   list. One statement: no separate locking pass.
 -- Locking: row locks on the deleted jobs.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
@@ -48,11 +51,12 @@ BEGIN
                                       lease, details, errors)
     SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
            g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
-           g.lease, g.final_details,
+           CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END, g.final_details,
            CASE WHEN g.final_status = 'failed'
-                THEN g.errors || jsonb_build_array(jsonb_build_object(
-                         'attempt', g.attempt, 'at', _archive.at, 'lease', g.lease,
-                         'details', g.final_details))
+                THEN g.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+                         'attempt', g.attempt, 'at', _archive.at,
+                         'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END))
+                         || jsonb_build_object('details', g.final_details))
                 ELSE g.errors END
       FROM gone g
     RETURNING h.id;

@@ -1,7 +1,7 @@
 -- pgq.complete: successful / canceled to history, failed retried with capped jittered backoff or
 -- dead, retry_after, status and argument errors, stale leases and zombies.
 BEGIN;
-SELECT plan(68);
+SELECT plan(70);
 
 -- successful -> history with details --------------------------------------------------------
 SELECT pgq.enqueue('cp_ok', '{"p": 1}', priority => 3, dedupe_key => 'cp-ok', headers => '{"h": 1}') AS ok_id \gset
@@ -304,6 +304,18 @@ SELECT is((SELECT lease FROM pgq.job_history WHERE id = :ia), :ial::bigint, 'his
 SELECT is((SELECT count(*)::int FROM pgq.complete('22222222-2222-2222-2222-222222222222', ARRAY[:ia]::bigint[],
                                                  ARRAY[:ial]::bigint[], '{successful}')), 0,
           'another worker with that lease is not accepted');
+
+-- A zombie whose job the claim path archived as dead (heartbeat timeout, attempts used up) is
+-- not taken for a repeated call: the reaper records no lease.
+SELECT pgq.configure('cp_reaped', max_attempts => 1);
+SELECT pgq.enqueue('cp_reaped') AS rp \gset
+SELECT lease AS rpl FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_reaped}', 1, now()) \gset
+SELECT is((SELECT count(*)::int FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{cp_reaped}', 1,
+                                              now() + interval '31 seconds')), 0,
+          'the stale job with no attempts left is not claimed again ...');
+SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:rp]::bigint[],
+                                                 ARRAY[:rpl]::bigint[], '{successful}')), 0,
+          '... and its zombie''s late complete is not accepted');
 
 SELECT * FROM finish();
 ROLLBACK;
