@@ -26,12 +26,7 @@ AS $$
 DECLARE
     v_row pgq.entrypoints;
 BEGIN
-    IF configure.entrypoint IS NULL OR configure.entrypoint = '' OR octet_length(configure.entrypoint) > 200
-       OR configure.entrypoint ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION 'invalid entrypoint %: must be 1 to 200 bytes without control characters',
-            coalesce(quote_literal(left(configure.entrypoint, 220)), 'NULL')
-            USING ERRCODE = 'PQ001';
-    END IF;
+    PERFORM pgq._check_name(configure.entrypoint, 'entrypoint', 'PQ001');
     IF configure.concurrency_limit < 0 THEN
         RAISE EXCEPTION 'concurrency_limit must be >= 0 (0 pauses), got %', configure.concurrency_limit
             USING ERRCODE = 'PQ008';

@@ -33,18 +33,8 @@ AS $$
 DECLARE
     v_row pgq.schedules;
 BEGIN
-    IF schedule.name IS NULL OR schedule.name = '' OR octet_length(schedule.name) > 200
-       OR schedule.name ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION 'invalid schedule name %: must be 1 to 200 bytes without control characters',
-            coalesce(quote_literal(left(schedule.name, 220)), 'NULL')
-            USING ERRCODE = 'PQ011';
-    END IF;
-    IF schedule.entrypoint IS NULL OR schedule.entrypoint = '' OR octet_length(schedule.entrypoint) > 200
-       OR schedule.entrypoint ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION 'invalid entrypoint %: must be 1 to 200 bytes without control characters',
-            coalesce(quote_literal(left(schedule.entrypoint, 220)), 'NULL')
-            USING ERRCODE = 'PQ001';
-    END IF;
+    PERFORM pgq._check_name(schedule.name, 'schedule name', 'PQ011');
+    PERFORM pgq._check_name(schedule.entrypoint, 'entrypoint', 'PQ001');
     -- Shape only: 5 fields (minute precision) or 6 (seconds first). Clients check the rest.
     IF schedule.cron IS NULL
        OR cardinality(regexp_split_to_array(btrim(schedule.cron), '\s+')) NOT IN (5, 6)

@@ -264,6 +264,30 @@ $$;
 COMMENT ON FUNCTION pgq._check_batch(uuid, bigint[], bigint[]) IS
     'Private. Validates worker_id, ids and leases of lease-guarded calls (PQ009, PQ003); returns the batch size.';
 
+-- sql/functions/_check_name.sql
+-- pgq._check_name(value, what, errcode): validate an entrypoint or schedule name.
+-- Contract: a name is 1 to 200 bytes without control characters (so notifications naming it
+--   stay small). Raises errcode with a message naming the bad value; returns nothing otherwise.
+--   enqueue_many checks whole arrays of entrypoints itself, in one pass, with the same rule.
+-- Locking: none.
+-- Errors: errcode (PQ001 for entrypoints, PQ011 for schedule names).
+CREATE OR REPLACE FUNCTION pgq._check_name(value text, what text, errcode text)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    IF value IS NULL OR value = '' OR octet_length(value) > 200 OR value ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION 'invalid % %: must be 1 to 200 bytes without control characters',
+            what, coalesce(quote_literal(left(value, 220)), 'NULL')
+            USING ERRCODE = errcode;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_name(text, text, text) IS
+    'Private. Raises errcode unless the name is 1 to 200 bytes without control characters.';
+
 -- sql/functions/_jobs_after_delete.sql
 -- pgq._jobs_after_delete(): statement-level AFTER DELETE trigger on pgq.jobs.
 -- Contract: when running jobs of an entrypoint with a concurrency limit leave the table, a slot
@@ -773,12 +797,7 @@ AS $$
 DECLARE
     v_row pgq.entrypoints;
 BEGIN
-    IF configure.entrypoint IS NULL OR configure.entrypoint = '' OR octet_length(configure.entrypoint) > 200
-       OR configure.entrypoint ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION 'invalid entrypoint %: must be 1 to 200 bytes without control characters',
-            coalesce(quote_literal(left(configure.entrypoint, 220)), 'NULL')
-            USING ERRCODE = 'PQ001';
-    END IF;
+    PERFORM pgq._check_name(configure.entrypoint, 'entrypoint', 'PQ001');
     IF configure.concurrency_limit < 0 THEN
         RAISE EXCEPTION 'concurrency_limit must be >= 0 (0 pauses), got %', configure.concurrency_limit
             USING ERRCODE = 'PQ008';
