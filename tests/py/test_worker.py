@@ -186,6 +186,15 @@ def test_cancel_running_async_job_via_notification(pgq_dsn: str) -> None:
             job_id = q.enqueue("long")
         run = asyncio.create_task(worker.arun(install_signal_handlers=False))
         await asyncio.wait_for(started.wait(), 10)
+        # The job may start before the listener runs LISTEN: a cancel sent then would only be
+        # seen at the next heartbeat (10 s). Wait until the worker listens.
+        await await_for(
+            lambda: asyncio.sleep(
+                0, worker._listener is not None and worker._listener.ready.is_set()
+            ),
+            10,
+            "the listener to listen",
+        )
         with Queue(pgq_dsn) as q:
             assert q.cancel([job_id]) == [job_id]
         # The cancel notification triggers a heartbeat; its answer cancels the task.
