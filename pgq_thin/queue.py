@@ -6,7 +6,7 @@ call runs on it, inside whatever transaction you have open: the job then commits
 back, with your own writes (transactional enqueue)::
 
     with psycopg.connect(dsn) as conn:              # one transaction
-        conn.execute("INSERT INTO orders ...")
+        save_order(conn, order)                     # your own writes
         Queue(conn).enqueue("send_receipt", {"order": 42})
     # both committed together, or neither
 """
