@@ -62,7 +62,7 @@ PRUNE_BATCH = 10000
 PRUNE_HISTORY = "SELECT pgq.prune_history(%s::interval, %s::timestamptz, %s::int)"
 SCHEDULE = (
     "SELECT * FROM pgq.schedule(%s::text, %s::text, %s::text, %s::timestamptz, %s::text,"
-    " %s::jsonb, %s::int, %s::jsonb, %s::text)"
+    " %s::jsonb, %s::int, %s::jsonb, %s::text, %s::interval, %s::interval)"
 )
 UNSCHEDULE = "SELECT pgq.unschedule(%s::text)"
 CLAIM_SCHEDULES = "SELECT * FROM pgq.claim_schedules(%s::uuid, %s::int, %s::timestamptz)"
@@ -150,6 +150,8 @@ def schedule_args(
     priority: int,
     headers: dict[str, Any] | None,
     catch_up: str,
+    misfire_grace: timedelta | None = None,
+    fire_timeout: timedelta | None = None,
 ) -> tuple[Any, ...]:
     return (
         name,
@@ -161,6 +163,8 @@ def schedule_args(
         priority,
         jsonb(headers),
         catch_up,
+        misfire_grace,
+        fire_timeout,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pgq_thin import calls
@@ -35,6 +35,8 @@ class ScheduleSpec:
     priority: int = 0
     headers: dict[str, Any] | None = field(default=None, hash=False)
     catch_up: str = "once"
+    misfire_grace: timedelta | None = None  # None: the stored value (default 1 minute)
+    fire_timeout: timedelta | None = None  # None: the stored value (default 30 seconds)
 
     def __post_init__(self) -> None:
         if self.catch_up not in CATCH_UP:
@@ -73,6 +75,8 @@ class Scheduler:
             spec.priority,
             spec.headers,
             spec.catch_up,
+            spec.misfire_grace,
+            spec.fire_timeout,
         )
 
     def _cron(self, expression: str, timezone: str) -> CronSchedule:

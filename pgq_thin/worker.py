@@ -293,14 +293,18 @@ class ThinWorker:
         priority: int = 0,
         headers: dict[str, Any] | None = None,
         catch_up: str = "once",
+        misfire_grace: timedelta | None = None,
+        fire_timeout: timedelta | None = None,
     ) -> Callable[[H], H]:
         """Fire a job of ``entrypoint`` on a cron schedule (5 fields, or 6 with seconds first),
         read in the IANA ``timezone``. The worker registers it at start and runs a scheduler
         loop; any number of workers may register the same schedule: each tick fires once.
 
         ``name`` identifies the schedule (default: the entrypoint; give each schedule of one
-        entrypoint its own name). ``catch_up``: a tick missed by more than a minute (downtime)
-        fires once (``"once"``) or is dropped (``"skip"``). A bad expression or time zone raises
+        entrypoint its own name). ``catch_up``: a tick missed by more than ``misfire_grace``
+        (default 1 minute; downtime) fires once (``"once"``) or is dropped (``"skip"``).
+        ``fire_timeout`` (default 30 s): a scheduler silent that long after claiming a tick is
+        taken over. A bad expression or time zone raises
         :class:`~pgq_thin.errors.InvalidSchedule` here. Used as a decorator, it also registers
         the function as the entrypoint's handler.
         """
@@ -312,6 +316,8 @@ class ThinWorker:
             priority=priority,
             headers=headers,
             catch_up=catch_up,
+            misfire_grace=misfire_grace,
+            fire_timeout=fire_timeout,
         )
         if spec.name in self._schedules:
             raise ValueError(

@@ -286,3 +286,26 @@ def test_missed_ticks_after_downtime_fire_once(pgq_dsn: str) -> None:
     assert [(r["state"], r["due_at"].hour) for r in first] == [("fired", 1)]
     assert again == []
     assert next_run == datetime(2030, 1, 1, 4, 0, tzinfo=UTC)
+
+
+def test_misfire_grace_and_fire_timeout_reach_the_schedule_row(pgq_dsn: str) -> None:
+    spec = ScheduleSpec(
+        CronSchedule("*/5 * * * *"),
+        "tuned.job",
+        "tuned",
+        misfire_grace=timedelta(seconds=5),
+        fire_timeout=timedelta(seconds=2),
+    )
+    plain = ScheduleSpec(CronSchedule("*/5 * * * *"), "tuned.job", "tuned")
+
+    async def register(s: ScheduleSpec) -> tuple[Any, ...]:
+        async with await psycopg.AsyncConnection.connect(pgq_dsn, autocommit=True) as conn:
+            await Scheduler(uuid.uuid4(), [s]).register(conn)
+            cur = await conn.execute("SELECT misfire_grace, fire_timeout FROM pgq.schedules")
+            row = await cur.fetchone()
+            assert row is not None
+            return tuple(row)
+
+    assert asyncio.run(register(spec)) == (timedelta(seconds=5), timedelta(seconds=2))
+    # Registering again without them keeps the stored values.
+    assert asyncio.run(register(plain)) == (timedelta(seconds=5), timedelta(seconds=2))
