@@ -36,7 +36,11 @@ ENQUEUE_MANY = (
     " ORDER BY i), %s::text)"
 )
 CANCEL = "SELECT * FROM pgq.cancel(%s::bigint[])"
-CLAIM = "SELECT * FROM pgq.claim(%s::uuid, %s::text[], %s::int)"
+# The columns of pgq.claimed_job in their declared order (Job.from_claimed unpacks tuples).
+CLAIM = (
+    "SELECT id, lease, entrypoint, payload, headers, priority, attempt, enqueued_at, run_at,"
+    " dedupe_key, max_attempts, heartbeat_timeout FROM pgq.claim(%s::uuid, %s::text[], %s::int)"
+)
 HEARTBEAT = "SELECT id, state FROM pgq.heartbeat(%s::uuid, %s::bigint[], %s::bigint[])"
 # details travel as one JSON array (NULL when there are none), unpacked in order.
 # ids, leases and statuses travel as comma-separated text (joined in C: a tenth of the cost of
@@ -290,9 +294,12 @@ async def ahistory_summary(conn: AConn, entrypoints: Sequence[str], min_id: int 
 
 async def aclaim(
     conn: AConn, worker_id: uuid.UUID, entrypoints: Sequence[str], batch_size: int
-) -> list[Row]:
-    """``pgq.claim``: rows of ``pgq.claimed_job``."""
-    return await _arows(conn, CLAIM, (worker_id, list(entrypoints), batch_size))
+) -> list[tuple[Any, ...]]:
+    """``pgq.claim``: rows of ``pgq.claimed_job`` as tuples (see :data:`CLAIM`)."""
+    with translated():
+        async with conn.cursor() as cur:
+            await cur.execute(CLAIM, (worker_id, list(entrypoints), batch_size))
+            return await cur.fetchall()
 
 
 async def aheartbeat(
@@ -324,13 +331,13 @@ async def acomplete_and_claim(
     done: tuple[Sequence[int], Sequence[int], Sequence[str], Sequence[Any]],
     entrypoints: Sequence[str],
     batch_size: int,
-) -> tuple[list[int], list[Row]]:
+) -> tuple[list[int], list[tuple[Any, ...]]]:
     """``pgq.complete`` of finished jobs and ``pgq.claim`` of the next batch in one round trip
     (a pipeline: both statements commit together). Returns (ids accepted, claimed rows)."""
     with translated():
         async with conn.pipeline():
             finished = conn.cursor()
-            claimed = conn.cursor(row_factory=dict_row)
+            claimed = conn.cursor()
             await finished.execute(COMPLETE, complete_args(worker_id, *done))
             await claimed.execute(CLAIM, (worker_id, list(entrypoints), batch_size))
         accepted = [int(r[0]) for r in await finished.fetchall()]

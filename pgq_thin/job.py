@@ -12,13 +12,14 @@ import dataclasses
 import threading
 import traceback
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 P = TypeVar("P")
 
+DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
 TRACEBACK_LIMIT = 4000  # characters of traceback kept in a failure's details
 
 
@@ -65,7 +66,7 @@ class Job(Generic[P]):
     enqueued_at: datetime
     run_at: datetime | None = None
     dedupe_key: str | None = None
-    heartbeat_timeout: timedelta = timedelta(seconds=30)
+    heartbeat_timeout: timedelta = DEFAULT_HEARTBEAT_TIMEOUT
     lease: int = 0
     raw_payload: Any = None
     _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
@@ -88,22 +89,37 @@ class Job(Generic[P]):
             raise CancelJob(f"job {self.id} was cancelled")
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Job[Any]:
-        """A job from one ``pgq.claimed_job`` row."""
+    def from_claimed(cls, row: Sequence[Any]) -> Job[Any]:
+        """A job from one ``pgq.claimed_job`` row as a tuple, in the column order of the type
+        (``pgq_thin.calls.CLAIM`` selects them so)."""
+        (
+            id_,
+            lease,
+            entrypoint,
+            payload,
+            headers,
+            priority,
+            attempt,
+            enqueued_at,
+            run_at,
+            dedupe_key,
+            max_attempts,
+            heartbeat_timeout,
+        ) = row
         return cls(
-            id=int(row["id"]),
-            entrypoint=row["entrypoint"],
-            payload=row["payload"],
-            headers=row["headers"],
-            attempt=int(row["attempt"]),
-            max_attempts=int(row["max_attempts"]),
-            priority=int(row["priority"]),
-            enqueued_at=row["enqueued_at"],
-            run_at=row.get("run_at"),
-            dedupe_key=row.get("dedupe_key"),
-            heartbeat_timeout=row.get("heartbeat_timeout") or timedelta(seconds=30),
-            lease=int(row["lease"]),
-            raw_payload=row["payload"],
+            id=id_,
+            entrypoint=entrypoint,
+            payload=payload,
+            headers=headers,
+            attempt=attempt,
+            max_attempts=max_attempts,
+            priority=priority,
+            enqueued_at=enqueued_at,
+            run_at=run_at,
+            dedupe_key=dedupe_key,
+            heartbeat_timeout=heartbeat_timeout or DEFAULT_HEARTBEAT_TIMEOUT,
+            lease=lease,
+            raw_payload=payload,
         )
 
 

@@ -51,7 +51,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
@@ -107,7 +107,6 @@ class _Active:
     job: Job[Any]
     handler: _Handler
     task: asyncio.Task[None] | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
     started: bool = False
     finished: bool = False
     released: bool = False
@@ -226,6 +225,8 @@ class ThinWorker:
         self.maintenance_interval = maintenance_interval
         self.stats = WorkerStats()
         self._halted = False  # stop() was called: the supervisor must not restart
+        # guards the started / released flags a sync handler's thread and the loop both look at
+        self._start_lock = threading.Lock()
         self._session_was_open = False
         self._handlers: dict[str, _Handler] = {}
         self._schedules: dict[str, ScheduleSpec] = {}
@@ -242,6 +243,7 @@ class ThinWorker:
         self._background: list[asyncio.Task[None]] = []
         self._signals = 0
         self._notified = False
+        self._more = False  # the last claim came back full: the claim loop claims again at once
         self._tick: asyncio.Event | None = None
         self._stopping: asyncio.Event | None = None
         self._results_ready: asyncio.Event | None = None
@@ -615,7 +617,7 @@ class ThinWorker:
                 self._tick.clear()
                 await self._tick.wait()
             return
-        more = True  # the last claim came back full: there is probably more
+        self._more = True  # the last claim came back full: there is probably more
         next_poll = 0.0
         backoff = Backoff(base=0.5, cap=30.0)
         while not self._stopping.is_set():
@@ -623,17 +625,15 @@ class ThinWorker:
             self._tick.clear()
             free = self.concurrency - len(self._running)
             drained = until_empty and not self._running
-            due = self._notified or more or time.monotonic() >= next_poll or drained
+            due = self._notified or self._more or time.monotonic() >= next_poll or drained
             if free > 0 and due:
                 self._notified = False
                 try:
-                    if drained:
-                        await self.flush_once()  # a retry becomes visible to the claim
                     asked = min(self.batch_size, free)
                     jobs = await self.claim_once()
                     if not jobs and drained:
                         return  # nothing ran, nothing was left to write, nothing came back
-                    more = len(jobs) == asked
+                    self._more = len(jobs) == asked
                     if until_empty and not self._running:
                         continue  # re-check at once whether the queue is drained
                     wait = self._jittered_poll() if jobs else await self._idle_wait()
@@ -642,10 +642,13 @@ class ThinWorker:
                 except psycopg.OperationalError as err:  # not a lost connection: the session
                     delay = max(0.5, backoff.next_delay())  # reconnects and retries those
                     log.warning("pgq-thin claim failed (%s); retrying in %.1f s", err, delay)
-                    more = False
+                    self._more = False
                     next_poll = time.monotonic() + delay
-                if more and self.concurrency > len(self._running):
+                if self._more and self.concurrency > len(self._running):
                     continue
+            if self._results:  # this loop will not claim now: let the flush loop write them
+                assert self._results_ready is not None
+                self._results_ready.set()
             timeout = max(0.0, next_poll - time.monotonic())
             await _wait(self._tick, timeout)
 
@@ -745,7 +748,7 @@ class ThinWorker:
         jobs: list[Job[Any]] = []
         new: list[_Active] = []
         for row in rows:
-            job = Job.from_row(row)
+            job = Job.from_claimed(row)
             previous = self._active.get(job.id)
             if previous is not None:  # our own old attempt went stale and was re-claimed
                 self._lose(previous)
@@ -866,13 +869,11 @@ class ThinWorker:
         assert self._session is not None, "call open() first"
         todo: list[_Active] = []
         for active in list(self._active.values()):
-            with active.lock:
+            with self._start_lock:
                 if active.started or active.finished or active.lost:
                     continue
                 active.released = True
-            todo.append(active)
-            if active.task is not None:
-                active.task.cancel()
+            todo.append(active)  # its task, if any, ends at its first step
         if not todo:
             return []
         ids, leases = [a.job.id for a in todo], [a.job.lease for a in todo]
@@ -945,19 +946,25 @@ class ThinWorker:
     # --- running one job ------------------------------------------------------------------------
 
     def _start(self, active: _Active) -> None:
-        task = asyncio.create_task(self._execute(active))
-        active.task = task
         self._running.add(active)
-        task.add_done_callback(lambda _t: self._task_done(active))
-
-    def _task_done(self, active: _Active) -> None:
-        self._running.discard(active)
-        self._kick()
+        active.task = asyncio.create_task(self._execute(active))
 
     async def _execute(self, active: _Active) -> None:
+        """One job's task: runs the handler, reports the outcome, frees the slot. Its task is
+        never cancelled before its first step (see :meth:`_stop_task`), so the ``finally``
+        always runs."""
+        try:
+            await self._run_and_report(active)
+        finally:
+            self._running.discard(active)  # its slot is free from here
+            self._kick()
+
+    async def _run_and_report(self, active: _Active) -> None:
         job, handler = active.job, active.handler
         status, details = "successful", None
         try:
+            if active.released or active.lost or active.cancel_requested or active.aborted:
+                raise asyncio.CancelledError  # stopped before it started
             if handler.is_async:
                 active.started = True
                 if handler.payload_type is not None:
@@ -1002,7 +1009,7 @@ class ThinWorker:
         self._report(active, status, details)
 
     def _call_sync(self, active: _Active) -> Any:
-        with active.lock:
+        with self._start_lock:
             if active.released:
                 return _RELEASED
             active.started = True
@@ -1045,11 +1052,21 @@ class ThinWorker:
         self._stop_task(active)
 
     def _stop_task(self, active: _Active) -> None:
+        """Stop a job's handler. An async job whose task has not started yet is not cancelled:
+        its first step sees the flags set by the caller and ends without running the handler."""
         active.job.cancelled.set()
-        if active.handler.is_async and active.task is not None and not active.finished:
+        if active.handler.is_async and active.started and not active.finished:
+            assert active.task is not None
             active.task.cancel()
 
     # --- background loops -----------------------------------------------------------------------
+
+    def _claim_carries_results(self) -> bool:
+        """True when the claim loop is about to claim again (the last claim came back full and
+        a slot is free): its ``pgq.complete`` + ``pgq.claim`` round trip writes the buffered
+        results, so the flush loop leaves them. When the claim loop goes to wait instead, it
+        wakes the flush loop."""
+        return self._more and len(self._running) < self.concurrency and not self.stopping
 
     async def _flush_loop(self) -> None:
         assert self._results_ready is not None and self._flush_now is not None
@@ -1060,6 +1077,8 @@ class ThinWorker:
             if not self._flush_now.is_set():
                 await _wait(self._flush_now, self.flush_interval)
             self._flush_now.clear()
+            if self._claim_carries_results():
+                continue  # the claim loop writes them with its next claim, in one round trip
             try:
                 await self.flush_once()
                 backoff.reset()

@@ -209,7 +209,9 @@ async def test_backend_killed_during_a_flush_writes_results_with_their_leases(
     runs: Counter[int] = Counter()
     with Queue(pgq_dsn) as q:
         ids = q.enqueue_many("cf.quick", [None] * 10)
-    worker = ThinWorker(pgq_dsn, poll_interval=60, concurrency=10)
+    # A claim that comes back short (10 of 20): the results go by a pgq.complete of their own
+    # (a full claim would have the next claim carry them).
+    worker = ThinWorker(pgq_dsn, poll_interval=60, concurrency=20, batch_size=20)
 
     @worker.entrypoint("cf.quick")
     async def quick(job: Job[Any]) -> None:

@@ -82,14 +82,20 @@ def test_sync_and_async_handlers(pgq_dsn: str) -> None:
 
 
 def test_one_complete_call_per_flush(pgq_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    sizes: list[int] = []
-    real = calls.acomplete
+    alone: list[int] = []  # results written by a pgq.complete call of their own
+    carried: list[int] = []  # results written in the round trip of the next claim
+    real, real_pair = calls.acomplete, calls.acomplete_and_claim
 
     async def counting(conn: Any, wid: Any, ids: Any, *rest: Any) -> list[int]:
-        sizes.append(len(ids))
+        alone.append(len(ids))
         return await real(conn, wid, ids, *rest)
 
+    async def counting_pair(conn: Any, wid: Any, done: Any, *rest: Any) -> Any:
+        carried.append(len(done[0]))
+        return await real_pair(conn, wid, done, *rest)
+
     monkeypatch.setattr(calls, "acomplete", counting)
+    monkeypatch.setattr(calls, "acomplete_and_claim", counting_pair)
     worker = ThinWorker(pgq_dsn, concurrency=10, batch_size=10)
 
     @worker.entrypoint("noop")
@@ -99,8 +105,12 @@ def test_one_complete_call_per_flush(pgq_dsn: str, monkeypatch: pytest.MonkeyPat
     with Queue(pgq_dsn) as q:
         q.enqueue_many("noop", [None] * 100)
     worker.run(until_empty=True)
-    assert sum(sizes) == 100
-    assert len(sizes) <= 15, sizes  # batched: about one call per claimed batch
+    assert sum(alone) + sum(carried) == 100
+    assert len(alone) + len(carried) <= 15, (alone, carried)  # about one call per batch
+    # While claims come back full, the claim that follows a batch writes its results: the
+    # flush loop leaves them to it rather than spend a round trip of its own.
+    assert len(alone) <= 1, (alone, carried)
+    assert worker.stats.successful == 100
 
 
 def test_retry_then_success(pgq_dsn: str) -> None:
@@ -285,6 +295,36 @@ def test_release_unstarted_jobs(pgq_dsn: str) -> None:
             claimed = await worker.claim_once(start=False)
             assert sorted(j.id for j in claimed) == ids
             assert sorted(await worker.release_unstarted()) == ids
+        rows = live(pgq_dsn)
+        assert {(r["status"], r["attempt"]) for r in rows.values()} == {("queued", 0)}
+
+    asyncio.run(scenario())
+
+
+def test_release_right_after_the_claim_frees_the_slots(pgq_dsn: str) -> None:
+    """Released after their tasks were made but before they ran: the tasks end at their first
+    step without calling the handler, and their slots are free again."""
+
+    async def scenario() -> None:
+        worker = ThinWorker(pgq_dsn, listen=False, batch_size=5, concurrency=5)
+
+        @worker.entrypoint("never")
+        async def never(job: Job[Any]) -> None:
+            raise AssertionError("must not run")
+
+        with Queue(pgq_dsn) as q:
+            ids = q.enqueue_many("never", [None] * 3)
+        async with worker:
+            claimed = await worker.claim_once()  # tasks made, none has run yet
+            assert sorted(j.id for j in claimed) == ids
+            assert sorted(await worker.release_unstarted()) == ids
+            assert await worker.wait_idle(5)
+            assert await worker.flush_once() == 0
+            assert (worker.stats.successful, worker.stats.failed, worker.stats.released) == (
+                0,
+                0,
+                3,
+            )
         rows = live(pgq_dsn)
         assert {(r["status"], r["attempt"]) for r in rows.values()} == {("queued", 0)}
 
