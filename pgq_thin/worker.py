@@ -46,10 +46,11 @@ import logging
 import os
 import random
 import signal
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -86,6 +87,17 @@ Handler = Callable[[Job[Any]], Any]
 H = TypeVar("H", bound=Handler)
 
 MAX_FLUSH = 1000  # results per pgq.complete call
+
+if sys.version_info >= (3, 12):
+
+    def _job_task(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A job's task, started eagerly: the handler runs at once up to its first suspension,
+        as the task's own step (``current_task()`` is the job's task). A handler that finishes
+        without suspending is never scheduled at all."""
+        return asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=True)
+
+else:
+    _job_task = asyncio.create_task
 
 
 class UnknownEntrypoint(PgqThinError):
@@ -620,20 +632,38 @@ class ThinWorker:
         self._more = True  # the last claim came back full: there is probably more
         next_poll = 0.0
         backoff = Backoff(base=0.5, cap=30.0)
-        while not self._stopping.is_set():
-            self._raise_failure()
-            self._tick.clear()
-            free = self.concurrency - len(self._running)
-            drained = until_empty and not self._running
-            due = self._notified or self._more or time.monotonic() >= next_poll or drained
-            if free > 0 and due:
+        # A claim sent before the jobs of the previous one are taken in (see below).
+        ahead: tuple[int, asyncio.Task[list[tuple[Any, ...]]]] | None = None
+        try:
+            while not self._stopping.is_set():
+                self._raise_failure()
+                self._tick.clear()
+                free = self.concurrency - len(self._running)
+                drained = until_empty and not self._running
+                due = self._notified or self._more or time.monotonic() >= next_poll or drained
+                if ahead is None and not (free > 0 and due):
+                    self._wake_flush()
+                    await _wait(self._tick, max(0.0, next_poll - time.monotonic()))
+                    continue
                 self._notified = False
                 try:
-                    asked = min(self.batch_size, free)
-                    jobs = await self.claim_once()
+                    if ahead is not None:
+                        (asked, claiming), ahead = ahead, None
+                        rows = await claiming
+                    else:
+                        asked = min(self.batch_size, free)
+                        rows = await self._claim_rows(asked)
+                    self._more = len(rows) == asked
+                    spare = self.concurrency - len(self._running) - len(rows)
+                    if self._more and spare > 0 and not self.stopping:
+                        # Claim the next batch now: the database works on it while this
+                        # process starts and runs the jobs just claimed. Let it send first.
+                        n = min(self.batch_size, spare)
+                        ahead = (n, asyncio.create_task(self._claim_rows(n)))
+                        await asyncio.sleep(0)
+                    jobs = await self._take_in(rows, start=True)
                     if not jobs and drained:
                         return  # nothing ran, nothing was left to write, nothing came back
-                    self._more = len(jobs) == asked
                     if until_empty and not self._running:
                         continue  # re-check at once whether the queue is drained
                     wait = self._jittered_poll() if jobs else await self._idle_wait()
@@ -644,13 +674,28 @@ class ThinWorker:
                     log.warning("pgq-thin claim failed (%s); retrying in %.1f s", err, delay)
                     self._more = False
                     next_poll = time.monotonic() + delay
-                if self._more and self.concurrency > len(self._running):
-                    continue
-            if self._results:  # this loop will not claim now: let the flush loop write them
-                assert self._results_ready is not None
-                self._results_ready.set()
-            timeout = max(0.0, next_poll - time.monotonic())
-            await _wait(self._tick, timeout)
+        finally:
+            if ahead is not None:
+                await self._take_in_unstarted(ahead[1])
+
+    async def _take_in_unstarted(self, claiming: asyncio.Task[list[tuple[Any, ...]]]) -> None:
+        """The claim loop ends with a claim in flight: its jobs are taken in unstarted, to be
+        released (at once when stopping, else by the shutdown) rather than left to go stale.
+        Cancelled, it cancels the claim too (jobs of a claim that committed then go stale)."""
+        try:
+            rows = await claiming
+        except asyncio.CancelledError:
+            claiming.cancel()
+            raise
+        except Exception as err:
+            log.warning("pgq-thin claim failed (%s)", err)
+            return
+        await self._take_in(rows, start=False)
+
+    def _wake_flush(self) -> None:
+        """The claim loop is about to wait: buffered results are the flush loop's to write."""
+        if self._results and self._results_ready is not None:
+            self._results_ready.set()
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
@@ -725,8 +770,13 @@ class ThinWorker:
         asked = min(self.batch_size, self.concurrency - len(self._running))
         if asked <= 0 or not self._handlers:
             return []
+        return await self._take_in(await self._claim_rows(asked), start=start)
+
+    async def _claim_rows(self, asked: int) -> list[tuple[Any, ...]]:
+        """One ``pgq.claim`` of up to ``asked`` jobs, with the buffered results written in the
+        same round trip (unless a flush is writing them already)."""
+        assert self._session is not None and self._flush_lock is not None
         entrypoints = self.entrypoints
-        assert self._flush_lock is not None
         if self._results and not self._flush_lock.locked():
             # Results are waiting: write them in the same round trip as this claim.
             async with self._flush_lock:
@@ -745,6 +795,10 @@ class ThinWorker:
             rows = await self._session.call(
                 lambda conn: calls.aclaim(conn, self.worker_id, entrypoints, asked)
             )
+        return rows
+
+    async def _take_in(self, rows: list[tuple[Any, ...]], *, start: bool) -> list[Job[Any]]:
+        """Own the claimed rows: jobs started (or, when stopping, released at once)."""
         jobs: list[Job[Any]] = []
         new: list[_Active] = []
         for row in rows:
@@ -946,8 +1000,12 @@ class ThinWorker:
     # --- running one job ------------------------------------------------------------------------
 
     def _start(self, active: _Active) -> None:
-        self._running.add(active)
-        active.task = asyncio.create_task(self._execute(active))
+        self._running.add(active)  # first: an eager task may finish (and discard it) at once
+        try:
+            active.task = _job_task(self._execute(active))
+        except BaseException:
+            self._running.discard(active)
+            raise
 
     async def _execute(self, active: _Active) -> None:
         """One job's task: runs the handler, reports the outcome, frees the slot. Its task is

@@ -113,6 +113,70 @@ def test_one_complete_call_per_flush(pgq_dsn: str, monkeypatch: pytest.MonkeyPat
     assert worker.stats.successful == 100
 
 
+def test_next_claim_is_sent_before_the_claimed_jobs_are_taken_in(
+    pgq_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With room for two batches, the claim of the next batch goes out before the jobs of the
+    batch just claimed are taken in and started: the database works on it meanwhile."""
+    claimed_before: list[int] = []  # jobs taken in when each claim call began
+    real, real_pair = calls.aclaim, calls.acomplete_and_claim
+    worker = ThinWorker(pgq_dsn, concurrency=10, batch_size=5, listen=False)
+
+    async def claim(*args: Any) -> Any:
+        claimed_before.append(worker.stats.claimed)
+        return await real(*args)
+
+    async def pair(*args: Any) -> Any:
+        claimed_before.append(worker.stats.claimed)
+        return await real_pair(*args)
+
+    monkeypatch.setattr(calls, "aclaim", claim)
+    monkeypatch.setattr(calls, "acomplete_and_claim", pair)
+
+    @worker.entrypoint("noop")
+    async def noop(job: Job[Any]) -> None:
+        pass
+
+    with Queue(pgq_dsn) as q:
+        q.enqueue_many("noop", [None] * 20)
+    worker.run(until_empty=True)
+    assert worker.stats.successful == 20
+    assert claimed_before[:2] == [0, 0], (
+        claimed_before
+    )  # the 2nd claim left before the 1st's 5 jobs were taken in
+
+
+def test_jobs_claimed_ahead_are_released_when_stopping(
+    pgq_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker is told to stop while the claim of the next batch is on its way: the jobs
+    of both claims are released, none is left claimed."""
+    worker = ThinWorker(pgq_dsn, concurrency=10, batch_size=5, listen=False)
+    real = calls.aclaim
+    calls_made: list[int] = []
+
+    async def claim(*args: Any) -> Any:
+        calls_made.append(1)
+        if len(calls_made) == 2:  # the claim sent ahead: stop now, before it answers
+            worker.stop()
+        return await real(*args)
+
+    monkeypatch.setattr(calls, "aclaim", claim)
+
+    @worker.entrypoint("noop")
+    async def noop(job: Job[Any]) -> None:
+        raise AssertionError("must not run")
+
+    with Queue(pgq_dsn) as q:
+        ids = q.enqueue_many("noop", [None] * 20)
+    worker.run()
+    assert len(calls_made) == 2
+    assert (worker.stats.claimed, worker.stats.released) == (10, 10)
+    rows = live(pgq_dsn)
+    assert sorted(rows) == sorted(ids)
+    assert {(r["status"], r["attempt"]) for r in rows.values()} == {("queued", 0)}
+
+
 def test_retry_then_success(pgq_dsn: str) -> None:
     worker = ThinWorker(pgq_dsn)
 
