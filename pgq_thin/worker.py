@@ -46,11 +46,10 @@ import logging
 import os
 import random
 import signal
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -87,17 +86,6 @@ Handler = Callable[[Job[Any]], Any]
 H = TypeVar("H", bound=Handler)
 
 MAX_FLUSH = 1000  # results per pgq.complete call
-
-if sys.version_info >= (3, 12):
-
-    def _job_task(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """A job's task, started eagerly: the handler runs at once up to its first suspension,
-        as the task's own step (``current_task()`` is the job's task). A handler that finishes
-        without suspending is never scheduled at all."""
-        return asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=True)
-
-else:
-    _job_task = asyncio.create_task
 
 
 class UnknownEntrypoint(PgqThinError):
@@ -1000,12 +988,8 @@ class ThinWorker:
     # --- running one job ------------------------------------------------------------------------
 
     def _start(self, active: _Active) -> None:
-        self._running.add(active)  # first: an eager task may finish (and discard it) at once
-        try:
-            active.task = _job_task(self._execute(active))
-        except BaseException:
-            self._running.discard(active)
-            raise
+        self._running.add(active)
+        active.task = asyncio.create_task(self._execute(active))
 
     async def _execute(self, active: _Active) -> None:
         """One job's task: runs the handler, reports the outcome, frees the slot. Its task is
