@@ -26,7 +26,7 @@ ALTER TABLE pgq.jobs CLUSTER ON jobs_pkey;
 SET check_function_bodies = false;
 
 -- sql/functions/compact_jobs.sql
--- pgq.compact_jobs(max_rows, lock_wait, at)
+-- pgq.compact_jobs(max_rows, max_bytes, lock_wait, at)
 -- Contract: gives pgq.jobs (heap, TOAST and indexes) back its compact size when dead row
 --   versions have bloated it; autovacuum makes that space reusable but never shrinks an index,
 --   and at a high job rate it comes too late to keep the heap small. Decides in steps, cheapest
@@ -38,8 +38,10 @@ SET check_function_bodies = false;
 --      left when that was less than 5 minutes before at (a long transaction kept old versions
 --      alive: wait for real growth) -> 'not bloated'.
 --   2. One compactor at a time (a transaction advisory lock) -> else 'busy'.
---   3. An exact count and the stored size of the live rows (a plain read: claims go on) over
---      max_rows -> 'too many rows', over 64 MiB -> 'too much data'.
+--   3. An exact count of the live rows and their size (a plain read: claims go on; the size is
+--      their variable-length columns as stored, compressed or in TOAST, plus 100 bytes a row):
+--      over max_rows -> 'too many rows', over max_bytes -> 'too much data'. Both bound how long
+--      the rewrite holds the lock.
 --   4. ACCESS EXCLUSIVE lock on pgq.jobs, waiting at most lock_wait (0: not at all) -> else
 --      'busy'.
 --   5. CLUSTER pgq.jobs USING jobs_pkey: copies the rows some transaction can still see, in id
@@ -54,9 +56,10 @@ SET check_function_bodies = false;
 -- Locking: none until step 4; then ACCESS EXCLUSIVE on pgq.jobs until commit: every claim,
 --   heartbeat, completion and enqueue waits for the rewrite (about 40 ms for 10,000 rows, 250 ms
 --   for 50,000), and queues behind the lock request for at most lock_wait before that.
--- Errors: PQ008 max_rows NULL or negative, lock_wait NULL, negative or over 1 minute.
+-- Errors: PQ008 max_rows or max_bytes NULL or negative, lock_wait NULL, negative or over 1 minute.
 CREATE OR REPLACE FUNCTION pgq.compact_jobs(
     max_rows   int         DEFAULT 20000,
+    max_bytes  bigint      DEFAULT 67108864,
     lock_wait  interval    DEFAULT interval '100 milliseconds',
     at         timestamptz DEFAULT NULL
 )
@@ -69,7 +72,6 @@ AS $$
 #variable_conflict use_column
 DECLARE
     c_floor      constant bigint := 1048576;      -- never compact a table under 1 MiB
-    c_max_data   constant bigint := 67108864;     -- nor more than 64 MiB of live rows
     c_default_bpr constant bigint := 512;         -- bytes per row before any learned figure
     c_learn_rows constant bigint := 1000;         -- learn bytes per row from this many rows
     v_now        timestamptz := coalesce(compact_jobs.at, now());
@@ -85,6 +87,11 @@ BEGIN
     IF compact_jobs.max_rows IS NULL OR compact_jobs.max_rows < 0 THEN
         RAISE EXCEPTION 'max_rows must be a non-negative number of rows, got %',
             coalesce(compact_jobs.max_rows::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF compact_jobs.max_bytes IS NULL OR compact_jobs.max_bytes < 0 THEN
+        RAISE EXCEPTION 'max_bytes must be a non-negative number of bytes, got %',
+            coalesce(compact_jobs.max_bytes::text, 'NULL')
             USING ERRCODE = 'PQ008';
     END IF;
     IF compact_jobs.lock_wait IS NULL OR compact_jobs.lock_wait < interval '0'
@@ -130,7 +137,7 @@ BEGIN
         RETURN QUERY SELECT false, 'too many rows', v_rows, v_size, NULL::bigint;
         RETURN;
     END IF;
-    IF v_data > c_max_data THEN
+    IF v_data > compact_jobs.max_bytes THEN
         RETURN QUERY SELECT false, 'too much data', v_rows, v_size, NULL::bigint;
         RETURN;
     END IF;
@@ -173,7 +180,7 @@ BEGIN
     RETURN QUERY SELECT true, 'bloated', v_rows, v_size, v_after;
 END
 $$;
-COMMENT ON FUNCTION pgq.compact_jobs(int, interval, timestamptz) IS
+COMMENT ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) IS
     'Rewrites pgq.jobs and its indexes to their compact size (CLUSTER) when bloated; waits at most lock_wait for the lock. Returns compacted, reason, rows, bytes before and after.';
 
 RESET check_function_bodies;
@@ -181,4 +188,4 @@ RESET check_function_bodies;
 
 REVOKE ALL ON pgq.compaction FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgq FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION pgq.compact_jobs(int, interval, timestamptz) TO pgq_worker;
+GRANT EXECUTE ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) TO pgq_worker;
