@@ -3,31 +3,32 @@
 --   versions have bloated it; autovacuum makes that space reusable but never shrinks an index,
 --   and at a high job rate it comes too late to keep the heap small. Decides in steps, cheapest
 --   first, and returns one row (compacted, reason, rows, bytes_before, bytes_after):
---   1. No lock on any job: the live-row estimate of the statistics (pg_stat n_live_tup) over
+--   1. One compactor at a time (a transaction advisory lock): else 'busy' at once.
+--   2. Statistics and file sizes only: the live-row estimate (pg_stat n_live_tup) over
 --      max_rows -> 'too many rows'. The total size (pg_total_relation_size) at most twice the
 --      expected size (estimated rows x bytes per row learned at the last compaction of at least
 --      1,000 rows, 512 until then), or at most 1 MiB, or at most twice what the last compaction
 --      left when that was less than 5 minutes before at (a long transaction kept old versions
---      alive: wait for real growth) -> 'not bloated'.
---   2. One compactor at a time (a transaction advisory lock) -> else 'busy'.
+--      alive: wait for real growth) -> 'not bloated'. This is all a call costs most of the time.
 --   3. An exact count of the live rows and their size (a plain read: claims go on; the size is
 --      their variable-length columns as stored, compressed or in TOAST, plus 100 bytes a row):
 --      over max_rows -> 'too many rows', over max_bytes -> 'too much data'. Both bound how long
 --      the rewrite holds the lock.
---   4. ACCESS EXCLUSIVE lock on pgq.jobs, waiting at most lock_wait (0: not at all) -> else
---      'busy'.
+--   4. ACCESS EXCLUSIVE lock on pgq.jobs.
 --   5. CLUSTER pgq.jobs USING jobs_pkey: copies the rows some transaction can still see, in id
 --      order, into new files and rebuilds the indexes. Every column stays as it was (leases,
 --      heartbeats, attempts, errors) and so do the rows' transaction ids, so it is MVCC-safe
 --      (unlike TRUNCATE, a snapshot taken before still sees every row); no trigger fires, no
 --      notification is sent, pgq.job_id_seq is not touched. fillfactor 50 is kept.
+--   No lock of steps 2 to 4 is waited for longer than lock_wait (0: 1 ms): else 'busy'.
 --   A compaction is recorded in pgq.compaction (time at, rows, sizes, bytes per row) and
---   returned with reason 'bloated'. Otherwise rows is the figure the decision was made on and
---   bytes_after is NULL. at NULL means now(). Run it in its own transaction (autocommit): the
---   lock is held until commit.
--- Locking: none until step 4; then ACCESS EXCLUSIVE on pgq.jobs until commit: every claim,
---   heartbeat, completion and enqueue waits for the rewrite (about 40 ms for 10,000 rows, 250 ms
---   for 50,000), and queues behind the lock request for at most lock_wait before that.
+--   returned with reason 'bloated'. Otherwise rows and bytes_before are the figures the decision
+--   was made on (NULL when not read yet) and bytes_after is NULL. at NULL means now(). Run it in
+--   its own transaction (autocommit): the lock is held until commit.
+-- Locking: until step 4 only share locks (AccessShare on pgq.jobs, like any reader); then
+--   ACCESS EXCLUSIVE on pgq.jobs until commit: every claim, heartbeat, completion and enqueue
+--   waits for the rewrite (about 40 ms for 10,000 live rows, 250 ms for 50,000), and queues
+--   behind the lock request for at most lock_wait before that.
 -- Errors: PQ008 max_rows or max_bytes NULL or negative, lock_wait NULL, negative or over 1 minute.
 CREATE OR REPLACE FUNCTION pgq.compact_jobs(
     max_rows   int         DEFAULT 20000,
@@ -49,7 +50,7 @@ DECLARE
     v_now        timestamptz := coalesce(compact_jobs.at, now());
     v_state      pgq.compaction;
     v_size       bigint;
-    v_estimate   bigint;
+    v_reason     text;
     v_bar        bigint;
     v_rows       bigint;
     v_data       bigint;
@@ -73,63 +74,64 @@ BEGIN
             USING ERRCODE = 'PQ008';
     END IF;
 
-    -- 1. Cheap: statistics and file sizes only.
-    SELECT * INTO v_state FROM pgq.compaction;
-    v_size := pg_total_relation_size('pgq.jobs');
-    v_estimate := greatest(pg_stat_get_live_tuples('pgq.jobs'::regclass), 0);
-    IF v_estimate > compact_jobs.max_rows THEN
-        RETURN QUERY SELECT false, 'too many rows', v_estimate, v_size, NULL::bigint;
-        RETURN;
-    END IF;
-    v_bar := greatest(c_floor, 2 * v_estimate * coalesce(v_state.bytes_per_row, c_default_bpr));
-    IF v_state.compacted_at > v_now - interval '5 minutes' THEN
-        v_bar := greatest(v_bar, 2 * v_state.bytes_after);
-    END IF;
-    IF v_size <= v_bar THEN
-        RETURN QUERY SELECT false, 'not bloated', v_estimate, v_size, NULL::bigint;
-        RETURN;
-    END IF;
-
-    -- 2. One compactor at a time; the others return at once instead of queueing for the lock.
-    IF NOT pg_try_advisory_xact_lock('pgq.jobs'::regclass::oid::int, 0) THEN
-        RETURN QUERY SELECT false, 'busy', v_estimate, v_size, NULL::bigint;
-        RETURN;
-    END IF;
-
-    -- 3. Exact figures, read without blocking anyone; stops counting past max_rows.
-    SELECT count(*),
-           coalesce(sum(100 + pg_column_size(s.entrypoint) + coalesce(pg_column_size(s.payload), 0)
-                        + coalesce(pg_column_size(s.headers), 0) + coalesce(pg_column_size(s.dedupe_key), 0)
-                        + pg_column_size(s.errors)), 0)
-      INTO v_rows, v_data
-      FROM (SELECT j.entrypoint, j.payload, j.headers, j.dedupe_key, j.errors
-              FROM pgq.jobs j
-             LIMIT compact_jobs.max_rows::bigint + 1) s;
-    IF v_rows > compact_jobs.max_rows THEN
-        RETURN QUERY SELECT false, 'too many rows', v_rows, v_size, NULL::bigint;
-        RETURN;
-    END IF;
-    IF v_data > compact_jobs.max_bytes THEN
-        RETURN QUERY SELECT false, 'too much data', v_rows, v_size, NULL::bigint;
-        RETURN;
-    END IF;
-
-    -- 4. The table lock, waiting at most lock_wait: claims queue behind the request meanwhile.
+    -- No lock is waited for longer than lock_wait (0: 1 ms), not even the share lock the size
+    -- functions take. The setting is restored before the rewrite; on a timeout the sub-block's
+    -- rollback undoes it.
     v_old_wait := current_setting('lock_timeout');
     BEGIN
-        IF compact_jobs.lock_wait = interval '0' THEN
-            LOCK TABLE pgq.jobs IN ACCESS EXCLUSIVE MODE NOWAIT;
-        ELSE
-            PERFORM set_config('lock_timeout',
-                               ceil(extract(epoch FROM compact_jobs.lock_wait) * 1000)::bigint::text, true);
+        PERFORM set_config('lock_timeout',
+            greatest(1, ceil(extract(epoch FROM compact_jobs.lock_wait) * 1000))::bigint::text, true);
+
+        -- 1. One compactor at a time; the others return at once instead of queueing for the lock.
+        IF NOT pg_try_advisory_xact_lock('pgq.jobs'::regclass::oid::int, 0) THEN
+            v_reason := 'busy';
+        END IF;
+
+        -- 2. Cheap: statistics and file sizes only.
+        IF v_reason IS NULL THEN
+            SELECT * INTO v_state FROM pgq.compaction;
+            v_size := pg_total_relation_size('pgq.jobs');
+            v_rows := greatest(pg_stat_get_live_tuples('pgq.jobs'::regclass), 0);
+            v_bar := greatest(c_floor, 2 * v_rows * coalesce(v_state.bytes_per_row, c_default_bpr));
+            IF v_state.compacted_at > v_now - interval '5 minutes' THEN
+                v_bar := greatest(v_bar, 2 * v_state.bytes_after);
+            END IF;
+            IF v_rows > compact_jobs.max_rows THEN
+                v_reason := 'too many rows';
+            ELSIF v_size <= v_bar THEN
+                v_reason := 'not bloated';
+            END IF;
+        END IF;
+
+        -- 3. Exact figures, read without blocking anyone; stops counting past max_rows.
+        IF v_reason IS NULL THEN
+            SELECT count(*),
+                   coalesce(sum(100 + pg_column_size(s.entrypoint) + coalesce(pg_column_size(s.payload), 0)
+                                + coalesce(pg_column_size(s.headers), 0)
+                                + coalesce(pg_column_size(s.dedupe_key), 0) + pg_column_size(s.errors)), 0)
+              INTO v_rows, v_data
+              FROM (SELECT j.entrypoint, j.payload, j.headers, j.dedupe_key, j.errors
+                      FROM pgq.jobs j
+                     LIMIT compact_jobs.max_rows::bigint + 1) s;
+            IF v_rows > compact_jobs.max_rows THEN
+                v_reason := 'too many rows';
+            ELSIF v_data > compact_jobs.max_bytes THEN
+                v_reason := 'too much data';
+            END IF;
+        END IF;
+
+        -- 4. The table lock. Claims queue behind the request while it waits.
+        IF v_reason IS NULL THEN
             LOCK TABLE pgq.jobs IN ACCESS EXCLUSIVE MODE;
         END IF;
+        PERFORM set_config('lock_timeout', v_old_wait, true);
     EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
-        -- The sub-block's rollback also undid the set_config.
-        RETURN QUERY SELECT false, 'busy', v_rows, v_size, NULL::bigint;
-        RETURN;
+        v_reason := 'busy';
     END;
-    PERFORM set_config('lock_timeout', v_old_wait, true);
+    IF v_reason IS NOT NULL THEN
+        RETURN QUERY SELECT false, v_reason, v_rows, v_size, NULL::bigint;
+        RETURN;
+    END IF;
 
     -- 5. Rewrite. The size is measured again under the lock: rows added while waiting count.
     v_size := pg_total_relation_size('pgq.jobs');
