@@ -32,16 +32,17 @@ SET check_function_bodies = false;
 --   and at a high job rate it comes too late to keep the heap small. Decides in steps, cheapest
 --   first, and returns one row (compacted, reason, rows, bytes_before, bytes_after):
 --   1. One compactor at a time (a transaction advisory lock): else 'busy' at once.
---   2. Statistics and file sizes only: the live-row estimate (pg_stat n_live_tup) over
---      max_rows -> 'too many rows'. The total size (pg_total_relation_size) at most twice the
---      expected size (estimated rows x bytes per row learned at the last compaction of at least
---      1,000 rows, 512 until then), or at most 1 MiB, or at most twice what the last compaction
---      left when that was less than 5 minutes before at (a long transaction kept old versions
---      alive: wait for real growth) -> 'not bloated'. This is all a call costs most of the time.
---   3. An exact count of the live rows and their size (a plain read: claims go on; the size is
---      their variable-length columns as stored, compressed or in TOAST, plus 100 bytes a row):
---      over max_rows -> 'too many rows', over max_bytes -> 'too much data'. Both bound how long
---      the rewrite holds the lock.
+--   2. Without reading the table: the total size (pg_total_relation_size: heap, TOAST,
+--      indexes) at most 1 MiB, or at most twice what the last compaction left when that was
+--      less than 5 minutes before at -> 'not bloated'. This is all most calls cost. (The
+--      second rule also holds back a compaction that could not shrink the table, because a
+--      long transaction kept the old row versions alive, until the table has doubled again.)
+--   3. An exact count of the live rows and their size (a plain read: claims go on; the count
+--      stops past max_rows; the size is their variable-length columns as stored, compressed or
+--      in TOAST, plus 100 bytes a row): over max_rows -> 'too many rows', over max_bytes ->
+--      'too much data' (both bound how long the rewrite holds the lock); the total size at
+--      most twice rows x bytes per row (learned at the last compaction of at least 1,000 rows,
+--      512 until then) -> 'not bloated'. Statistics (n_live_tup) are not used: they drift.
 --   4. ACCESS EXCLUSIVE lock on pgq.jobs.
 --   5. CLUSTER pgq.jobs USING jobs_pkey: copies the rows some transaction can still see, in id
 --      order, into new files and rebuilds the indexes. Every column stays as it was (leases,
@@ -115,18 +116,15 @@ BEGIN
             v_reason := 'busy';
         END IF;
 
-        -- 2. Cheap: statistics and file sizes only.
+        -- 2. Without reading the table: file sizes and the last compaction.
         IF v_reason IS NULL THEN
             SELECT * INTO v_state FROM pgq.compaction;
             v_size := pg_total_relation_size('pgq.jobs');
-            v_rows := greatest(pg_stat_get_live_tuples('pgq.jobs'::regclass), 0);
-            v_bar := greatest(c_floor, 2 * v_rows * coalesce(v_state.bytes_per_row, c_default_bpr));
+            v_bar := c_floor;
             IF v_state.compacted_at > v_now - interval '5 minutes' THEN
                 v_bar := greatest(v_bar, 2 * v_state.bytes_after);
             END IF;
-            IF v_rows > compact_jobs.max_rows THEN
-                v_reason := 'too many rows';
-            ELSIF v_size <= v_bar THEN
+            IF v_size <= v_bar THEN
                 v_reason := 'not bloated';
             END IF;
         END IF;
@@ -145,6 +143,8 @@ BEGIN
                 v_reason := 'too many rows';
             ELSIF v_data > compact_jobs.max_bytes THEN
                 v_reason := 'too much data';
+            ELSIF v_size <= 2 * v_rows * coalesce(v_state.bytes_per_row, c_default_bpr) THEN
+                v_reason := 'not bloated';
             END IF;
         END IF;
 
