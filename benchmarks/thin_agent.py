@@ -41,6 +41,11 @@ from pgq_thin.worker import ThinWorker
 ENTRYPOINT = "noop"
 
 
+def compact_interval(value: str) -> float | None:
+    """--compact-interval: seconds, or "off" (ThinWorker(compact_interval=None))."""
+    return None if value == "off" else float(value)
+
+
 def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
     worker = ThinWorker(
         args.dsn,
@@ -49,6 +54,7 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
         poll_interval=1.0,
         flush_size=args.flush_size,
         listen=not args.no_listen,
+        compact_interval=compact_interval(args.compact_interval),
     )
     state = {"first": 0, "last": 0, "n": 0}
 
@@ -77,6 +83,25 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
         "handled": state["n"],
         "successful": worker.stats.successful,
     }
+
+
+def idle_worker(args: argparse.Namespace) -> dict[str, Any]:
+    """A ThinWorker with nothing to run (entrypoint "idle"), for --seconds: only its background
+    loops work (compaction every --compact-interval)."""
+    worker = ThinWorker(
+        args.dsn, poll_interval=1.0, compact_interval=compact_interval(args.compact_interval)
+    )
+
+    @worker.entrypoint("idle")
+    async def idle(job: Any) -> None:
+        pass
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_later(args.seconds, worker.stop)
+        await asyncio.wait_for(worker.arun(install_signal_handlers=False), args.timeout)
+
+    asyncio.run(main())
+    return {"seconds": args.seconds}
 
 
 def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
@@ -250,6 +275,7 @@ def main() -> None:
         "command",
         choices=[
             "drain-worker",
+            "idle-worker",
             "drain-sql",
             "latency-worker",
             "latency-producer",
@@ -273,11 +299,15 @@ def main() -> None:
     p.add_argument("--tick-ms", type=float, default=10.0)
     p.add_argument("--max-batch", type=int, default=1000)
     p.add_argument("--pause", type=float, default=2.0)
+    p.add_argument(
+        "--compact-interval", default="30", help="drain/idle-worker: seconds, or off (default 30)"
+    )
     args = p.parse_args()
     if args.command == "steady-producer":
         args.seconds = args.seconds or 20.0
     fn = {
         "drain-worker": drain_worker,
+        "idle-worker": idle_worker,
         "drain-sql": drain_sql,
         "latency-worker": latency_worker,
         "latency-producer": latency_producer,

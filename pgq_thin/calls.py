@@ -64,6 +64,9 @@ FAILED_JOBS = "SELECT * FROM pgq.failed_jobs ORDER BY finished_at DESC, id DESC 
 HISTORY_SUMMARY = "SELECT * FROM pgq.history_summary(%s::text[], %s::bigint)"
 PRUNE_BATCH = 10000
 PRUNE_HISTORY = "SELECT pgq.prune_history(%s::interval, %s::timestamptz, %s::int)"
+# One row: compacted, reason, rows, bytes_before, bytes_after (the function's defaults for the
+# bounds and the lock wait).
+COMPACT_JOBS = "SELECT * FROM pgq.compact_jobs()"
 SCHEDULE = (
     "SELECT * FROM pgq.schedule(%s::text, %s::text, %s::text, %s::timestamptz, %s::text,"
     " %s::jsonb, %s::int, %s::jsonb, %s::text, %s::interval, %s::interval)"
@@ -251,6 +254,11 @@ def unschedule(conn: Conn, name: str) -> bool:
     return bool(_column(conn, UNSCHEDULE, (name,))[0])
 
 
+def compact_jobs(conn: Conn) -> Row:
+    """``pgq.compact_jobs`` with its defaults: one row (compacted, reason, rows, sizes)."""
+    return _rows(conn, COMPACT_JOBS)[0]
+
+
 # --- async --------------------------------------------------------------------------------------
 
 
@@ -400,3 +408,8 @@ async def anext_schedule_in(conn: AConn) -> float | None:
 async def aprune_history(conn: AConn, older_than: timedelta, at: datetime | None = None) -> int:
     """``pgq.prune_history``: history rows deleted (at most :data:`PRUNE_BATCH`)."""
     return int((await _acolumn(conn, PRUNE_HISTORY, (older_than, at, PRUNE_BATCH)))[0])
+
+
+async def acompact_jobs(conn: AConn) -> Row:
+    """``pgq.compact_jobs`` with its defaults: one row (compacted, reason, rows, sizes)."""
+    return (await _arows(conn, COMPACT_JOBS))[0]

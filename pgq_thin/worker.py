@@ -49,7 +49,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -179,6 +179,9 @@ class ThinWorker:
         ``pgq.job_history`` (``pgq.prune_history``, a few batches every
         ``maintenance_interval`` seconds; workers never wait for each other). None: keep all.
     :param maintenance_interval: seconds between pruning passes (jittered by +-20 %).
+    :param compact_interval: seconds between calls of ``pgq.compact_jobs`` (jittered by
+        +-20 %), which rewrites ``pgq.jobs`` to its compact size when dead row versions have
+        bloated it (a cheap check unless it does). None: never compact.
     """
 
     def __init__(
@@ -203,6 +206,7 @@ class ThinWorker:
         restart_reset_after: float = 60.0,
         history_retention: timedelta | None = timedelta(days=7),
         maintenance_interval: float = 300.0,
+        compact_interval: float | None = 30.0,
     ) -> None:
         self.dsn = dsn
         self.concurrency = concurrency
@@ -223,6 +227,7 @@ class ThinWorker:
         self.restart_reset_after = restart_reset_after
         self.history_retention = history_retention
         self.maintenance_interval = maintenance_interval
+        self.compact_interval = compact_interval
         self.stats = WorkerStats()
         self._halted = False  # stop() was called: the supervisor must not restart
         # guards the started / released flags a sync handler's thread and the loop both look at
@@ -594,7 +599,17 @@ class ThinWorker:
             )
         if self.history_retention is not None:
             self._background.append(
-                asyncio.create_task(self._maintenance_loop(), name="pgq-thin-maintenance")
+                asyncio.create_task(
+                    self._periodic(self.maintenance_interval, self.maintain_once, "pruning"),
+                    name="pgq-thin-maintenance",
+                )
+            )
+        if self.compact_interval is not None:
+            self._background.append(
+                asyncio.create_task(
+                    self._periodic(self.compact_interval, self.compact_once, "compaction"),
+                    name="pgq-thin-compaction",
+                )
             )
         for task in self._background:
             task.add_done_callback(self._background_done)
@@ -1162,15 +1177,33 @@ class ThinWorker:
             log.info("pgq-thin pruned %d finished jobs older than %s", deleted, retention)
         return deleted
 
-    async def _maintenance_loop(self) -> None:
+    async def compact_once(self) -> calls.Row:
+        """Call ``pgq.compact_jobs`` once; returns its row (compacted, reason, rows, sizes)."""
+        assert self._session is not None
+        row = await self._session.call(calls.acompact_jobs)
+        if row["compacted"]:
+            log.info(
+                "pgq-thin compacted pgq.jobs: %d rows, %.2f MiB -> %.2f MiB",
+                row["rows"],
+                row["bytes_before"] / 2**20,
+                row["bytes_after"] / 2**20,
+            )
+        else:
+            log.debug("pgq-thin did not compact pgq.jobs: %s", row["reason"])
+        return row
+
+    async def _periodic(
+        self, interval: float, step: Callable[[], Awaitable[object]], what: str
+    ) -> None:
+        """Run a maintenance step every ``interval`` seconds (+-20 %) until the worker stops."""
         assert self._stopping is not None
         while not self._stopping.is_set():
-            if await _wait(self._stopping, self.maintenance_interval * random.uniform(0.8, 1.2)):
+            if await _wait(self._stopping, interval * random.uniform(0.8, 1.2)):
                 return
             try:
-                await self.maintain_once()
+                await step()
             except (psycopg.OperationalError, PgqError) as err:
-                log.warning("pgq-thin history pruning failed (%s); next pass later", err)
+                log.warning("pgq-thin %s failed (%s); next pass later", what, err)
 
     async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
         """Fire the due ticks of all schedules (run-once step of the scheduler loop)."""
