@@ -15,7 +15,7 @@ Systems and settings:
   pgq-thin sql-loop   "thin client floor": bare psycopg loop of pgq.claim + pgq.complete using
                       the client's own statements (no worker machinery); pipeline variant sends
                       complete(previous) and claim(next) in one round trip.
-  pgqueuer-asyncpg / pgqueuer-psycopg   PgQueuer 1.6.0 QueueManager, drain mode, batch 10/100.
+  pgqueuer-asyncpg / pgqueuer-psycopg   PgQueuer 1.6.0 QueueManager, drain mode, batch 10/100/500.
 The SQL ceiling (pgbench, pgq-1tx script, same batch, 1 client per process) runs in the same
 invocation unless --no-ceiling.
 """
@@ -39,6 +39,9 @@ THIN_SETTINGS = [
     ("batch 10, concurrency 10", ["--batch", "10", "--concurrency", "10"]),
     ("batch 100, concurrency 100", ["--batch", "100", "--concurrency", "100"]),
     ("batch 500, concurrency 500", ["--batch", "500", "--concurrency", "500"]),
+    # room for two batches: the worker claims the next batch while it runs the current one
+    ("batch 100, concurrency 200", ["--batch", "100", "--concurrency", "200"]),
+    ("batch 500, concurrency 1000", ["--batch", "500", "--concurrency", "1000"]),
 ]
 SQL_SETTINGS = [
     ("batch 100", ["--batch", "100"]),
