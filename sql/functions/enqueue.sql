@@ -1,8 +1,9 @@
 -- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
--- Contract: adds one job and returns its id; the same rules and errors as pgq.enqueue_many,
---   which it calls (one implementation for both). run_at NULL means now.
+-- Contract: adds one job and returns its id; the same rules, defaults and errors as
+--   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
+--   its array handling: one INSERT. run_at NULL means now.
 -- Locking: as pgq.enqueue_many.
--- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md).
+-- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md). Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue(
     entrypoint   text,
     payload      jsonb       DEFAULT NULL,
@@ -13,13 +14,52 @@ CREATE OR REPLACE FUNCTION pgq.enqueue(
     on_conflict  text        DEFAULT 'raise'
 )
 RETURNS bigint
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
-    SELECT pgq.enqueue_many(ARRAY[entrypoint], ARRAY[payload], ARRAY[priority], ARRAY[run_at],
-                            ARRAY[dedupe_key], ARRAY[headers], on_conflict);
+#variable_conflict use_column
+DECLARE
+    v_id  bigint;
+BEGIN
+    IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
+        RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF enqueue.entrypoint IS NULL OR enqueue.entrypoint = '' OR octet_length(enqueue.entrypoint) > 200
+       OR enqueue.entrypoint ~ '[[:cntrl:]]' OR enqueue.priority NOT BETWEEN -32768 AND 32767
+       OR pg_column_size(enqueue.payload) > 1048576
+       OR (enqueue.headers IS NOT NULL AND jsonb_typeof(enqueue.headers) <> 'object') THEN
+        PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
+    END IF;
+
+    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers)
+    VALUES (enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0),
+            coalesce(enqueue.run_at, now()), enqueue.dedupe_key, enqueue.headers)
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+    RETURNING id INTO v_id;
+    IF v_id IS NOT NULL THEN
+        RETURN v_id;
+    END IF;
+
+    -- The dedupe key is held by a live job.
+    IF enqueue.on_conflict = 'raise' THEN
+        RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
+            USING ERRCODE = 'PQ007',
+                  HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+    END IF;
+    -- 'existing': a new statement sees the holder that made our insert skip.
+    SELECT j.id INTO v_id FROM pgq.jobs j WHERE j.dedupe_key = enqueue.dedupe_key;
+    IF v_id IS NULL THEN
+        -- The holder finished between our insert and this look-up: its key is free now.
+        RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue.dedupe_key)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    RETURN v_id;
+END
 $$;
 COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text) IS
     'Adds one job; returns its id. run_at NULL means now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';

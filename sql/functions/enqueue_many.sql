@@ -59,7 +59,7 @@ BEGIN
     END IF;
 
     -- One pass over the input finds the first bad element, if any.
-    SELECT u.ord, u.e, u.p, u.pr, u.h, pg_column_size(u.p) AS psize INTO v_bad
+    SELECT u.ord, u.e, u.p, u.pr, u.h INTO v_bad
       FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
                   enqueue_many.headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
      WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
@@ -69,20 +69,7 @@ BEGIN
      ORDER BY u.ord
      LIMIT 1;
     IF FOUND THEN
-        IF v_bad.e IS NULL OR v_bad.e = '' OR octet_length(v_bad.e) > 200 OR v_bad.e ~ '[[:cntrl:]]' THEN
-            RAISE EXCEPTION 'invalid entrypoint % at position %: must be 1 to 200 bytes without control characters',
-                coalesce(quote_literal(left(v_bad.e, 220)), 'NULL'), v_bad.ord
-                USING ERRCODE = 'PQ001';
-        ELSIF v_bad.pr NOT BETWEEN -32768 AND 32767 THEN
-            RAISE EXCEPTION 'priority % at position % is out of range (-32768 to 32767)', v_bad.pr, v_bad.ord
-                USING ERRCODE = 'PQ005';
-        ELSIF v_bad.psize > 1048576 THEN
-            RAISE EXCEPTION 'payload at position % is % bytes, over the 1048576-byte limit', v_bad.ord, v_bad.psize
-                USING ERRCODE = 'PQ006';
-        ELSE
-            RAISE EXCEPTION 'headers at position % must be a JSON object, got %', v_bad.ord, jsonb_typeof(v_bad.h)
-                USING ERRCODE = 'PQ009';
-        END IF;
+        PERFORM pgq._check_job(v_bad.e, v_bad.p, v_bad.pr, v_bad.h, v_bad.ord);
     END IF;
 
     IF enqueue_many.on_conflict = 'raise' AND enqueue_many.dedupe_keys IS NOT NULL THEN

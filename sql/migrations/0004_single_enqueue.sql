@@ -1,0 +1,255 @@
+-- pgq-thin migration 0004: pgq.enqueue adds its one job with one INSERT (it went through
+-- pgq.enqueue_many's array checks before: about a third of a single enqueue's server time); the
+-- error messages of both come from pgq._check_job.
+
+-- BEGIN FUNCTIONS (generated from sql/functions/ by scripts/sync_migration.py; do not edit here)
+SET check_function_bodies = false;
+
+-- sql/functions/_check_job.sql
+-- pgq._check_job(entrypoint, payload, priority, headers, ord)
+-- Contract: raises the error for the first rule this job breaks, naming the value and its
+--   position in the call; returns nothing when the job is valid. The rules: entrypoint of 1 to
+--   200 bytes without control characters (PQ001), priority within smallint range (PQ005),
+--   payload of at most 1 MiB (PQ006), headers NULL or a JSON object (PQ009). One place for the
+--   messages of pgq.enqueue and pgq.enqueue_many.
+-- Locking: none.
+-- Errors: PQ001, PQ005, PQ006, PQ009.
+CREATE OR REPLACE FUNCTION pgq._check_job(
+    entrypoint  text,
+    payload     jsonb,
+    priority    int,
+    headers     jsonb,
+    ord         bigint
+)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    IF entrypoint IS NULL OR entrypoint = '' OR octet_length(entrypoint) > 200
+       OR entrypoint ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION 'invalid entrypoint % at position %: must be 1 to 200 bytes without control characters',
+            coalesce(quote_literal(left(entrypoint, 220)), 'NULL'), ord
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF priority NOT BETWEEN -32768 AND 32767 THEN
+        RAISE EXCEPTION 'priority % at position % is out of range (-32768 to 32767)', priority, ord
+            USING ERRCODE = 'PQ005';
+    END IF;
+    IF pg_column_size(payload) > 1048576 THEN
+        RAISE EXCEPTION 'payload at position % is % bytes, over the 1048576-byte limit',
+            ord, pg_column_size(payload)
+            USING ERRCODE = 'PQ006';
+    END IF;
+    IF headers IS NOT NULL AND jsonb_typeof(headers) <> 'object' THEN
+        RAISE EXCEPTION 'headers at position % must be a JSON object, got %', ord, jsonb_typeof(headers)
+            USING ERRCODE = 'PQ009';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_job(text, jsonb, int, jsonb, bigint) IS
+    'Private. Raises PQ001/PQ005/PQ006/PQ009 for the first rule a job to enqueue breaks, naming its position.';
+
+-- sql/functions/enqueue.sql
+-- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+-- Contract: adds one job and returns its id; the same rules, defaults and errors as
+--   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
+--   its array handling: one INSERT. run_at NULL means now.
+-- Locking: as pgq.enqueue_many.
+-- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md). Any error adds nothing.
+CREATE OR REPLACE FUNCTION pgq.enqueue(
+    entrypoint   text,
+    payload      jsonb       DEFAULT NULL,
+    priority     int         DEFAULT 0,
+    run_at       timestamptz DEFAULT NULL,
+    dedupe_key   text        DEFAULT NULL,
+    headers      jsonb       DEFAULT NULL,
+    on_conflict  text        DEFAULT 'raise'
+)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_id  bigint;
+BEGIN
+    IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
+        RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF enqueue.entrypoint IS NULL OR enqueue.entrypoint = '' OR octet_length(enqueue.entrypoint) > 200
+       OR enqueue.entrypoint ~ '[[:cntrl:]]' OR enqueue.priority NOT BETWEEN -32768 AND 32767
+       OR pg_column_size(enqueue.payload) > 1048576
+       OR (enqueue.headers IS NOT NULL AND jsonb_typeof(enqueue.headers) <> 'object') THEN
+        PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
+    END IF;
+
+    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers)
+    VALUES (enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0),
+            coalesce(enqueue.run_at, now()), enqueue.dedupe_key, enqueue.headers)
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+    RETURNING id INTO v_id;
+    IF v_id IS NOT NULL THEN
+        RETURN v_id;
+    END IF;
+
+    -- The dedupe key is held by a live job.
+    IF enqueue.on_conflict = 'raise' THEN
+        RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
+            USING ERRCODE = 'PQ007',
+                  HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+    END IF;
+    -- 'existing': a new statement sees the holder that made our insert skip.
+    SELECT j.id INTO v_id FROM pgq.jobs j WHERE j.dedupe_key = enqueue.dedupe_key;
+    IF v_id IS NULL THEN
+        -- The holder finished between our insert and this look-up: its key is free now.
+        RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue.dedupe_key)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    RETURN v_id;
+END
+$$;
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text) IS
+    'Adds one job; returns its id. run_at NULL means now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';
+
+-- sql/functions/enqueue_many.sql
+-- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+-- Contract: adds one job per element of entrypoints in one statement and returns their ids in
+--   input order. Every other array is optional (NULL: defaults for all) and, when given, must
+--   have the same length. Element defaults: payload NULL, priority 0, run_at now(), no dedupe
+--   key, headers NULL. Jobs are due at run_at and claimed by priority (higher first), then due
+--   time, then enqueue order. A dedupe key is unique among live (queued or running) jobs:
+--   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
+--   the live job that holds the key instead of adding one.
+-- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
+-- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
+--   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict.
+--   Any error adds nothing.
+CREATE OR REPLACE FUNCTION pgq.enqueue_many(
+    entrypoints  text[],
+    payloads     jsonb[]       DEFAULT NULL,
+    priorities   int[]         DEFAULT NULL,
+    run_ats      timestamptz[] DEFAULT NULL,
+    dedupe_keys  text[]        DEFAULT NULL,
+    headers      jsonb[]       DEFAULT NULL,
+    on_conflict  text          DEFAULT 'raise'
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n        int := coalesce(cardinality(enqueue_many.entrypoints), 0);
+    v_bad      record;
+    v_ids      bigint[];
+    v_missing  text[];
+    v_count    bigint;
+BEGIN
+    IF v_n = 0 THEN
+        RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(enqueue_many.entrypoints::text, 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF enqueue_many.on_conflict IS NULL OR enqueue_many.on_conflict NOT IN ('raise', 'existing') THEN
+        RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue_many.on_conflict), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT a.name, a.len INTO v_bad
+      FROM (VALUES ('payloads', cardinality(enqueue_many.payloads)),
+                   ('priorities', cardinality(enqueue_many.priorities)),
+                   ('run_ats', cardinality(enqueue_many.run_ats)),
+                   ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
+                   ('headers', cardinality(enqueue_many.headers))) AS a(name, len)
+     WHERE a.len IS NOT NULL AND a.len <> v_n
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '% has % elements but entrypoints has %', v_bad.name, v_bad.len, v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+
+    -- One pass over the input finds the first bad element, if any.
+    SELECT u.ord, u.e, u.p, u.pr, u.h INTO v_bad
+      FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
+                  enqueue_many.headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
+     WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
+        OR u.pr NOT BETWEEN -32768 AND 32767
+        OR pg_column_size(u.p) > 1048576
+        OR (u.h IS NOT NULL AND jsonb_typeof(u.h) <> 'object')
+     ORDER BY u.ord
+     LIMIT 1;
+    IF FOUND THEN
+        PERFORM pgq._check_job(v_bad.e, v_bad.p, v_bad.pr, v_bad.h, v_bad.ord);
+    END IF;
+
+    IF enqueue_many.on_conflict = 'raise' AND enqueue_many.dedupe_keys IS NOT NULL THEN
+        SELECT d.key, min(d.ord) AS first, (array_agg(d.ord ORDER BY d.ord))[2] AS second INTO v_bad
+          FROM unnest(enqueue_many.dedupe_keys) WITH ORDINALITY AS d(key, ord)
+         WHERE d.key IS NOT NULL
+         GROUP BY d.key
+        HAVING count(*) > 1
+         ORDER BY 2
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'dedupe key % appears more than once in this call (positions % and %)',
+                quote_literal(v_bad.key), v_bad.first, v_bad.second
+                USING ERRCODE = 'PQ007';
+        END IF;
+    END IF;
+
+    -- Ids first, in input order, so the insert needs no join to report them.
+    v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
+    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers)
+    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), coalesce(u.ra, now()), u.dk, u.h
+      FROM unnest(v_ids, enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers)
+           AS u(id, e, p, pr, ra, dk, h)
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+
+    IF v_count < v_n THEN
+        -- A dedupe key was taken: find the elements the insert skipped.
+        SELECT array_agg(CASE WHEN j.id IS NULL THEN NULL ELSE x.id END ORDER BY x.ord),
+               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE j.id IS NULL)
+          INTO v_ids, v_missing
+          FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
+          LEFT JOIN pgq.jobs j ON j.id = x.id;
+    END IF;
+
+    IF v_missing IS NOT NULL THEN
+        IF enqueue_many.on_conflict = 'raise' THEN
+            RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
+                USING ERRCODE = 'PQ007',
+                      HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+        END IF;
+        -- 'existing': a new statement sees the holders that made our insert skip.
+        SELECT array_agg(coalesce(x.id, j.id) ORDER BY x.ord) INTO v_ids
+          FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
+          LEFT JOIN pgq.jobs j ON x.id IS NULL AND j.dedupe_key = x.dk;
+        IF array_position(v_ids, NULL) IS NOT NULL THEN
+            -- The holder finished between our insert and this look-up: its key is free now.
+            RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue_many.dedupe_keys[array_position(v_ids, NULL)])
+                USING ERRCODE = 'PQ007';
+        END IF;
+    END IF;
+    RETURN QUERY SELECT unnest(v_ids);
+END
+$$;
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text) IS
+    'Adds many jobs in one statement; returns their ids in input order. Optional arrays must match entrypoints in length. on_conflict: raise (PQ007) or existing.';
+
+RESET check_function_bodies;
+-- END FUNCTIONS
+
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgq FROM PUBLIC;
