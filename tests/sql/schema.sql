@@ -113,7 +113,7 @@ SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedu
           NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp');
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
-              AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'enqueue_many')
+              AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'enqueue', 'enqueue_many')
               AND NOT p.proconfig @> ARRAY['plan_cache_mode=force_generic_plan', 'jit=off']),
           NULL, 'the hot functions use generic plans and no JIT (a backlog of 1M made JIT compile every claim)');
 SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
