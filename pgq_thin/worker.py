@@ -8,10 +8,13 @@ cancellation are decided by those functions. What the worker does:
   entrypoints and start one task per job. Async handlers run on the event loop; sync handlers
   on a thread pool of ``concurrency`` threads. It claims again at once while claims come back
   full, otherwise when a notification arrives, at the (jittered) poll interval, or when the
-  next delayed job is due, whichever is first.
-* **complete**: finished attempts are buffered and written with one ``pgq.complete`` per
-  flush: at once when nothing else runs or ``flush_size`` results wait, else after
-  ``flush_interval``. A failed write keeps the results (with their leases) for the next flush.
+  next delayed job is due, whichever is first. A full claim that leaves slots free sends the
+  claim of the next batch before its own jobs are taken in (claim ahead: the server claims
+  while the process runs jobs; ``concurrency = 2 * batch_size`` gives it room).
+* **complete**: finished attempts are buffered and written with one ``pgq.complete``: in the
+  round trip of the next claim when one is about to go out, else by the flush loop, at once
+  when nothing else runs or ``flush_size`` results wait, else after ``flush_interval``. A
+  failed write keeps the results (with their leases) for the next call.
 * **heartbeat**: every running (or finished but unflushed) job is kept alive by one
   ``pgq.heartbeat`` call per interval, a third of the smallest heartbeat timeout among them.
   ``lost`` cancels the local task and drops its result; ``cancel_requested`` cancels it (async:
