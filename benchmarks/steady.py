@@ -53,7 +53,7 @@ def run_system(args: argparse.Namespace, key: str) -> dict[str, Any]:
     timeout = len(rates) * (args.seconds * 3 + 10 + args.pause) + 60
     wargs = ["--batch", str(args.batch)]
     if kind == "thin":
-        wargs += ["--concurrency", str(args.concurrency)]
+        wargs += ["--concurrency", str(args.concurrency), "--compact-interval", args.compact_interval]
     with common.scratch_db(args.dsn, "steady") as db:
         if kind == "thin":
             common.install_pgq(db)
@@ -145,6 +145,9 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=2.0)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument(
+        "--compact-interval", default="5", help="pgq-thin worker: seconds, or off (default 5)"
+    )
     parser.add_argument("--settle", type=float, default=3.0)
     parser.add_argument("--systems", default="thin,pgqueuer-asyncpg")
     args = parser.parse_args()

@@ -191,6 +191,7 @@ def steady_worker(args: argparse.Namespace) -> dict[str, Any]:
         concurrency=args.concurrency,
         batch_size=args.batch,
         poll_interval=args.poll_interval,
+        compact_interval=compact_interval(args.compact_interval),
     )
     hists: dict[int, LogHistogram] = {}
     first: dict[int, int] = {}
@@ -300,7 +301,7 @@ def main() -> None:
     p.add_argument("--max-batch", type=int, default=1000)
     p.add_argument("--pause", type=float, default=2.0)
     p.add_argument(
-        "--compact-interval", default="30", help="drain/idle-worker: seconds, or off (default 30)"
+        "--compact-interval", default="5", help="seconds, or off (default 5, the worker's)"
     )
     args = p.parse_args()
     if args.command == "steady-producer":

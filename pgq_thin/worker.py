@@ -209,7 +209,7 @@ class ThinWorker:
         restart_reset_after: float = 60.0,
         history_retention: timedelta | None = timedelta(days=7),
         maintenance_interval: float = 300.0,
-        compact_interval: float | None = 30.0,
+        compact_interval: float | None = 5.0,
     ) -> None:
         self.dsn = dsn
         self.concurrency = concurrency
