@@ -254,11 +254,6 @@ def unschedule(conn: Conn, name: str) -> bool:
     return bool(_column(conn, UNSCHEDULE, (name,))[0])
 
 
-def compact_jobs(conn: Conn) -> Row:
-    """``pgq.compact_jobs`` with its defaults: one row (compacted, reason, rows, sizes)."""
-    return _rows(conn, COMPACT_JOBS)[0]
-
-
 # --- async --------------------------------------------------------------------------------------
 
 
