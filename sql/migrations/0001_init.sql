@@ -1,7 +1,7 @@
--- pgq-thin migration 0001: schema, tables, indexes, roles, triggers and the first version of
--- every function. Append-only once released: later changes go into 0002_... and re-create the
--- functions they change. The functions section at the end is copied from sql/functions/ by
--- scripts/sync_migration.py; a test proves migrations and function files agree.
+-- pgq-thin migration 0001: schema pgq as first released (0.1.0): roles, tables, indexes, types,
+-- every function, triggers, views and privileges. Released: this file never changes again
+-- (sql/migrations/RELEASED holds its checksum and a test enforces it); later changes go into a
+-- new migration written with scripts/new_migration.py (see sql/migrations/README.md).
 
 -- Refuse a foreign schema named pgq (SkyTools PgQ uses that name). Ours carries this comment.
 DO $guard$
@@ -152,7 +152,64 @@ CREATE TYPE pgq.claimed_job AS (
     heartbeat_timeout  interval
 );
 
--- BEGIN FUNCTIONS (generated from sql/functions/ by scripts/sync_migration.py; do not edit here)
+-- Cron schedules. The schedule rows and their locking live here; a client computes cron
+-- times (the Python client with croniter) and hands them back. A fire is an ordinary job,
+-- deduplicated by schedule and due time.
+CREATE TABLE pgq.schedules (
+    name           text        NOT NULL,
+    entrypoint     text        NOT NULL,
+    cron           text        NOT NULL,
+    timezone       text        NOT NULL DEFAULT 'UTC',
+    payload        jsonb,
+    headers        jsonb,
+    priority       int         NOT NULL DEFAULT 0,
+    catch_up       text        NOT NULL DEFAULT 'once',
+    misfire_grace  interval    NOT NULL DEFAULT interval '1 minute',
+    fire_timeout   interval    NOT NULL DEFAULT interval '30 seconds',
+    next_run_at    timestamptz NOT NULL,
+    last_run_at    timestamptz,
+    last_job_id    bigint,
+    state          text        NOT NULL DEFAULT 'idle',
+    worker_id      uuid,
+    lease          bigint,
+    heartbeat_at   timestamptz,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    updated_at     timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT schedules_pkey PRIMARY KEY (name),
+    CONSTRAINT schedules_name_check CHECK (length(name) BETWEEN 1 AND 200),
+    CONSTRAINT schedules_entrypoint_check CHECK (length(entrypoint) BETWEEN 1 AND 200),
+    CONSTRAINT schedules_catch_up_check CHECK (catch_up IN ('once', 'skip')),
+    CONSTRAINT schedules_state_check CHECK (state IN ('idle', 'firing')),
+    CONSTRAINT schedules_firing_has_lease_check CHECK (
+        (state = 'firing') = (lease IS NOT NULL AND worker_id IS NOT NULL AND heartbeat_at IS NOT NULL)
+    ),
+    CONSTRAINT schedules_timeouts_check CHECK (misfire_grace >= interval '0' AND fire_timeout >= interval '1 second')
+);
+COMMENT ON TABLE pgq.schedules IS
+    'Cron schedules: one row each. pgq.claim_schedules / pgq.fire_schedule turn due rows into jobs.';
+
+-- Online compaction of pgq.jobs: pgq.compact_jobs rewrites the live table with CLUSTER when it
+-- has grown well past the size its live rows need; this table remembers the last compaction.
+CREATE TABLE pgq.compaction (
+    id             boolean     NOT NULL DEFAULT true,
+    compacted_at   timestamptz,
+    rows           bigint,
+    bytes_before   bigint,
+    bytes_after    bigint,
+    bytes_per_row  bigint,
+    compactions    bigint      NOT NULL DEFAULT 0,
+    CONSTRAINT compaction_pkey PRIMARY KEY (id),
+    CONSTRAINT compaction_one_row_check CHECK (id)
+);
+COMMENT ON TABLE pgq.compaction IS
+    'One row: the last compaction of pgq.jobs by pgq.compact_jobs (time, rows, total size before and after, bytes per row learned, how many so far).';
+INSERT INTO pgq.compaction DEFAULT VALUES;
+
+-- pgq.compact_jobs clusters on the primary key (id order is enqueue order, close to claim
+-- order); marking it here keeps the first compaction from changing the catalog.
+ALTER TABLE pgq.jobs CLUSTER ON jobs_pkey;
+
+-- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
 
 -- sql/functions/_archive.sql
@@ -263,6 +320,52 @@ END
 $$;
 COMMENT ON FUNCTION pgq._check_batch(uuid, bigint[], bigint[]) IS
     'Private. Validates worker_id, ids and leases of lease-guarded calls (PQ009, PQ003); returns the batch size.';
+
+-- sql/functions/_check_job.sql
+-- pgq._check_job(entrypoint, payload, priority, headers, ord)
+-- Contract: raises the error for the first rule this job breaks, naming the value and its
+--   position in the call; returns nothing when the job is valid. The rules: entrypoint of 1 to
+--   200 bytes without control characters (PQ001), priority within smallint range (PQ005),
+--   payload of at most 1 MiB (PQ006), headers NULL or a JSON object (PQ009). One place for the
+--   messages of pgq.enqueue and pgq.enqueue_many.
+-- Locking: none.
+-- Errors: PQ001, PQ005, PQ006, PQ009.
+CREATE OR REPLACE FUNCTION pgq._check_job(
+    entrypoint  text,
+    payload     jsonb,
+    priority    int,
+    headers     jsonb,
+    ord         bigint
+)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    IF entrypoint IS NULL OR entrypoint = '' OR octet_length(entrypoint) > 200
+       OR entrypoint ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION 'invalid entrypoint % at position %: must be 1 to 200 bytes without control characters',
+            coalesce(quote_literal(left(entrypoint, 220)), 'NULL'), ord
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF priority NOT BETWEEN -32768 AND 32767 THEN
+        RAISE EXCEPTION 'priority % at position % is out of range (-32768 to 32767)', priority, ord
+            USING ERRCODE = 'PQ005';
+    END IF;
+    IF pg_column_size(payload) > 1048576 THEN
+        RAISE EXCEPTION 'payload at position % is % bytes, over the 1048576-byte limit',
+            ord, pg_column_size(payload)
+            USING ERRCODE = 'PQ006';
+    END IF;
+    IF headers IS NOT NULL AND jsonb_typeof(headers) <> 'object' THEN
+        RAISE EXCEPTION 'headers at position % must be a JSON object, got %', ord, jsonb_typeof(headers)
+            USING ERRCODE = 'PQ009';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_job(text, jsonb, int, jsonb, bigint) IS
+    'Private. Raises PQ001/PQ005/PQ006/PQ009 for the first rule a job to enqueue breaks, naming its position.';
 
 -- sql/functions/_check_name.sql
 -- pgq._check_name(value, what, errcode): validate an entrypoint or schedule name.
@@ -411,6 +514,25 @@ END
 $$;
 COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
     'Private. Sends {"kind": kind, field: vals} on pgq_events in chunks well under the NOTIFY size limit.';
+
+-- sql/functions/_schedules_changed.sql
+-- pgq._schedules_changed(): statement-level trigger on pgq.schedules.
+-- Contract: a schedule was added, removed, or its cron expression or time zone changed: sends
+--   {"kind": "schedules"} on pgq_events so sleeping schedulers recompute when to wake.
+-- Locking: none.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._schedules_changed()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_notify('pgq_events', '{"kind": "schedules"}');
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION pgq._schedules_changed() IS
+    'Private trigger: sends {"kind":"schedules"} on pgq_events when schedules are added, removed or re-timed.';
 
 -- sql/functions/cancel.sql
 -- pgq.cancel(ids, at)
@@ -634,6 +756,222 @@ $$;
 COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz) IS
     'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease.';
 
+-- sql/functions/claim_schedules.sql
+-- pgq.claim_schedules(worker_id, batch_size, at)
+-- Contract: claims up to batch_size schedules that are due (next_run_at <= at) or whose
+--   previous claimer went silent (firing, heartbeat older than fire_timeout), earliest first.
+--   Each gets state firing, this worker, heartbeat = at and a new lease, and is returned with
+--   its due time and the database clock so the caller computes the next cron time from them
+--   and calls pgq.fire_schedule. at NULL means now().
+-- Locking: FOR UPDATE SKIP LOCKED on schedule rows: schedulers never wait for each other, and
+--   a tick is claimed by one scheduler at a time.
+-- Errors: PQ009 NULL worker_id, PQ002 batch_size outside 1..1000.
+CREATE OR REPLACE FUNCTION pgq.claim_schedules(
+    worker_id   uuid,
+    batch_size  int         DEFAULT 10,
+    at          timestamptz DEFAULT NULL
+)
+RETURNS TABLE (name text, lease bigint, entrypoint text, cron text, timezone text,
+               due_at timestamptz, db_now timestamptz)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := coalesce(claim_schedules.at, now());
+BEGIN
+    IF claim_schedules.worker_id IS NULL THEN
+        RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF claim_schedules.batch_size IS NULL OR claim_schedules.batch_size NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'batch_size must be between 1 and 1000, got %', coalesce(claim_schedules.batch_size::text, 'NULL')
+            USING ERRCODE = 'PQ002';
+    END IF;
+    RETURN QUERY
+    WITH due AS (
+        SELECT s.name
+          FROM pgq.schedules s
+         WHERE (s.state = 'idle' AND s.next_run_at <= v_now)
+            OR (s.state = 'firing' AND s.heartbeat_at < v_now - s.fire_timeout)
+         ORDER BY s.next_run_at, s.name
+         LIMIT claim_schedules.batch_size
+           FOR UPDATE SKIP LOCKED
+    )
+    UPDATE pgq.schedules s
+       SET state = 'firing',
+           worker_id = claim_schedules.worker_id,
+           lease = nextval('pgq.lease_seq'),
+           heartbeat_at = v_now
+      FROM due
+     WHERE s.name = due.name
+    RETURNING s.name, s.lease, s.entrypoint, s.cron, s.timezone, s.next_run_at, v_now;
+END
+$$;
+COMMENT ON FUNCTION pgq.claim_schedules(uuid, int, timestamptz) IS
+    'Claims due schedules (or ones whose claimer went silent) with a lease; returns cron, time zone, due time and the database clock.';
+
+-- sql/functions/compact_jobs.sql
+-- pgq.compact_jobs(max_rows, max_bytes, lock_wait, at)
+-- Contract: gives pgq.jobs (heap, TOAST and indexes) back its compact size when dead row
+--   versions have bloated it; autovacuum makes that space reusable but never shrinks an index,
+--   and at a high job rate it comes too late to keep the heap small. Decides in steps, cheapest
+--   first, and returns one row (compacted, reason, rows, bytes_before, bytes_after):
+--   1. One compactor at a time (a transaction advisory lock): else 'busy' at once.
+--   2. Without reading the table: the total size (pg_total_relation_size: heap, TOAST,
+--      indexes) at most 1 MiB, or at most twice what the last compaction left when that was
+--      less than 5 minutes before at -> 'not bloated'. This is all most calls cost. (The
+--      second rule also holds back a compaction that could not shrink the table, because a
+--      long transaction kept the old row versions alive, until the table has doubled again.)
+--   3. An exact count of the live rows and their size (a plain read: claims go on; the count
+--      stops past max_rows; the size is their variable-length columns as stored, compressed or
+--      in TOAST, plus 100 bytes a row): over max_rows -> 'too many rows', over max_bytes ->
+--      'too much data' (both bound how long the rewrite holds the lock); the total size at
+--      most twice rows x bytes per row (learned at the last compaction of at least 1,000 rows,
+--      512 until then) -> 'not bloated'. Statistics (n_live_tup) are not used: they drift.
+--   4. ACCESS EXCLUSIVE lock on pgq.jobs.
+--   5. CLUSTER pgq.jobs USING jobs_pkey: copies the rows some transaction can still see, in id
+--      order, into new files and rebuilds the indexes. Every column stays as it was (leases,
+--      heartbeats, attempts, errors) and so do the rows' transaction ids, so it is MVCC-safe
+--      (unlike TRUNCATE, a snapshot taken before still sees every row); no trigger fires, no
+--      notification is sent, pgq.job_id_seq is not touched. fillfactor 50 is kept.
+--   No lock of steps 2 to 4 is waited for longer than lock_wait (0: 1 ms): else 'busy'.
+--   A compaction is recorded in pgq.compaction (time at, rows, sizes, bytes per row) and
+--   returned with reason 'bloated'. Otherwise rows and bytes_before are the figures the decision
+--   was made on (NULL when not read yet) and bytes_after is NULL. at NULL means now(). Run it in
+--   its own transaction (autocommit): the lock is held until commit.
+-- Locking: until step 4 only share locks (AccessShare on pgq.jobs, like any reader); then
+--   ACCESS EXCLUSIVE on pgq.jobs until commit: every claim, heartbeat, completion and enqueue
+--   waits for the rewrite (about 40 ms for 10,000 live rows, 250 ms for 50,000), and queues
+--   behind the lock request for at most lock_wait before that.
+-- Errors: PQ008 max_rows or max_bytes NULL or negative, lock_wait NULL, negative or over 1 minute.
+CREATE OR REPLACE FUNCTION pgq.compact_jobs(
+    max_rows   int         DEFAULT 20000,
+    max_bytes  bigint      DEFAULT 67108864,
+    lock_wait  interval    DEFAULT interval '100 milliseconds',
+    at         timestamptz DEFAULT NULL
+)
+RETURNS TABLE (compacted boolean, reason text, rows bigint, bytes_before bigint, bytes_after bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_floor      constant bigint := 1048576;      -- never compact a table under 1 MiB
+    c_default_bpr constant bigint := 512;         -- bytes per row before any learned figure
+    c_learn_rows constant bigint := 1000;         -- learn bytes per row from this many rows
+    v_now        timestamptz := coalesce(compact_jobs.at, now());
+    v_state      pgq.compaction;
+    v_size       bigint;
+    v_reason     text;
+    v_bar        bigint;
+    v_rows       bigint;
+    v_data       bigint;
+    v_after      bigint;
+    v_old_wait   text;
+BEGIN
+    IF compact_jobs.max_rows IS NULL OR compact_jobs.max_rows < 0 THEN
+        RAISE EXCEPTION 'max_rows must be a non-negative number of rows, got %',
+            coalesce(compact_jobs.max_rows::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF compact_jobs.max_bytes IS NULL OR compact_jobs.max_bytes < 0 THEN
+        RAISE EXCEPTION 'max_bytes must be a non-negative number of bytes, got %',
+            coalesce(compact_jobs.max_bytes::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF compact_jobs.lock_wait IS NULL OR compact_jobs.lock_wait < interval '0'
+       OR compact_jobs.lock_wait > interval '1 minute' THEN
+        RAISE EXCEPTION 'lock_wait must be between 0 and 1 minute, got %',
+            coalesce(compact_jobs.lock_wait::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+
+    -- No lock is waited for longer than lock_wait (0: 1 ms), not even the share lock the size
+    -- functions take. The setting is restored before the rewrite; on a timeout the sub-block's
+    -- rollback undoes it.
+    v_old_wait := current_setting('lock_timeout');
+    BEGIN
+        PERFORM set_config('lock_timeout',
+            greatest(1, ceil(extract(epoch FROM compact_jobs.lock_wait) * 1000))::bigint::text, true);
+
+        -- 1. One compactor at a time; the others return at once instead of queueing for the lock.
+        IF NOT pg_try_advisory_xact_lock('pgq.jobs'::regclass::oid::int, 0) THEN
+            v_reason := 'busy';
+        END IF;
+
+        -- 2. Without reading the table: file sizes and the last compaction.
+        IF v_reason IS NULL THEN
+            SELECT * INTO v_state FROM pgq.compaction;
+            v_size := pg_total_relation_size('pgq.jobs');
+            v_bar := c_floor;
+            IF v_state.compacted_at > v_now - interval '5 minutes' THEN
+                v_bar := greatest(v_bar, 2 * v_state.bytes_after);
+            END IF;
+            IF v_size <= v_bar THEN
+                v_reason := 'not bloated';
+            END IF;
+        END IF;
+
+        -- 3. Exact figures, read without blocking anyone; stops counting past max_rows.
+        IF v_reason IS NULL THEN
+            SELECT count(*),
+                   coalesce(sum(100 + pg_column_size(s.entrypoint) + coalesce(pg_column_size(s.payload), 0)
+                                + coalesce(pg_column_size(s.headers), 0)
+                                + coalesce(pg_column_size(s.dedupe_key), 0) + pg_column_size(s.errors)), 0)
+              INTO v_rows, v_data
+              FROM (SELECT j.entrypoint, j.payload, j.headers, j.dedupe_key, j.errors
+                      FROM pgq.jobs j
+                     LIMIT compact_jobs.max_rows::bigint + 1) s;
+            IF v_rows > compact_jobs.max_rows THEN
+                v_reason := 'too many rows';
+            ELSIF v_data > compact_jobs.max_bytes THEN
+                v_reason := 'too much data';
+            ELSIF v_size <= 2 * v_rows * coalesce(v_state.bytes_per_row, c_default_bpr) THEN
+                v_reason := 'not bloated';
+            END IF;
+        END IF;
+
+        -- 4. The table lock. Claims queue behind the request while it waits.
+        IF v_reason IS NULL THEN
+            LOCK TABLE pgq.jobs IN ACCESS EXCLUSIVE MODE;
+        END IF;
+        PERFORM set_config('lock_timeout', v_old_wait, true);
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+        v_reason := 'busy';
+    END;
+    IF v_reason IS NOT NULL THEN
+        RETURN QUERY SELECT false, v_reason, v_rows, v_size, NULL::bigint;
+        RETURN;
+    END IF;
+
+    -- 5. Rewrite. The size is measured again under the lock: rows added while waiting count.
+    v_size := pg_total_relation_size('pgq.jobs');
+    CLUSTER pgq.jobs USING jobs_pkey;
+    SELECT count(*) INTO v_rows FROM pgq.jobs;
+    v_after := pg_total_relation_size('pgq.jobs');
+
+    INSERT INTO pgq.compaction AS c (id, compacted_at, rows, bytes_before, bytes_after, bytes_per_row,
+                                     compactions)
+    VALUES (true, v_now, v_rows, v_size, v_after,
+            CASE WHEN v_rows >= c_learn_rows THEN v_after / v_rows END, 1)
+    ON CONFLICT (id) DO UPDATE
+       SET compacted_at = excluded.compacted_at,
+           rows = excluded.rows,
+           bytes_before = excluded.bytes_before,
+           bytes_after = excluded.bytes_after,
+           bytes_per_row = coalesce(excluded.bytes_per_row, c.bytes_per_row),
+           compactions = c.compactions + 1;
+
+    RETURN QUERY SELECT true, 'bloated', v_rows, v_size, v_after;
+END
+$$;
+COMMENT ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) IS
+    'Rewrites pgq.jobs and its indexes to their compact size (CLUSTER) when bloated; waits at most lock_wait for the lock. Returns compacted, reason, rows, bytes before and after.';
+
 -- sql/functions/complete.sql
 -- pgq.complete(worker_id, ids, leases, statuses, details, at)
 -- Contract: ends the attempts this worker still owns under those leases; returns the ids
@@ -851,10 +1189,11 @@ COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, 
 
 -- sql/functions/enqueue.sql
 -- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
--- Contract: adds one job and returns its id; the same rules and errors as pgq.enqueue_many,
---   which it calls (one implementation for both). run_at NULL means now.
+-- Contract: adds one job and returns its id; the same rules, defaults and errors as
+--   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
+--   its array handling: one INSERT. run_at NULL means now.
 -- Locking: as pgq.enqueue_many.
--- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md).
+-- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md). Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue(
     entrypoint   text,
     payload      jsonb       DEFAULT NULL,
@@ -865,13 +1204,52 @@ CREATE OR REPLACE FUNCTION pgq.enqueue(
     on_conflict  text        DEFAULT 'raise'
 )
 RETURNS bigint
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
-    SELECT pgq.enqueue_many(ARRAY[entrypoint], ARRAY[payload], ARRAY[priority], ARRAY[run_at],
-                            ARRAY[dedupe_key], ARRAY[headers], on_conflict);
+#variable_conflict use_column
+DECLARE
+    v_id  bigint;
+BEGIN
+    IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
+        RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF enqueue.entrypoint IS NULL OR enqueue.entrypoint = '' OR octet_length(enqueue.entrypoint) > 200
+       OR enqueue.entrypoint ~ '[[:cntrl:]]' OR enqueue.priority NOT BETWEEN -32768 AND 32767
+       OR pg_column_size(enqueue.payload) > 1048576
+       OR (enqueue.headers IS NOT NULL AND jsonb_typeof(enqueue.headers) <> 'object') THEN
+        PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
+    END IF;
+
+    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers)
+    VALUES (enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0),
+            coalesce(enqueue.run_at, now()), enqueue.dedupe_key, enqueue.headers)
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+    RETURNING id INTO v_id;
+    IF v_id IS NOT NULL THEN
+        RETURN v_id;
+    END IF;
+
+    -- The dedupe key is held by a live job.
+    IF enqueue.on_conflict = 'raise' THEN
+        RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
+            USING ERRCODE = 'PQ007',
+                  HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+    END IF;
+    -- 'existing': a new statement sees the holder that made our insert skip.
+    SELECT j.id INTO v_id FROM pgq.jobs j WHERE j.dedupe_key = enqueue.dedupe_key;
+    IF v_id IS NULL THEN
+        -- The holder finished between our insert and this look-up: its key is free now.
+        RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue.dedupe_key)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    RETURN v_id;
+END
 $$;
 COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text) IS
     'Adds one job; returns its id. run_at NULL means now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';
@@ -938,7 +1316,7 @@ BEGIN
     END IF;
 
     -- One pass over the input finds the first bad element, if any.
-    SELECT u.ord, u.e, u.p, u.pr, u.h, pg_column_size(u.p) AS psize INTO v_bad
+    SELECT u.ord, u.e, u.p, u.pr, u.h INTO v_bad
       FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
                   enqueue_many.headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
      WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
@@ -948,20 +1326,7 @@ BEGIN
      ORDER BY u.ord
      LIMIT 1;
     IF FOUND THEN
-        IF v_bad.e IS NULL OR v_bad.e = '' OR octet_length(v_bad.e) > 200 OR v_bad.e ~ '[[:cntrl:]]' THEN
-            RAISE EXCEPTION 'invalid entrypoint % at position %: must be 1 to 200 bytes without control characters',
-                coalesce(quote_literal(left(v_bad.e, 220)), 'NULL'), v_bad.ord
-                USING ERRCODE = 'PQ001';
-        ELSIF v_bad.pr NOT BETWEEN -32768 AND 32767 THEN
-            RAISE EXCEPTION 'priority % at position % is out of range (-32768 to 32767)', v_bad.pr, v_bad.ord
-                USING ERRCODE = 'PQ005';
-        ELSIF v_bad.psize > 1048576 THEN
-            RAISE EXCEPTION 'payload at position % is % bytes, over the 1048576-byte limit', v_bad.ord, v_bad.psize
-                USING ERRCODE = 'PQ006';
-        ELSE
-            RAISE EXCEPTION 'headers at position % must be a JSON object, got %', v_bad.ord, jsonb_typeof(v_bad.h)
-                USING ERRCODE = 'PQ009';
-        END IF;
+        PERFORM pgq._check_job(v_bad.e, v_bad.p, v_bad.pr, v_bad.h, v_bad.ord);
     END IF;
 
     IF enqueue_many.on_conflict = 'raise' AND enqueue_many.dedupe_keys IS NOT NULL THEN
@@ -1019,6 +1384,94 @@ END
 $$;
 COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text) IS
     'Adds many jobs in one statement; returns their ids in input order. Optional arrays must match entrypoints in length. on_conflict: raise (PQ007) or existing.';
+
+-- sql/functions/fire_schedule.sql
+-- pgq.fire_schedule(worker_id, name, lease, next_after_due, next_after_now, at)
+-- Contract: fires the tick this worker claimed with pgq.claim_schedules and stores the next
+--   run. The caller computes two cron times: the first tick after the one being fired
+--   (next_after_due) and the first tick after the clock claim_schedules returned
+--   (next_after_now). While the schedule keeps up (next_after_due is within misfire_grace of
+--   now) every tick fires in turn; after a longer gap (downtime) the missed ticks collapse and
+--   the schedule moves on to next_after_now. Both must lie after the tick being fired; a NULL
+--   next_after_now means next_after_due is used either way. Firing enqueues an
+--   ordinary job of the schedule's entrypoint, payload, priority and headers (plus
+--   "pgq_schedule" and "pgq_due_at" headers) whose dedupe key is "pgq:schedule:<name>@<due>",
+--   so a tick can never produce two live jobs. A tick older than misfire_grace is fired once
+--   when catch_up is 'once' and dropped when it is 'skip'. Everything happens in one statement
+--   under the schedule's row lock and only while the lease holds: a scheduler that lost its
+--   lease (taken over after fire_timeout) fires nothing. Returns one row: state 'fired' (with
+--   the job id), 'skipped' or 'lost'. at NULL means now().
+-- Locking: the schedule row; inserts the job.
+-- Errors: PQ009 NULL argument, PQ011 a next run time not after the tick being fired.
+CREATE OR REPLACE FUNCTION pgq.fire_schedule(
+    worker_id    uuid,
+    name            text,
+    lease           bigint,
+    next_after_due  timestamptz,
+    next_after_now  timestamptz DEFAULT NULL,
+    at              timestamptz DEFAULT NULL
+)
+RETURNS TABLE (state text, job_id bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := coalesce(fire_schedule.at, now());
+    v_row pgq.schedules;
+    v_job bigint;
+    v_next timestamptz;
+BEGIN
+    IF fire_schedule.worker_id IS NULL OR fire_schedule.name IS NULL OR fire_schedule.lease IS NULL
+       OR fire_schedule.next_after_due IS NULL THEN
+        RAISE EXCEPTION 'worker_id, name, lease and next_after_due must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT * INTO v_row
+      FROM pgq.schedules s
+     WHERE s.name = fire_schedule.name
+       AND s.lease = fire_schedule.lease
+       AND s.worker_id = fire_schedule.worker_id
+       AND s.state = 'firing'
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT 'lost'::text, NULL::bigint;
+        RETURN;
+    END IF;
+    IF fire_schedule.next_after_due <= v_row.next_run_at OR fire_schedule.next_after_now <= v_row.next_run_at THEN
+        RAISE EXCEPTION 'next run times (% and %) must be after the tick being fired (%)',
+            fire_schedule.next_after_due, coalesce(fire_schedule.next_after_now::text, 'NULL'), v_row.next_run_at
+            USING ERRCODE = 'PQ011';
+    END IF;
+    v_next := CASE WHEN fire_schedule.next_after_due < v_now - v_row.misfire_grace
+                   THEN coalesce(fire_schedule.next_after_now, fire_schedule.next_after_due)
+                   ELSE fire_schedule.next_after_due END;
+
+    IF v_row.catch_up = 'once' OR v_row.next_run_at >= v_now - v_row.misfire_grace THEN
+        v_job := pgq.enqueue(
+            v_row.entrypoint, v_row.payload, v_row.priority, NULL,
+            'pgq:schedule:' || v_row.name || '@' || to_char(v_row.next_run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            coalesce(v_row.headers, '{}'::jsonb)
+                || jsonb_build_object('pgq_schedule', v_row.name, 'pgq_due_at', v_row.next_run_at),
+            'existing');
+    END IF;
+
+    UPDATE pgq.schedules s
+       SET state = 'idle',
+           worker_id = NULL,
+           lease = NULL,
+           heartbeat_at = NULL,
+           last_run_at = v_row.next_run_at,
+           last_job_id = coalesce(v_job, s.last_job_id),
+           next_run_at = v_next,
+           updated_at = v_now
+     WHERE s.name = v_row.name;
+    RETURN QUERY SELECT CASE WHEN v_job IS NULL THEN 'skipped' ELSE 'fired' END, v_job;
+END
+$$;
+COMMENT ON FUNCTION pgq.fire_schedule(uuid, text, bigint, timestamptz, timestamptz, timestamptz) IS
+    'Fires a claimed tick as a job deduplicated by schedule and due time (or skips a missed tick under catch_up skip) and stores the next run; lease-guarded: returns fired, skipped or lost.';
 
 -- sql/functions/heartbeat.sql
 -- pgq.heartbeat(worker_id, ids, leases, at)
@@ -1129,6 +1582,26 @@ END
 $$;
 COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
     'Earliest run_at after at among queued jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';
+
+-- sql/functions/next_schedule_at.sql
+-- pgq.next_schedule_at()
+-- Contract: when a scheduler should next look: the earliest next_run_at of idle schedules, or
+--   the moment a firing schedule's claimer would count as silent (heartbeat + fire_timeout).
+--   NULL when there are no schedules.
+-- Locking: none.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq.next_schedule_at()
+RETURNS timestamptz
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT min(CASE WHEN s.state = 'idle' THEN s.next_run_at ELSE s.heartbeat_at + s.fire_timeout END)
+      FROM pgq.schedules s;
+$$;
+COMMENT ON FUNCTION pgq.next_schedule_at() IS
+    'Earliest time a schedule becomes due (or a silent claimer may be taken over); NULL without schedules.';
 
 -- sql/functions/prune_history.sql
 -- pgq.prune_history(older_than, at, batch)
@@ -1292,6 +1765,120 @@ $$;
 COMMENT ON FUNCTION pgq.requeue(bigint[], timestamptz) IS
     'Puts failed (dead) or canceled jobs from history back in the queue with attempt 0; returns the ids requeued.';
 
+-- sql/functions/schedule.sql
+-- pgq.schedule(name, entrypoint, cron, next_run_at, timezone, payload, priority, headers,
+--              catch_up, misfire_grace, fire_timeout)
+-- Contract: registers or updates the schedule called name, idempotently: every scheduler may
+--   call it at start with the same arguments without moving the schedule. next_run_at is the
+--   first fire time the caller computed from cron in timezone; it is stored when the schedule is
+--   new or its cron expression or time zone changed, and ignored otherwise. catch_up decides what
+--   a tick missed by more than misfire_grace does: 'once' (default) fires it once, 'skip' drops
+--   it. fire_timeout: a scheduler that claimed a tick and went silent for that long is taken
+--   over. Returns the stored row.
+-- Locking: the schedule row until commit.
+-- Errors: PQ001 bad entrypoint, PQ011 bad name, cron expression, time zone or catch_up
+--   (named in the message), PQ008 bad interval, PQ009 NULL next_run_at or bad headers.
+CREATE OR REPLACE FUNCTION pgq.schedule(
+    name           text,
+    entrypoint     text,
+    cron           text,
+    next_run_at    timestamptz,
+    timezone       text     DEFAULT 'UTC',
+    payload        jsonb    DEFAULT NULL,
+    priority       int      DEFAULT 0,
+    headers        jsonb    DEFAULT NULL,
+    catch_up       text     DEFAULT 'once',
+    misfire_grace  interval DEFAULT NULL,
+    fire_timeout   interval DEFAULT NULL
+)
+RETURNS pgq.schedules
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_row pgq.schedules;
+BEGIN
+    PERFORM pgq._check_name(schedule.name, 'schedule name', 'PQ011');
+    PERFORM pgq._check_name(schedule.entrypoint, 'entrypoint', 'PQ001');
+    -- Shape only: 5 fields (minute precision) or 6 (seconds first). Clients check the rest.
+    IF schedule.cron IS NULL
+       OR cardinality(regexp_split_to_array(btrim(schedule.cron), '\s+')) NOT IN (5, 6)
+       OR btrim(schedule.cron) !~ '^[0-9A-Za-z*/,?#-]+(\s+[0-9A-Za-z*/,?#-]+){4,5}$' THEN
+        RAISE EXCEPTION 'invalid cron expression %: expected 5 or 6 fields', coalesce(quote_literal(schedule.cron), 'NULL')
+            USING ERRCODE = 'PQ011';
+    END IF;
+    IF schedule.timezone IS NULL
+       OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_timezone_names z WHERE z.name = schedule.timezone) THEN
+        RAISE EXCEPTION 'unknown time zone %', coalesce(quote_literal(schedule.timezone), 'NULL')
+            USING ERRCODE = 'PQ011';
+    END IF;
+    IF schedule.catch_up IS NULL OR schedule.catch_up NOT IN ('once', 'skip') THEN
+        RAISE EXCEPTION 'catch_up must be ''once'' or ''skip'', got %', coalesce(quote_literal(schedule.catch_up), 'NULL')
+            USING ERRCODE = 'PQ011';
+    END IF;
+    IF schedule.misfire_grace < interval '0' THEN
+        RAISE EXCEPTION 'misfire_grace must not be negative, got %', schedule.misfire_grace USING ERRCODE = 'PQ008';
+    END IF;
+    IF schedule.fire_timeout < interval '1 second' THEN
+        RAISE EXCEPTION 'fire_timeout must be at least 1 second, got %', schedule.fire_timeout USING ERRCODE = 'PQ008';
+    END IF;
+    IF schedule.next_run_at IS NULL THEN
+        RAISE EXCEPTION 'next_run_at must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF schedule.priority NOT BETWEEN -32768 AND 32767 THEN
+        RAISE EXCEPTION 'priority % is out of range (-32768 to 32767)', schedule.priority USING ERRCODE = 'PQ005';
+    END IF;
+    IF schedule.headers IS NOT NULL AND jsonb_typeof(schedule.headers) <> 'object' THEN
+        RAISE EXCEPTION 'headers must be a JSON object, got %', jsonb_typeof(schedule.headers) USING ERRCODE = 'PQ009';
+    END IF;
+
+    INSERT INTO pgq.schedules AS s (name, entrypoint, cron, timezone, payload, headers, priority,
+                                    catch_up, misfire_grace, fire_timeout, next_run_at)
+    VALUES (schedule.name, schedule.entrypoint, btrim(schedule.cron), schedule.timezone,
+            schedule.payload, schedule.headers, coalesce(schedule.priority, 0), schedule.catch_up,
+            coalesce(schedule.misfire_grace, interval '1 minute'),
+            coalesce(schedule.fire_timeout, interval '30 seconds'), schedule.next_run_at)
+    ON CONFLICT (name) DO UPDATE
+       SET entrypoint = excluded.entrypoint,
+           payload = excluded.payload,
+           headers = excluded.headers,
+           priority = excluded.priority,
+           catch_up = excluded.catch_up,
+           misfire_grace = coalesce(schedule.misfire_grace, s.misfire_grace),
+           fire_timeout = coalesce(schedule.fire_timeout, s.fire_timeout),
+           cron = excluded.cron,
+           timezone = excluded.timezone,
+           next_run_at = CASE WHEN s.cron = excluded.cron AND s.timezone = excluded.timezone
+                              THEN s.next_run_at ELSE excluded.next_run_at END,
+           updated_at = now()
+    RETURNING * INTO v_row;
+    RETURN v_row;
+END
+$$;
+COMMENT ON FUNCTION pgq.schedule(text, text, text, timestamptz, text, jsonb, int, jsonb, text, interval, interval) IS
+    'Registers or updates a cron schedule idempotently; next_run_at is kept unless the cron expression or time zone changed.';
+
+-- sql/functions/unschedule.sql
+-- pgq.unschedule(name)
+-- Contract: removes the schedule called name; returns true if it existed. Jobs it already
+--   fired are ordinary jobs and stay.
+-- Locking: the schedule row (waits for a scheduler that is firing it right now).
+-- Errors: none (an unknown name returns false).
+CREATE OR REPLACE FUNCTION pgq.unschedule(name text)
+RETURNS boolean
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    WITH gone AS (DELETE FROM pgq.schedules s WHERE s.name = unschedule.name RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM gone);
+$$;
+COMMENT ON FUNCTION pgq.unschedule(text) IS 'Removes a schedule; returns true if it existed.';
+
 RESET check_function_bodies;
 -- END FUNCTIONS
 
@@ -1354,3 +1941,18 @@ GRANT EXECUTE ON FUNCTION
     pgq.next_run_at(text[], timestamptz),
     pgq.prune_history(interval, timestamptz, int)
     TO pgq_worker;
+
+CREATE TRIGGER schedules_changed AFTER INSERT OR DELETE OR UPDATE OF cron, timezone ON pgq.schedules
+    FOR EACH STATEMENT EXECUTE FUNCTION pgq._schedules_changed();
+
+REVOKE ALL ON pgq.schedules FROM PUBLIC;
+GRANT SELECT ON pgq.schedules TO pgq_producer, pgq_worker;
+GRANT EXECUTE ON FUNCTION
+    pgq.schedule(text, text, text, timestamptz, text, jsonb, int, jsonb, text, interval, interval),
+    pgq.claim_schedules(uuid, int, timestamptz),
+    pgq.fire_schedule(uuid, text, bigint, timestamptz, timestamptz, timestamptz),
+    pgq.next_schedule_at()
+    TO pgq_worker;
+
+REVOKE ALL ON pgq.compaction FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) TO pgq_worker;
