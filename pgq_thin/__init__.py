@@ -8,6 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the real names for type checkers; at run time they load lazily below
+    from pgq_thin.admin import Admin, AsyncAdmin
     from pgq_thin.job import CancelJob, Job, RetryAfter
     from pgq_thin.queue import AsyncQueue, Queue
     from pgq_thin.worker import ThinWorker
@@ -18,6 +19,8 @@ except PackageNotFoundError:  # running from a checkout that was never installed
     __version__ = "0+unknown"
 
 __all__ = [
+    "Admin",
+    "AsyncAdmin",
     "AsyncQueue",
     "CancelJob",
     "Job",
@@ -29,6 +32,8 @@ __all__ = [
 
 # The client's public names, imported on first use (keeps `import pgq_thin` and the CLI light).
 _LAZY = {
+    "Admin": "pgq_thin.admin",
+    "AsyncAdmin": "pgq_thin.admin",
     "AsyncQueue": "pgq_thin.queue",
     "Queue": "pgq_thin.queue",
     "CancelJob": "pgq_thin.job",

@@ -12,7 +12,8 @@ class ``PQ`` are re-raised as :mod:`pgq_thin.errors` exceptions.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,7 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from pgq_thin.errors import translated
+from pgq_thin.errors import from_psycopg
 
 ENQUEUE = (
     "SELECT pgq.enqueue(%s::text, %s::jsonb, %s::int, %s::timestamptz, %s::text, %s::jsonb,"
@@ -85,6 +86,36 @@ LISTEN = "LISTEN pgq_events"
 PING = "SELECT 1"
 
 CHANNEL = "pgq_events"
+
+# Who may run each statement (docs/operations.md, "Roles"): named in the hint of a
+# PrivilegeMissing error. Statements not listed are hinted at generically.
+_PRODUCER = "pgq_producer"
+_WORKER = "pgq_worker"
+_READER = "pgq_producer or pgq_worker"
+_OWNER = "the owner of schema pgq, or an operator role with the grants in docs/operations.md"
+NEEDS: dict[str, str] = {
+    ENQUEUE: _PRODUCER,
+    ENQUEUE_MANY: _PRODUCER,
+    CANCEL: _PRODUCER,
+    CLAIM: _WORKER,
+    HEARTBEAT: _WORKER,
+    COMPLETE: _WORKER,
+    RELEASE: _WORKER,
+    NEXT_DUE_IN: _WORKER,
+    PRUNE_HISTORY: _WORKER,
+    COMPACT_JOBS: _WORKER,
+    SCHEDULE: _WORKER,
+    CLAIM_SCHEDULES: _WORKER,
+    FIRE_SCHEDULE: _WORKER,
+    NEXT_SCHEDULE_IN: _WORKER,
+    QUEUE_STATS: _READER,
+    SCHEDULES: _READER,
+    HISTORY_SUMMARY: _READER,
+    REQUEUE: _OWNER,
+    CONFIGURE: _OWNER,
+    UNSCHEDULE: _OWNER,
+    FAILED_JOBS: _OWNER,
+}
 
 Row = dict[str, Any]
 Conn = psycopg.Connection[Any]
@@ -198,14 +229,33 @@ def configure_args(
 # --- sync ---------------------------------------------------------------------------------------
 
 
+@contextmanager
+def _translated(conn: Conn | AConn, query: str) -> Iterator[None]:
+    """Our exceptions for the errors of ``query`` (with who may run it, for a privilege hint)."""
+    try:
+        yield
+    except psycopg.Error as err:
+        mapped = from_psycopg(err, needs=NEEDS.get(query), user=_login(conn))
+        if mapped is None:
+            raise
+        raise mapped from err
+
+
+def _login(conn: Conn | AConn) -> str | None:
+    try:
+        return conn.info.user
+    except psycopg.Error:  # a connection that is gone
+        return None
+
+
 def _rows(conn: Conn, query: str, args: Sequence[Any] = ()) -> list[Row]:
-    with translated(), conn.cursor(row_factory=dict_row) as cur:
+    with _translated(conn, query), conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, args)
         return cur.fetchall()
 
 
 def _column(conn: Conn, query: str, args: Sequence[Any] = ()) -> list[Any]:
-    with translated(), conn.cursor() as cur:
+    with _translated(conn, query), conn.cursor() as cur:
         cur.execute(query, args)
         return [row[0] for row in cur.fetchall()]
 
@@ -237,7 +287,7 @@ def queue_stats(conn: Conn) -> list[Row]:
     return _rows(conn, QUEUE_STATS)
 
 
-def failed_jobs(conn: Conn, limit: int) -> list[Row]:
+def failed_jobs(conn: Conn, limit: int | None) -> list[Row]:
     return _rows(conn, FAILED_JOBS, (limit,))
 
 
@@ -254,18 +304,24 @@ def unschedule(conn: Conn, name: str) -> bool:
     return bool(_column(conn, UNSCHEDULE, (name,))[0])
 
 
+def history_summary(conn: Conn, entrypoints: Sequence[str] | None, min_id: int = 0) -> list[Row]:
+    """``pgq.history_summary``: finished jobs per entrypoint and status (None: every one)."""
+    eps = None if entrypoints is None else list(entrypoints)
+    return _rows(conn, HISTORY_SUMMARY, (eps, min_id))
+
+
 # --- async --------------------------------------------------------------------------------------
 
 
 async def _arows(conn: AConn, query: str, args: Sequence[Any] = ()) -> list[Row]:
-    with translated():
+    with _translated(conn, query):
         async with conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(query, args)
             return await cur.fetchall()
 
 
 async def _acolumn(conn: AConn, query: str, args: Sequence[Any] = ()) -> list[Any]:
-    with translated():
+    with _translated(conn, query):
         async with conn.cursor() as cur:
             await cur.execute(query, args)
             return [row[0] for row in await cur.fetchall()]
@@ -291,15 +347,34 @@ async def aqueue_stats(conn: AConn) -> list[Row]:
     return await _arows(conn, QUEUE_STATS)
 
 
-async def ahistory_summary(conn: AConn, entrypoints: Sequence[str], min_id: int = 0) -> list[Row]:
-    return await _arows(conn, HISTORY_SUMMARY, (list(entrypoints), min_id))
+async def ahistory_summary(
+    conn: AConn, entrypoints: Sequence[str] | None, min_id: int = 0
+) -> list[Row]:
+    eps = None if entrypoints is None else list(entrypoints)
+    return await _arows(conn, HISTORY_SUMMARY, (eps, min_id))
+
+
+async def afailed_jobs(conn: AConn, limit: int | None) -> list[Row]:
+    return await _arows(conn, FAILED_JOBS, (limit,))
+
+
+async def arequeue(conn: AConn, ids: Sequence[int]) -> list[int]:
+    return [int(i) for i in await _acolumn(conn, REQUEUE, (list(ids),))]
+
+
+async def aschedules(conn: AConn) -> list[Row]:
+    return await _arows(conn, SCHEDULES)
+
+
+async def aunschedule(conn: AConn, name: str) -> bool:
+    return bool((await _acolumn(conn, UNSCHEDULE, (name,)))[0])
 
 
 async def aclaim(
     conn: AConn, worker_id: uuid.UUID, entrypoints: Sequence[str], batch_size: int
 ) -> list[tuple[Any, ...]]:
     """``pgq.claim``: rows of ``pgq.claimed_job`` as tuples (see :data:`CLAIM`)."""
-    with translated():
+    with _translated(conn, CLAIM):
         async with conn.cursor() as cur:
             await cur.execute(CLAIM, (worker_id, list(entrypoints), batch_size))
             return await cur.fetchall()
@@ -309,7 +384,7 @@ async def aheartbeat(
     conn: AConn, worker_id: uuid.UUID, ids: Sequence[int], leases: Sequence[int]
 ) -> list[tuple[int, str]]:
     """``pgq.heartbeat``: ``(id, state)`` per input id, state ok, lost or cancel_requested."""
-    with translated():
+    with _translated(conn, HEARTBEAT):
         async with conn.cursor() as cur:
             await cur.execute(HEARTBEAT, (worker_id, list(ids), list(leases)))
             return [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
@@ -337,7 +412,7 @@ async def acomplete_and_claim(
 ) -> tuple[list[int], list[tuple[Any, ...]]]:
     """``pgq.complete`` of finished jobs and ``pgq.claim`` of the next batch in one round trip
     (a pipeline: both statements commit together). Returns (ids accepted, claimed rows)."""
-    with translated():
+    with _translated(conn, CLAIM):
         async with conn.pipeline():
             finished = conn.cursor()
             claimed = conn.cursor()

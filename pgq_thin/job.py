@@ -8,7 +8,6 @@ retried after the given delay if attempts remain) or by raising :class:`CancelJo
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import traceback
 import typing
@@ -16,6 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
+
+# Typed payloads live in pgq_thin.payloads; re-exported here for the worker and older imports.
+from pgq_thin.payloads import PayloadValidationError as PayloadValidationError
+from pgq_thin.payloads import encode_payload as encode_payload
+from pgq_thin.payloads import is_model as is_model
+from pgq_thin.payloads import validate_payload as validate_payload
 
 P = TypeVar("P")
 
@@ -40,10 +45,6 @@ class RetryAfter(Exception):  # noqa: N818 - a signal, not an error
 
 class CancelJob(Exception):  # noqa: N818 - a signal, not an error
     """End this job as ``canceled``: no retry, it goes to history as canceled."""
-
-
-class PayloadValidationError(Exception):
-    """The payload does not fit the handler's payload type; the attempt fails."""
 
 
 @dataclass
@@ -147,70 +148,3 @@ def payload_type_of(handler: Callable[..., Any]) -> type | None:
             if args and isinstance(args[0], type) and is_model(args[0]):
                 return args[0]
     return None
-
-
-def is_model(tp: type) -> bool:
-    """A dataclass, or a pydantic model (pydantic is optional)."""
-    return dataclasses.is_dataclass(tp) or hasattr(tp, "model_validate")
-
-
-def validate_payload(tp: type, payload: Any) -> Any:
-    """``payload`` converted into ``tp``, or :class:`PayloadValidationError`."""
-    validate = getattr(tp, "model_validate", None)
-    if validate is not None:  # pydantic v2
-        try:
-            return validate(payload)
-        except Exception as err:
-            raise PayloadValidationError(f"payload does not match {tp.__name__}: {err}") from err
-    if not isinstance(payload, dict):
-        raise PayloadValidationError(
-            f"payload for {tp.__name__} must be a JSON object, got {type(payload).__name__}"
-        )
-    fields = {f.name: f for f in dataclasses.fields(tp)}
-    unknown = sorted(set(payload) - set(fields))
-    if unknown:
-        raise PayloadValidationError(
-            f"payload for {tp.__name__} has unknown field(s): {', '.join(unknown)}"
-        )
-    missing = sorted(
-        name
-        for name, f in fields.items()
-        if name not in payload
-        and f.init
-        and f.default is dataclasses.MISSING
-        and f.default_factory is dataclasses.MISSING
-    )
-    if missing:
-        raise PayloadValidationError(
-            f"payload for {tp.__name__} misses required field(s): {', '.join(missing)}"
-        )
-    hints = typing.get_type_hints(tp)
-    for name, value in payload.items():
-        expected = hints.get(name)
-        if isinstance(expected, type) and expected is not Any and not _fits(value, expected):
-            raise PayloadValidationError(
-                f"payload field {name!r} of {tp.__name__} must be {expected.__name__}, "
-                f"got {type(value).__name__}"
-            )
-    try:
-        return tp(**payload)
-    except Exception as err:
-        raise PayloadValidationError(f"payload does not match {tp.__name__}: {err}") from err
-
-
-def _fits(value: Any, expected: type) -> bool:
-    if expected is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if expected is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, expected)
-
-
-def encode_payload(payload: Any) -> Any:
-    """A dataclass or pydantic payload as plain JSON data; anything else unchanged."""
-    dump = getattr(payload, "model_dump", None)
-    if dump is not None:
-        return dump(mode="json")
-    if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
-        return dataclasses.asdict(payload)
-    return payload

@@ -1,6 +1,6 @@
 """The producer: add jobs, cancel them. Sync :class:`Queue` and async :class:`AsyncQueue`.
 
-Give it a DSN (or nothing: see :mod:`pgq_thin.connection`) and it keeps one autocommit
+Give it a DSN (or nothing: see :mod:`pgq_thin.dsn`) and it keeps one autocommit
 connection of its own, so every call commits at once. Give it a connection you hold and every
 call runs on it, inside whatever transaction you have open: the job then commits, or rolls
 back, with your own writes (transactional enqueue)::
@@ -15,14 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
 from typing import Any, Literal
 
-import psycopg
-
 from pgq_thin import calls
-from pgq_thin.connection import aconnect, connect, resolve_dsn
-from pgq_thin.job import encode_payload
+from pgq_thin.handle import AsyncHandle, SyncHandle
+from pgq_thin.payloads import encode_payload
 
 OnConflict = Literal["raise", "existing"]
 When = datetime | timedelta | float | None
@@ -94,23 +91,9 @@ def _many(
     )
 
 
-class Queue:
-    """Sync producer over a DSN or a connection you hold (see the module docstring)."""
-
-    def __init__(self, dsn_or_connection: str | psycopg.Connection[Any] | None = None) -> None:
-        if isinstance(dsn_or_connection, psycopg.Connection):
-            self._conn: psycopg.Connection[Any] | None = dsn_or_connection
-            self._dsn: str | None = None
-        else:
-            self._conn = None
-            self._dsn = dsn_or_connection
-        self._owned = self._conn is None
-
-    @property
-    def connection(self) -> psycopg.Connection[Any]:
-        if self._conn is None or (self._owned and self._conn.closed):
-            self._conn = connect(resolve_dsn(self._dsn))
-        return self._conn
+class Queue(SyncHandle):
+    """Sync producer over a DSN or a ``psycopg.Connection`` you hold (see the module
+    docstring); anything else is a :class:`TypeError`."""
 
     def enqueue(
         self,
@@ -181,40 +164,10 @@ class Queue:
         )
         return calls.configure(self.connection, args)
 
-    def close(self) -> None:
-        """Close the connection if the queue opened it (a borrowed one is left alone)."""
-        if self._owned and self._conn is not None:
-            self._conn.close()
-            self._conn = None
 
-    def __enter__(self) -> Queue:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncQueue:
-    """Async producer over a DSN or an ``AsyncConnection`` you hold."""
-
-    def __init__(self, dsn_or_connection: str | psycopg.AsyncConnection[Any] | None = None) -> None:
-        if isinstance(dsn_or_connection, psycopg.AsyncConnection):
-            self._conn: psycopg.AsyncConnection[Any] | None = dsn_or_connection
-            self._dsn: str | None = None
-        else:
-            self._conn = None
-            self._dsn = dsn_or_connection
-        self._owned = self._conn is None
-
-    async def connection(self) -> psycopg.AsyncConnection[Any]:
-        if self._conn is None or (self._owned and self._conn.closed):
-            self._conn = await aconnect(resolve_dsn(self._dsn))
-        return self._conn
+class AsyncQueue(AsyncHandle):
+    """Async producer over a DSN or a ``psycopg.AsyncConnection`` you hold; anything else is
+    a :class:`TypeError`."""
 
     async def enqueue(
         self,
@@ -274,19 +227,3 @@ class AsyncQueue:
             reset,
         )
         return await calls.aconfigure(await self.connection(), args)
-
-    async def close(self) -> None:
-        if self._owned and self._conn is not None:
-            await self._conn.close()
-            self._conn = None
-
-    async def __aenter__(self) -> AsyncQueue:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

@@ -4,12 +4,13 @@ It installs (or upgrades) the schema, sets a policy for a handful of ``demo.*`` 
 enqueues jobs of every kind (quick async, sync on threads, flaky ones that retry with a short
 backoff and a few that die, delayed ones, a concurrency-limited one, one that asks to be
 retried later), runs one :class:`~pgq_thin.worker.ThinWorker` until every demo job is
-finished, and prints a summary from the database. Progress is read from ``pgq.queue_stats``,
-so what you see is the database's view, not the worker's.
+finished, and prints a summary from the database. Progress is read from ``pgq.queue_stats``
+through the admin API, so what you see is the database's view, not the worker's.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import random
@@ -17,10 +18,13 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from pgq_thin import calls, migrate
-from pgq_thin.connection import aconnect
+from pgq_thin import migrate
+from pgq_thin.admin import AsyncAdmin
+from pgq_thin.cli._common import Command, UsageError
+from pgq_thin.cli._common import dsn as chosen_dsn
 from pgq_thin.job import Job, RetryAfter
 from pgq_thin.queue import AsyncQueue
+from pgq_thin.records import EntrypointStats
 from pgq_thin.worker import ThinWorker
 
 TIMEOUT = 55.0  # seconds; the demo promises to finish in under a minute
@@ -76,16 +80,17 @@ def build_worker(dsn: str, concurrency: int) -> ThinWorker:
 
 async def _setup(dsn: str, jobs: int) -> tuple[int, int]:
     """Configure the demo entrypoints and enqueue; returns (first job id, jobs enqueued)."""
-    async with AsyncQueue(dsn) as queue:
+    async with AsyncAdmin(dsn) as admin:
         for name in ENTRYPOINTS:
-            await queue.configure(name, reset=True)
-        await queue.configure(
+            await admin.configure(name, reset=True)
+        await admin.configure(
             FLAKY,
             max_attempts=4,
             backoff_base=timedelta(seconds=0.2),
             backoff_max=timedelta(seconds=1),
         )
-        await queue.configure(REPORT, concurrency_limit=2)
+        await admin.configure(REPORT, concurrency_limit=2)
+    async with AsyncQueue(dsn) as queue:
         n = {
             EMAIL: jobs * 45 // 100,
             THUMB: jobs * 20 // 100,
@@ -114,12 +119,12 @@ async def _setup(dsn: str, jobs: int) -> tuple[int, int]:
     return min(ids), len(ids)
 
 
-def _live_counts(stats: list[dict[str, Any]]) -> dict[str, tuple[int, int, int]]:
+def _live_counts(stats: list[EntrypointStats]) -> dict[str, tuple[int, int, int]]:
     """(queued, due, running) per demo entrypoint."""
     out = {name: (0, 0, 0) for name in ENTRYPOINTS}
     for row in stats:
-        if row["entrypoint"] in out:
-            out[row["entrypoint"]] = (int(row["queued"]), int(row["due"]), int(row["running"]))
+        if row.entrypoint in out:
+            out[row.entrypoint] = (row.queued, row.due, row.running)
     return out
 
 
@@ -141,7 +146,7 @@ async def _demo(dsn: str, jobs: int, concurrency: int) -> int:
     worker = build_worker(dsn, concurrency)
     started = time.monotonic()
     run = asyncio.create_task(worker.arun(install_signal_handlers=True))
-    monitor = await aconnect(dsn)
+    monitor = AsyncAdmin(dsn)
 
     def render(counts: dict[str, tuple[int, int, int]], elapsed: float) -> Table:
         live = sum(q + r for q, _d, r in counts.values())
@@ -161,7 +166,7 @@ async def _demo(dsn: str, jobs: int, concurrency: int) -> int:
         with view or contextlib.nullcontext():
             last_plain = 0.0
             while time.monotonic() - started < TIMEOUT:
-                counts = _live_counts(await calls.aqueue_stats(monitor))
+                counts = _live_counts(await monitor.stats())
                 elapsed = time.monotonic() - started
                 if view is not None:
                     view.update(render(counts, elapsed))
@@ -180,7 +185,7 @@ async def _demo(dsn: str, jobs: int, concurrency: int) -> int:
         worker.stop()
         await run
         elapsed = time.monotonic() - started
-        summary = await calls.ahistory_summary(monitor, list(ENTRYPOINTS), first_id)
+        summary = await monitor.history_summary(ENTRYPOINTS, since_id=first_id)
     finally:
         await monitor.close()
         if not run.done():
@@ -191,11 +196,11 @@ async def _demo(dsn: str, jobs: int, concurrency: int) -> int:
         table.add_column(col, justify="left" if col in ("entrypoint", "final status") else "right")
     for row in summary:
         table.add_row(
-            row["entrypoint"],
-            row["status"],
-            str(row["jobs"]),
-            str(row["max_attempt"]),
-            f"{row['avg_latency_s']:.2f} s",
+            row.entrypoint,
+            row.status,
+            str(row.jobs),
+            str(row.max_attempt),
+            f"{row.avg_latency_s:.2f} s",
         )
     console.print(table)
     s = worker.stats
@@ -227,3 +232,27 @@ def _safe_dsn(dsn: str) -> str:
 def run_demo(dsn: str, *, jobs: int = 300, concurrency: int = 20) -> int:
     """Run the demo against ``dsn``; returns the process exit code."""
     return asyncio.run(_demo(dsn, jobs, concurrency))
+
+
+def _add_demo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--jobs", type=int, default=300, help="about how many jobs to enqueue (default 300)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=20, help="the demo worker's concurrency (default 20)"
+    )
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.jobs < 10 or args.concurrency < 1:
+        raise UsageError("--jobs must be at least 10 and --concurrency at least 1")
+    return run_demo(chosen_dsn(args), jobs=args.jobs, concurrency=args.concurrency)
+
+
+COMMANDS: dict[str, Command] = {
+    "demo": Command(
+        "enqueue a few hundred jobs and run a worker on them, with live progress",
+        _add_demo,
+        _cmd_demo,
+    ),
+}

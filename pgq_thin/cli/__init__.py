@@ -1,0 +1,118 @@
+"""The ``pgq-thin`` command line: a thin layer over the public API.
+
+Each command module (:mod:`~pgq_thin.cli.schema`, :mod:`~pgq_thin.cli.run`,
+:mod:`~pgq_thin.cli.jobs`, :mod:`~pgq_thin.cli.schedules`, :mod:`~pgq_thin.cli.embedded`,
+:mod:`~pgq_thin.cli.demo`) parses its arguments, calls :mod:`pgq_thin.migrate`,
+:class:`~pgq_thin.queue.Queue`, :class:`~pgq_thin.admin.Admin` or the worker, and prints; it
+holds no query of its own. This module only assembles the parser and maps errors to exit codes:
+a user mistake or an error from the database prints one line on stderr
+(``pgq-thin COMMAND: message``, with what to do when the database is not set up) and exits
+non-zero; tracebacks are for bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import psycopg
+
+from pgq_thin import __version__
+from pgq_thin.cli import demo, embedded, jobs, run, schedules, schema
+from pgq_thin.cli._common import (
+    EXIT_ERROR,
+    EXIT_USAGE,
+    Command,
+    UsageError,
+    chosen_database,
+    innermost_parser,
+    own_usage,
+)
+from pgq_thin.dsn import ENV_VAR
+from pgq_thin.errors import PgqThinError, one_line, setup_hint
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+COMMANDS: dict[str, Command] = {
+    **schema.COMMANDS,
+    **run.COMMANDS,
+    **jobs.COMMANDS,
+    **schedules.COMMANDS,
+    **demo.COMMANDS,
+    **embedded.COMMANDS,
+}
+
+DSN_HELP = (
+    f"database to use (default: ${ENV_VAR}, then libpq's PG* variables, then the embedded "
+    "PostgreSQL; see 'Which database' in docs/python-client.md)"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    common.add_argument(
+        "--dsn",
+        default=argparse.SUPPRESS,  # given before or after the subcommand, the other keeps it
+        help=DSN_HELP,
+    )
+    parser = argparse.ArgumentParser(
+        prog="pgq-thin",
+        description="pgq-thin: a PostgreSQL job queue whose logic lives in the database",
+        parents=[common],
+        allow_abbrev=False,
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"pgq-thin {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, command in COMMANDS.items():
+        # the subparser also takes --dsn, so it may come before or after the subcommand name;
+        # SUPPRESS keeps a --dsn given before the subcommand from being reset by the subparser
+        sub_parser = sub.add_parser(
+            name,
+            help=command.help,
+            description=command.help,
+            parents=[common] if command.database else [],
+            argument_default=argparse.SUPPRESS,
+            allow_abbrev=False,
+        )
+        command.add_arguments(sub_parser)
+        sub_parser.set_defaults(run=command.run)
+        own_usage(sub_parser)
+    return parser
+
+
+def _error_line(command: Command | None, args: argparse.Namespace, err: BaseException) -> str:
+    """One line for an error: the message, what to do when the database is not set up, and
+    for a failed connection where its DSN came from."""
+    line = one_line(err)
+    if isinstance(err, psycopg.Error):
+        hint = setup_hint(err.sqlstate, command.needs if command else None)
+        if hint:
+            line = f"{line}; {hint}"
+        chosen = chosen_database(args)
+        if isinstance(err, psycopg.OperationalError) and chosen is not None:
+            line = f"{line} (database from {chosen.describe()})"
+    return line
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        innermost_parser(args, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
+    command = COMMANDS.get(args.command)
+    try:
+        code: int = args.run(args)
+    except UsageError as err:
+        print(f"pgq-thin {args.command}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except (PgqThinError, psycopg.Error) as err:
+        print(f"pgq-thin {args.command}: {_error_line(command, args, err)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""What every ``pgq-thin`` command shares: the command record, usage errors, the database.
+
+Command modules import this module and the public API, never :mod:`pgq_thin.cli` itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pgq_thin.dsn import Database, choose
+from pgq_thin.errors import PgqThinError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+_DATABASE = "_pgq_database"  # where database() keeps its answer on the namespace
+_PARSER = "_pgq_parser"  # the innermost parser of the command line (for its own usage)
+
+
+class UsageError(PgqThinError):
+    """The command line asked for something we refuse to do as asked (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its help line, the function adding its arguments, the function running
+    it (returns the exit code). ``needs`` says who may run it, for the hint printed with a
+    privilege error that the API did not already explain (the schema commands).
+    ``database`` False: the command never connects (no ``--dsn`` of its own)."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    needs: str | None = None
+    database: bool = True
+
+
+def database(args: argparse.Namespace) -> Database:
+    """The database of this command line: ``--dsn``, else the rule of :mod:`pgq_thin.dsn`.
+
+    Chosen once per command line (remembered on ``args``, so an error message can say where
+    the DSN came from).
+    """
+    chosen = getattr(args, _DATABASE, None)
+    if chosen is None:
+        chosen = choose(getattr(args, "dsn", None))
+        setattr(args, _DATABASE, chosen)
+    assert isinstance(chosen, Database)
+    return chosen
+
+
+def chosen_database(args: argparse.Namespace) -> Database | None:
+    """The database :func:`database` chose for this command line, if it was asked."""
+    chosen = getattr(args, _DATABASE, None)
+    return chosen if isinstance(chosen, Database) else None
+
+
+def dsn(args: argparse.Namespace) -> str:
+    """The DSN of :func:`database`."""
+    return database(args).dsn
+
+
+def own_usage(parser: argparse.ArgumentParser) -> None:
+    """Errors found after parsing (unknown options) print this parser's usage, not the top's."""
+    parser.set_defaults(**{_PARSER: parser})
+
+
+def innermost_parser(
+    args: argparse.Namespace, default: argparse.ArgumentParser
+) -> argparse.ArgumentParser:
+    parser = getattr(args, _PARSER, None)
+    return parser if isinstance(parser, argparse.ArgumentParser) else default
+
+
+def json_arg(text: str, what: str) -> Any:
+    """A JSON argument, or a :class:`UsageError` naming it."""
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise UsageError(f"{what} is not valid JSON ({err}): {text!r}") from None
+
+
+def out(line: str) -> None:
+    print(line, flush=True)

@@ -1,0 +1,131 @@
+"""``enqueue``, ``status``, ``failed``, ``requeue``: over :class:`~pgq_thin.queue.Queue` and
+:class:`~pgq_thin.admin.Admin`."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+
+from pgq_thin.admin import Admin
+from pgq_thin.cli._common import EXIT_OK, Command, UsageError, dsn, json_arg, out
+from pgq_thin.cli._output import add_format_options, print_json, table, wants_json
+from pgq_thin.queue import Queue
+
+
+def _add_enqueue(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("entrypoint", metavar="ENTRYPOINT", help="the job's entrypoint")
+    parser.add_argument(
+        "payload", metavar="JSON", nargs="?", default=None, help="the payload, as JSON"
+    )
+    parser.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
+    parser.add_argument(
+        "--delay", type=float, default=None, help="seconds from now before it may run"
+    )
+    parser.add_argument(
+        "--dedupe-key", default=None, help="unique among live jobs; a clash is an error"
+    )
+    parser.add_argument("--headers", default=None, metavar="JSON", help="headers, a JSON object")
+
+
+def _cmd_enqueue(args: argparse.Namespace) -> int:
+    payload = None if args.payload is None else json_arg(args.payload, "the payload")
+    headers = None if args.headers is None else json_arg(args.headers, "--headers")
+    if headers is not None and not isinstance(headers, dict):
+        raise UsageError("--headers must be a JSON object")
+    if args.delay is not None and args.delay < 0:
+        raise UsageError(f"--delay must not be negative, got {args.delay}")
+    with Queue(dsn(args)) as queue:
+        job_id = queue.enqueue(
+            args.entrypoint,
+            payload,
+            priority=args.priority,
+            run_at=None if args.delay is None else timedelta(seconds=args.delay),
+            dedupe_key=args.dedupe_key,
+            headers=headers,
+        )
+    out(str(job_id))
+    return EXIT_OK
+
+
+STATUS_COLUMNS = (
+    "entrypoint",
+    "queued",
+    "due",
+    "running",
+    "stale",
+    "oldest_queued_age",
+    "concurrency_limit",
+    "max_attempts",
+    "heartbeat_timeout",
+)
+
+
+def _add_status(parser: argparse.ArgumentParser) -> None:
+    add_format_options(parser)
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    with Admin(dsn(args)) as admin:
+        rows = admin.stats()
+    if wants_json(args):
+        print_json(rows)
+        return EXIT_OK
+    table(
+        "pgq queue status",
+        STATUS_COLUMNS,
+        [[getattr(r, c) for c in STATUS_COLUMNS] for r in rows],
+        args,
+    )
+    return EXIT_OK
+
+
+MESSAGE_WIDTH = 80  # characters of the last error message shown in the table
+
+
+def _add_failed(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, default=50, help="most rows shown (default 50)")
+    add_format_options(parser)
+
+
+def _cmd_failed(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {args.limit}")
+    with Admin(dsn(args)) as admin:
+        rows = admin.failed(args.limit)
+    if wants_json(args):
+        print_json(rows)
+        return EXIT_OK
+    table(
+        "dead jobs (pgq-thin requeue ID... puts them back)",
+        ("id", "entrypoint", "attempts", "finished_at", "error", "message"),
+        [
+            [r.id, r.entrypoint, r.attempt, r.finished_at, r.error, r.message[:MESSAGE_WIDTH]]
+            for r in rows
+        ],
+        args,
+    )
+    return EXIT_OK
+
+
+def _add_requeue(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ids", metavar="ID", type=int, nargs="+", help="ids of dead/canceled jobs")
+
+
+def _cmd_requeue(args: argparse.Namespace) -> int:
+    with Admin(dsn(args)) as admin:
+        done = admin.requeue(args.ids)
+    out(f"requeued {len(done)} job(s){': ' + ' '.join(map(str, done)) if done else ''}")
+    skipped = [i for i in args.ids if i not in set(done)]
+    if skipped:
+        out(f"not requeued (unknown, successful or still live): {' '.join(map(str, skipped))}")
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Command] = {
+    "enqueue": Command(
+        "add one job: pgq-thin enqueue ENTRYPOINT [JSON]", _add_enqueue, _cmd_enqueue
+    ),
+    "status": Command("per-entrypoint queue status (pgq.queue_stats)", _add_status, _cmd_status),
+    "failed": Command("list dead jobs (pgq.failed_jobs)", _add_failed, _cmd_failed),
+    "requeue": Command("put dead or canceled jobs back in the queue", _add_requeue, _cmd_requeue),
+}

@@ -1,0 +1,185 @@
+"""``run MODULE:ATTR``: load a worker and run it until a signal (or, with ``--drain``, until
+the queue is empty).
+
+``MODULE:ATTR`` is a :class:`~pgq_thin.worker.ThinWorker`, a function (sync or async)
+returning one, or an async context manager (or a function returning one) yielding one. The
+options override the worker's settings in :func:`configure_worker`, the one place they are
+applied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import logging
+import os
+import sys
+from typing import Any
+
+from pgq_thin.cli._common import EXIT_OK, Command, UsageError
+from pgq_thin.worker import ThinWorker
+
+
+def _add_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        metavar="MODULE:ATTR",
+        help="where the worker is: a ThinWorker object, a function returning one (sync or "
+        "async), or an async context manager (factory) yielding one; e.g. myapp.jobs:worker",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="jobs run at once (default: the worker's)"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="jobs per claim (default: the worker's)"
+    )
+    parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=None,
+        help="seconds between polls when idle (default: the worker's)",
+    )
+    parser.add_argument(
+        "--grace-period",
+        type=float,
+        default=None,
+        help="seconds running jobs get after SIGTERM/SIGINT (default: the worker's)",
+    )
+    parser.add_argument(
+        "--entrypoint",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="claim only this entrypoint (repeatable; default: all the worker registers)",
+    )
+    parser.add_argument(
+        "--drain",
+        action="store_true",
+        default=False,
+        help="exit once a claim finds nothing and nothing runs (tests, scripts)",
+    )
+    parser.add_argument(
+        "--listen-dsn",
+        default=None,
+        help="where the listener connects (default: the DSN); a direct connection when --dsn is a "
+        "transaction-mode pooler",
+    )
+    parser.add_argument(
+        "--no-listen",
+        action="store_true",
+        default=False,
+        help="poll only, no listener for notifications (when no direct connection is available)",
+    )
+    parser.add_argument(
+        "--no-restart",
+        action="store_true",
+        default=False,
+        help="exit on an unrecoverable error instead of restarting the worker",
+    )
+    parser.add_argument(
+        "--max-restarts",
+        type=int,
+        default=None,
+        help="restarts in a row before giving up (default: the worker's, 5)",
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
+
+
+def configure_worker(worker: ThinWorker, args: argparse.Namespace) -> None:
+    """Apply the command line's settings to ``worker`` (only those given override its own).
+
+    The one place ``run`` options reach the worker; a settings object can replace the
+    attribute writes here without touching the rest of the command.
+    """
+    if getattr(args, "dsn", None):
+        worker.dsn = args.dsn
+    for name in ("concurrency", "batch_size", "poll_interval", "grace_period"):
+        value = getattr(args, name)
+        if value is not None:
+            if value <= 0 and name != "poll_interval":
+                raise UsageError(f"--{name.replace('_', '-')} must be positive, got {value}")
+            setattr(worker, name, value)
+    if args.entrypoint:
+        worker.restrict(args.entrypoint)
+    if args.listen_dsn:
+        worker.listen_dsn = args.listen_dsn
+    if args.no_listen:
+        worker.listen = False
+    if args.no_restart:
+        worker.restart_on_failure = False
+    if args.max_restarts is not None:
+        if args.max_restarts < 0:
+            raise UsageError(f"--max-restarts must not be negative, got {args.max_restarts}")
+        worker.max_restarts = args.max_restarts
+
+
+def load_target(target: str) -> Any:
+    """The object ``MODULE:ATTR`` names (the current directory is importable)."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"expected MODULE:ATTR (e.g. myapp.jobs:worker), got {target!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name and (module_name == err.name or module_name.startswith(err.name + ".")):
+            raise UsageError(f"cannot import module {module_name!r}: {err}") from None
+        raise
+    obj = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+async def _run_target(obj: Any, args: argparse.Namespace) -> ThinWorker:
+    if isinstance(obj, ThinWorker):
+        await _arun(obj, args)
+        return obj
+    if hasattr(obj, "__aenter__"):
+        async with obj as worker:
+            return await _run_checked(worker, args)
+    if callable(obj):
+        made = obj()
+        if inspect.isawaitable(made):
+            made = await made
+        if hasattr(made, "__aenter__") and not isinstance(made, ThinWorker):
+            async with made as worker:
+                return await _run_checked(worker, args)
+        return await _run_checked(made, args)
+    raise UsageError(f"{args.target} is a {type(obj).__name__}, not a ThinWorker or a factory")
+
+
+async def _run_checked(worker: Any, args: argparse.Namespace) -> ThinWorker:
+    if not isinstance(worker, ThinWorker):
+        raise UsageError(f"{args.target} gave a {type(worker).__name__}, expected a ThinWorker")
+    await _arun(worker, args)
+    return worker
+
+
+async def _arun(worker: ThinWorker, args: argparse.Namespace) -> None:
+    configure_worker(worker, args)
+    await worker.arun(until_empty=args.drain)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    level = getattr(logging, str(args.log_level).upper(), None)
+    if not isinstance(level, int):
+        raise UsageError(f"unknown --log-level {args.log_level!r}")
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    obj = load_target(args.target)
+    worker = asyncio.run(_run_target(obj, args))
+    worker.abandon_stuck_threads()
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Command] = {
+    "run": Command("run a worker: pgq-thin run MODULE:ATTR", _add_run, _cmd_run),
+}

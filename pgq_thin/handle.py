@@ -1,0 +1,114 @@
+"""What :class:`~pgq_thin.queue.Queue` and :class:`~pgq_thin.admin.Admin` hold: a connection.
+
+Given a DSN (or nothing: the database rule of :mod:`pgq_thin.dsn` decides), a handle opens one
+autocommit connection of its own on first use, so every call commits at once, and closes it
+on :meth:`close` or at the end of a ``with`` block. Given a psycopg connection you hold, every
+call runs on it, inside whatever transaction you have open, and it is never closed or committed
+by the handle. Anything else is a :class:`TypeError` at construction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Any, Self
+
+import psycopg
+
+from pgq_thin.connection import aconnect, connect
+from pgq_thin.dsn import resolve_dsn
+
+__all__ = ["AsyncHandle", "SyncHandle"]
+
+
+def _refuse(owner: str, expected: str, given: object) -> TypeError:
+    kind = type(given)
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    hint = ""
+    if isinstance(given, psycopg.AsyncConnection):
+        hint = f"; for an async connection use Async{owner}"
+    elif isinstance(given, psycopg.Connection):
+        hint = f"; for a sync connection use {owner.removeprefix('Async')}"
+    elif kind.__module__.startswith("sqlalchemy"):
+        hint = "; from SQLAlchemy pass the driver's connection: conn.connection.driver_connection"
+    return TypeError(f"{owner}() takes a DSN string or a {expected}, got {name}{hint}")
+
+
+class SyncHandle:
+    """A DSN or a ``psycopg.Connection`` (see the module docstring)."""
+
+    def __init__(self, dsn_or_connection: str | psycopg.Connection[Any] | None = None) -> None:
+        if isinstance(dsn_or_connection, psycopg.Connection):
+            self._conn: psycopg.Connection[Any] | None = dsn_or_connection
+            self._dsn: str | None = None
+        elif dsn_or_connection is None or isinstance(dsn_or_connection, str):
+            self._conn = None
+            self._dsn = dsn_or_connection
+        else:
+            raise _refuse(type(self).__name__, "psycopg.Connection", dsn_or_connection)
+        self._owned = self._conn is None
+
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        """The connection calls run on (opened on first use when given a DSN)."""
+        if self._conn is None or (self._owned and self._conn.closed):
+            self._conn = connect(resolve_dsn(self._dsn))
+        return self._conn
+
+    def close(self) -> None:
+        """Close the connection if the handle opened it (a borrowed one is left alone)."""
+        if self._owned and self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncHandle:
+    """A DSN or a ``psycopg.AsyncConnection`` (see the module docstring)."""
+
+    def __init__(
+        self, dsn_or_connection: str | psycopg.AsyncConnection[Any] | None = None
+    ) -> None:
+        if isinstance(dsn_or_connection, psycopg.AsyncConnection):
+            self._conn: psycopg.AsyncConnection[Any] | None = dsn_or_connection
+            self._dsn: str | None = None
+        elif dsn_or_connection is None or isinstance(dsn_or_connection, str):
+            self._conn = None
+            self._dsn = dsn_or_connection
+        else:
+            raise _refuse(type(self).__name__, "psycopg.AsyncConnection", dsn_or_connection)
+        self._owned = self._conn is None
+
+    async def connection(self) -> psycopg.AsyncConnection[Any]:
+        """The connection calls run on (opened on first use when given a DSN)."""
+        if self._conn is None or (self._owned and self._conn.closed):
+            # the rule may start the embedded server: not on the event loop
+            self._conn = await aconnect(await asyncio.to_thread(resolve_dsn, self._dsn))
+        return self._conn
+
+    async def close(self) -> None:
+        """Close the connection if the handle opened it (a borrowed one is left alone)."""
+        if self._owned and self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

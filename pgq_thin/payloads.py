@@ -1,0 +1,193 @@
+"""Typed payloads: a dataclass or pydantic model, converted to JSON on enqueue and back into the
+type before the handler runs, validated both ways.
+
+- :func:`encode_payload` (enqueue): a dataclass or model instance becomes JSON data; any other
+  value is passed on unchanged.
+- :func:`validate_payload` (worker): JSON data becomes an instance of the handler's payload
+  type, or :class:`PayloadValidationError` says which field is wrong and why.
+- :func:`check_payload_type` (registration): refuses a type that cannot be converted, with a
+  :class:`TypeError` naming the field, before any job runs.
+
+With pydantic installed, ``pydantic.TypeAdapter`` does the work for dataclasses and models
+alike (pydantic's rules; unknown fields of a plain dataclass are refused, as without it).
+Without pydantic, a built-in converter handles dataclasses whose fields are of the types in
+:data:`SUPPORTED` (nested freely) and refuses any other field type at registration.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+from typing import Any
+
+from pgq_thin._payload_codecs import SUPPORTED, Codec, dataclass_codec, type_name
+from pgq_thin.errors import one_line as _one_line
+
+__all__ = [
+    "SUPPORTED",
+    "PayloadValidationError",
+    "check_payload_type",
+    "encode_payload",
+    "is_model",
+    "pydantic_available",
+    "validate_payload",
+]
+
+
+class PayloadValidationError(Exception):
+    """The payload does not fit its payload type (in a worker: the attempt fails)."""
+
+
+def is_model(tp: Any) -> bool:
+    """True for a type usable as a payload type: a dataclass or a pydantic model.
+
+    A dataclass with a field type that cannot be converted raises :class:`TypeError` here
+    (this is the check made when a handler is registered).
+    """
+    if not isinstance(tp, type):
+        return False
+    if not (dataclasses.is_dataclass(tp) or hasattr(tp, "model_validate")):
+        return False
+    check_payload_type(tp)
+    return True
+
+
+def check_payload_type(tp: type) -> None:
+    """Raise :class:`TypeError` unless ``tp`` can be a payload type (see the module docstring)."""
+    _codec(tp)
+
+
+def validate_payload(tp: type, payload: Any) -> Any:
+    """``payload`` (JSON data) converted into ``tp``, or :class:`PayloadValidationError`."""
+    return _codec(tp).decode(payload)
+
+
+def encode_payload(payload: Any) -> Any:
+    """A dataclass or pydantic model instance as JSON data; anything else unchanged."""
+    dump = getattr(payload, "model_dump", None)
+    if dump is not None and not isinstance(payload, type):  # a pydantic model
+        try:
+            return dump(mode="json")
+        except Exception as err:
+            raise PayloadValidationError(
+                f"payload {type(payload).__name__} cannot be encoded: {_one_line(err)}"
+            ) from err
+    if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
+        return _codec(type(payload)).encode(payload)
+    return payload
+
+
+@functools.cache
+def pydantic_available() -> bool:
+    """Whether pydantic (v2) can be imported; decides which converter is used."""
+    try:
+        import pydantic
+        import pydantic_core  # noqa: F401
+    except ImportError:
+        return False
+    return int(pydantic.VERSION.split(".")[0]) >= 2
+
+
+@functools.cache
+def _codec(tp: type) -> Codec:
+    if pydantic_available():
+        return _PydanticCodec(tp)
+    if dataclasses.is_dataclass(tp):
+        return _Checked(dataclass_codec(tp), PayloadValidationError)
+    raise TypeError(
+        f"payload type {type_name(tp)} must be a dataclass (or a pydantic model, with pydantic "
+        "installed)"
+    )
+
+
+class _Checked:
+    """A built-in codec whose failures (ValueError) become :class:`PayloadValidationError`."""
+
+    def __init__(self, inner: Codec, error: type[Exception]) -> None:
+        self._inner = inner
+        self._error = error
+
+    def decode(self, data: Any) -> Any:
+        try:
+            return self._inner.decode(data)
+        except ValueError as err:
+            raise self._error(str(err)) from err
+
+    def encode(self, value: Any) -> Any:
+        try:
+            return self._inner.encode(value)
+        except ValueError as err:
+            raise self._error(str(err)) from err
+
+
+class _PydanticCodec:
+    """``pydantic.TypeAdapter`` for a dataclass or model, with unknown fields of plain
+    dataclasses refused (pydantic ignores them by default; the built-in converter refuses)."""
+
+    def __init__(self, tp: type) -> None:
+        from pydantic import TypeAdapter
+        from pydantic_core import SchemaValidator
+
+        self._name = type_name(tp)
+        try:
+            self._adapter: Any = TypeAdapter(tp)
+        except Exception as err:  # PydanticSchemaGenerationError and friends
+            raise TypeError(
+                f"payload type {self._name} is not supported by pydantic: {_one_line(err)}"
+            ) from err
+        schema = copy.deepcopy(self._adapter.core_schema)
+        self._validator: Any = (
+            SchemaValidator(schema) if _forbid_unknown_fields(schema) else self._adapter.validator
+        )
+
+    def decode(self, data: Any) -> Any:
+        from pydantic import ValidationError
+
+        try:
+            return self._validator.validate_python(data)
+        except ValidationError as err:
+            raise PayloadValidationError(
+                f"payload does not match {self._name}: {_pydantic_errors(err)}"
+            ) from err
+
+    def encode(self, value: Any) -> Any:
+        try:
+            return self._adapter.dump_python(value, mode="json", warnings="error")
+        except Exception as err:  # PydanticSerializationError
+            raise PayloadValidationError(
+                f"payload {self._name} cannot be encoded: {_one_line(err)}"
+            ) from err
+
+
+def _forbid_unknown_fields(schema: Any) -> bool:
+    """Set ``extra_behavior="forbid"`` on every plain (non-pydantic) dataclass of a core
+    schema that does not say otherwise; True when anything was changed."""
+    changed = False
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            cls = node.get("cls")
+            if (
+                node.get("type") == "dataclass"
+                and isinstance(cls, type)
+                and not hasattr(cls, "__pydantic_validator__")
+                and isinstance(node.get("schema"), dict)
+                and "extra_behavior" not in node["schema"]
+            ):
+                node["schema"]["extra_behavior"] = "forbid"
+                changed = True
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return changed
+
+
+def _pydantic_errors(err: Any) -> str:
+    """A pydantic ValidationError on one line: ``field.path: message; ...``."""
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e.get("loc", ())) or "(payload)"
+        parts.append(f"{loc}: {e.get('msg', '')}")
+    return "; ".join(parts)
