@@ -26,8 +26,10 @@ from pgq_thin.errors import one_line as _one_line
 
 __all__ = [
     "SUPPORTED",
+    "Codec",
     "PayloadValidationError",
     "check_payload_type",
+    "codec",
     "encode_payload",
     "is_model",
     "pydantic_available",
@@ -55,12 +57,23 @@ def is_model(tp: Any) -> bool:
 
 def check_payload_type(tp: type) -> None:
     """Raise :class:`TypeError` unless ``tp`` can be a payload type (see the module docstring)."""
-    _codec(tp)
+    codec(tp)
+
+
+def codec(tp: type, *, use_pydantic: bool | None = None) -> Codec:
+    """The converter of payload type ``tp``: ``decode(json_data)`` gives an instance,
+    ``encode(instance)`` JSON data; both raise :class:`PayloadValidationError` on a mismatch.
+
+    ``use_pydantic`` None: pydantic when installed; False: the built-in converter (dataclasses
+    of the :data:`SUPPORTED` field types only). Raises :class:`TypeError` for a type that
+    cannot be converted. Made once per type.
+    """
+    return _codec(tp, pydantic_available() if use_pydantic is None else use_pydantic)
 
 
 def validate_payload(tp: type, payload: Any) -> Any:
     """``payload`` (JSON data) converted into ``tp``, or :class:`PayloadValidationError`."""
-    return _codec(tp).decode(payload)
+    return codec(tp).decode(payload)
 
 
 def encode_payload(payload: Any) -> Any:
@@ -74,7 +87,7 @@ def encode_payload(payload: Any) -> Any:
                 f"payload {type(payload).__name__} cannot be encoded: {_one_line(err)}"
             ) from err
     if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
-        return _codec(type(payload)).encode(payload)
+        return codec(type(payload)).encode(payload)
     return payload
 
 
@@ -90,8 +103,8 @@ def pydantic_available() -> bool:
 
 
 @functools.cache
-def _codec(tp: type) -> Codec:
-    if pydantic_available():
+def _codec(tp: type, use_pydantic: bool) -> Codec:
+    if use_pydantic:
         return _PydanticCodec(tp)
     if dataclasses.is_dataclass(tp):
         return _Checked(dataclass_codec(tp), PayloadValidationError)
