@@ -21,7 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from pgq_thin.errors import from_psycopg
+from pgq_thin.errors import PgqThinError, from_psycopg, setup_error
 
 ENQUEUE = (
     "SELECT pgq.enqueue(%s::text, %s::jsonb, %s::int, %s::timestamptz, %s::text, %s::jsonb,"
@@ -87,13 +87,21 @@ PING = "SELECT 1"
 
 CHANNEL = "pgq_events"
 
-# Who may run each statement (docs/operations.md, "Roles"): named in the hint of a
-# PrivilegeMissing error. Statements not listed are hinted at generically.
-_PRODUCER = "pgq_producer"
-_WORKER = "pgq_worker"
-_READER = "pgq_producer or pgq_worker"
-_OWNER = "the owner of schema pgq, or an operator role with the grants in docs/operations.md"
-NEEDS: dict[str, str] = {
+# Never run by the client: what an error message tells the owner to run for a role that lacks
+# a grant a call needs.
+GRANT_WORKER = "GRANT pgq_worker TO {role}"
+GRANT_PRODUCER = "GRANT pgq_producer TO {role}"
+OWNER_ONLY = (
+    "connect as the owner of schema pgq, or as an operator role with the grants in "
+    "docs/operations.md"
+)
+_PRODUCER = ("pgq_producer", GRANT_PRODUCER)
+_WORKER = ("pgq_worker", GRANT_WORKER)
+_READER = ("pgq_producer or pgq_worker", GRANT_PRODUCER)
+_OWNER = ("the rights of the schema owner", OWNER_ONLY)
+#: Who may run each statement (docs/operations.md, "Roles"), and the fix for a role that may
+#: not: named in the message of a PrivilegeMissing error.
+NEEDS: dict[str, tuple[str, str]] = {
     ENQUEUE: _PRODUCER,
     ENQUEUE_MANY: _PRODUCER,
     CANCEL: _PRODUCER,
@@ -231,21 +239,27 @@ def configure_args(
 
 @contextmanager
 def _translated(conn: Conn | AConn, query: str) -> Iterator[None]:
-    """Our exceptions for the errors of ``query`` (with who may run it, for a privilege hint)."""
+    """Errors of ``query`` as our exceptions: class ``PQ`` as :class:`PgqError`, a missing
+    schema or grant as :class:`SetupError` (naming what the statement needs); others as they
+    are."""
     try:
         yield
     except psycopg.Error as err:
-        mapped = from_psycopg(err, needs=NEEDS.get(query), user=_login(conn))
+        mapped: PgqThinError | None = from_psycopg(err)
+        if mapped is None:
+            needs, fix = NEEDS.get(query, ("a grant on schema pgq", "see docs/operations.md"))
+            role = _login(conn)
+            mapped = setup_error(err, role=role, grant=fix.format(role=role), needs=needs)
         if mapped is None:
             raise
         raise mapped from err
 
 
-def _login(conn: Conn | AConn) -> str | None:
+def _login(conn: Conn | AConn) -> str:
     try:
         return conn.info.user
     except psycopg.Error:  # a connection that is gone
-        return None
+        return "<login role>"
 
 
 def _rows(conn: Conn, query: str, args: Sequence[Any] = ()) -> list[Row]:

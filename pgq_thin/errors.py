@@ -4,8 +4,8 @@ Every exception of our own derives from :class:`PgqThinError`. Errors raised by 
 functions carry a SQLSTATE of class ``PQ`` (see ``docs/errors.md``); :func:`from_psycopg` maps
 them to the :class:`PgqError` subclasses below by SQLSTATE, never by message text. A few
 PostgreSQL codes met by a ``pgq`` call mean the database is not set up for it (schema missing or
-older than the client, a role without the privilege): each becomes a :class:`SetupError`, whose
-message says what to do.
+older than the client, a role without a grant): :func:`setup_error` turns them into a
+:class:`SetupError` whose message names the problem and the fix.
 """
 
 from __future__ import annotations
@@ -18,6 +18,70 @@ import psycopg
 
 class PgqThinError(Exception):
     """Base class of every error raised by pgq_thin itself."""
+
+
+class SetupError(PgqThinError):
+    """The database is not set up for this client, and no retry can fix that: schema ``pgq`` is
+    missing (or older than the client), or the role lacks the grants it needs. The message names
+    the problem and the fix; ``sqlstate`` is the server's code; the psycopg error is ``__cause__``.
+    A worker's run ends at once on it (its supervisor does not restart)."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+class SchemaNotInstalled(SetupError):
+    """3F000, 42P01 or 42883 from a ``pgq`` call: schema ``pgq`` is missing, or older than this
+    client (a function or view it calls does not exist there)."""
+
+
+class PrivilegeMissing(SetupError):
+    """42501 from a ``pgq`` call: the role lacks a grant; the message names the one it needs."""
+
+
+#: SQLSTATEs that mean "schema pgq is missing or older than the client" from a ``pgq`` call:
+#: 3F000 invalid_schema_name, 42P01 undefined_table, 42883 undefined_function.
+SCHEMA_SQLSTATES = frozenset({"3F000", "42P01", "42883"})
+#: 42501 insufficient_privilege.
+PRIVILEGE_SQLSTATE = "42501"
+SETUP_SQLSTATES = SCHEMA_SQLSTATES | {PRIVILEGE_SQLSTATE}
+INSTALL_FIX = "run `pgq-thin install` (or `pgq-thin upgrade`)"
+
+
+def setup_error(
+    err: psycopg.Error, *, role: str, grant: str, needs: str = "pgq_worker"
+) -> SetupError | None:
+    """The :class:`SetupError` for a psycopg error of a ``pgq`` call that no retry can fix,
+    else None. ``role`` is the connecting role, ``needs`` what the call needs (a pgq role, or
+    the owner's rights), ``grant`` the statement (or the advice) that gives it that."""
+    sqlstate = err.sqlstate
+    if sqlstate not in SETUP_SQLSTATES:
+        return None
+    detail = (err.diag.message_primary or str(err)).strip()
+    mapped: SetupError
+    if sqlstate == PRIVILEGE_SQLSTATE:
+        mapped = PrivilegeMissing(
+            f"role {role} lacks {needs} ({detail}): {grant}", sqlstate=sqlstate
+        )
+    else:
+        mapped = SchemaNotInstalled(
+            f"schema pgq is not installed or is older than this client ({detail}): "
+            + INSTALL_FIX,
+            sqlstate=sqlstate,
+        )
+    mapped.__cause__ = err
+    return mapped
+
+
+def setup_hint(sqlstate: str | None, needs: str) -> str | None:
+    """What to do about a PostgreSQL error of a command that is not one ``pgq`` call (the
+    schema commands), by SQLSTATE; None: nothing to add. ``needs`` says who may run it."""
+    if sqlstate in SCHEMA_SQLSTATES:
+        return f"schema pgq is not installed or is older than this client: {INSTALL_FIX}"
+    if sqlstate == PRIVILEGE_SQLSTATE:
+        return f"this needs {needs}"
+    return None
 
 
 class MigrationError(PgqThinError):
@@ -116,58 +180,6 @@ class ForeignSchemaError(MigrationError, PgqError):
     sqlstate = "PQ900"
 
 
-class SetupError(PgqThinError):
-    """The database is not set up for this call; retrying cannot help, an operator can.
-
-    ``sqlstate`` is PostgreSQL's code, ``message`` the server's message, ``hint`` what to do.
-    ``str()`` gives both on one line. The psycopg error is ``__cause__``.
-    """
-
-    def __init__(self, message: str, *, sqlstate: str, hint: str):
-        super().__init__(f"{message}; {hint}")
-        self.message = message
-        self.sqlstate = sqlstate
-        self.hint = hint
-
-
-class SchemaNotInstalled(SetupError):
-    """3F000, 42P01 or 42883 from a ``pgq`` call: schema ``pgq`` is missing, or older than this
-    client (a function or view it calls does not exist there)."""
-
-
-class PrivilegeMissing(SetupError):
-    """42501 from a ``pgq`` call: the role lacks the privilege; the hint names the pgq role."""
-
-
-#: PostgreSQL codes that mean "schema pgq is missing or too old" when a pgq call meets them.
-SCHEMA_MISSING_CODES = frozenset({"3F000", "42P01", "42883"})
-PRIVILEGE_MISSING_CODE = "42501"
-INSTALL_HINT = (
-    "schema pgq is not installed here, or is older than this client: run `pgq-thin install`"
-)
-
-
-def setup_hint(
-    sqlstate: str | None, needs: str | None = None, user: str | None = None
-) -> str | None:
-    """What to do about a PostgreSQL error from a pgq call, by SQLSTATE (None: nothing to add).
-
-    ``needs`` says who may make the call (a pgq role, or the schema owner), ``user`` is the
-    login role, named in the suggested grant.
-    """
-    if sqlstate in SCHEMA_MISSING_CODES:
-        return INSTALL_HINT
-    if sqlstate == PRIVILEGE_MISSING_CODE:
-        who = f"role {user}" if user else "this role"
-        if needs is None:
-            return f"{who} lacks a privilege on schema pgq (see the roles in docs/operations.md)"
-        if needs.startswith("pgq_"):
-            role = needs.split()[0]
-            return f"{who} needs {needs}: grant {role} to {user or '<login role>'}"
-        return f"{who} cannot do this: it needs {needs}"
-    return None
-
-
 #: SQLSTATE -> exception class. The one place the codes of docs/errors.md meet Python.
 BY_SQLSTATE: dict[str, type[PgqError]] = {
     cls.sqlstate: cls
@@ -188,42 +200,29 @@ BY_SQLSTATE: dict[str, type[PgqError]] = {
 }
 
 
-def from_psycopg(
-    err: psycopg.Error, *, needs: str | None = None, user: str | None = None
-) -> PgqThinError | None:
-    """Our exception for a psycopg error raised by a ``pgq`` call, else None.
+def from_psycopg(err: psycopg.Error) -> PgqError | None:
+    """The :class:`PgqError` for a psycopg error raised by a ``pgq`` function, else None.
 
-    Any SQLSTATE of class ``PQ`` maps to a :class:`PgqError`; a code without a class of its own
-    (a newer server) becomes a plain :class:`PgqError` carrying the code. The codes of a
-    missing schema or privilege map to :class:`SetupError` (see :func:`setup_hint`).
+    Any SQLSTATE of class ``PQ`` maps to an exception; a code without a class of its own (a
+    newer server) becomes a plain :class:`PgqError` carrying the code.
     """
     sqlstate = err.sqlstate
-    if sqlstate is None:
+    if sqlstate is None or not sqlstate.startswith("PQ"):
         return None
+    cls = BY_SQLSTATE.get(sqlstate, PgqError)
     message = err.diag.message_primary or str(err)
-    mapped: PgqThinError
-    if sqlstate.startswith("PQ"):
-        cls = BY_SQLSTATE.get(sqlstate, PgqError)
-        mapped = cls(message, sqlstate=sqlstate, hint=err.diag.message_hint)
-    elif sqlstate in SCHEMA_MISSING_CODES:
-        mapped = SchemaNotInstalled(message, sqlstate=sqlstate, hint=INSTALL_HINT)
-    elif sqlstate == PRIVILEGE_MISSING_CODE:
-        hint = setup_hint(sqlstate, needs, user) or ""
-        mapped = PrivilegeMissing(message, sqlstate=sqlstate, hint=hint)
-    else:
-        return None
+    mapped = cls(message, sqlstate=sqlstate, hint=err.diag.message_hint)
     mapped.__cause__ = err
     return mapped
 
 
 @contextmanager
-def translated(*, needs: str | None = None, user: str | None = None) -> Iterator[None]:
-    """Re-raise psycopg errors of a ``pgq`` call as our exceptions (see :func:`from_psycopg`);
-    others unchanged."""
+def translated() -> Iterator[None]:
+    """Re-raise psycopg errors of class ``PQ`` as their :class:`PgqError`; others unchanged."""
     try:
         yield
     except psycopg.Error as err:
-        mapped = from_psycopg(err, needs=needs, user=user)
+        mapped = from_psycopg(err)
         if mapped is None:
             raise
         raise mapped from err

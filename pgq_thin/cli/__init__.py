@@ -86,7 +86,8 @@ def _error_line(command: Command | None, args: argparse.Namespace, err: BaseExce
     for a failed connection where its DSN came from."""
     line = one_line(err)
     if isinstance(err, psycopg.Error):
-        hint = setup_hint(err.sqlstate, command.needs if command else None)
+        needs = command.needs if command and command.needs else "a grant on schema pgq"
+        hint = setup_hint(err.sqlstate, needs)
         if hint:
             line = f"{line}; {hint}"
         chosen = chosen_database(args)

@@ -198,11 +198,15 @@ def test_missing_privilege_names_the_role(login_role: Callable[..., str]) -> Non
         assert admin.stats() == []  # producers may read the stats
         with pytest.raises(errors.PrivilegeMissing) as info:
             admin.requeue([1])
-    assert info.value.sqlstate == "42501"
-    assert "needs the owner of schema pgq" in str(info.value)
+    assert info.value.sqlstate == "42501" and isinstance(info.value, errors.SetupError)
+    assert "lacks the rights of the schema owner (permission denied for function requeue)" in (
+        str(info.value)
+    )
     with Queue(nobody) as queue, pytest.raises(errors.PrivilegeMissing) as info:
         queue.enqueue("x")
-    assert f"role {user} needs pgq_producer: grant pgq_producer to {user}" in str(info.value)
+    message = str(info.value)  # the role may not even use schema pgq
+    assert message.startswith(f"role {user} lacks pgq_producer (permission denied for ")
+    assert message.endswith(f"): GRANT pgq_producer TO {user}")
 
 
 def test_records_follow_the_sql_columns() -> None:
