@@ -152,7 +152,9 @@ class Queue(SyncHandle):
         heartbeat_timeout: timedelta | None = None,
         reset: bool = False,
     ) -> dict[str, Any]:
-        """Set an entrypoint's policy (stored in the database, shared by every worker)."""
+        """Set an entrypoint's policy (stored in the database, shared by every worker); returns
+        the stored row as a dict. :meth:`pgq_thin.admin.Admin.configure` is the same call with
+        a typed answer (an operator action: it needs the schema owner's rights)."""
         args = calls.configure_args(
             entrypoint,
             concurrency_limit,
