@@ -37,10 +37,20 @@ ENQUEUE_MANY = (
     " ORDER BY i), %s::text)"
 )
 CANCEL = "SELECT * FROM pgq.cancel(%s::bigint[])"
-# The columns of pgq.claimed_job in their declared order (Job.from_claimed unpacks tuples).
+# The columns of pgq.claimed_job in their declared order (Job.from_claimed unpacks tuples), in
+# forms that cannot fail for the whole batch: JSON as text (decoded per job), the heartbeat
+# timeout in seconds, and a timestamp outside what Python's datetime can hold (infinity, BC
+# dates; a day of margin for the session's time zone) as NULL with a note in a last column.
+# A value Python cannot hold then fails its own job, not the claim.
 CLAIM = (
-    "SELECT id, lease, entrypoint, payload, headers, priority, attempt, enqueued_at, run_at,"
-    " dedupe_key, max_attempts, heartbeat_timeout FROM pgq.claim(%s::uuid, %s::text[], %s::int)"
+    "SELECT id, lease, entrypoint, payload::text, headers::text, priority, attempt,"
+    " CASE WHEN e THEN enqueued_at END, CASE WHEN r THEN run_at END, dedupe_key, max_attempts,"
+    " extract(epoch FROM heartbeat_timeout)::float8,"
+    " nullif(concat_ws(', ', CASE WHEN NOT e THEN 'enqueued_at ' || enqueued_at END,"
+    " CASE WHEN NOT r THEN 'run_at ' || run_at END), '')"
+    " FROM pgq.claim(%s::uuid, %s::text[], %s::int) c,"
+    " LATERAL (SELECT c.enqueued_at BETWEEN '0001-01-02+00' AND '9999-12-30+00' AS e,"
+    " coalesce(c.run_at BETWEEN '0001-01-02+00' AND '9999-12-30+00', true) AS r) holdable"
 )
 HEARTBEAT = "SELECT id, state FROM pgq.heartbeat(%s::uuid, %s::bigint[], %s::bigint[])"
 # details travel as one JSON array (NULL when there are none), unpacked in order.
@@ -86,7 +96,6 @@ LISTEN = "LISTEN pgq_events"
 PING = "SELECT 1"
 
 CHANNEL = "pgq_events"
-
 # Never run by the client: what an error message tells the owner to run for a role that lacks
 # a grant a call needs.
 GRANT_WORKER = "GRANT pgq_worker TO {role}"

@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg import pq
 
 from pgq_thin.dsn import resolve_dsn as resolve_dsn  # re-export: the rule lives in pgq_thin.dsn
 from pgq_thin.embedded import EmbeddedServerError as EmbeddedServerError  # re-export
@@ -92,8 +93,16 @@ class Backoff:
 
 
 def is_disconnect(conn: psycopg.AsyncConnection[Any] | psycopg.Connection[Any]) -> bool:
-    """After a psycopg error: did it break the connection (rather than fail one statement)?"""
-    return conn.broken or conn.closed
+    """After a psycopg error: did it break the connection (rather than fail one statement)?
+
+    A connection still in pipeline mode after the error counts as broken too: when a pooler
+    drops the server connection in the middle of a pipeline, psycopg raises "cannot exit
+    pipeline mode while busy" with ``conn.broken`` still false, and the connection can run
+    nothing more.
+    """
+    if conn.broken or conn.closed:
+        return True
+    return conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
 
 
 class AsyncSession:

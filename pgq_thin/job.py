@@ -8,6 +8,7 @@ retried after the given delay if attempts remain) or by raising :class:`CancelJo
 
 from __future__ import annotations
 
+import json
 import threading
 import traceback
 import typing
@@ -24,7 +25,6 @@ from pgq_thin.payloads import validate_payload as validate_payload
 
 P = TypeVar("P")
 
-DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
 TRACEBACK_LIMIT = 4000  # characters of traceback kept in a failure's details
 
 
@@ -47,6 +47,19 @@ class CancelJob(Exception):  # noqa: N818 - a signal, not an error
     """End this job as ``canceled``: no retry, it goes to history as canceled."""
 
 
+class UndecodableJob(Exception):  # noqa: N818 - names the job, like the signals above
+    """A claimed row that cannot be turned into Python values (a timestamp outside Python's
+    range, JSON nested too deep or with a number too long for Python). The worker fails that
+    job alone, with this message in its details; ``job_id``, ``lease`` and ``entrypoint`` are
+    what it needs to complete it."""
+
+    def __init__(self, job_id: int, lease: int, entrypoint: str, reason: str) -> None:
+        super().__init__(f"job {job_id} ({entrypoint}) cannot be decoded: {reason}")
+        self.job_id = job_id
+        self.lease = lease
+        self.entrypoint = entrypoint
+
+
 @dataclass
 class Job(Generic[P]):
     """One claimed job, as handed to a handler.
@@ -65,9 +78,10 @@ class Job(Generic[P]):
     max_attempts: int
     priority: int
     enqueued_at: datetime
+    #: the entrypoint's heartbeat timeout, as the claim returned it
+    heartbeat_timeout: timedelta
     run_at: datetime | None = None
     dedupe_key: str | None = None
-    heartbeat_timeout: timedelta = DEFAULT_HEARTBEAT_TIMEOUT
     lease: int = 0
     raw_payload: Any = None
     _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
@@ -91,8 +105,10 @@ class Job(Generic[P]):
 
     @classmethod
     def from_claimed(cls, row: Sequence[Any]) -> Job[Any]:
-        """A job from one ``pgq.claimed_job`` row as a tuple, in the column order of the type
-        (``pgq_thin.calls.CLAIM`` selects them so)."""
+        """A job from one claimed row, in the column order of ``pgq_thin.calls.CLAIM``: JSON
+        columns as text, the heartbeat timeout in seconds, and a last column naming the
+        timestamps Python cannot hold (NULL in their place). Decoded here, one job at a time,
+        so that a value Python cannot hold fails this job alone: :class:`UndecodableJob`."""
         (
             id_,
             lease,
@@ -105,23 +121,44 @@ class Job(Generic[P]):
             run_at,
             dedupe_key,
             max_attempts,
-            heartbeat_timeout,
+            heartbeat_seconds,
+            unholdable,
         ) = row
+        if unholdable is not None:
+            reason = f"{unholdable}: outside the range of Python's datetime"
+            raise UndecodableJob(id_, lease, entrypoint, reason)
+        try:  # the common case inline (this runs for every job); the checks below only fail
+            decoded_payload: Any = None if payload is None else json.loads(payload)
+            decoded_headers = None if headers is None else json.loads(headers)
+            timeout = timedelta(seconds=heartbeat_seconds)
+        except (ValueError, RecursionError, OverflowError) as err:
+            raise UndecodableJob(id_, lease, entrypoint, _what_failed(row)) from err
         return cls(
             id=id_,
             entrypoint=entrypoint,
-            payload=payload,
-            headers=headers,
+            payload=decoded_payload,
+            headers=decoded_headers,
             attempt=attempt,
             max_attempts=max_attempts,
             priority=priority,
             enqueued_at=enqueued_at,
+            heartbeat_timeout=timeout,
             run_at=run_at,
             dedupe_key=dedupe_key,
-            heartbeat_timeout=heartbeat_timeout or DEFAULT_HEARTBEAT_TIMEOUT,
             lease=lease,
-            raw_payload=payload,
+            raw_payload=decoded_payload,
         )
+
+
+def _what_failed(row: Sequence[Any]) -> str:
+    """Which value of a claimed row Python cannot decode, and why (the slow path)."""
+    for column, value in (("payload", row[3]), ("headers", row[4])):
+        try:
+            if value is not None:
+                json.loads(value)
+        except (ValueError, RecursionError) as err:  # too deep, a number too long
+            return f"{column} is JSON that Python cannot decode ({type(err).__name__}: {err})"
+    return f"heartbeat_timeout of {row[11]} s is outside the range of timedelta"
 
 
 def failure_details(err: BaseException) -> dict[str, Any]:

@@ -8,6 +8,10 @@ pooler. The connection is checked, not trusted: a failed read raises at once, an
 a connection that died silently (a pooler or a network path that dropped it without a reset).
 On a loss it reconnects in place with the shared :class:`~pgq_thin.connection.Backoff`,
 LISTENs again and calls ``on_connect`` so the worker polls once for what it may have missed.
+
+Any role that can connect may NOTIFY on any channel, so nothing that arrives is trusted: a
+payload is turned into one of the three events below only when it has exactly the expected
+shape (:func:`parse_event`); anything else is logged at DEBUG and dropped here.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -26,7 +31,54 @@ from pgq_thin.connection import Backoff, aconnect
 
 log = logging.getLogger(__name__)
 
-Event = dict[str, Any]
+
+@dataclass(frozen=True)
+class Enqueued:
+    """``{"kind": "enqueued", "entrypoints": [...]}``: jobs of these became runnable."""
+
+    entrypoints: frozenset[str]
+
+
+@dataclass(frozen=True)
+class CancelRequested:
+    """``{"kind": "cancel", "ids": [...]}``: running jobs were flagged for cancellation."""
+
+    ids: frozenset[int]
+
+
+@dataclass(frozen=True)
+class SchedulesChanged:
+    """``{"kind": "schedules"}``: a schedule was added, changed or removed."""
+
+
+Event = Enqueued | CancelRequested | SchedulesChanged
+
+#: PostgreSQL's NOTIFY payload limit; anything longer cannot be ours.
+MAX_PAYLOAD = 8000
+
+
+def parse_event(payload: str) -> Event | None:
+    """The event a ``pgq_events`` payload announces, or None if it is not one of ours."""
+    if len(payload) > MAX_PAYLOAD:
+        return None
+    try:
+        data = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    kind = data.get("kind")
+    if kind == "enqueued":
+        names = data.get("entrypoints")
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            return Enqueued(frozenset(names))
+    elif kind == "cancel":
+        ids = data.get("ids")
+        if isinstance(ids, list) and all(type(i) is int for i in ids):
+            return CancelRequested(frozenset(ids))
+    elif kind == "schedules":
+        return SchedulesChanged()
+    return None
 
 
 class ListenerStalled(Exception):
@@ -34,7 +86,8 @@ class ListenerStalled(Exception):
 
 
 class Listener:
-    """Runs until cancelled; hands each decoded ``pgq_events`` payload to ``on_event``."""
+    """Runs until cancelled; hands each ``pgq_events`` notification of a known shape to
+    ``on_event`` as an :data:`Event`."""
 
     def __init__(
         self,
@@ -56,6 +109,11 @@ class Listener:
         self.connects = 0  # successful LISTENs, the first included
         self.pings = 0
         self.backend_pid: int | None = None
+
+    @property
+    def listening(self) -> bool:
+        """LISTEN is in place on a live connection."""
+        return self.ready.is_set()
 
     async def run(self) -> None:
         while True:
@@ -113,10 +171,9 @@ class Listener:
         self.pings += 1
 
     def _dispatch(self, payload: str) -> None:
-        try:
-            event = json.loads(payload)
-        except ValueError:
-            log.debug("ignoring a pgq_events payload that is not JSON: %r", payload)
+        event = parse_event(payload)
+        if event is None:
+            shown = payload if len(payload) <= 200 else payload[:200] + "..."
+            log.debug("pgq-thin listener ignored a pgq_events payload it does not know: %r", shown)
             return
-        if isinstance(event, dict):
-            self._on_event(event)
+        self._on_event(event)

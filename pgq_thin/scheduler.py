@@ -4,20 +4,31 @@ The schedule rows, their locking (claim with a lease, takeover of a silent sched
 decisions (fire once per tick, collapse ticks missed during downtime, skip or catch up) live in
 the ``pgq.schedule`` / ``pgq.claim_schedules`` / ``pgq.fire_schedule`` functions. This module
 only knows cron: for each claimed tick it computes the next tick after it and after the
-database clock, and passes both back.
+database clock, and passes both back. :meth:`Scheduler.run` is the worker's scheduler loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
+
 from pgq_thin import calls
+from pgq_thin.connection import Backoff
 from pgq_thin.cron import CronSchedule
-from pgq_thin.errors import InvalidSchedule
+from pgq_thin.errors import InvalidSchedule, PgqError
+
+log = logging.getLogger(__name__)
+
+#: Longest sleep of the scheduler loop between looks at pgq.next_schedule_at().
+SCHEDULE_MAX_SLEEP = 60.0
 
 __all__ = ["ScheduleSpec", "Scheduler"]
 
@@ -110,3 +121,42 @@ class Scheduler:
     async def seconds_until_due(self, conn: calls.AConn) -> float | None:
         """How long the scheduler may sleep (None: there are no schedules at all)."""
         return await calls.anext_schedule_in(conn)
+
+    async def run(
+        self,
+        call: Callable[[Callable[[calls.AConn], Awaitable[float | None]]], Awaitable[float | None]],
+        wake: asyncio.Event,
+        stopping: asyncio.Event,
+    ) -> None:
+        """The scheduler loop: register the schedules, then fire ticks as they fall due, until
+        ``stopping`` is set (checked between two fires, so no tick is left claimed). Sleeps
+        until the earliest tick (or a takeover) as the database reports it, waking early when
+        ``wake`` is set (a ``schedules`` notification, a reconnect); the sleep is capped so
+        clock drift cannot stall a schedule. ``call`` runs a step on the session (re-run whole
+        after a reconnect). A database error is logged and retried after a backoff; any other
+        error (a SetupError among them) ends the loop."""
+        registered = False
+        backoff = Backoff(base=0.5, cap=30.0)
+
+        async def step(conn: calls.AConn) -> float | None:
+            nonlocal registered
+            if not registered:
+                await self.register(conn)
+                registered = True
+            await self.fire_due(conn)
+            return await self.seconds_until_due(conn)
+
+        while not stopping.is_set():
+            wake.clear()
+            try:
+                due_in = await call(step)
+                backoff.reset()
+                wait = min(
+                    SCHEDULE_MAX_SLEEP if due_in is None else max(due_in, 0.0), SCHEDULE_MAX_SLEEP
+                )
+            except (psycopg.Error, PgqError) as err:
+                wait = max(0.5, backoff.next_delay())
+                log.warning("pgq-thin scheduler failed (%s); retrying in %.1f s", err, wait)
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), wait + 0.002)

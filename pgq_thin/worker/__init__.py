@@ -1,0 +1,36 @@
+"""The worker, :class:`ThinWorker`: claims jobs, runs the registered handlers, reports back.
+No queue logic.
+
+The worker is a loop over five SQL calls (``pgq.claim``, ``pgq.heartbeat``, ``pgq.complete``,
+``pgq.release``, ``pgq.next_run_at``); retries, backoff, concurrency limits, stale recovery and
+cancellation are decided by those functions. The parts, each in its own module:
+
+* ``_claimer``: the claim loop (claim ahead, idle wait, wake-ups), releasing unstarted jobs;
+* ``_attempts``: one attempt per claimed job, with an explicit phase and stop reason; async
+  handlers run on the event loop, sync handlers on a thread pool of ``concurrency`` threads;
+* ``_results``: finished attempts buffered and written with one ``pgq.complete``, by the next
+  claim in the same round trip or by the flush loop;
+* ``_heartbeat``: one ``pgq.heartbeat`` for every owned job per interval;
+* ``_loops`` and ``_maintenance``: waiting, surviving errors, pruning and compaction;
+* ``_worker``: the facade (settings, registration, run-once steps, read-only views);
+* ``_run``: one run's context (session, thread pool, listener, events), made in ``open()``;
+* ``_supervisor``: restarts, signals; ``_settings`` and ``_registry``: configuration.
+
+Connections: one autocommit connection (:class:`~pgq_thin.connection.AsyncSession`) carries
+claim, heartbeat, complete and release, serialized by a lock; the listener has its own
+(``listen_dsn``: direct to PostgreSQL when the calls go through a transaction-mode pooler).
+Connection loss is routine: the session reconnects in place (with backoff) and re-runs the
+interrupted call, so no loop needs its own reconnect logic. On every new connection the worker
+first heartbeats the jobs it owns, then claims once and flushes what it buffered, with the
+original leases; handlers keep running throughout.
+
+Shutdown (``stop()``, SIGTERM, SIGINT): stop claiming, let running jobs finish within
+``grace_period``, then stop the rest and fail them with ``retry_after`` 0; ``pgq.release``
+claimed jobs that never started; flush; return. A second signal exits the process at once.
+"""
+
+from pgq_thin.worker._registry import UnknownEntrypoint
+from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+from pgq_thin.worker._worker import ThinWorker
+
+__all__ = ["ThinWorker", "UnknownEntrypoint", "WorkerSettings", "WorkerStats"]

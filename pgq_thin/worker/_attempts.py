@@ -1,0 +1,341 @@
+"""Running claimed jobs: one :class:`Attempt` per claimed job, with an explicit state.
+
+An attempt moves through one :class:`Phase` at a time::
+
+    CLAIMED --begin()--> RUNNING --finish()--> FINISHED (its result is buffered)
+    CLAIMED --release()--> RELEASED (given back with pgq.release, never started)
+
+and may carry one :class:`Stop` reason, the strongest one asked for winning
+(``LOST`` > ``ABORT`` > ``CANCEL``): the server said another attempt owns the job now; the
+shutdown's grace period ran out; a cancel was requested. The transitions hold a thread lock,
+because a sync handler's thread calls :meth:`Attempt.begin` while the event loop may be
+releasing or stopping the same attempt: whichever comes first wins, the other sees it.
+
+The worker reports what happened and SQL decides the rest: a handler that returned is
+``successful`` (also after a cancel request), one that gave up because of the cancel (its
+task cancelled, or :class:`~pgq_thin.job.CancelJob`) is ``canceled``, any other exception is
+``failed`` (``pgq.complete`` turns a failure of a job whose cancel was requested into
+``canceled``, and applies the retry policy). An attempt that lost its lease reports nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from pgq_thin.job import (
+    CancelJob,
+    Job,
+    PayloadValidationError,
+    RetryAfter,
+    failure_details,
+    validate_payload,
+)
+from pgq_thin.worker._registry import Handler
+from pgq_thin.worker._results import Details, Result, ResultBuffer
+from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+
+log = logging.getLogger("pgq_thin.worker")
+
+
+class Phase(Enum):
+    CLAIMED = "claimed"
+    RUNNING = "running"
+    FINISHED = "finished"
+    RELEASED = "released"
+
+
+class Stop(Enum):
+    CANCEL = 1
+    ABORT = 2
+    LOST = 3
+
+
+_NOT_STARTED = object()
+# Guards every attempt's transitions (held for a few instructions; one lock, not one each).
+_TRANSITION = threading.Lock()
+
+
+@dataclass(eq=False, slots=True)
+class Attempt:
+    """A claimed job this worker owns (until its result is written, or it is released/lost)."""
+
+    job: Job[Any]
+    handler: Handler
+    phase: Phase = Phase.CLAIMED
+    stop: Stop | None = None
+
+    def begin(self) -> bool:
+        """CLAIMED -> RUNNING, unless released or stopped first."""
+        with _TRANSITION:
+            if self.phase is Phase.CLAIMED and self.stop is None:
+                self.phase = Phase.RUNNING
+                return True
+            return False
+
+    def release(self) -> bool:
+        """CLAIMED -> RELEASED, unless started or lost first."""
+        with _TRANSITION:
+            if self.phase is Phase.CLAIMED and self.stop is not Stop.LOST:
+                self.phase = Phase.RELEASED
+                return True
+            return False
+
+    def finish(self) -> bool:
+        """-> FINISHED, once: False if it was finished (reported) or released already."""
+        with _TRANSITION:
+            if self.phase in (Phase.CLAIMED, Phase.RUNNING):
+                self.phase = Phase.FINISHED
+                return True
+            return False
+
+    def request_stop(self, reason: Stop) -> bool:
+        """Ask it to stop for ``reason``; False if an equal or stronger reason was given."""
+        with _TRANSITION:
+            if self.stop is not None and self.stop.value >= reason.value:
+                return False
+            self.stop = reason
+            return True
+
+
+class Attempts:
+    """The attempts one run owns, the tasks running their handlers, and what ends them."""
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        stats: WorkerStats,
+        handlers: dict[str, Handler],
+        results: ResultBuffer,
+        executor: ThreadPoolExecutor,
+        on_slot_free: Callable[[], None],
+    ) -> None:
+        self._settings = settings
+        self._stats = stats
+        self._handlers = handlers
+        self._results = results
+        self._executor = executor
+        self._on_slot_free = on_slot_free
+        self.owned: dict[int, Attempt] = {}  # job id -> attempt: heartbeats cover these
+        self._tasks: dict[Attempt, asyncio.Task[None]] = {}  # handlers running (slots taken)
+        self.changed = asyncio.Event()  # attempts were added (the heartbeat loop wakes)
+
+    @property
+    def running(self) -> int:
+        return len(self._tasks)
+
+    def tasks(self) -> list[asyncio.Task[None]]:
+        return list(self._tasks.values())
+
+    def take_in(self, jobs: list[Job[Any]]) -> list[Attempt]:
+        """Own newly claimed jobs (an own older attempt of the same job was lost meanwhile)."""
+        new: list[Attempt] = []
+        for job in jobs:
+            previous = self.owned.get(job.id)
+            if previous is not None:  # our own old attempt went stale and was re-claimed
+                self.lose(previous)
+            attempt = Attempt(job=job, handler=self._handlers[job.entrypoint])
+            self.owned[job.id] = attempt
+            new.append(attempt)
+        if new:
+            self.changed.set()
+        return new
+
+    def start(self, attempt: Attempt) -> None:
+        self._tasks[attempt] = asyncio.create_task(self._execute(attempt))
+
+    def take_unstarted(self) -> list[Attempt]:
+        """Mark every attempt not started yet as released, and return them (for pgq.release);
+        a task already made for one ends at its first step without running the handler."""
+        return [a for a in self.owned.values() if a.release()]
+
+    def forget(self, ended: Iterable[tuple[int, int]]) -> None:
+        """These ``(job id, lease)`` attempts are over for this worker (written, released):
+        heartbeats stop."""
+        owned = self.owned
+        for job_id, lease in ended:
+            attempt = owned.get(job_id)
+            if attempt is not None and attempt.job.lease == lease:
+                del owned[job_id]
+
+    def heartbeat_interval(self) -> float:
+        """A third of the smallest heartbeat timeout among the owned jobs."""
+        return min(a.job.heartbeat_timeout.total_seconds() for a in self.owned.values()) / 3
+
+    def apply_heartbeat(
+        self, sent: list[Attempt], answers: list[tuple[int, str]]
+    ) -> dict[int, str]:
+        by_id = {a.job.id: a for a in sent}
+        for job_id, state in answers:
+            attempt = by_id.get(job_id)
+            if attempt is None or self.owned.get(job_id) is not attempt:
+                continue  # written meanwhile
+            if state == "lost":
+                self.lose(attempt)
+            elif state == "cancel_requested":
+                self.cancel(attempt)
+        return dict(answers)
+
+    def lose(self, attempt: Attempt) -> None:
+        """The server says another attempt owns this job now: stop it, drop its result."""
+        if not attempt.request_stop(Stop.LOST):
+            return
+        self._stats.lost += 1
+        job = attempt.job
+        if self.owned.get(job.id) is attempt:
+            del self.owned[job.id]
+        self._results.drop(job.id, job.lease)
+        if attempt.phase is not Phase.FINISHED:
+            log.warning("pgq-thin job %s lost its lease; cancelling it", job.id)
+            self._interrupt(attempt)
+
+    def cancel(self, attempt: Attempt) -> None:
+        if attempt.phase is Phase.FINISHED or not attempt.request_stop(Stop.CANCEL):
+            return
+        log.info("pgq-thin job %s cancel requested", attempt.job.id)
+        self._interrupt(attempt)
+
+    def abort_running(self) -> None:
+        """Past the shutdown's grace period: stop every running handler. A sync handler's
+        thread cannot be killed: its attempt is reported now and its slot freed."""
+        grace = self._settings.grace_period
+        for attempt in list(self._tasks):
+            log.warning(
+                "pgq-thin: job %s (%s) still running after the %g s grace period; cancelling it",
+                attempt.job.id,
+                attempt.job.entrypoint,
+                grace,
+            )
+            attempt.request_stop(Stop.ABORT)
+            self._stats.aborted += 1
+            self._interrupt(attempt)
+            if not attempt.handler.is_async:
+                if attempt.stop is Stop.ABORT and attempt.finish():
+                    self._report(attempt, "failed", aborted_details(grace))
+                self._tasks.pop(attempt, None)
+
+    async def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no handler runs; True if that happened within ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._tasks:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            await asyncio.wait(self.tasks(), timeout=remaining)
+        return True
+
+    # --- one attempt ------------------------------------------------------------------------
+
+    def _interrupt(self, attempt: Attempt) -> None:
+        """Stop a handler: ``job.cancelled`` is set; an async one that started is cancelled. A
+        task that has not started yet is not cancelled: its first step sees the stop."""
+        attempt.job.cancelled.set()
+        if attempt.handler.is_async and attempt.phase is Phase.RUNNING:
+            task = self._tasks.get(attempt)
+            if task is not None:
+                task.cancel()
+
+    async def _execute(self, attempt: Attempt) -> None:
+        """One job's task: runs the handler, reports the outcome, frees the slot. Never
+        cancelled before its first step (see :meth:`_interrupt`), so ``finally`` always runs."""
+        try:
+            outcome = await self._outcome(attempt)
+            if outcome is not None:
+                self._report(attempt, *outcome)
+        finally:
+            self._tasks.pop(attempt, None)  # its slot is free from here
+            self._on_slot_free()
+
+    async def _outcome(self, attempt: Attempt) -> tuple[str, Details] | None:
+        job, handler = attempt.job, attempt.handler
+        try:
+            if handler.is_async:
+                if not attempt.begin():
+                    return self._stopped_before_start(attempt)
+                if handler.payload_type is not None:
+                    job.payload = validate_payload(handler.payload_type, job.raw_payload)
+                result = await handler.fn(job)
+            else:
+                _ = job.cancelled  # made here, before the handler's thread can look at it
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(self._executor, self._call_sync, attempt)
+                if result is _NOT_STARTED:
+                    return self._stopped_before_start(attempt)
+            status, details = "successful", result_details(result)
+            if attempt.stop is None:  # the common case, without a detour
+                return (status, details) if attempt.finish() else None
+        except asyncio.CancelledError:
+            if attempt.stop is None:
+                raise  # the run is closing
+            status, details = "canceled", {"error": "CancelledError", "message": "cancelled"}
+        except CancelJob as err:
+            status, details = "canceled", {"error": "CancelJob", "message": str(err)}
+        except RetryAfter as err:
+            status = "failed"
+            details = {"error": "RetryAfter", "message": str(err), "retry_after": err.seconds}
+        except PayloadValidationError as err:
+            status, details = "failed", {"error": "PayloadValidationError", "message": str(err)}
+        except Exception as err:
+            status, details = "failed", failure_details(err)
+            log.info("pgq-thin job %s (%s) failed: %r", job.id, job.entrypoint, err)
+        return self._finished(attempt, status, details)
+
+    def _call_sync(self, attempt: Attempt) -> Any:
+        """In the handler's thread."""
+        if not attempt.begin():
+            return _NOT_STARTED
+        handler, job = attempt.handler, attempt.job
+        if handler.payload_type is not None:
+            job.payload = validate_payload(handler.payload_type, job.raw_payload)
+        return handler.fn(job)
+
+    def _stopped_before_start(self, attempt: Attempt) -> tuple[str, Details] | None:
+        if attempt.phase is Phase.RELEASED:
+            return None
+        message = "cancelled before it started"
+        return self._finished(attempt, "canceled", {"error": "CancelledError", "message": message})
+
+    def _finished(
+        self, attempt: Attempt, status: str, details: Details
+    ) -> tuple[str, Details] | None:
+        """What to report: the handler's outcome, plus what stopped it."""
+        if attempt.stop is Stop.LOST or not attempt.finish():
+            return None  # lost: never written; finished already: reported at the abort
+        if attempt.stop is Stop.ABORT and status != "successful":
+            return "failed", aborted_details(self._settings.grace_period)
+        if attempt.stop is Stop.CANCEL:
+            details = {**(details or {}), "cancel_requested": True}
+        return status, details
+
+    def _report(self, attempt: Attempt, status: str, details: Details) -> None:
+        job = attempt.job
+        alone = len(self._tasks) <= 1  # nothing else runs: write now, not after flush_interval
+        self._results.report(Result(job.id, job.lease, status, details), alone=alone)
+
+
+def aborted_details(grace_period: float) -> dict[str, Any]:
+    return {
+        "error": "WorkerShutdown",
+        "message": f"the worker shut down and the job ran past its {grace_period:g} s grace period",
+        "retry_after": 0,
+    }
+
+
+def result_details(result: Any) -> Details:
+    """A handler's return value is stored as ``{"result": ...}`` when it is plain JSON."""
+    if result is None:
+        return None
+    try:
+        json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        log.debug("pgq-thin: handler result %r is not JSON; not stored", result)
+        return None
+    return {"result": result}

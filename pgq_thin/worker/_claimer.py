@@ -1,0 +1,225 @@
+"""Claiming: the claim loop, claim-ahead, the idle wait, wake-ups, and giving jobs back.
+
+When it has free slots the loop claims ``min(batch_size, free slots)`` jobs of its entrypoints
+and starts them. It claims again at once while claims come back full; otherwise it waits for a
+notification about one of its entrypoints, a slot to free up, the (jittered) poll, or the next
+delayed job being due (``pgq.next_run_at``, asked after every claim that did not come back
+full), whichever is first. A full claim that leaves slots free sends the claim of the next
+batch before its own jobs are taken in (claim ahead: the server claims while the process runs
+jobs; ``concurrency = 2 * batch_size`` gives it room). Buffered results ride along with a
+claim (``ResultBuffer.batch``). A claimed row that cannot be turned into Python values fails
+that job alone; the rest of the batch runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pgq_thin import calls
+from pgq_thin.connection import Backoff
+from pgq_thin.job import Job, UndecodableJob
+from pgq_thin.worker._attempts import Attempts
+from pgq_thin.worker._loops import LOOP_ERRORS, Call, jittered, one_line, wait_event
+from pgq_thin.worker._results import Result, ResultBuffer
+from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+
+log = logging.getLogger("pgq_thin.worker")
+
+Rows = list[tuple[Any, ...]]
+
+
+class Claimer:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        stats: WorkerStats,
+        entrypoints: frozenset[str],
+        attempts: Attempts,
+        results: ResultBuffer,
+        call: Call,
+        stopping: asyncio.Event,
+        tick: asyncio.Event,
+    ) -> None:
+        self._settings = settings
+        self._stats = stats
+        self._claimed = entrypoints
+        self._entrypoints = sorted(entrypoints)
+        self._attempts = attempts
+        self._results = results
+        self._call = call
+        self._stopping = stopping
+        self._tick = tick  # something changed (a slot freed, a result written): look again
+        self._notified = False  # a notification (or a reconnect) asks for one claim
+        self._more = False  # the last claim came back full: claim again at once
+        results.carried_by(self._will_claim)
+
+    def _will_claim(self) -> bool:
+        """About to claim again at once: the claim carries the buffered results."""
+        free = self._attempts.running < self._settings.concurrency
+        return self._more and free and not self._stopping.is_set()
+
+    def kick(self) -> None:
+        self._tick.set()
+
+    def wake(self) -> None:
+        """Claim once now (a reconnect: work may have come meanwhile)."""
+        self._notified = True
+        self._tick.set()
+
+    def on_enqueued(self, entrypoints: frozenset[str]) -> None:
+        """A notification: jobs of these entrypoints became runnable."""
+        if entrypoints & self._claimed:
+            self.wake()
+
+    # --- run-once steps -----------------------------------------------------------------------
+
+    async def claim_once(self, *, start: bool = True) -> list[Job[Any]]:
+        asked = min(self._settings.batch_size, self._settings.concurrency - self._attempts.running)
+        if asked <= 0 or not self._entrypoints:
+            return []
+        return await self._take_in(await self._claim_rows(asked), start=start)
+
+    async def release_unstarted(self) -> list[int]:
+        """Give back (``pgq.release``) claimed jobs whose handler has not started."""
+        todo = self._attempts.take_unstarted()
+        if not todo:
+            return []
+        ids, leases = [a.job.id for a in todo], [a.job.lease for a in todo]
+        worker_id = self._settings.worker_id
+        released = await self._call(lambda conn: calls.arelease(conn, worker_id, ids, leases))
+        self._attempts.forget([(a.job.id, a.job.lease) for a in todo])
+        self._stats.released += len(released)
+        return released
+
+    async def _claim_rows(self, asked: int) -> Rows:
+        """One ``pgq.claim`` of up to ``asked`` jobs, with buffered results written in the same
+        round trip (unless a flush is writing them already)."""
+        worker_id, entrypoints = self._settings.worker_id, self._entrypoints
+        async with self._results.batch(wait=False) as batch:
+            if batch is None:
+                return await self._call(
+                    lambda conn: calls.aclaim(conn, worker_id, entrypoints, asked)
+                )
+            done = batch.args
+            accepted, rows = await self._call(
+                lambda conn: calls.acomplete_and_claim(conn, worker_id, done, entrypoints, asked)
+            )
+            batch.settle(accepted)
+            return rows
+
+    async def _take_in(self, rows: Rows, *, start: bool) -> list[Job[Any]]:
+        """Own the claimed rows: jobs started (or, when stopping, released at once). A row that
+        cannot be decoded is completed as failed at once."""
+        jobs: list[Job[Any]] = []
+        for row in rows:
+            try:
+                jobs.append(Job.from_claimed(row))
+            except UndecodableJob as err:
+                self._fail_undecodable(err)
+        self._stats.claimed += len(rows)
+        new = self._attempts.take_in(jobs)
+        if self._stopping.is_set():
+            await self.release_unstarted()
+        elif start:
+            for attempt in new:
+                self._attempts.start(attempt)
+        return jobs
+
+    def _fail_undecodable(self, err: UndecodableJob) -> None:
+        log.warning("pgq-thin %s; failing it", err)
+        self._stats.undecodable += 1
+        details = {"error": "UndecodableJob", "message": str(err)}
+        result = Result(err.job_id, err.lease, "failed", details)
+        self._results.report(result, alone=self._attempts.running == 0)
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    async def loop(self, until_empty: bool, check: Callable[[], None]) -> None:
+        """Claim until stopped (``until_empty``: until a claim finds nothing and nothing runs).
+        ``check`` raises the failure of another loop, which ends the run."""
+        if not self._entrypoints:  # a scheduler-only worker: nothing to claim
+            while not self._stopping.is_set():
+                check()
+                self._tick.clear()
+                await self._tick.wait()
+            return
+        settings, attempts = self._settings, self._attempts
+        self._more = True  # at start, there is probably work
+        next_poll = 0.0
+        backoff = Backoff(base=0.5, cap=30.0)
+        ahead: tuple[int, asyncio.Task[Rows]] | None = None  # a claim sent before the last
+        try:  # claim's jobs were taken in
+            while not self._stopping.is_set():
+                check()
+                self._tick.clear()
+                free = settings.concurrency - attempts.running
+                drained = until_empty and not attempts.running
+                due = self._notified or self._more or time.monotonic() >= next_poll or drained
+                if ahead is None and not (free > 0 and due):
+                    self._results.hand_over()
+                    await wait_event(self._tick, max(0.0, next_poll - time.monotonic()))
+                    continue
+                self._notified = False
+                try:
+                    if ahead is not None:
+                        (asked, claiming), ahead = ahead, None
+                        rows = await claiming
+                    else:
+                        asked = min(settings.batch_size, free)
+                        rows = await self._claim_rows(asked)
+                    self._more = len(rows) == asked
+                    spare = settings.concurrency - attempts.running - len(rows)
+                    if self._more and spare > 0 and not self._stopping.is_set():
+                        # Claim the next batch now: the database works on it while this
+                        # process starts and runs the jobs just claimed. Let it send first.
+                        n = min(settings.batch_size, spare)
+                        ahead = (n, asyncio.create_task(self._claim_rows(n)))
+                        await asyncio.sleep(0)
+                    await self._take_in(rows, start=True)
+                    if not rows and drained:
+                        return  # nothing ran, nothing was left to write, nothing came back
+                    if until_empty and not attempts.running:
+                        continue  # re-check at once whether the queue is drained
+                    # Not a full claim: sleep until the poll or the next delayed job is due.
+                    wait = jittered(settings.poll_interval) if self._more else await self._idle()
+                    next_poll = time.monotonic() + wait
+                    backoff.reset()
+                except LOOP_ERRORS as err:  # a lost connection never gets here: the session
+                    delay = max(0.5, backoff.next_delay())  # reconnects and re-runs the call
+                    log.warning(
+                        "pgq-thin claim failed (%s); retrying in %.1f s", one_line(err), delay
+                    )
+                    self._more = False
+                    next_poll = time.monotonic() + delay
+        finally:
+            self._more = False
+            self._results.hand_over()
+            if ahead is not None:
+                await self._take_in_unstarted(ahead[1])
+
+    async def _idle(self) -> float:
+        """How long to sleep: the poll, or less if a delayed job is due before it."""
+        wait = jittered(self._settings.poll_interval)
+        entrypoints = self._entrypoints
+        due_in = await self._call(lambda conn: calls.anext_due_in(conn, entrypoints))
+        if due_in is not None:
+            wait = min(wait, max(due_in, 0.0) + 0.005)
+        return wait
+
+    async def _take_in_unstarted(self, claiming: asyncio.Task[Rows]) -> None:
+        """The loop ends with a claim in flight: its jobs are taken in unstarted, to be
+        released (at once when stopping, else by the shutdown) rather than left to go stale.
+        Cancelled, it cancels the claim too (jobs of a claim that committed then go stale)."""
+        try:
+            rows = await claiming
+        except asyncio.CancelledError:
+            claiming.cancel()
+            raise
+        except Exception as err:
+            log.warning("pgq-thin claim failed (%s)", one_line(err))
+            return
+        await self._take_in(rows, start=False)

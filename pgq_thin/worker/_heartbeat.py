@@ -1,0 +1,62 @@
+"""Keeping owned jobs alive: one ``pgq.heartbeat`` for every job the worker owns (running, or
+finished with its result not yet written), every third of the smallest heartbeat timeout among
+them, and at once when a cancel notification names one of them. The answer is the truth:
+``lost`` stops the attempt and drops its result, ``cancel_requested`` cancels it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+from pgq_thin import calls
+from pgq_thin.worker._attempts import Attempt, Attempts
+from pgq_thin.worker._loops import LOOP_ERRORS, Call, one_line, wait_event
+
+log = logging.getLogger("pgq_thin.worker")
+
+
+class Heartbeat:
+    def __init__(self, worker_id: uuid.UUID, attempts: Attempts, call: Call) -> None:
+        self._worker_id = worker_id
+        self._attempts = attempts
+        self._call = call
+        self._now = asyncio.Event()
+
+    def wake(self) -> None:
+        """Beat now (a cancel notification named one of the owned jobs)."""
+        self._now.set()
+
+    async def once(self) -> dict[int, str]:
+        """Beat for every owned job with one call; returns ``{job id: state}``."""
+        sent = list(self._attempts.owned.values())
+        if not sent:
+            return {}
+        answers = await self._call(lambda conn: self._send(conn, sent))
+        return self._attempts.apply_heartbeat(sent, answers)
+
+    async def on_connection(self, conn: calls.AConn) -> None:
+        """The first call on a new session connection, before anything else runs on it."""
+        sent = list(self._attempts.owned.values())
+        if sent:
+            self._attempts.apply_heartbeat(sent, await self._send(conn, sent))
+
+    async def _send(self, conn: calls.AConn, sent: list[Attempt]) -> list[tuple[int, str]]:
+        ids, leases = [a.job.id for a in sent], [a.job.lease for a in sent]
+        return await calls.aheartbeat(conn, self._worker_id, ids, leases)
+
+    async def loop(self) -> None:
+        changed = self._attempts.changed
+        while True:
+            if not self._attempts.owned:
+                changed.clear()
+                await changed.wait()
+                continue
+            await wait_event(self._now, self._attempts.heartbeat_interval())
+            self._now.clear()
+            try:
+                await self.once()
+            except LOOP_ERRORS as err:
+                log.warning(
+                    "pgq-thin heartbeat failed (%s); next try at the next interval", one_line(err)
+                )

@@ -1,0 +1,47 @@
+"""The maintenance steps a worker runs periodically (see ``_loops.every``): pruning the
+history and compacting ``pgq.jobs``. Each is one run-once step; the decisions (what is old,
+whether the table is bloated) are made by the SQL functions."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from pgq_thin import calls
+from pgq_thin.worker._loops import Call
+
+log = logging.getLogger("pgq_thin.worker")
+
+#: Most pgq.prune_history batches (of calls.PRUNE_BATCH rows) in one maintenance pass.
+MAINTENANCE_BATCHES = 20
+
+
+async def prune_once(call: Call, retention: timedelta | None, at: datetime | None = None) -> int:
+    """Prune ``pgq.job_history`` of jobs finished more than ``retention`` ago, in batches, at
+    most ``MAINTENANCE_BATCHES`` per pass; returns the rows deleted (0 when retention is None)."""
+    if retention is None:
+        return 0
+    deleted = 0
+    for _ in range(MAINTENANCE_BATCHES):
+        n = await call(lambda conn: calls.aprune_history(conn, retention, at))
+        deleted += n
+        if n < calls.PRUNE_BATCH:
+            break
+    if deleted:
+        log.info("pgq-thin pruned %d finished jobs older than %s", deleted, retention)
+    return deleted
+
+
+async def compact_once(call: Call) -> calls.Row:
+    """Call ``pgq.compact_jobs`` once; returns its row (compacted, reason, rows, sizes)."""
+    row = await call(calls.acompact_jobs)
+    if row["compacted"]:
+        log.info(
+            "pgq-thin compacted pgq.jobs: %d rows, %.2f MiB -> %.2f MiB",
+            row["rows"],
+            row["bytes_before"] / 2**20,
+            row["bytes_after"] / 2**20,
+        )
+    else:
+        log.debug("pgq-thin did not compact pgq.jobs: %s", row["reason"])
+    return row

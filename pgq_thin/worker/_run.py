@@ -1,0 +1,252 @@
+"""One run of a worker: everything made in ``open()`` and dropped in ``close()``, together.
+
+:class:`Run` holds the session, the thread pool, the listener, the events and the parts that
+use them (attempts, results, claimer, heartbeat, scheduler). Nothing in it is optional or reset:
+a new run is a new object. It wires the parts to each other (a finished attempt frees a slot
+and wakes the claimer; a written result ends its attempt; a notification wakes the part it
+concerns) and runs the background loops beside the claim loop, whose failure ends the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pgq_thin import calls
+from pgq_thin.connection import AsyncSession, resolve_dsn
+from pgq_thin.errors import SetupError
+from pgq_thin.listener import CancelRequested, Enqueued, Event, Listener, SchedulesChanged
+from pgq_thin.scheduler import Scheduler
+from pgq_thin.worker import _maintenance
+from pgq_thin.worker._attempts import Attempts
+from pgq_thin.worker._claimer import Claimer
+from pgq_thin.worker._heartbeat import Heartbeat
+from pgq_thin.worker._loops import every
+from pgq_thin.worker._registry import Registry
+from pgq_thin.worker._results import Result, ResultBuffer
+from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+
+log = logging.getLogger("pgq_thin.worker")
+T = TypeVar("T")
+
+SCHEDULER_TASK = "pgq-thin-scheduler"
+
+
+class Run:
+    """Use ``await Run.open(...)``; the constructor takes the opened session."""
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        registry: Registry,
+        stats: WorkerStats,
+        session: AsyncSession,
+        dsn: str,
+    ) -> None:
+        self.settings = settings
+        self.stats = stats
+        self._registry = registry
+        self.session = session
+        self.loop = asyncio.get_running_loop()
+        self.executor = ThreadPoolExecutor(
+            max_workers=settings.concurrency, thread_name_prefix="pgq-thin-job"
+        )
+        self.stopping = asyncio.Event()
+        self.schedule_wake = asyncio.Event()
+        claimer_tick = asyncio.Event()  # the claim loop looks again (a slot freed, ...)
+        self.results = ResultBuffer(settings, stats, self.call, self._settled)
+        self.attempts = Attempts(
+            settings, stats, registry.handlers, self.results, self.executor, claimer_tick.set
+        )
+        self.claimer = Claimer(
+            settings,
+            stats,
+            registry.claimed,
+            self.attempts,
+            self.results,
+            self.call,
+            self.stopping,
+            claimer_tick,
+        )
+        self.heartbeat = Heartbeat(settings.worker_id, self.attempts, self.call)
+        self.scheduler = Scheduler(settings.worker_id, registry.schedules)
+        self.listener = Listener(
+            settings.listen_dsn or dsn,
+            self._on_event,
+            self._on_listener_connect,
+            check_interval=settings.ping_interval,
+            ping_timeout=settings.ping_timeout,
+        )
+        self.tasks: list[asyncio.Task[None]] = []
+        self._failure: BaseException | None = None
+        session.on_reconnect = self._after_reconnect
+
+    @classmethod
+    async def open(cls, settings: WorkerSettings, registry: Registry, stats: WorkerStats) -> Run:
+        dsn = await asyncio.to_thread(resolve_dsn, settings.dsn)
+        session = AsyncSession(dsn, reconnect_timeout=settings.reconnect_timeout)
+        await session.open()
+        return cls(settings, registry, stats, session, dsn)
+
+    async def call(self, fn: Callable[[calls.AConn], Awaitable[T]]) -> T:
+        """``fn`` on the session (reconnecting and re-running it after a loss). A missing
+        schema or grant comes out of ``calls`` as a SetupError, which ends the run."""
+        return await self.session.call(fn)
+
+    # --- the loops ----------------------------------------------------------------------------
+
+    async def serve(self, until_empty: bool) -> None:
+        """Start the background loops, claim until stopped, then shut down gracefully."""
+        self._start_background()
+        settings = self.settings
+        log.info(
+            "pgq-thin worker %s started: entrypoints %s, concurrency %d, batch %d",
+            settings.worker_id,
+            ", ".join(sorted(self._registry.claimed)),
+            settings.concurrency,
+            settings.batch_size,
+        )
+        try:
+            await self.claimer.loop(until_empty, self._raise_failure)
+        except SetupError:
+            raise  # nothing can be written either: no graceful shutdown
+        except Exception:
+            try:  # before a restart: let running jobs finish, write what can be written
+                await asyncio.wait_for(self.shutdown(), settings.grace_period + 15.0)
+            except Exception as err:
+                log.warning("pgq-thin: shutdown after a failure did not complete: %r", err)
+            raise
+        await self.shutdown()
+
+    def _start_background(self) -> None:
+        settings = self.settings
+        self._start("pgq-thin-flush", self.results.loop())
+        self._start("pgq-thin-heartbeat", self.heartbeat.loop())
+        if settings.listen:
+            self._start("pgq-thin-listener", self.listener.run())
+        if self._registry.schedules:  # no schedules: no scheduler loop, no schedule queries
+            self._start(
+                SCHEDULER_TASK, self.scheduler.run(self.call, self.schedule_wake, self.stopping)
+            )
+        if settings.history_retention is not None:
+            self._start(
+                "pgq-thin-maintenance",
+                every(settings.maintenance_interval, self.maintain_once, self.stopping, "pruning"),
+            )
+        if settings.compact_interval is not None:
+            self._start(
+                "pgq-thin-compaction",
+                every(settings.compact_interval, self.compact_once, self.stopping, "compaction"),
+            )
+
+    def _start(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro, name=name)
+        task.add_done_callback(self._task_done)
+        self.tasks.append(task)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        """A background loop runs until cancelled or stopped; one that ended with an error
+        fails the run (the claim loop raises it), so the supervisor can restart the worker."""
+        if task.cancelled() or task.exception() is None:
+            return
+        if self._failure is None:
+            self._failure = task.exception()
+            log.error("pgq-thin %s loop failed: %r", task.get_name(), self._failure)
+        self.claimer.kick()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+    # --- run-once steps -----------------------------------------------------------------------
+
+    async def maintain_once(self, at: datetime | None = None) -> int:
+        return await _maintenance.prune_once(self.call, self.settings.history_retention, at)
+
+    async def compact_once(self) -> calls.Row:
+        return await _maintenance.compact_once(self.call)
+
+    async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
+        scheduler = self.scheduler
+        return await self.call(lambda conn: scheduler.fire_due(conn, at))
+
+    # --- stopping -----------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        if not self.stopping.is_set():
+            log.info("pgq-thin worker %s stopping: no new claims", self.settings.worker_id)
+            self.stopping.set()
+            self.claimer.kick()
+
+    async def shutdown(self) -> None:
+        """Graceful end: no new claims, running jobs get ``grace_period`` to finish, the rest
+        are stopped, unstarted ones released, results written."""
+        grace = self.settings.grace_period
+        self.request_stop()
+        self.session.give_up_at(time.monotonic() + grace + 10.0)  # do not wait forever
+        await self._stop_scheduler()
+        await self.claimer.release_unstarted()
+        if not await self.attempts.wait_idle(grace):
+            self.attempts.abort_running()
+            await self.attempts.wait_idle(1.0)
+        await self.claimer.release_unstarted()
+        await self.results.flush_all()
+
+    async def _stop_scheduler(self) -> None:
+        """Let the scheduler loop end between two fires, so no tick is left claimed (a tick
+        left claimed would wait for its fire_timeout before another scheduler takes it)."""
+        task = next((t for t in self.tasks if t.get_name() == SCHEDULER_TASK), None)
+        if task is None or task.done():
+            return
+        self.schedule_wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=10.0)
+        except TimeoutError:
+            log.warning("pgq-thin scheduler did not stop within 10 s; cancelling it")
+
+    async def close(self) -> None:
+        """Stop the loops and handlers, close the connection and the thread pool. Results not
+        yet written are lost here: :meth:`shutdown` first to finish cleanly."""
+        tasks = self.tasks + self.attempts.tasks()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.session.close()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    # --- wiring -------------------------------------------------------------------------------
+
+    def _settled(self, results: list[Result]) -> None:
+        self.attempts.forget([(r.job_id, r.lease) for r in results])
+        self.claimer.kick()
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, Enqueued):
+            self.claimer.on_enqueued(event.entrypoints)
+        elif isinstance(event, CancelRequested):
+            if not event.ids.isdisjoint(self.attempts.owned):
+                self.heartbeat.wake()
+        elif isinstance(event, SchedulesChanged):
+            self.schedule_wake.set()
+
+    def _on_listener_connect(self) -> None:
+        if self.listener.connects > 1:
+            self.stats.listener_reconnects += 1
+        self.claimer.wake()  # poll once for what was missed while not listening
+        self.schedule_wake.set()
+
+    async def _after_reconnect(self, conn: calls.AConn) -> None:
+        """First thing on a new session connection (before the call that met the broken one
+        is re-run): heartbeat every owned job, so none goes stale while the loops catch up;
+        then wake the claim loop (claim once), the flush and the scheduler."""
+        self.stats.reconnects += 1
+        await self.heartbeat.on_connection(conn)
+        self.claimer.wake()
+        self.results.flush_soon()
+        self.schedule_wake.set()

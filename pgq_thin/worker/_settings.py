@@ -1,0 +1,136 @@
+"""The worker's settings (one validated, frozen value) and its counters."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
+from typing import Any
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Everything a :class:`~pgq_thin.worker.ThinWorker` is configured with (its keyword
+    arguments). Validated when made: a bad value raises ``ValueError`` naming it. A run reads
+    the settings once, when it opens; change them with ``dataclasses.replace`` (or by assigning
+    the attribute of the same name on the worker) between runs.
+
+    :param dsn: the database (default: see :mod:`pgq_thin.connection`).
+    :param concurrency: jobs run at once (also the size of the thread pool for sync handlers).
+    :param batch_size: most jobs claimed by one ``pgq.claim`` call.
+    :param poll_interval: seconds between polls when idle (jittered by +-20 %); the worker
+        also wakes on notifications and when the next delayed job is due.
+    :param worker_id: this worker's UUID in the database (default: a new random one).
+    :param grace_period: seconds running jobs get to finish after a stop request.
+    :param flush_interval: longest time a finished result waits before it is written.
+    :param flush_size: results that trigger a write at once (default: ``batch_size``).
+    :param listen: LISTEN for notifications (off: polling only, e.g. behind a
+        transaction-mode pooler when no direct connection is allowed).
+    :param listen_dsn: where to LISTEN (default: ``dsn``); a direct connection to PostgreSQL
+        when ``dsn`` points at a transaction-mode pooler.
+    :param ping_interval: the listener pings its connection after this many quiet seconds.
+    :param ping_timeout: a ping not answered within this many seconds counts as a lost
+        listener connection (it is replaced at once).
+    :param reconnect_timeout: seconds without a working connection after which the run fails
+        (and the supervisor restarts it); None: keep reconnecting forever.
+    :param restart_on_failure: ``run``/``arun`` restart the worker after an unrecoverable error.
+    :param max_restarts: consecutive restarts before giving up (the count resets after a run
+        that lasted ``restart_reset_after`` seconds).
+    :param restart_delay: base of the restart backoff (doubling, capped at 30 s, jittered).
+    :param history_retention: finished jobs older than this are pruned from
+        ``pgq.job_history`` (``pgq.prune_history``, a few batches every
+        ``maintenance_interval`` seconds; workers never wait for each other). None: keep all.
+    :param maintenance_interval: seconds between pruning passes (jittered by +-20 %).
+    :param compact_interval: seconds between calls of ``pgq.compact_jobs`` (jittered by
+        +-20 %), which rewrites ``pgq.jobs`` to its compact size when dead row versions have
+        bloated it (a cheap check unless it does). None: never compact.
+    """
+
+    dsn: str | None = None
+    concurrency: int = 10
+    batch_size: int = 10
+    poll_interval: float = 5.0
+    worker_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    grace_period: float = 30.0
+    flush_interval: float = 0.05
+    flush_size: int | None = None
+    listen: bool = True
+    listen_dsn: str | None = None
+    ping_interval: float = 5.0
+    ping_timeout: float = 5.0
+    reconnect_timeout: float | None = 300.0
+    restart_on_failure: bool = True
+    max_restarts: int = 5
+    restart_delay: float = 1.0
+    restart_reset_after: float = 60.0
+    history_retention: timedelta | None = timedelta(days=7)
+    maintenance_interval: float = 300.0
+    compact_interval: float | None = 5.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.worker_id, uuid.UUID):  # a string, or None (a new one)
+            wid = self.worker_id
+            object.__setattr__(self, "worker_id", uuid.UUID(str(wid)) if wid else uuid.uuid4())
+        _check(self.concurrency >= 1, "concurrency", self.concurrency, "at least 1")
+        _check(self.batch_size >= 1, "batch_size", self.batch_size, "at least 1")
+        for name in ("poll_interval", "grace_period", "flush_interval", "restart_delay"):
+            _check(getattr(self, name) >= 0, name, getattr(self, name), "0 or more")
+        _check(self.max_restarts >= 0, "max_restarts", self.max_restarts, "0 or more")
+        _check(
+            self.restart_reset_after >= 0,
+            "restart_reset_after",
+            self.restart_reset_after,
+            "0 or more",
+        )
+        for name in ("ping_interval", "ping_timeout", "maintenance_interval"):
+            _check(getattr(self, name) > 0, name, getattr(self, name), "positive")
+        for name in ("flush_size", "reconnect_timeout", "compact_interval"):
+            value = getattr(self, name)
+            _check(value is None or value > 0, name, value, "positive or None")
+        retention = self.history_retention
+        _check(
+            retention is None or retention > timedelta(0),
+            "history_retention",
+            retention,
+            "a positive timedelta or None",
+        )
+
+    @property
+    def flush_at(self) -> int:
+        """Buffered results that trigger a write at once (``flush_size``, else ``batch_size``)."""
+        return self.flush_size or self.batch_size
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def _check(ok: bool, name: str, value: Any, expected: str) -> None:
+    if not ok:
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+
+
+@dataclass
+class WorkerStats:
+    """Counts of what this worker did since it started (results as accepted by the server)."""
+
+    claimed: int = 0
+    successful: int = 0
+    failed: int = 0
+    canceled: int = 0
+    lost: int = 0
+    released: int = 0
+    aborted: int = 0
+    #: claimed jobs whose row could not be turned into Python values (completed as failed)
+    undecodable: int = 0
+    #: results the server did not accept at flush: the lease was lost (also counted in lost)
+    rejected: int = 0
+    #: new connections of the session after a loss, and re-LISTENs of the listener
+    reconnects: int = 0
+    listener_reconnects: int = 0
+    #: times the supervisor restarted the worker after an unrecoverable error
+    restarts: int = 0
+
+    @property
+    def finished(self) -> int:
+        return self.successful + self.failed + self.canceled

@@ -1,0 +1,350 @@
+"""``ThinWorker``: the facade over the worker's parts (see the package docstring)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any, Generic, TypeVar, overload
+
+from pgq_thin import calls
+from pgq_thin.job import Job
+from pgq_thin.scheduler import ScheduleSpec
+from pgq_thin.worker._registry import H, Registry
+from pgq_thin.worker._run import Run
+from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+from pgq_thin.worker._supervisor import Signals, abandon_stuck_threads, supervise
+
+V = TypeVar("V")
+
+
+class _Setting(Generic[V]):
+    """A worker attribute that reads and replaces one field of its frozen settings (the
+    replacement is validated; a run in progress keeps the settings it opened with)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, worker: None, owner: type | None = None) -> _Setting[V]: ...
+    @overload
+    def __get__(self, worker: ThinWorker, owner: type | None = None) -> V: ...
+    def __get__(self, worker: ThinWorker | None, owner: type | None = None) -> V | _Setting[V]:
+        if worker is None:
+            return self
+        value: V = getattr(worker.settings, self._name)
+        return value
+
+    def __set__(self, worker: ThinWorker, value: V) -> None:
+        changes: dict[str, Any] = {self._name: value}
+        worker.settings = replace(worker.settings, **changes)
+
+
+class ThinWorker:
+    """Runs handlers for jobs of the entrypoints registered with :meth:`entrypoint`.
+
+    The keyword arguments are the fields of :class:`WorkerSettings` (documented there), kept
+    as one validated value (``worker.settings``); each is also an attribute of the worker, and
+    assigning one replaces the settings (a run in progress keeps those it opened with).
+    """
+
+    dsn = _Setting[str | None]()
+    concurrency = _Setting[int]()
+    batch_size = _Setting[int]()
+    poll_interval = _Setting[float]()
+    worker_id = _Setting[uuid.UUID]()
+    grace_period = _Setting[float]()
+    flush_interval = _Setting[float]()
+    flush_size = _Setting[int | None]()
+    listen = _Setting[bool]()
+    listen_dsn = _Setting[str | None]()
+    ping_interval = _Setting[float]()
+    ping_timeout = _Setting[float]()
+    reconnect_timeout = _Setting[float | None]()
+    restart_on_failure = _Setting[bool]()
+    max_restarts = _Setting[int]()
+    restart_delay = _Setting[float]()
+    restart_reset_after = _Setting[float]()
+    history_retention = _Setting[timedelta | None]()
+    maintenance_interval = _Setting[float]()
+    compact_interval = _Setting[float | None]()
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        concurrency: int = 10,
+        batch_size: int = 10,
+        poll_interval: float = 5.0,
+        worker_id: uuid.UUID | str | None = None,
+        grace_period: float = 30.0,
+        flush_interval: float = 0.05,
+        flush_size: int | None = None,
+        listen: bool = True,
+        listen_dsn: str | None = None,
+        ping_interval: float = 5.0,
+        ping_timeout: float = 5.0,
+        reconnect_timeout: float | None = 300.0,
+        restart_on_failure: bool = True,
+        max_restarts: int = 5,
+        restart_delay: float = 1.0,
+        restart_reset_after: float = 60.0,
+        history_retention: timedelta | None = timedelta(days=7),
+        maintenance_interval: float = 300.0,
+        compact_interval: float | None = 5.0,
+    ) -> None:
+        given = dict(locals())
+        del given["self"]
+        self.settings = WorkerSettings(**given)  # validated; worker_id None: a new one
+        self.stats = WorkerStats()
+        self._registry = Registry()
+        self._run: Run | None = None
+        self._halted = False  # stop() was called: the supervisor must not restart
+        self._connected = False  # the current run got as far as an open connection
+
+    # --- registration -------------------------------------------------------------------------
+
+    def entrypoint(self, name: str, *, payload_type: type | None = None) -> Callable[[H], H]:
+        """Register the decorated function as the handler of ``name``.
+
+        The handler takes one :class:`~pgq_thin.job.Job`. ``async def`` handlers run on the
+        event loop, plain functions on the thread pool. With ``payload_type`` (or an
+        annotation ``job: Job[T]``) naming a dataclass or pydantic model, the payload is
+        validated into it first; a mismatch fails the attempt.
+        """
+        return self._registry.entrypoint(name, payload_type=payload_type)
+
+    def schedule(
+        self,
+        cron: str,
+        entrypoint: str,
+        *,
+        name: str | None = None,
+        timezone: str = "UTC",
+        payload: Any = None,
+        priority: int = 0,
+        headers: dict[str, Any] | None = None,
+        catch_up: str = "once",
+        misfire_grace: timedelta | None = None,
+        fire_timeout: timedelta | None = None,
+    ) -> Callable[[H], H]:
+        """Fire a job of ``entrypoint`` on a cron schedule (5 fields, or 6 with seconds first),
+        read in the IANA ``timezone``. The worker registers it at start and runs a scheduler
+        loop; any number of workers may register the same schedule: each tick fires once.
+
+        ``name`` identifies the schedule (default: the entrypoint; give each schedule of one
+        entrypoint its own name). ``catch_up``: a tick missed by more than ``misfire_grace``
+        (default 1 minute; downtime) fires once (``"once"``) or is dropped (``"skip"``).
+        ``fire_timeout`` (default 30 s): a scheduler silent that long after claiming a tick is
+        taken over. A bad expression or time zone raises
+        :class:`~pgq_thin.errors.InvalidSchedule` here. Used as a decorator, it also registers
+        the function as the entrypoint's handler.
+        """
+        return self._registry.schedule(
+            cron,
+            entrypoint,
+            name=name,
+            timezone=timezone,
+            payload=payload,
+            priority=priority,
+            headers=headers,
+            catch_up=catch_up,
+            misfire_grace=misfire_grace,
+            fire_timeout=fire_timeout,
+        )
+
+    @property
+    def schedules(self) -> list[ScheduleSpec]:
+        """The schedules this worker registers and fires."""
+        return self._registry.schedules
+
+    @property
+    def entrypoints(self) -> list[str]:
+        """The entrypoints this worker claims, sorted."""
+        return sorted(self._registry.claimed)
+
+    def restrict(self, names: Iterable[str]) -> None:
+        """Claim only these registered entrypoints (e.g. ``pgq-thin run --entrypoint``)."""
+        self._registry.restrict(names)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect; needed before the run-once steps (``arun`` does it itself)."""
+        if self._run is None:
+            self._registry.check_runnable()
+            self._run = await Run.open(self.settings, self._registry, self.stats)
+
+    async def close(self) -> None:
+        """Stop background tasks, close connections; unwritten results are lost (see
+        :meth:`shutdown`)."""
+        run, self._run = self._run, None
+        if run is not None:
+            await run.close()
+
+    async def __aenter__(self) -> ThinWorker:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def stop(self) -> None:
+        """Ask a running worker to shut down gracefully; safe to call from any thread."""
+        self._halted = True
+        run = self._run
+        if run is None or run.loop.is_closed():
+            return
+        try:
+            on_loop = asyncio.get_running_loop() is run.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop and threading.current_thread() is threading.main_thread():
+            run.request_stop()
+        else:
+            run.loop.call_soon_threadsafe(run.request_stop)
+
+    def run(self, *, until_empty: bool = False) -> None:
+        """Run until stopped (SIGTERM/SIGINT) or, with ``until_empty``, until a claim finds
+        nothing and nothing runs. Returns after a graceful shutdown."""
+        asyncio.run(self.arun(until_empty=until_empty))
+        self.abandon_stuck_threads()
+
+    def abandon_stuck_threads(self) -> None:
+        """End the process now if sync handlers aborted at shutdown still run (their threads
+        cannot be killed); results are written. Only where exiting the process is right."""
+        abandon_stuck_threads(self.stats)
+
+    async def arun(
+        self, *, until_empty: bool = False, install_signal_handlers: bool | None = None
+    ) -> None:
+        """The async form of :meth:`run`. Signal handlers are installed when called from the
+        main thread (``install_signal_handlers`` forces either way). A run that fails with an
+        error a restart may cure is restarted (see ``_supervisor``); a failure of the very
+        first start, a :class:`~pgq_thin.errors.SetupError` (schema or grant missing) and any
+        failure with ``restart_on_failure`` off are raised at once."""
+        self._halted = False
+
+        async def run_once() -> None:
+            self._connected = False
+            await self.open()
+            self._connected = True
+            run = self._run
+            assert run is not None
+            signals = Signals(self.settings.grace_period, self._halt_and_stop)
+            signals.install(run.loop, install_signal_handlers)
+            try:
+                await run.serve(until_empty)
+            finally:
+                signals.remove(run.loop)
+                await self.close()
+
+        await supervise(
+            run_once,
+            self.settings,
+            self.stats,
+            connected=lambda: self._connected,
+            halted=lambda: self._halted,
+        )
+
+    def _halt_and_stop(self) -> None:
+        self._halted = True
+        if self._run is not None:
+            self._run.request_stop()
+
+    # --- run-once steps -----------------------------------------------------------------------
+
+    def _opened(self) -> Run:
+        if self._run is None:
+            raise RuntimeError("the worker is not open: use `async with worker:` or open()")
+        return self._run
+
+    async def claim_once(self, *, start: bool = True) -> list[Job[Any]]:
+        """Claim up to ``min(batch_size, free slots)`` jobs and start them (unless
+        ``start=False``: then they stay claimed but unstarted, see :meth:`release_unstarted`).
+        Jobs claimed while stopping are released at once."""
+        return await self._opened().claimer.claim_once(start=start)
+
+    async def flush_once(self) -> int:
+        """Write buffered results with one ``pgq.complete`` call; returns how many were sent.
+        On a failed call the results stay buffered (with their leases) and the error is raised."""
+        return await self._opened().results.flush_once()
+
+    async def heartbeat_once(self) -> dict[int, str]:
+        """One ``pgq.heartbeat`` for every owned job, acting on the answers; ``{id: state}``."""
+        return await self._opened().heartbeat.once()
+
+    async def release_unstarted(self) -> list[int]:
+        """Give back (``pgq.release``) claimed jobs whose handler has not started."""
+        return await self._opened().claimer.release_unstarted()
+
+    async def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no handler runs; True if that happened within ``timeout``."""
+        return await self._opened().attempts.wait_idle(timeout)
+
+    async def shutdown(self) -> None:
+        """Graceful end: no new claims, running jobs get ``grace_period`` to finish, the rest
+        are cancelled and failed for an immediate retry elsewhere, unstarted ones released,
+        results flushed."""
+        await self._opened().shutdown()
+
+    async def maintain_once(self, at: datetime | None = None) -> int:
+        """Prune ``pgq.job_history`` of jobs finished more than ``history_retention`` ago, in
+        batches, at most 20 per pass; returns the rows deleted."""
+        return await self._opened().maintain_once(at)
+
+    async def compact_once(self) -> calls.Row:
+        """Call ``pgq.compact_jobs`` once; returns its row (compacted, reason, rows, sizes)."""
+        return await self._opened().compact_once()
+
+    async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
+        """Fire the due ticks of all schedules (run-once step of the scheduler loop)."""
+        return await self._opened().schedule_once(at)
+
+    # --- what can be seen from outside ------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self._run is not None and self._run.stopping.is_set()
+
+    @property
+    def backend_pids(self) -> dict[str, int | None]:
+        """Server process ids of the ``session`` and ``listener`` connections (or None)."""
+        run = self._run
+        if run is None:
+            return {"session": None, "listener": None}
+        return {"session": run.session.backend_pid, "listener": run.listener.backend_pid}
+
+    @property
+    def owned_job_ids(self) -> frozenset[int]:
+        """Jobs claimed, running, or finished but not written: what the heartbeats cover."""
+        return frozenset(self._run.attempts.owned) if self._run is not None else frozenset()
+
+    @property
+    def running_jobs(self) -> int:
+        """Handlers running now (the slots taken)."""
+        return self._run.attempts.running if self._run is not None else 0
+
+    @property
+    def buffered_results(self) -> int:
+        """Finished attempts whose result is not written yet."""
+        return len(self._run.results) if self._run is not None else 0
+
+    @property
+    def listening(self) -> bool:
+        """The listener has LISTEN in place on a live connection."""
+        return self._run is not None and self._run.listener.listening
+
+    @property
+    def listener_pings(self) -> int:
+        """Health-check pings the listener got answered (in this run)."""
+        return self._run.listener.pings if self._run is not None else 0
