@@ -177,7 +177,7 @@ async def test_backend_killed_during_a_heartbeat_keeps_the_job(
         seen.append((job.attempt, job.cancelled.is_set()))
 
     async with running(worker):
-        await until(lambda: job_id in worker._active, 10, "the job claimed")
+        await until(lambda: job_id in worker.owned_job_ids, 10, "the job claimed")
         kill.armed = True
         await until(lambda: kill.killed, 10, "the heartbeat's backend killed")
         killed_at = await ascalar(pgq_dsn, "SELECT clock_timestamp()")
@@ -259,7 +259,9 @@ async def test_a_result_whose_lease_was_lost_during_the_drop_is_reported_not_ret
     caplog.set_level(logging.WARNING, logger="pgq_thin")
     async with running(worker):
         await until(lambda: worker.stats.rejected == 1, 10, "the result rejected")
-        await until(lambda: not worker._results and not worker._active, 5, "nothing buffered")
+        await until(
+            lambda: not worker.buffered_results and not worker.owned_job_ids, 5, "nothing left"
+        )
         assert worker.stats.reconnects == 1
         assert (worker.stats.successful, worker.stats.lost) == (0, 1)
     assert "not accepted, their lease was lost" in caplog.text
@@ -308,9 +310,7 @@ async def test_silently_stalled_listener_is_caught_by_its_ping(pgq_dsn: str) -> 
 
     async with running(worker):
         await until(lambda: worker.backend_pids["listener"], 10, "listening")
-        listener = worker._listener
-        assert listener is not None
-        await until(lambda: listener.pings >= 1, 5, "a ping answered")
+        await until(lambda: worker.listener_pings >= 1, 5, "a ping answered")
         stalled = worker.backend_pids["listener"]
         assert stalled is not None
         try:
@@ -398,6 +398,86 @@ async def test_pooler_churn_causes_no_redelivery(pgq_dsn: str, bouncer: faults.P
     assert (worker.stats.rejected, worker.stats.lost) == (0, 0)
 
 
+class KillInPipeline:
+    """Wraps ``calls.acomplete_and_claim``: the first call has the jobs it completes locked by
+    another transaction, so its ``pgq.complete`` waits inside the pipeline; the pooler's server
+    backend running it is then terminated (PgBouncer keeps the client connection), and the
+    lock released."""
+
+    def __init__(self, direct_dsn: str, real: Callable[..., Awaitable[Any]]) -> None:
+        self.direct_dsn = direct_dsn
+        self.real = real
+        self.armed = True
+        self.killed: list[int] = []
+
+    async def __call__(self, conn: calls.AConn, worker_id: Any, done: Any, *rest: Any) -> Any:
+        if not self.armed:
+            return await self.real(conn, worker_id, done, *rest)
+        self.armed = False
+        locker = await asyncio.to_thread(psycopg.connect, self.direct_dsn)
+        await asyncio.to_thread(
+            locker.execute, "SELECT 1 FROM pgq.jobs WHERE id = ANY(%s) FOR UPDATE", (list(done[0]),)
+        )
+        killer = threading.Thread(target=self._kill_then_unlock, args=(locker,))
+        killer.start()
+        try:
+            return await self.real(conn, worker_id, done, *rest)
+        finally:
+            await asyncio.to_thread(killer.join)
+
+    def _kill_then_unlock(self, locker: psycopg.Connection[Any]) -> None:
+        try:
+            pid = wait_for(
+                lambda: scalar(
+                    self.direct_dsn,
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND query LIKE '%%pgq.complete(%%' AND pid <> pg_backend_pid()",
+                ),
+                10,
+                "pgq.complete waiting on the locked rows",
+            )
+            terminate_and_wait(self.direct_dsn, pid)
+            self.killed.append(pid)
+        finally:
+            locker.rollback()
+            locker.close()
+
+
+@aio
+async def test_pooler_dropping_the_connection_mid_pipeline_reruns_the_call(
+    pgq_dsn: str,
+    bouncer: faults.PgBouncer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The pooler loses its server connection while the worker's complete-and-claim pipeline
+    is in flight: psycopg says "cannot exit pipeline mode while busy" with conn.broken still
+    false. The session treats it as a lost connection and re-runs the call on a new one."""
+    kill = KillInPipeline(pgq_dsn, calls.acomplete_and_claim)
+    monkeypatch.setattr(calls, "acomplete_and_claim", kill)
+    runs: Counter[int] = Counter()
+    with Queue(pgq_dsn) as q:
+        ids = q.enqueue_many("cf.pipe", [None] * 3)
+    # batch 1, concurrency 1: every claim is full, so the next one carries the last result.
+    worker = ThinWorker(
+        through(bouncer, pgq_dsn), listen_dsn=pgq_dsn, poll_interval=60, batch_size=1, concurrency=1
+    )
+
+    @worker.entrypoint("cf.pipe")
+    async def pipe(job: Job[Any]) -> None:
+        runs[job.id] += 1
+
+    caplog.set_level(logging.WARNING, logger="pgq_thin")
+    async with running(worker):
+        await until(lambda: worker.stats.successful == 3, 15, "3 jobs done")
+        assert len(kill.killed) == 1
+        assert worker.stats.reconnects == 1
+    assert "pipeline" in caplog.text  # the loss was seen, as a loss:
+    assert "claim failed" not in caplog.text  # not as a failed claim retried later
+    assert runs == dict.fromkeys(ids, 1)
+    assert history(pgq_dsn) == dict.fromkeys(ids, ("successful", 1))
+
+
 # --- a server restart -----------------------------------------------------------------------------
 
 
@@ -433,7 +513,7 @@ async def test_server_restart_keeps_the_running_job_and_notify(
         runs[job.id] += 1
 
     async with running(worker):
-        await until(lambda: long_id in worker._active, 10, "the long job claimed")
+        await until(lambda: long_id in worker.owned_job_ids, 10, "the long job claimed")
         await until(lambda: worker.backend_pids["listener"], 10, "listening")
         await asyncio.to_thread(own_server.restart)
         await until(lambda: worker.stats.listener_reconnects == 1, 15, "the listener back")

@@ -7,6 +7,7 @@ Workers run in this process; steps that need precise control use the run-once me
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import uuid
 from dataclasses import dataclass
@@ -262,13 +263,7 @@ def test_cancel_running_async_job_via_notification(pgq_dsn: str) -> None:
         await asyncio.wait_for(started.wait(), 10)
         # The job may start before the listener runs LISTEN: a cancel sent then would only be
         # seen at the next heartbeat (10 s). Wait until the worker listens.
-        await await_for(
-            lambda: asyncio.sleep(
-                0, worker._listener is not None and worker._listener.ready.is_set()
-            ),
-            10,
-            "the listener to listen",
-        )
+        await await_for(lambda: asyncio.sleep(0, worker.listening), 10, "the listener to listen")
         with Queue(pgq_dsn) as q:
             assert q.cancel([job_id]) == [job_id]
         # The cancel notification triggers a heartbeat; its answer cancels the task.
@@ -292,6 +287,7 @@ def test_cancel_running_sync_job_via_heartbeat(pgq_dsn: str) -> None:
         def long_sync(job: Job[Any]) -> None:
             started.set()
             saw_flag.append(job.cancelled.wait(30))
+            job.raise_if_cancelled()  # gives up because of the cancel: canceled
 
         with Queue(pgq_dsn) as q:
             job_id = q.enqueue("long_sync")
@@ -310,6 +306,51 @@ def test_cancel_running_sync_job_via_heartbeat(pgq_dsn: str) -> None:
 
     asyncio.run(scenario())
     assert saw_flag == [True]
+
+
+@pytest.mark.parametrize("handler_kind", ["sync", "async"])
+def test_a_handler_that_finishes_after_a_cancel_request_is_successful(
+    pgq_dsn: str, handler_kind: str
+) -> None:
+    """SQL's rule, not the worker's: a cancel request does not turn a handler that finished
+    its work into a canceled job (only one that gave up because of it, or failed)."""
+    started = threading.Event()
+
+    async def scenario() -> None:
+        worker = ThinWorker(pgq_dsn, listen=False)
+
+        if handler_kind == "sync":
+
+            @worker.entrypoint("finisher")
+            def finisher(job: Job[Any]) -> str:
+                started.set()
+                job.cancelled.wait(30)
+                return "done anyway"
+
+        else:
+
+            @worker.entrypoint("finisher")
+            async def afinisher(job: Job[Any]) -> str:
+                started.set()
+                with contextlib.suppress(asyncio.CancelledError):  # it finishes its work anyway
+                    await asyncio.sleep(30)
+                return "done anyway"
+
+        with Queue(pgq_dsn) as q:
+            job_id = q.enqueue("finisher")
+        async with worker:
+            assert [j.id for j in await worker.claim_once()] == [job_id]
+            assert await asyncio.to_thread(started.wait, 10)
+            with Queue(pgq_dsn) as q:
+                q.cancel([job_id])
+            assert await worker.heartbeat_once() == {job_id: "cancel_requested"}
+            assert await worker.wait_idle(10)
+            assert await worker.flush_once() == 1
+        row = history(pgq_dsn)[job_id]
+        assert row["status"] == "successful"
+        assert row["details"] == {"result": "done anyway", "cancel_requested": True}
+
+    asyncio.run(scenario())
 
 
 def test_lost_lease_cancels_the_task_and_drops_the_result(pgq_dsn: str) -> None:
@@ -418,6 +459,87 @@ def test_delayed_job_runs_when_due_not_at_the_poll_interval(pgq_dsn: str) -> Non
     ((now, run_at),) = ran
     assert run_at is not None and now >= run_at
     assert now - run_at < timedelta(seconds=3)
+
+
+def test_a_claim_that_is_not_full_still_wakes_for_the_next_delayed_job(pgq_dsn: str) -> None:
+    """The first claim finds one due job of a batch of 10 (not a full claim); the worker
+    must still ask pgq.next_run_at and start the job due 1 s later about 1 s later, not at the
+    30 s poll."""
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        now_id = conn.execute("SELECT pgq.enqueue('partial')").fetchone()[0]
+        later_id = conn.execute(
+            "SELECT pgq.enqueue('partial', run_at => now() + interval '1 second')"
+        ).fetchone()[0]
+        due = conn.execute("SELECT run_at FROM pgq.jobs WHERE id = %s", (later_id,)).fetchone()[0]
+
+    async def scenario() -> None:
+        worker = ThinWorker(pgq_dsn, poll_interval=30, listen=False, batch_size=10)
+
+        @worker.entrypoint("partial")
+        async def partial(job: Job[Any]) -> None:
+            pass
+
+        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        try:
+            await await_for(lambda: ahistory_status(pgq_dsn, later_id), 10, "the delayed job")
+        finally:
+            worker.stop()
+            await asyncio.wait_for(run, 10)
+
+    asyncio.run(scenario())
+    started = {i: r["started_at"] for i, r in history(pgq_dsn).items()}
+    assert set(started) == {now_id, later_id}
+    assert timedelta(0) <= started[later_id] - due < timedelta(seconds=1.5)
+
+
+def test_notifications_about_entrypoints_it_does_not_claim_do_not_wake_it(
+    pgq_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker restricted to "mine" (with a handler for "other" too) does not claim on a
+    notification about "other"."""
+    claims: list[int] = []
+    real = calls.aclaim
+
+    async def counting(*args: Any) -> Any:
+        claims.append(1)
+        return await real(*args)
+
+    monkeypatch.setattr(calls, "aclaim", counting)
+
+    async def scenario() -> None:
+        worker = ThinWorker(pgq_dsn, poll_interval=60, flush_interval=0)
+        done: list[str] = []
+
+        @worker.entrypoint("mine")
+        async def mine(job: Job[Any]) -> None:
+            done.append("mine")
+
+        @worker.entrypoint("other")
+        async def other(job: Job[Any]) -> None:  # pragma: no cover - not claimed
+            done.append("other")
+
+        worker.restrict(["mine"])
+        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        try:
+            await await_for(lambda: asyncio.sleep(0, worker.listening), 10, "listening")
+            with Queue(pgq_dsn) as q:
+                q.enqueue("mine")  # after this one ran, the start-up claims are behind us
+            await await_for(lambda: asyncio.sleep(0, len(done) == 1), 10, "the first job")
+            before = len(claims)
+            with Queue(pgq_dsn) as q:
+                q.enqueue("other")
+            with pytest.raises(AssertionError, match="timed out"):  # a claim would come in ms
+                await await_for(lambda: asyncio.sleep(0, len(claims) > before), 1.0, "a claim")
+            with Queue(pgq_dsn) as q:
+                q.enqueue("mine")
+            await await_for(lambda: asyncio.sleep(0, len(done) == 2), 10, "the second job")
+            assert len(claims) == before + 1  # the claim for the second job only
+            assert done == ["mine", "mine"]
+        finally:
+            worker.stop()
+            await asyncio.wait_for(run, 10)
+
+    asyncio.run(scenario())
 
 
 @dataclass
