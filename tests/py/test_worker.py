@@ -531,7 +531,7 @@ def test_notifications_about_entrypoints_it_does_not_claim_do_not_wake_it(
             while before != len(claims):
                 before = len(claims)
                 with contextlib.suppress(AssertionError):
-                    await await_for(lambda n=before: asyncio.sleep(0, len(claims) > n), 0.5, "claim")
+                    await await_for(lambda n=before: asyncio.sleep(0, len(claims) > n), 0.5, "a")
             with Queue(pgq_dsn) as q:
                 q.enqueue("other")
             with pytest.raises(AssertionError, match="timed out"):  # a claim would come in ms
