@@ -1,7 +1,6 @@
 """The one place the client opens connections, and where reconnecting is decided.
 
-Which database to use is decided by :mod:`pgq_thin.dsn` (the one rule; ``resolve_dsn`` is
-re-exported here for code that imported it from this module).
+Which database to use is decided by :mod:`pgq_thin.dsn` (the one rule).
 
 Every connection is autocommit (each ``pgq`` call is its own transaction), uses no server-side
 prepared statements (``prepare_threshold=None``: a transaction-mode pooler hands each
@@ -27,7 +26,6 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import pq
 
-from pgq_thin.dsn import resolve_dsn as resolve_dsn  # re-export: the rule lives in pgq_thin.dsn
 from pgq_thin.embedded import EmbeddedServerError as EmbeddedServerError  # re-export
 from pgq_thin.errors import PgqThinError
 from pgq_thin.errors import one_line as _one_line

@@ -18,7 +18,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pgq_thin import calls
-from pgq_thin.connection import AsyncSession, resolve_dsn
+from pgq_thin.connection import AsyncSession
+from pgq_thin.dsn import resolve_dsn
 from pgq_thin.errors import SetupError
 from pgq_thin.listener import CancelRequested, Enqueued, Event, Listener, SchedulesChanged
 from pgq_thin.scheduler import Scheduler

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pgq_thin import connection, dsn, embedded
+from pgq_thin import dsn, embedded
 from pgq_thin.admin import Admin
 from pgq_thin.queue import Queue
 
@@ -37,8 +37,17 @@ def test_explicit_then_pgq_dsn_then_libpq() -> None:
     assert dsn.Database("postgresql://u:secret@h/d", "explicit").describe() == "the DSN given"
 
 
-def test_one_function_for_every_caller() -> None:
-    assert connection.resolve_dsn is dsn.resolve_dsn  # what ThinWorker imports
+def test_the_rule_is_written_in_one_place() -> None:
+    """Only pgq_thin/dsn.py reads PGQ_DSN or libpq's variables and defines resolve_dsn."""
+    package = Path(dsn.__file__).parent
+    offenders = []
+    for path in package.rglob("*.py"):
+        if path.name == "dsn.py":
+            continue
+        text = path.read_text()
+        if "def resolve_dsn" in text or "def choose" in text or '"PGQ_DSN"' in text:
+            offenders.append(str(path.relative_to(package)))
+    assert offenders == []
 
 
 def test_without_the_embedded_wheel_no_database_is_one_line(tmp_path: Path) -> None:
