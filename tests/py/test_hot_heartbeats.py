@@ -27,6 +27,7 @@ def _others(dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
+@pytest.mark.may_skip(reason="other sessions of a shared server can disturb every measurement")
 def test_heartbeat_updates_are_hot(pgq_dsn: str) -> None:
     results = []
     for _ in range(5):

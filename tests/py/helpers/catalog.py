@@ -4,110 +4,179 @@ Two databases with equal snapshots have the same functions (full definition, bod
 owner, privileges, comment), types, tables, columns, defaults, constraints, indexes,
 triggers, views, sequences, policies, default privileges, the pgq roles, and the same number
 of rows in each table.
+
+The same queries also render :func:`readable`, the text committed as ``sql/schema.snapshot``:
+one block per object, without function bodies (``sql/functions/`` holds them, and the suite
+proves the installed bodies equal those files), identical on every supported PostgreSQL
+version (see :data:`NORMALIZED`).
 """
 
 from __future__ import annotations
 
 import difflib
+import re
+from collections import defaultdict
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
+
+from pgq_thin.migrate import ROLES
+
+
+def _grants(acl: str, kind: str, owner: str) -> str:
+    """SQL: the privileges ``acl`` (NULL: the default ACL of object ``kind``) gives to roles
+    other than the owner, as 'role PRIVILEGE' text sorted; MAINTAIN (PostgreSQL 17+) left out."""
+    return f"""(SELECT coalesce(string_agg(
+                    CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END
+                    || ' ' || a.privilege_type || CASE WHEN a.is_grantable THEN ' WITH GRANT'
+                    ELSE '' END, ', '
+                    ORDER BY CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                             ELSE pg_get_userbyid(a.grantee) END, a.privilege_type), '')
+                  FROM aclexplode(coalesce({acl}, acldefault('{kind}', {owner}))) a
+                 WHERE a.grantee <> {owner} AND a.privilege_type <> 'MAINTAIN')"""
+
 
 QUERIES: dict[str, str] = {
-    "schema": """
-        SELECT n.nspname, pg_get_userbyid(n.nspowner), n.nspacl::text,
-               obj_description(n.oid, 'pg_namespace')
+    "schema": f"""
+        SELECT n.nspname AS name, pg_get_userbyid(n.nspowner) AS owner, n.nspacl::text AS acl,
+               obj_description(n.oid, 'pg_namespace') AS comment,
+               {_grants("n.nspacl", "n", "n.nspowner")} AS grants
           FROM pg_namespace n WHERE n.nspname = 'pgq'""",
-    "functions": """
-        SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')',
-               p.prokind, pg_get_userbyid(p.proowner), p.proacl::text,
-               obj_description(p.oid, 'pg_proc'), p.proconfig::text, p.prosecdef,
-               p.provolatile, p.proparallel, p.proisstrict, p.proleakproof, p.procost,
-               p.prorows, pg_get_function_result(p.oid), p.prosrc,
-               CASE WHEN p.prokind <> 'a' THEN pg_get_functiondef(p.oid) END
-          FROM pg_proc p WHERE p.pronamespace = 'pgq'::regnamespace""",
-    "types": """
-        SELECT t.typname, t.typtype, pg_get_userbyid(t.typowner), t.typacl::text,
-               obj_description(t.oid, 'pg_type'), format_type(t.typbasetype, t.typtypmod),
-               t.typnotnull, t.typdefault,
+    "functions": f"""
+        SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')'
+                   AS identity,
+               p.prokind AS kind, pg_get_userbyid(p.proowner) AS owner, p.proacl::text AS acl,
+               obj_description(p.oid, 'pg_proc') AS comment, p.proconfig::text AS config,
+               p.prosecdef AS security_definer, p.provolatile AS volatility,
+               p.proparallel AS parallel, p.proisstrict AS strict, p.proleakproof AS leakproof,
+               p.procost AS cost, p.prorows AS rows, pg_get_function_result(p.oid) AS result,
+               p.prosrc AS body,
+               CASE WHEN p.prokind <> 'a' THEN pg_get_functiondef(p.oid) END AS definition,
+               p.proname AS name, pg_get_function_arguments(p.oid) AS arguments,
+               l.lanname AS language, p.proretset AS returns_set, p.proconfig AS settings,
+               {_grants("p.proacl", "f", "p.proowner")} AS grants
+          FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+         WHERE p.pronamespace = 'pgq'::regnamespace""",
+    "types": f"""
+        SELECT t.typname AS name, t.typtype AS kind, pg_get_userbyid(t.typowner) AS owner,
+               t.typacl::text AS acl, obj_description(t.oid, 'pg_type') AS comment,
+               format_type(t.typbasetype, t.typtypmod) AS base_type,
+               t.typnotnull AS not_null, t.typdefault AS default,
                (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder)
-                  FROM pg_enum e WHERE e.enumtypid = t.oid)
+                  FROM pg_enum e WHERE e.enumtypid = t.oid) AS labels,
+               coalesce((SELECT c.relkind FROM pg_class c WHERE c.oid = t.typrelid), '')
+                   AS relkind,
+               t.typcategory = 'A' AND t.typelem <> 0 AS is_array,
+               {_grants("t.typacl", "T", "t.typowner")} AS grants
           FROM pg_type t WHERE t.typnamespace = 'pgq'::regnamespace""",
-    "relations": """
-        SELECT c.relname, c.relkind, c.relpersistence, pg_get_userbyid(c.relowner),
-               c.relacl::text, c.reloptions::text, obj_description(c.oid, 'pg_class'),
-               c.relrowsecurity, c.relforcerowsecurity, c.relreplident,
-               CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END
+    "relations": f"""
+        SELECT c.relname AS name, c.relkind AS kind, c.relpersistence AS persistence,
+               pg_get_userbyid(c.relowner) AS owner, c.relacl::text AS acl,
+               c.reloptions::text AS options, obj_description(c.oid, 'pg_class') AS comment,
+               c.relrowsecurity AS row_security, c.relforcerowsecurity AS force_row_security,
+               c.relreplident AS replica_identity,
+               CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END AS definition,
+               c.reloptions AS option_list,
+               {_grants("c.relacl", "r", "c.relowner")} AS grants,
+               {_grants("c.relacl", "s", "c.relowner")} AS sequence_grants
           FROM pg_class c WHERE c.relnamespace = 'pgq'::regnamespace""",
     "columns": """
-        SELECT c.relname, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod),
-               a.attnotnull, pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated,
-               co.collname, col_description(c.oid, a.attnum), a.attacl::text, a.attstorage
+        SELECT c.relname AS relation, a.attnum AS number, a.attname AS name,
+               format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS not_null,
+               pg_get_expr(d.adbin, d.adrelid) AS default, a.attidentity AS identity,
+               a.attgenerated AS generated, co.collname AS collation,
+               col_description(c.oid, a.attnum) AS comment, a.attacl::text AS acl,
+               a.attstorage AS storage
           FROM pg_attribute a
           JOIN pg_class c ON c.oid = a.attrelid
           LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
           LEFT JOIN pg_collation co ON co.oid = a.attcollation AND a.attcollation <> 0
          WHERE c.relnamespace = 'pgq'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped""",
+    # NOT NULL constraints (contype 'n', catalogued since PostgreSQL 18) are the columns'
+    # not_null flags, listed with the columns.
     "constraints": """
-        SELECT coalesce(c.conrelid::regclass::text, c.contypid::regtype::text), c.conname,
-               c.contype, pg_get_constraintdef(c.oid), obj_description(c.oid, 'pg_constraint')
-          FROM pg_constraint c WHERE c.connamespace = 'pgq'::regnamespace""",
+        SELECT coalesce(c.conrelid::regclass::text, c.contypid::regtype::text) AS relation,
+               c.conname AS name, c.contype AS kind, pg_get_constraintdef(c.oid) AS definition,
+               obj_description(c.oid, 'pg_constraint') AS comment
+          FROM pg_constraint c
+         WHERE c.connamespace = 'pgq'::regnamespace AND c.contype <> 'n'""",
     "indexes": """
-        SELECT i.tablename, i.indexname, i.indexdef FROM pg_indexes i
-         WHERE i.schemaname = 'pgq'""",
+        SELECT i.tablename AS relation, i.indexname AS name, i.indexdef AS definition
+          FROM pg_indexes i WHERE i.schemaname = 'pgq'""",
     "triggers": """
-        SELECT t.tgrelid::regclass::text, t.tgname, pg_get_triggerdef(t.oid), t.tgenabled,
-               obj_description(t.oid, 'pg_trigger')
+        SELECT t.tgrelid::regclass::text AS relation, t.tgname AS name,
+               pg_get_triggerdef(t.oid) AS definition, t.tgenabled AS enabled,
+               obj_description(t.oid, 'pg_trigger') AS comment
           FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
          WHERE c.relnamespace = 'pgq'::regnamespace AND NOT t.tgisinternal""",
     "sequences": """
-        SELECT s.seqrelid::regclass::text, format_type(s.seqtypid, NULL), s.seqstart,
-               s.seqincrement, s.seqmax, s.seqmin, s.seqcache, s.seqcycle,
-               (SELECT d.refobjid::regclass::text || '.' || d.refobjsubid FROM pg_depend d
+        SELECT s.seqrelid::regclass::text AS name, format_type(s.seqtypid, NULL) AS type,
+               s.seqstart AS start, s.seqincrement AS increment, s.seqmax AS max,
+               s.seqmin AS min, s.seqcache AS cache, s.seqcycle AS cycle,
+               (SELECT d.refobjid::regclass::text || '.' || a.attname FROM pg_depend d
+                  JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
                  WHERE d.classid = 'pg_class'::regclass AND d.objid = s.seqrelid
                    AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i'))
+                   AS owned_by
           FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
          WHERE c.relnamespace = 'pgq'::regnamespace""",
     "policies": """
-        SELECT p.schemaname, p.tablename, p.policyname, p.permissive, p.roles::text, p.cmd,
-               p.qual, p.with_check
+        SELECT p.schemaname AS schema, p.tablename AS relation, p.policyname AS name,
+               p.permissive, p.roles::text AS roles, p.cmd, p.qual, p.with_check
           FROM pg_policies p WHERE p.schemaname = 'pgq'""",
     "rules": """
-        SELECT r.tablename, r.rulename, r.definition FROM pg_rules r
+        SELECT r.tablename AS relation, r.rulename AS name, r.definition FROM pg_rules r
          WHERE r.schemaname = 'pgq'""",
     "default_privileges": """
-        SELECT pg_get_userbyid(d.defaclrole), d.defaclobjtype, d.defaclacl::text
+        SELECT pg_get_userbyid(d.defaclrole) AS role, d.defaclobjtype AS kind,
+               d.defaclacl::text AS acl
           FROM pg_default_acl d WHERE d.defaclnamespace = 'pgq'::regnamespace""",
     "event_triggers": """
-        SELECT e.evtname, e.evtevent, e.evtfoid::regproc::text, e.evtenabled, e.evttags::text
+        SELECT e.evtname AS name, e.evtevent AS event, e.evtfoid::regproc::text AS function,
+               e.evtenabled AS enabled, e.evttags::text AS tags
           FROM pg_event_trigger e""",
     "roles": """
-        SELECT r.rolname, r.rolsuper, r.rolinherit, r.rolcreaterole, r.rolcreatedb,
-               r.rolcanlogin, r.rolreplication, r.rolbypassrls, r.rolconnlimit
-          FROM pg_roles r WHERE r.rolname IN ('pgq_producer', 'pgq_worker')""",
+        SELECT r.rolname AS name, r.rolsuper AS superuser, r.rolinherit AS inherit,
+               r.rolcreaterole AS createrole, r.rolcreatedb AS createdb,
+               r.rolcanlogin AS login, r.rolreplication AS replication,
+               r.rolbypassrls AS bypassrls, r.rolconnlimit AS connection_limit
+          FROM pg_roles r WHERE r.rolname = ANY(%(roles)s)""",
     "role_memberships": """
-        SELECT m.roleid::regrole::text, m.member::regrole::text, m.admin_option
+        SELECT m.roleid::regrole::text AS role, m.member::regrole::text AS member,
+               m.admin_option
           FROM pg_auth_members m
-         WHERE m.roleid::regrole::text LIKE 'pgq\\_%' AND m.member::regrole::text LIKE 'pgq\\_%'""",
+         WHERE m.roleid::regrole::text = ANY(%(roles)s)
+           AND m.member::regrole::text = ANY(%(roles)s)""",
 }
 
 ROW_COUNTS = """
     SELECT c.oid::regclass::text FROM pg_class c
      WHERE c.relnamespace = 'pgq'::regnamespace AND c.relkind IN ('r', 'p')"""
 
+def rows(conn: psycopg.Connection[Any], section: str) -> list[dict[str, Any]]:
+    """The rows of one section of :data:`QUERIES`, as dicts by column name."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(QUERIES[section], {"roles": list(ROLES)}).fetchall()  # type: ignore[arg-type]
+
+
+def row_counts(conn: psycopg.Connection[Any]) -> dict[str, int]:
+    counts = {}
+    for (table,) in conn.execute(ROW_COUNTS).fetchall():
+        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        counts[str(table)] = int(row[0]) if row else -1
+    return dict(sorted(counts.items()))
+
 
 def snapshot(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
     """The snapshot of schema pgq as sorted text lines per catalog section."""
     result: dict[str, list[str]] = {}
-    for name, query in QUERIES.items():
-        rows = conn.execute(query).fetchall()
-        result[name] = sorted(" | ".join("∅" if v is None else str(v) for v in row) for row in rows)
-    tables = [row[0] for row in conn.execute(ROW_COUNTS).fetchall()]
-    counts = []
-    for table in sorted(tables):
-        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
-        counts.append(f"{table} | {row[0] if row else '?'}")
-    result["row_counts"] = counts
+    for name in QUERIES:
+        lines = []
+        for row in rows(conn, name):
+            lines.append(" | ".join("∅" if v is None else str(v) for v in row.values()))
+        result[name] = sorted(lines)
+    result["row_counts"] = [f"{t} | {n}" for t, n in row_counts(conn).items()]
     return result
 
 
@@ -126,3 +195,200 @@ def diff(left: dict[str, list[str]], right: dict[str, list[str]], names: tuple[s
                 a, b, f"{names[0]}:{section}", f"{names[1]}:{section}", lineterm="", n=1
             )
     return "\n".join(out)
+
+
+# --- the readable snapshot (sql/schema.snapshot) ------------------------------------------------
+
+NORMALIZED = (
+    "Normalized so that every supported PostgreSQL version gives the same text: the installing "
+    "role is shown as 'installer'; grants are listed per role, the installer's own left out "
+    "(PUBLIC is listed when it has any), MAINTAIN (PostgreSQL 17+) left out; NOT NULL shows "
+    "on the column; a view that reads one table is shown without that table's alias before "
+    "its column names (as PostgreSQL 16+ prints it)."
+)
+
+_VOLATILITY = {"i": "IMMUTABLE", "s": "STABLE", "v": "VOLATILE"}
+_PARALLEL = {"s": "PARALLEL SAFE", "r": "PARALLEL RESTRICTED", "u": "PARALLEL UNSAFE"}
+_RELKIND = {"r": "table", "p": "partitioned table", "v": "view", "m": "materialized view",
+            "c": "type", "S": "sequence", "f": "foreign table"}  # fmt: skip
+_CONTYPE = {"p": "primary key", "u": "unique", "f": "foreign key", "c": "check", "x": "exclude",
+            "t": "trigger"}  # fmt: skip
+# The one relation a simple view reads: ``FROM pgq.job_history h`` (alias optional).
+_SINGLE_FROM = re.compile(r"\bFROM pgq\.(\w+)(?: (\w+))?\s*$", re.MULTILINE)
+
+
+def _view_definition(text: str) -> list[str]:
+    """The view's query; for a view over one table without joins or subqueries, column names
+    unqualified (PostgreSQL 15 writes ``h.id`` where 16+ writes ``id``)."""
+    text = text.strip().rstrip(";")
+    single = _SINGLE_FROM.search(text)
+    if single and "JOIN" not in text and text.count("SELECT") == 1 and text.count("FROM") == 1:
+        qualifier = single[2] or single[1]
+        text = re.sub(rf"(?<![\w.]){re.escape(qualifier)}\.(?=\w)", "", text)
+    return [line.rstrip() for line in text.splitlines() if line.strip()]
+
+
+def readable(conn: psycopg.Connection[Any], header: str = "") -> str:
+    """Schema pgq as reviewable text: one block per object, sorted, version-independent."""
+    installer = str(conn.execute("SELECT current_user").fetchone()[0])  # type: ignore[index]
+
+    def who(role: Any) -> str:
+        return "installer" if role == installer else str(role)
+
+    out: list[str] = [line.rstrip() for line in header.splitlines()]
+
+    def block(title: str, items: list[tuple[str, Any]]) -> None:
+        out.append("")
+        out.append(title)
+        for key, value in items:
+            if value in (None, "", [], False):
+                continue
+            if isinstance(value, list):
+                out.append(f"  {key}:")
+                out.extend(f"    {v}" for v in value)
+            else:
+                out.append(f"  {key}: {value}")
+
+    schema = rows(conn, "schema")
+    for s in schema:
+        block(
+            f"schema {s['name']}",
+            [("owner", who(s["owner"])), ("comment", s["comment"]), ("grants", s["grants"])],
+        )
+
+    for r in sorted(rows(conn, "roles"), key=lambda r: r["name"]):
+        flags = [
+            "LOGIN" if r["login"] else "NOLOGIN",
+            "INHERIT" if r["inherit"] else "NOINHERIT",
+            *(f for f in ("superuser", "createrole", "createdb", "replication", "bypassrls")
+              if r[f]),
+        ]  # fmt: skip
+        members = [
+            f"member of {m['role']}" + (" WITH ADMIN" if m["admin_option"] else "")
+            for m in rows(conn, "role_memberships")
+            if m["member"] == r["name"]
+        ]
+        block(f"role {r['name']}", [("attributes", " ".join(flags)), ("memberships", members)])
+
+    columns: dict[str, list[str]] = defaultdict(list)
+    for c in sorted(rows(conn, "columns"), key=lambda c: (c["relation"], c["number"])):
+        text = f"{c['name']} {c['type']}"
+        if c["collation"] and c["collation"] != "default":
+            text += f" COLLATE {c['collation']}"
+        if c["not_null"]:
+            text += " NOT NULL"
+        if c["default"] is not None:
+            text += f" DEFAULT {c['default']}"
+        if c["identity"]:
+            text += f" IDENTITY {c['identity']}"
+        if c["generated"]:
+            text += f" GENERATED {c['generated']}"
+        if c["acl"]:
+            text += f" ACL {c['acl']}"
+        if c["comment"]:
+            text += f"  -- {c['comment']}"
+        columns[c["relation"]].append(text)
+
+    def by_relation(section: str, render: Any) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = defaultdict(list)
+        for item in sorted(rows(conn, section), key=lambda i: (i["relation"], i["name"])):
+            grouped[item["relation"].removeprefix("pgq.")].append(render(item))
+        return grouped
+
+    constraints = by_relation(
+        "constraints",
+        lambda c: f"{c['name']} {_CONTYPE.get(c['kind'], c['kind'])}: {c['definition']}"
+        + (f"  -- {c['comment']}" if c["comment"] else ""),
+    )
+    indexes = by_relation("indexes", lambda i: i["definition"])
+    triggers = by_relation(
+        "triggers",
+        lambda t: t["definition"] + ("" if t["enabled"] == "O" else f" (enabled {t['enabled']})"),
+    )
+    policies = by_relation("policies", lambda p: str({k: p[k] for k in sorted(p)}))
+    rules = by_relation("rules", lambda r: r["definition"])
+    sequences = {s["name"].removeprefix("pgq."): s for s in rows(conn, "sequences")}
+    counts = {t.removeprefix("pgq."): n for t, n in row_counts(conn).items()}
+
+    relations = sorted(rows(conn, "relations"), key=lambda r: (r["kind"], r["name"]))
+    for rel in relations:
+        name, kind = rel["name"], rel["kind"]
+        if kind in ("i", "I"):
+            continue  # listed with their table
+        items: list[tuple[str, Any]] = [("owner", who(rel["owner"])), ("comment", rel["comment"])]
+        if kind == "S":
+            s = sequences[name]
+            items.append(
+                (
+                    "sequence",
+                    f"{s['type']} start {s['start']} increment {s['increment']} min {s['min']} "
+                    f"max {s['max']} cache {s['cache']}" + (" CYCLE" if s["cycle"] else ""),
+                )
+            )
+            items += [("owned by", s["owned_by"]), ("grants", rel["sequence_grants"])]
+        else:
+            items += [
+                ("options", list(rel["option_list"] or [])),
+                ("row level security", rel["row_security"]),
+                ("forced row level security", rel["force_row_security"]),
+                ("grants", rel["grants"] if kind != "c" else None),
+                ("columns", columns.get(name, [])),
+                ("constraints", constraints.get(name, [])),
+                ("indexes", indexes.get(name, [])),
+                ("triggers", triggers.get(name, [])),
+                ("policies", policies.get(name, [])),
+                ("rules", rules.get(name, [])),
+            ]
+            if kind in ("r", "p"):
+                items.append(("rows after install", str(counts.get(name, 0))))
+            if rel["definition"]:
+                items.append(("definition", _view_definition(rel["definition"])))
+        if kind == "c":
+            type_row = next(t for t in rows(conn, "types") if t["name"] == name)
+            items += [("grants", type_row["grants"]), ("comment", type_row["comment"])]
+        block(f"{_RELKIND.get(kind, kind)} pgq.{name}", items)
+
+    for t in sorted(rows(conn, "types"), key=lambda t: t["name"]):
+        if t["is_array"] or t["relkind"]:
+            continue  # array types and row types of relations come with them
+        block(
+            f"type pgq.{t['name']} ({t['kind']})",
+            [
+                ("owner", who(t["owner"])),
+                ("base type", t["base_type"] if t["kind"] == "d" else None),
+                ("labels", t["labels"]),
+                ("not null", t["not_null"]),
+                ("default", t["default"]),
+                ("grants", t["grants"]),
+                ("comment", t["comment"]),
+            ],
+        )
+
+    for f in sorted(rows(conn, "functions"), key=lambda f: f["identity"]):
+        properties = [
+            {"f": "FUNCTION", "p": "PROCEDURE", "a": "AGGREGATE", "w": "WINDOW"}[f["kind"]],
+            f"LANGUAGE {f['language']}",
+            _VOLATILITY[f["volatility"]],
+            "SECURITY DEFINER" if f["security_definer"] else "SECURITY INVOKER",
+            _PARALLEL[f["parallel"]],
+            *(["STRICT"] if f["strict"] else []),
+            *(["LEAKPROOF"] if f["leakproof"] else []),
+            f"COST {f['cost']:g}",
+            *([f"ROWS {f['rows']:g}"] if f["returns_set"] else []),
+        ]
+        block(
+            f"function pgq.{f['name']}({f['arguments']})",
+            [
+                ("returns", f["result"]),
+                ("properties", " ".join(properties)),
+                ("config", "; ".join(f["settings"] or [])),
+                ("owner", who(f["owner"])),
+                ("grants", f["grants"]),
+                ("comment", f["comment"]),
+            ],
+        )
+
+    for section in ("default_privileges", "event_triggers"):
+        for item in rows(conn, section):
+            block(section.replace("_", " "), [(k, str(v)) for k, v in item.items()])
+    return "\n".join(out).strip("\n") + "\n"

@@ -86,10 +86,27 @@ class PgServer:
         finally:
             janitor.drop()
 
-    def psql(self, dsn: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run psql (matching the server) without psqlrc, stopping at the first error."""
+    def psql(
+        self,
+        dsn: str,
+        *args: str,
+        check: bool = True,
+        merge_stderr: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run psql (matching the server) without psqlrc, stopping at the first error; with
+        ``merge_stderr`` its notices and errors come in ``stdout``, where psql printed them;
+        ``env`` adds environment variables."""
         command = [self.tool("psql"), "-X", "-v", "ON_ERROR_STOP=1", "-d", dsn, *args]
-        return subprocess.run(command, capture_output=True, text=True, check=check, cwd=REPO)
+        return subprocess.run(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            text=True,
+            check=check,
+            cwd=REPO,
+            env={**os.environ, **(env or {})},
+        )
 
 
 def external_server(dsn: str) -> PgServer:

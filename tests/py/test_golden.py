@@ -1,0 +1,147 @@
+"""Golden files: committed text that a fresh install must reproduce exactly, so a reviewer sees
+every change of the installed schema and of the documented psql session in a diff.
+
+- ``sql/schema.snapshot``: schema pgq at head as readable text (``helpers.catalog.readable``).
+- ``docs/examples/lifecycle.out``: ``docs/examples/lifecycle.sql`` run by psql (echoing each
+  statement) against a fresh install, with process ids and timestamps normalized.
+
+Both are the same on every supported PostgreSQL version. When a change is intended, regenerate
+them with ``make golden`` (``PGQ_UPDATE_GOLDEN=1`` makes these tests write the files instead of
+comparing), review the diff and commit it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from pathlib import Path
+
+import psycopg
+import pytest
+from helpers import catalog
+from helpers.server import REPO, PgServer
+
+from pgq_thin import migrate
+
+SNAPSHOT = REPO / "sql" / "schema.snapshot"
+LIFECYCLE = REPO / "docs" / "examples" / "lifecycle.sql"
+LIFECYCLE_OUT = REPO / "docs" / "examples" / "lifecycle.out"
+REGENERATE = "make golden"
+
+
+def _updating() -> bool:
+    return os.environ.get("PGQ_UPDATE_GOLDEN", "") not in ("", "0")
+
+
+def check_golden(path: Path, actual: str) -> None:
+    """Compare ``actual`` with the committed ``path`` (or write it under PGQ_UPDATE_GOLDEN=1)."""
+    relative = path.relative_to(REPO)
+    if _updating():
+        path.write_text(actual)
+        return
+    expected = path.read_text() if path.exists() else ""
+    if actual == expected:
+        return
+    diff = "\n".join(
+        difflib.unified_diff(
+            expected.splitlines(),
+            actual.splitlines(),
+            f"{relative} (committed)",
+            f"{relative} (this install)",
+            lineterm="",
+        )
+    )
+    pytest.fail(
+        f"{relative} differs from what a fresh install gives:\n{diff}\n\n"
+        f"If the change is intended, run `{REGENERATE}` (or "
+        f"`PGQ_TEST_DSN=... {REGENERATE}`), review the diff and commit {relative}.",
+        pytrace=False,
+    )
+
+
+# --- sql/schema.snapshot ----------------------------------------------------------------------
+
+
+def snapshot_header() -> str:
+    return "\n".join(
+        [
+            f"# Schema pgq as installed at revision {migrate.head()}, rendered by "
+            "tests/py/helpers/catalog.py.",
+            f"# Checked by tests/py/test_golden.py; regenerate with `{REGENERATE}`.",
+            "# Function bodies are in sql/functions/ (the suite proves the installed ones equal",
+            "# those files); everything else about each object is here.",
+            *(f"# {line}" for line in _wrap(catalog.NORMALIZED, 88)),
+        ]
+    )
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def test_schema_snapshot_matches_a_fresh_install(pgq_dsn: str) -> None:
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        actual = catalog.readable(conn, snapshot_header())
+    check_golden(SNAPSHOT, actual)
+
+
+# --- docs/examples/lifecycle.sql --------------------------------------------------------------
+
+_NORMALIZE = [
+    (re.compile(r"(received from server process with PID )\d+"), r"\1<pid>"),
+    (
+        re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d(:\d\d)?)?"),
+        "<timestamp>",
+    ),
+]
+
+
+def normalize_psql(text: str) -> str:
+    for pattern, replacement in _NORMALIZE:
+        text = pattern.sub(replacement, text)
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+
+
+def run_lifecycle(pg_server: PgServer, dsn: str) -> str:
+    result = pg_server.psql(
+        dsn,
+        "-a",
+        "-P",
+        "pager=off",
+        "-v",
+        "VERBOSITY=default",
+        "-f",
+        str(LIFECYCLE.relative_to(REPO)),
+        check=False,
+        merge_stderr=True,
+        env={"PGTZ": "UTC", "LC_MESSAGES": "C"},
+    )
+    assert result.returncode == 0, (
+        f"{LIFECYCLE.relative_to(REPO)} stopped with an error (psql exit code "
+        f"{result.returncode}):\n{result.stdout[-3000:]}"
+    )
+    return normalize_psql(result.stdout)
+
+
+def test_lifecycle_example_runs_and_prints_the_committed_output(
+    pg_server: PgServer, pgq_dsn: str
+) -> None:
+    check_golden(LIFECYCLE_OUT, run_lifecycle(pg_server, pgq_dsn))
+
+
+def test_normalization_keeps_what_matters() -> None:
+    raw = (
+        'Asynchronous notification "pgq_events" with payload "{}" received from server '
+        "process with PID 10755.\n at 2026-11-30 12:00:01.123+01   \n id | 1\n"
+    )
+    assert normalize_psql(raw) == (
+        'Asynchronous notification "pgq_events" with payload "{}" received from server '
+        "process with PID <pid>.\n at <timestamp>\n id | 1\n"
+    )
