@@ -5,6 +5,9 @@
 --
 --   psql -v ON_ERROR_STOP=1 -f docs/examples/lifecycle.sql
 --
+-- Its output, statement by statement, is docs/examples/lifecycle.out. The test suite runs this
+-- script against a fresh install and compares (`make golden` rewrites the .out file).
+--
 -- Every step is one function call. Steps that must show "time passing" pass the optional
 -- trailing `at` argument instead of sleeping. Expected errors are caught in DO blocks so the
 -- script runs to the end under ON_ERROR_STOP.

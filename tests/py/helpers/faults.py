@@ -57,7 +57,7 @@ def pgbouncer_binary() -> str | None:
 def why_no_pgbouncer() -> str | None:
     """None when a PgBouncer can be started here, else the reason."""
     if pgbouncer_binary() is None:
-        return "pgbouncer is not installed (apt-get install pgbouncer; .ci/run does it)"
+        return "pgbouncer is not installed (apt-get install pgbouncer; make test does it)"
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(RUN_AS)
