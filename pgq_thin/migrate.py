@@ -254,7 +254,9 @@ def sql(from_revision: str | None = None) -> str:
         _LOCK + ";",
         _SCRIPT_GUARD,
         _SCRIPT_CREATE_SCHEMA,
-        _COMMENT_SCHEMA + ";",
+        # An upgrade keeps the comment the installed migrations set (it marks the schema ours);
+        # the check below refuses a schema that is missing or at another revision.
+        *([_COMMENT_SCHEMA + ";"] if from_revision is None else []),
         _SCRIPT_VERSION_TABLE,
         _SCRIPT_EXPECT_VERSION.format(expected=expected),
     ]
