@@ -1,0 +1,173 @@
+"""The test set-up (scripts/provision.py) and the rule that nothing is skipped silently.
+
+The "missing" paths are exercised without removing anything from the machine: the script's
+``--dry-run`` lists what it would install, and ``--assume-missing`` / ``--assume-not-root`` /
+``--assume-no-apt`` pretend a tool is missing or the install impossible.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.server import REPO
+
+SCRIPT = REPO / "scripts" / "provision.py"
+LOCK_WAIT = "-o DPkg::Lock::Timeout=600"
+
+
+def provision(
+    *args: str, env: dict[str, str] | None = None, root: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k != "PGQ_ALLOW_SKIP"}
+    command = [sys.executable, str(SCRIPT), *args]
+    if root is not None:
+        command += ["--root", str(root)]
+    return subprocess.run(
+        command, capture_output=True, text=True, env={**base, **(env or {})}, timeout=120
+    )
+
+
+def test_this_machine_has_everything_the_suite_needs() -> None:
+    """`make test` provisioned this machine: the dry run finds nothing left to do."""
+    result = provision("--dry-run")
+    if os.environ.get("PGQ_ALLOW_SKIP") and result.stdout != "nothing to install\n":
+        pytest.skip(f"PGQ_ALLOW_SKIP is set and the set-up is incomplete: {result.stdout}")
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout == "nothing to install\n", result.stdout
+
+
+def test_requirements_cover_every_tool_the_suite_uses() -> None:
+    listing = provision("--list").stdout
+    names = {line.split()[0] for line in listing.splitlines()}
+    assert {"pgbouncer", "node", "npm", "chromium", "chromedriver"} <= names, listing
+    assert any(name.startswith("pgtap-") for name in names), listing
+    assert "MISSING" not in listing, listing
+
+
+def test_missing_packages_are_installed_as_root_with_one_apt_get(tmp_path: Path) -> None:
+    result = provision(
+        "--dry-run", "--assume-missing", "pgbouncer,chromium,chromedriver", root=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"would run: apt-get {LOCK_WAIT} update -qq",
+        f"would run: apt-get {LOCK_WAIT} install -y -qq pgbouncer chromium chromium-driver",
+    ]
+
+
+def test_everything_missing_names_every_package_once(tmp_path: Path) -> None:
+    result = provision("--dry-run", "--assume-missing", "all", root=tmp_path)
+    install = result.stdout.splitlines()[-1]
+    packages = install.split("-qq ", 1)[1].split()
+    assert len(packages) == len(set(packages))
+    assert {"pgbouncer", "nodejs", "npm", "chromium", "chromium-driver"} <= set(packages)
+    assert any(p.startswith("postgresql-") and p.endswith("-pgtap") for p in packages)
+
+
+@pytest.mark.parametrize(
+    ("pretend", "why"),
+    [("--assume-not-root", "not root"), ("--assume-no-apt", "no apt-get")],
+)
+def test_without_root_or_apt_it_stops_with_one_line(pretend: str, why: str) -> None:
+    result = provision("--assume-missing", "pgbouncer,chromium", pretend)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert why in lines[0]
+    assert "apt-get install pgbouncer chromium" in lines[0]
+    assert "PGQ_ALLOW_SKIP=1" in lines[0]
+
+
+def test_allow_skip_turns_the_stop_into_a_warning() -> None:
+    result = provision(
+        "--assume-missing", "pgbouncer", "--assume-not-root", env={"PGQ_ALLOW_SKIP": "1"}
+    )
+    assert result.returncode == 0
+    assert len(result.stderr.splitlines()) == 1 and "pgbouncer" in result.stderr
+
+
+def test_node_examples_get_npm_ci_when_their_lock_file_changed(tmp_path: Path) -> None:
+    folder = tmp_path / "examples" / "node"
+    folder.mkdir(parents=True)
+    (folder / "package.json").write_text('{"name": "x", "version": "1.0.0"}\n')
+    missing_lock = provision("--dry-run", root=tmp_path)
+    assert missing_lock.returncode == 1
+    assert "no package-lock.json" in missing_lock.stderr
+    (folder / "package-lock.json").write_text('{"lockfileVersion": 3}\n')
+    planned = provision("--dry-run", root=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert planned.stdout.splitlines() == [
+        "would run: npm ci --no-audit --no-fund --loglevel=error (in examples/node)"
+    ]
+    # After a successful `npm ci` the script leaves the lock file's hash in node_modules.
+    import hashlib
+
+    (folder / "node_modules").mkdir()
+    digest = hashlib.sha256((folder / "package-lock.json").read_bytes()).hexdigest()
+    (folder / "node_modules" / ".pgq-thin-npm-ci").write_text(digest + "\n")
+    assert provision("--dry-run", root=tmp_path).stdout == "nothing to install\n"
+
+
+# --- no silent skips ----------------------------------------------------------------------------
+
+SKIPPING = '''
+import pytest
+
+def test_needs_a_tool():
+    pytest.skip("frobnicator is not installed")
+
+@pytest.mark.may_skip(reason="a measurement others can disturb")
+def test_inconclusive():
+    pytest.skip("disturbed")
+
+@pytest.fixture
+def tool():
+    pytest.skip("no tool for the fixture")
+
+def test_fixture_skips(tool):
+    pass
+
+@pytest.mark.xfail(reason="known")
+def test_expected_failure():
+    assert False
+'''
+
+
+def run_inner_suite(tmp_path: Path, allow: bool) -> subprocess.CompletedProcess[str]:
+    shutil.copyfile(REPO / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_inner.py").write_text(SKIPPING)
+    env = {k: v for k, v in os.environ.items() if k != "PGQ_ALLOW_SKIP"}
+    if allow:
+        env["PGQ_ALLOW_SKIP"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_a_skip_fails_the_run_unless_allowed(tmp_path: Path) -> None:
+    result = run_inner_suite(tmp_path, allow=False)
+    assert result.returncode == 1, result.stdout
+    summary = result.stdout.strip().splitlines()[-1]
+    assert "1 failed" in summary and "1 skipped" in summary and "1 xfailed" in summary, summary
+    assert "1 error" in summary, summary  # the fixture's skip fails its set-up
+    assert "test skipped: frobnicator is not installed" in result.stdout
+    assert "PGQ_ALLOW_SKIP=1" in result.stdout
+    assert "make test" in result.stdout
+
+
+def test_skips_are_skips_when_allowed(tmp_path: Path) -> None:
+    result = run_inner_suite(tmp_path, allow=True)
+    assert result.returncode == 0, result.stdout
+    summary = result.stdout.strip().splitlines()[-1]
+    assert "3 skipped" in summary and "1 xfailed" in summary, summary
