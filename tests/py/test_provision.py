@@ -171,3 +171,52 @@ def test_skips_are_skips_when_allowed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
     summary = result.stdout.strip().splitlines()[-1]
     assert "3 skipped" in summary and "1 xfailed" in summary, summary
+
+
+# --- the provisioned tools start --------------------------------------------------------------
+
+
+def test_headless_chromium_renders_a_page(tmp_path: Path) -> None:
+    """What the browser tests need: Debian's Chromium headless (as root: without its sandbox,
+    and without background networking, which this machine's closed network refuses)."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium is not installed")
+    result = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path}",
+            "--dump-dom",
+            'data:text/html,<p id="x">pgq-thin &amp; chromium</p>',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert '<p id="x">pgq-thin &amp; chromium</p>' in result.stdout, result.stderr[-2000:]
+    driver = shutil.which("chromedriver")
+    if driver is None:
+        pytest.skip("chromedriver is not installed")
+    version = subprocess.run([driver, "--version"], capture_output=True, text=True, timeout=60)
+    assert version.stdout.startswith("ChromeDriver "), version.stdout + version.stderr
+
+
+def test_node_and_npm_run() -> None:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node or npm is not installed")
+    out = subprocess.run(
+        [node, "-e", "process.stdout.write(JSON.stringify({ok: 1 + 1}))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.stdout == '{"ok":2}'
+    assert subprocess.run([npm, "--version"], capture_output=True, timeout=60).returncode == 0
