@@ -34,8 +34,9 @@ def _updating() -> bool:
     return os.environ.get("PGQ_UPDATE_GOLDEN", "") not in ("", "0")
 
 
-def check_golden(path: Path, actual: str) -> None:
-    """Compare ``actual`` with the committed ``path`` (or write it under PGQ_UPDATE_GOLDEN=1)."""
+def check_golden(path: Path, actual: str, title: re.Pattern[str]) -> None:
+    """Compare ``actual`` with the committed ``path`` (or write it under PGQ_UPDATE_GOLDEN=1);
+    lines matching ``title`` name the diff's hunks."""
     relative = path.relative_to(REPO)
     if _updating():
         path.write_text(actual)
@@ -43,21 +44,30 @@ def check_golden(path: Path, actual: str) -> None:
     expected = path.read_text() if path.exists() else ""
     if actual == expected:
         return
-    diff = "\n".join(
-        difflib.unified_diff(
-            expected.splitlines(),
-            actual.splitlines(),
-            f"{relative} (committed)",
-            f"{relative} (this install)",
-            lineterm="",
-        )
-    )
+    diff = golden_diff(expected, actual, str(relative), title)
     pytest.fail(
         f"{relative} differs from what a fresh install gives:\n{diff}\n\n"
         f"If the change is intended, run `{REGENERATE}` (or "
         f"`PGQ_TEST_DSN=... {REGENERATE}`), review the diff and commit {relative}.",
         pytrace=False,
     )
+
+
+def golden_diff(expected: str, actual: str, name: str, title: re.Pattern[str]) -> str:
+    """A unified diff whose hunk headers name the block they are in (the last line above the
+    hunk that matches ``title``), as ``git diff`` names the enclosing function."""
+    old = expected.splitlines()
+    out = []
+    for line in difflib.unified_diff(
+        old, actual.splitlines(), f"{name} (committed)", f"{name} (this install)", lineterm=""
+    ):
+        hunk = re.match(r"@@ -(\d+)", line)
+        if hunk:
+            start = int(hunk[1]) - 1
+            above = (t for t in reversed(old[: start + 1]) if title.match(t))
+            line = f"{line} {next(above, '')}".rstrip()
+        out.append(line)
+    return "\n".join(out)
 
 
 # --- sql/schema.snapshot ----------------------------------------------------------------------
@@ -89,7 +99,7 @@ def _wrap(text: str, width: int) -> list[str]:
 def test_schema_snapshot_matches_a_fresh_install(pgq_dsn: str) -> None:
     with psycopg.connect(pgq_dsn, autocommit=True) as conn:
         actual = catalog.readable(conn, snapshot_header())
-    check_golden(SNAPSHOT, actual)
+    check_golden(SNAPSHOT, actual, re.compile(r"[a-z]"))
 
 
 # --- docs/examples/lifecycle.sql --------------------------------------------------------------
@@ -133,7 +143,7 @@ def run_lifecycle(pg_server: PgServer, dsn: str) -> str:
 def test_lifecycle_example_runs_and_prints_the_committed_output(
     pg_server: PgServer, pgq_dsn: str
 ) -> None:
-    check_golden(LIFECYCLE_OUT, run_lifecycle(pg_server, pgq_dsn))
+    check_golden(LIFECYCLE_OUT, run_lifecycle(pg_server, pgq_dsn), re.compile(r"-- \d+\. "))
 
 
 def test_normalization_keeps_what_matters() -> None:
