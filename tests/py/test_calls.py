@@ -1,0 +1,49 @@
+"""Every SQL statement of ``pgq_thin.calls`` fits the installed schema: each one is prepared
+(parsed, planned, every function and column resolved) against a fresh install, so a signature
+or a result column changed in SQL but not in the client fails here, not in whichever test
+happens to send that statement."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgq_thin import calls
+
+STATEMENTS = {
+    name: value
+    for name, value in vars(calls).items()
+    if name.isupper() and isinstance(value, str) and value.lstrip().upper().startswith("SELECT")
+}
+
+
+def prepare(conn: psycopg.Connection[Any], sql: str) -> None:
+    """PREPARE ``sql`` with its ``%s`` placeholders as ``$1, $2, ...``, then forget it."""
+    numbered = iter(range(1, sql.count("%s") + 1))
+    text = re.sub(r"%s", lambda _: f"${next(numbered)}", sql)
+    with conn.transaction(force_rollback=True):
+        conn.execute(f"PREPARE pgq_calls_check AS {text}", prepare=False)
+
+
+def test_the_module_holds_statements() -> None:
+    assert {"ENQUEUE", "CLAIM", "HEARTBEAT", "COMPLETE", "RELEASE"} <= set(STATEMENTS)
+
+
+def test_every_statement_fits_the_installed_schema(pgq_conn: psycopg.Connection[Any]) -> None:
+    problems = []
+    for name, sql in sorted(STATEMENTS.items()):
+        try:
+            prepare(pgq_conn, sql)
+        except psycopg.Error as err:
+            problems.append(f"pgq_thin.calls.{name}: {str(err).strip()}\n    {sql}")
+    assert not problems, "statements that do not fit the installed schema:\n" + "\n".join(
+        problems
+    )
+
+
+def test_a_statement_that_does_not_fit_is_caught(pgq_conn: psycopg.Connection[Any]) -> None:
+    with pytest.raises(psycopg.errors.UndefinedFunction):
+        prepare(pgq_conn, "SELECT * FROM pgq.claim(%s::uuid, %s::text[], %s::int, %s::text)")
