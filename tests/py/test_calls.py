@@ -24,8 +24,8 @@ def prepare(conn: psycopg.Connection[Any], sql: str) -> None:
     """PREPARE ``sql`` with its ``%s`` placeholders as ``$1, $2, ...``, then forget it."""
     numbered = iter(range(1, sql.count("%s") + 1))
     text = re.sub(r"%s", lambda _: f"${next(numbered)}", sql)
-    with conn.transaction(force_rollback=True):
-        conn.execute(f"PREPARE pgq_calls_check AS {text}", prepare=False)
+    conn.execute(f"PREPARE pgq_calls_check AS {text}", prepare=False)
+    conn.execute("DEALLOCATE pgq_calls_check", prepare=False)  # not transactional
 
 
 def test_the_module_holds_statements() -> None:
