@@ -37,6 +37,25 @@ def _grants(acl: str, kind: str, owner: str) -> str:
                  WHERE a.grantee <> {owner} AND a.privilege_type <> 'MAINTAIN')"""
 
 
+# The roles of pgq-thin: those pgq_thin.migrate knows, and any role (but the installer) that is
+# granted something in schema pgq.
+_PGQ_ROLES = """
+    SELECT r.oid FROM pg_roles r WHERE r.rolname = ANY(%(roles)s)
+    UNION
+    SELECT a.grantee FROM (
+        SELECT (aclexplode(n.nspacl)).grantee, n.nspowner AS owner FROM pg_namespace n
+         WHERE n.nspname = 'pgq' AND n.nspacl IS NOT NULL
+        UNION ALL
+        SELECT (aclexplode(p.proacl)).grantee, p.proowner FROM pg_proc p
+         WHERE p.pronamespace = 'pgq'::regnamespace AND p.proacl IS NOT NULL
+        UNION ALL
+        SELECT (aclexplode(c.relacl)).grantee, c.relowner FROM pg_class c
+         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relacl IS NOT NULL
+        UNION ALL
+        SELECT (aclexplode(t.typacl)).grantee, t.typowner FROM pg_type t
+         WHERE t.typnamespace = 'pgq'::regnamespace AND t.typacl IS NOT NULL
+    ) a WHERE a.grantee <> 0 AND a.grantee <> a.owner"""
+
 QUERIES: dict[str, str] = {
     "schema": f"""
         SELECT n.nspname AS name, pg_get_userbyid(n.nspowner) AS owner, n.nspacl::text AS acl,
@@ -136,18 +155,17 @@ QUERIES: dict[str, str] = {
         SELECT e.evtname AS name, e.evtevent AS event, e.evtfoid::regproc::text AS function,
                e.evtenabled AS enabled, e.evttags::text AS tags
           FROM pg_event_trigger e""",
-    "roles": """
+    "roles": f"""
         SELECT r.rolname AS name, r.rolsuper AS superuser, r.rolinherit AS inherit,
                r.rolcreaterole AS createrole, r.rolcreatedb AS createdb,
                r.rolcanlogin AS login, r.rolreplication AS replication,
                r.rolbypassrls AS bypassrls, r.rolconnlimit AS connection_limit
-          FROM pg_roles r WHERE r.rolname = ANY(%(roles)s)""",
-    "role_memberships": """
+          FROM pg_roles r WHERE r.oid IN ({_PGQ_ROLES})""",
+    "role_memberships": f"""
         SELECT m.roleid::regrole::text AS role, m.member::regrole::text AS member,
                m.admin_option
           FROM pg_auth_members m
-         WHERE m.roleid::regrole::text = ANY(%(roles)s)
-           AND m.member::regrole::text = ANY(%(roles)s)""",
+         WHERE m.roleid IN ({_PGQ_ROLES}) AND m.member IN ({_PGQ_ROLES})""",
 }
 
 ROW_COUNTS = """
