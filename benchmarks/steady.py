@@ -53,8 +53,12 @@ def run_system(args: argparse.Namespace, key: str) -> dict[str, Any]:
     timeout = len(rates) * (args.seconds * 3 + 10 + args.pause) + 60
     wargs = ["--batch", str(args.batch)]
     if kind == "thin":
-        wargs += ["--concurrency", str(args.concurrency)]
-        wargs += ["--compact-interval", args.compact_interval]
+        wargs += [
+            "--concurrency",
+            str(args.concurrency),
+            "--compact-interval",
+            args.compact_interval,
+        ]
     with common.scratch_db(args.dsn, "steady") as db:
         if kind == "thin":
             common.install_pgq(db)
