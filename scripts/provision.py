@@ -88,22 +88,33 @@ def pgtap_installed(major: int | None = None) -> bool:
     return bool(glob.glob(pattern))
 
 
-def dsn_server_major(dsn: str) -> int | None:
-    """The major version of the server at ``dsn`` (None when psql cannot tell)."""
+def _ask(dsn: str, query: str) -> str | None:
+    """One value from the server at ``dsn`` through psql (None when psql cannot tell)."""
     psql = shutil.which("psql")
     if psql is None:
         return None
     try:
         result = subprocess.run(
-            [psql, "-X", "-A", "-t", "-d", dsn, "-c", "SHOW server_version_num"],
+            [psql, "-X", "-A", "-t", "-d", dsn, "-c", query],
             capture_output=True,
             text=True,
             timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    out = result.stdout.strip()
-    return int(out) // 10000 if result.returncode == 0 and out.isdigit() else None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def dsn_server_major(dsn: str) -> int | None:
+    """The major version of the server at ``dsn`` (None when psql cannot tell)."""
+    out = _ask(dsn, "SHOW server_version_num")
+    return int(out) // 10000 if out and out.isdigit() else None
+
+
+def dsn_has_pgtap(dsn: str) -> bool:
+    """The server at ``dsn`` offers the pgtap extension (wherever it runs)."""
+    query = "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgtap'"
+    return _ask(dsn, query) == "1"
 
 
 def requirements(dsn: str | None, server_major: int | None) -> list[Requirement]:
@@ -131,7 +142,14 @@ def requirements(dsn: str | None, server_major: int | None) -> list[Requirement]
         )
         major = dsn_server_major(dsn) or server_major or (majors[0] if majors else None)
         if major is not None:
-            reqs.append(_pgtap(major, f"pgTAP for the PostgreSQL {major} at PGQ_TEST_DSN"))
+            reqs.append(
+                Requirement(
+                    f"pgtap-{major}",
+                    f"pgTAP for the PostgreSQL {major} at PGQ_TEST_DSN",
+                    lambda: pgtap_installed(major) or dsn_has_pgtap(dsn),
+                    f"postgresql-{major}-pgtap",
+                )
+            )
     # The embedded server gets pgTAP's (pure SQL) files copied from any system install.
     embedded_major = majors[0] if majors else DEFAULT_PG_MAJOR
     if not any(r.name.startswith("pgtap") for r in reqs):
@@ -159,12 +177,6 @@ def requirements(dsn: str | None, server_major: int | None) -> list[Requirement]
         ),
     ]
     return reqs
-
-
-def _pgtap(major: int, why: str) -> Requirement:
-    return Requirement(
-        f"pgtap-{major}", why, lambda: pgtap_installed(major), f"postgresql-{major}-pgtap"
-    )
 
 
 def npm_folders(root: Path) -> list[Path]:
