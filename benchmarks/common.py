@@ -314,3 +314,131 @@ class LogHistogram:
             if seen >= rank:
                 return min(self.max_us, self.lo * math.exp(self.base * idx))
         return self.max_us
+
+
+# --- CPU accounting (from /proc; Linux) -------------------------------------------------------
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (field 3 onwards), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # the process ended meanwhile
+        return None
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) of one process so far, or None when it is gone."""
+    f = _stat_fields(pid)
+    return None if f is None else (int(f[11]) + int(f[12])) / CLK_TCK
+
+
+def machine_busy_s() -> float:
+    """CPU seconds all cores of this machine spent busy so far (/proc/stat: every field of the
+    cpu line except idle and iowait)."""
+    with open("/proc/stat") as f:
+        vals = [int(v) for v in f.readline().split()[1:]]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+    # guest time is already counted in user/nice
+    return (sum(vals[:8]) - idle) / CLK_TCK
+
+
+def postmaster_pid(dsn: str) -> int:
+    """The postmaster of the server a DSN names (must run on this machine): the parent of a
+    backend of ours."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    f = _stat_fields(int(row[0]))
+    if f is None:
+        raise RuntimeError("the server's backend is not visible in /proc: not on this machine?")
+    return int(f[1])
+
+
+def server_ticks(postmaster: int | None) -> dict[int, int]:
+    """CPU ticks by pid of one PostgreSQL server (the postmaster and its children), or of every
+    process named postgres on this machine when postmaster is None."""
+    ticks: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        pid = int(entry.name)
+        if postmaster is not None:
+            if pid != postmaster and int(fields[1]) != postmaster:
+                continue
+        elif name != "postgres" and not name.startswith("postgres:"):
+            continue
+        ticks[pid] = int(fields[11]) + int(fields[12])
+    return ticks
+
+
+class ServerCpu:
+    """CPU seconds of a server's processes, sampled every `every` s in a thread: a backend that
+    ends keeps the CPU of its last sample. ``seconds()`` is the total since start; it can be
+    read at any time (phase boundaries) and ``stop()`` ends the thread."""
+
+    def __init__(self, postmaster: int | None = None, every: float = 0.25) -> None:
+        import threading
+
+        self.postmaster = postmaster
+        self.start = server_ticks(postmaster)
+        self.last = dict(self.start)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._every = every
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            t = server_ticks(self.postmaster)
+            with self._lock:
+                self.last.update(t)
+
+    def seconds(self) -> float:
+        t = server_ticks(self.postmaster)
+        with self._lock:
+            self.last.update(t)
+            return sum(v - self.start.get(pid, 0) for pid, v in self.last.items()) / CLK_TCK
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.seconds()
+
+
+ALL_TABLE_STATS = """
+SELECT n.nspname || '.' || c.relname AS name,
+       pg_relation_size(c.oid) AS table_bytes,
+       pg_indexes_size(c.oid) AS index_bytes,
+       coalesce(pg_relation_size(c.reltoastrelid), 0) AS toast_bytes,
+       coalesce(s.n_live_tup, 0) AS n_live_tup, coalesce(s.n_dead_tup, 0) AS n_dead_tup,
+       coalesce(s.autovacuum_count, 0) AS autovacuum_count
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+ WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+   AND n.nspname NOT LIKE 'pg_toast%'
+"""
+
+
+def all_table_stats(conn: psycopg.Connection[Any]) -> dict[str, dict[str, int]]:
+    """Sizes and tuple counts of every user table (heap, indexes, TOAST) of the database, by
+    schema-qualified name; statistics from a fresh snapshot. No table is read."""
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    cur = conn.execute(ALL_TABLE_STATS)
+    return {
+        r[0]: dict(
+            zip(("table", "index", "toast", "live", "dead", "autovacuum"), r[1:], strict=True)
+        )
+        for r in cur.fetchall()
+    }

@@ -12,7 +12,11 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
   steady-worker   --dsn D --jobs N --batch B --concurrency C --timeout S
         ThinWorker; records pickup latency per phase (payload "p") into a bounded histogram.
   steady-producer --dsn D --rates R1,R2 --seconds S --tick-ms T --pause P
-        Queue.enqueue_many every tick-ms, so that each phase offers its rate for S seconds.
+        Queue.enqueue_many every tick-ms, so that each phase offers its rate for S seconds
+        (the grid of benchmarks/grid.py).
+  horizon-producer --dsn D --schedule R:S,R:S --start-ns T   the same grid, phases back to back
+  horizon-worker   --dsn D --schedule R:S,R:S --start-ns T --until-ns U
+        ThinWorker(dsn) with its defaults; pickup latency per phase (held_horizon.py).
   drain-worker --seconds S stops the worker after S seconds even if jobs are left.
 """
 
@@ -33,6 +37,7 @@ import contextlib
 
 import psycopg
 
+from benchmarks import grid
 from benchmarks.common import LogHistogram
 from pgq_thin import calls
 from pgq_thin.queue import Queue
@@ -226,48 +231,52 @@ def steady_worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def steady_producer(args: argparse.Namespace) -> dict[str, Any]:
-    """Offered rate on a fixed tick grid: at every tick, enqueue (in one enqueue_many call)
-    every job that is due by now; a late tick catches up, so the offered rate holds."""
-    tick = args.tick_ms / 1000.0
-    phases = []
+    """Offered rate on a fixed tick grid (benchmarks/grid.py): at every tick, enqueue (in one
+    enqueue_many call) every job that is due by now; a late tick catches up."""
+    g = grid.Grid(
+        grid.phases_arg(args.rates, args.seconds), args.tick_ms, args.max_batch, args.pause
+    )
     with Queue(args.dsn) as q:
         q.connection.execute("SELECT 1")  # connect before the clock starts
-        for p, rate in enumerate(float(r) for r in args.rates.split(",")):
-            total = int(rate * args.seconds)
-            sent = calls_n = 0
-            max_lag = 0.0
-            start_ns = time.time_ns()
-            start = time.perf_counter()
-            deadline = start + args.seconds * 3 + 10
-            i = 0
-            while sent < total and time.perf_counter() < deadline:
-                i += 1
-                now = time.perf_counter()
-                due = min(total, int((now - start) * rate) + 1)
-                if due > sent:
-                    k = min(due - sent, args.max_batch)
-                    max_lag = max(max_lag, now - (start + sent / rate))
-                    t = time.time_ns()
-                    q.enqueue_many(ENTRYPOINT, [{"t": t, "p": p}] * k)
-                    sent += k
-                    calls_n += 1
-                delay = start + i * tick - time.perf_counter()
-                if delay > 0:
-                    time.sleep(delay)
-            phases.append(
-                {
-                    "phase": p,
-                    "rate": rate,
-                    "sent": sent,
-                    "calls": calls_n,
-                    "start_ns": start_ns,
-                    "end_ns": time.time_ns(),
-                    "seconds": time.perf_counter() - start,
-                    "max_lag_ms": max_lag * 1000.0,
-                }
-            )
-            time.sleep(args.pause)
-    return {"phases": phases}
+        for p, k in g.steps():
+            t = time.time_ns()
+            q.enqueue_many(ENTRYPOINT, [{"t": t, "p": p}] * k)
+            g.sent(p, k, time.time_ns() - t)
+    return {"phases": g.report()}
+
+
+def horizon_producer(args: argparse.Namespace) -> dict[str, Any]:
+    """held_horizon.py: the schedule "rate:seconds,..." back to back from --start-ns."""
+    g = grid.Grid(
+        grid.schedule_arg(args.schedule), args.tick_ms, args.max_batch, 0.0, args.start_ns
+    )
+    with Queue(args.dsn) as q:
+        q.connection.execute("SELECT 1")
+        for p, k in g.steps():
+            t = time.time_ns()
+            q.enqueue_many(ENTRYPOINT, [{"t": t, "p": p}] * k)
+            g.sent(p, k, time.time_ns() - t)
+    return {"phases": g.report()}
+
+
+def horizon_worker(args: argparse.Namespace) -> dict[str, Any]:
+    """held_horizon.py: ThinWorker(dsn) with its defaults (nothing tuned) until --until-ns.
+    Pickup latency = handler start - the producer's clock just before the enqueue call."""
+    worker = ThinWorker(args.dsn)
+    rec = grid.PickupRecorder(grid.schedule_arg(args.schedule), args.start_ns, args.grace)
+
+    @worker.entrypoint(ENTRYPOINT)
+    async def record(job: Any) -> None:
+        rec.record(job.id, int(job.payload["p"]), int(job.payload["t"]), time.time_ns())
+
+    async def run() -> None:
+        delay = max(0.0, (args.until_ns - time.time_ns()) / 1e9)
+        asyncio.get_running_loop().call_later(delay, worker.stop)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(worker.arun(install_signal_handlers=False), delay + 120)
+
+    asyncio.run(run())
+    return rec.report()
 
 
 def main() -> None:
@@ -282,6 +291,8 @@ def main() -> None:
             "latency-producer",
             "steady-worker",
             "steady-producer",
+            "horizon-producer",
+            "horizon-worker",
         ],
     )
     p.add_argument("--dsn", required=True)
@@ -300,6 +311,10 @@ def main() -> None:
     p.add_argument("--tick-ms", type=float, default=10.0)
     p.add_argument("--max-batch", type=int, default=1000)
     p.add_argument("--pause", type=float, default=2.0)
+    p.add_argument("--schedule", default="2000:30", help="rate:seconds,... (horizon-*)")
+    p.add_argument("--start-ns", type=int, default=None, help="horizon-*: wall clock start")
+    p.add_argument("--until-ns", type=int, default=0, help="horizon-worker: stop then")
+    p.add_argument("--grace", type=float, default=1.0, help="horizon-worker: in time = by end+G")
     p.add_argument(
         "--compact-interval", default="5", help="seconds, or off (default 5, the worker's)"
     )
@@ -314,6 +329,8 @@ def main() -> None:
         "latency-producer": latency_producer,
         "steady-worker": steady_worker,
         "steady-producer": steady_producer,
+        "horizon-producer": horizon_producer,
+        "horizon-worker": horizon_worker,
     }[args.command]
     print(json.dumps(fn(args)))
 

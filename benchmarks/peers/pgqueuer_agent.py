@@ -7,6 +7,8 @@ the pgq-thin environment. Uses PgQueuer's own public API only. Prints one JSON l
   latency-producer --dsn D --driver asyncpg|psycopg --jobs N --interval-ms MS
   steady-worker    --dsn D --driver asyncpg|psycopg --jobs N --batch B --timeout S
   steady-producer  --dsn D --driver asyncpg|psycopg --rates R1,R2 --seconds S --tick-ms T
+  horizon-producer --dsn D --schedule R:S,R:S --start-ns T   (held_horizon.py)
+  horizon-worker   --dsn D --schedule R:S,R:S --start-ns T --until-ns U   QueueManager.run()
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from typing import Any
 from pgqueuer import AsyncpgDriver, PsycopgDriver, Queries, QueueManager
 from pgqueuer.domain.types import QueueExecutionMode
 
-# The bounded histogram of the harness (benchmarks/common.py; needs only psycopg, present here).
+# The bounded histogram of the harness (benchmarks/common.py; needs only psycopg, present here)
+# and the producer grid shared with thin_agent.py (benchmarks/grid.py, standard library only).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import grid
 from common import LogHistogram
 
 ENTRYPOINT = "noop"
@@ -158,49 +162,57 @@ async def steady_worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def steady_producer(args: argparse.Namespace) -> dict[str, Any]:
-    """Same grid as thin_agent.py steady-producer: every tick, one batched Queries.enqueue
-    call with every job due by now."""
+    """Same grid as thin_agent.py steady-producer (benchmarks/grid.py): every tick, one
+    batched Queries.enqueue call with every job due by now."""
     conn, drv = await connect(args.dsn, args.driver)
     q = Queries(drv)
-    tick = args.tick_ms / 1000.0
-    phases = []
-    for p, rate in enumerate(float(r) for r in args.rates.split(",")):
-        total = int(rate * args.seconds)
-        sent = calls_n = 0
-        max_lag = 0.0
-        start_ns = time.time_ns()
-        start = time.perf_counter()
-        deadline = start + args.seconds * 3 + 10
-        i = 0
-        while sent < total and time.perf_counter() < deadline:
-            i += 1
-            now = time.perf_counter()
-            due = min(total, int((now - start) * rate) + 1)
-            if due > sent:
-                k = min(due - sent, args.max_batch)
-                max_lag = max(max_lag, now - (start + sent / rate))
-                body = json.dumps({"t": time.time_ns(), "p": p}).encode()
-                await q.enqueue([ENTRYPOINT] * k, [body] * k, [0] * k)
-                sent += k
-                calls_n += 1
-            delay = start + i * tick - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-        phases.append(
-            {
-                "phase": p,
-                "rate": rate,
-                "sent": sent,
-                "calls": calls_n,
-                "start_ns": start_ns,
-                "end_ns": time.time_ns(),
-                "seconds": time.perf_counter() - start,
-                "max_lag_ms": max_lag * 1000.0,
-            }
-        )
-        await asyncio.sleep(args.pause)
+    g = grid.Grid(
+        grid.phases_arg(args.rates, args.seconds), args.tick_ms, args.max_batch, args.pause
+    )
+    async for p, k in g.asteps():
+        t = time.time_ns()
+        body = json.dumps({"t": t, "p": p}).encode()
+        await q.enqueue([ENTRYPOINT] * k, [body] * k, [0] * k)
+        g.sent(p, k, time.time_ns() - t)
     await conn.close()
-    return {"phases": phases}
+    return {"phases": g.report()}
+
+
+async def horizon_producer(args: argparse.Namespace) -> dict[str, Any]:
+    """held_horizon.py: the schedule "rate:seconds,..." back to back from --start-ns."""
+    conn, drv = await connect(args.dsn, args.driver)
+    q = Queries(drv)
+    g = grid.Grid(
+        grid.schedule_arg(args.schedule), args.tick_ms, args.max_batch, 0.0, args.start_ns
+    )
+    async for p, k in g.asteps():
+        t = time.time_ns()
+        body = json.dumps({"t": t, "p": p}).encode()
+        await q.enqueue([ENTRYPOINT] * k, [body] * k, [0] * k)
+        g.sent(p, k, time.time_ns() - t)
+    await conn.close()
+    return {"phases": g.report()}
+
+
+async def horizon_worker(args: argparse.Namespace) -> dict[str, Any]:
+    """held_horizon.py: QueueManager.run() with its defaults (batch 10, no concurrency cap)
+    until --until-ns; pickup latency measured exactly as in thin_agent.py horizon-worker."""
+    conn, drv = await connect(args.dsn, args.driver)
+    qm = QueueManager(Queries(drv))
+    rec = grid.PickupRecorder(grid.schedule_arg(args.schedule), args.start_ns, args.grace)
+
+    @qm.entrypoint(ENTRYPOINT)
+    async def record(job: Any) -> None:
+        now = time.time_ns()
+        d = json.loads(job.payload)
+        rec.record(job.id, int(d["p"]), int(d["t"]), now)
+
+    delay = max(0.0, (args.until_ns - time.time_ns()) / 1e9)
+    asyncio.get_running_loop().call_later(delay, qm.shutdown.set)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(qm.run(), delay + 120)
+    await conn.close()
+    return rec.report()
 
 
 def main() -> None:
@@ -214,6 +226,8 @@ def main() -> None:
             "latency-producer",
             "steady-worker",
             "steady-producer",
+            "horizon-producer",
+            "horizon-worker",
         ],
     )
     p.add_argument("--dsn", required=True)
@@ -227,6 +241,11 @@ def main() -> None:
     p.add_argument("--tick-ms", type=float, default=10.0)
     p.add_argument("--max-batch", type=int, default=1000)
     p.add_argument("--pause", type=float, default=2.0)
+    p.add_argument("--schedule", default="2000:30", help="rate:seconds,... (horizon-*)")
+    p.add_argument("--start-ns", type=int, default=None, help="horizon-*: wall clock start")
+    p.add_argument("--until-ns", type=int, default=0, help="horizon-worker: stop then")
+    p.add_argument("--grace", type=float, default=1.0, help="horizon-worker: in time = by end+G")
+    p.add_argument("--compact-interval", default="5", help="ignored (pgq-thin only)")
     args = p.parse_args()
     fn = {
         "drain": drain,
@@ -235,6 +254,8 @@ def main() -> None:
         "latency-producer": latency_producer,
         "steady-worker": steady_worker,
         "steady-producer": steady_producer,
+        "horizon-producer": horizon_producer,
+        "horizon-worker": horizon_worker,
     }[args.command]
     result = asyncio.run(fn(args))
     print(json.dumps(result))
