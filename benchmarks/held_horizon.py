@@ -88,7 +88,13 @@ def install(db: str, system: str) -> str:
 
 def install_prototype(db: str, name: str) -> None:
     folder = PROTOTYPES / name
-    files = sorted(folder.glob("*.sql"))
+    files = []
+    include = folder / "include.txt"
+    if include.exists():  # files of other prototypes this one builds on, in order
+        for line in include.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                files.append((folder / line.strip()).resolve())
+    files += sorted(folder.glob("*.sql"))
     if not files:
         raise SystemExit(f"no prototype {name!r}: {folder} has no .sql files")
     with psycopg.connect(db, autocommit=True) as conn:
