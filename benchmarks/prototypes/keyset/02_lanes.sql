@@ -222,3 +222,8 @@ BEGIN
     RETURN v_n + v_m;
 END
 $$;
+
+-- Lanes of the jobs already queued at install (new ones come from the insert trigger).
+SELECT pgq._add_lanes(array_agg(s.entrypoint), array_agg(s.priority))
+  FROM (SELECT DISTINCT j.entrypoint, j.priority FROM pgq.jobs j) s
+HAVING count(*) > 0;

@@ -11,23 +11,15 @@
 --   the dedupe index: dedupe keys of live jobs live in pgq.live_keys (insert on enqueue,
 --   delete when the job leaves).
 
+-- pgq.ready_seq, pgq.lanes, the ready_seq column and the lanes of the queued rows come from
+-- ../keyset/01_storage.sql and 02_lanes.sql (include.txt), installed first on the old table.
 CREATE SEQUENCE pgq.ring_seq AS bigint MINVALUE 0 START 0;
 CREATE SEQUENCE pgq.ring_rotated_at AS bigint MINVALUE 0 START 0;   -- epoch ms of the last rotation
-CREATE SEQUENCE pgq.ready_seq AS bigint;
-CREATE SEQUENCE pgq.lane_id_seq AS bigint;
 
 -- The slot new rows go to: the ring's current slot.
 CREATE FUNCTION pgq._slot() RETURNS int
 LANGUAGE sql VOLATILE SET search_path = pg_catalog, pgq, pg_temp
 AS $$ SELECT (last_value % 4)::int FROM pgq.ring_seq $$;
-
-CREATE TABLE pgq.lanes (
-    entrypoint  text     NOT NULL,
-    priority    int      NOT NULL,
-    lane_id     bigint   NOT NULL,
-    cursor_seq  regclass NOT NULL,
-    CONSTRAINT lanes_pkey PRIMARY KEY (entrypoint, priority)
-);
 
 CREATE TABLE pgq.live_keys (
     dedupe_key  text   NOT NULL,
@@ -40,7 +32,8 @@ ALTER SEQUENCE pgq.job_id_seq OWNED BY NONE;
 ALTER TABLE pgq.jobs RENAME TO jobs_old;
 ALTER INDEX pgq.jobs_pkey RENAME TO jobs_old_pkey;
 ALTER INDEX pgq.jobs_dedupe_key_idx RENAME TO jobs_old_dedupe_key_idx;
-ALTER INDEX pgq.jobs_queued_idx RENAME TO jobs_old_queued_idx;
+ALTER INDEX pgq.jobs_ready_idx RENAME TO jobs_old_ready_idx;
+ALTER INDEX pgq.jobs_scheduled_idx RENAME TO jobs_old_scheduled_idx;
 ALTER INDEX pgq.jobs_running_idx RENAME TO jobs_old_running_idx;
 
 CREATE TABLE pgq.jobs (
@@ -94,10 +87,8 @@ INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, att
                       ready_seq, slot)
 SELECT o.id, o.entrypoint, o.status, o.priority, o.run_at, o.enqueued_at, o.attempt, o.payload, o.headers,
        o.dedupe_key, o.lease, o.worker_id, o.started_at, o.heartbeat_at, o.cancel_requested, o.errors,
-       CASE WHEN o.status = 'queued' AND o.run_at <= now()
-            THEN nextval('pgq.ready_seq') END, 0
-  FROM pgq.jobs_old o
- ORDER BY o.status, o.priority DESC, o.run_at, o.id;
+       o.ready_seq, 0
+  FROM pgq.jobs_old o;
 INSERT INTO pgq.live_keys (dedupe_key, job_id)
 SELECT o.dedupe_key, o.id FROM pgq.jobs_old o WHERE o.dedupe_key IS NOT NULL;
 DROP TABLE pgq.jobs_old;
