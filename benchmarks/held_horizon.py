@@ -63,6 +63,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import itertools
+
 import common
 import psycopg
 
@@ -220,13 +222,34 @@ def run_system(
             sampler.stop.set()
             sampler.join(60)
             cpu.stop()
+        locks = maintenance_locks(db)
         if producer.returncode != 0:
             raise RuntimeError(f"{system} producer failed:\n{perr[-3000:]}")
         if worker.returncode != 0:
             raise RuntimeError(f"{system} worker failed:\n{werr[-3000:]}")
     prod = json.loads(pout.strip().splitlines()[-1])
     work = json.loads(wout.strip().splitlines()[-1])
-    return summarize(system, plan, bounds, prod, work, sampler.samples, hold_info)
+    out = summarize(system, plan, bounds, prod, work, sampler.samples, hold_info)
+    for ph, (a, b) in zip(out["phases"], itertools.pairwise(bounds), strict=True):
+        mine = [m for m in locks if a <= m["at_ns"] < b]
+        ph["truncations"] = len(mine)
+        ph["lock_wait_max_ms"] = max((m["wait_ms"] for m in mine), default=None)
+        ph["lock_held_max_ms"] = max((m["held_ms"] for m in mine), default=None)
+    out["maintenance_log"] = locks
+    return out
+
+
+def maintenance_locks(db: str) -> list[dict[str, Any]]:
+    """A prototype's log of table locks taken by maintenance (ring: each TRUNCATE, how long
+    its lock was waited for and held), if it keeps one."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('pgq.maintenance_log')").fetchone() == (None,):
+            return []
+        rows = conn.execute(
+            "SELECT (extract(epoch FROM at) * 1e9)::bigint, slot, wait_ms, held_ms"
+            " FROM pgq.maintenance_log ORDER BY at"
+        ).fetchall()
+    return [{"at_ns": r[0], "slot": r[1], "wait_ms": r[2], "held_ms": r[3]} for r in rows]
 
 
 def at(samples: list[dict[str, Any]], t_ns: int) -> dict[str, Any]:
@@ -367,6 +390,16 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace) -> Non
             if base_size
             else "",
         ]
+        if any(p.get("truncations") for p in ph):
+            lines.append(
+                "maintenance table locks (TRUNCATE) per phase, count / longest wait / longest "
+                "held ms: "
+                + ", ".join(
+                    f"{p['phase']}: {p['truncations']} / {p['lock_wait_max_ms'] or 0:.1f} / "
+                    f"{p['lock_held_max_ms'] or 0:.1f}"
+                    for p in ph
+                )
+            )
         print("\n" + "\n".join(lines))
 
 

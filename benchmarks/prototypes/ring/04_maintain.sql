@@ -14,7 +14,15 @@
 --   4. rotate (the next slot becomes current) when the next slot is empty and the current one
 --      has been current for at least c_period.
 -- Returns compacted = a slot was truncated, reason = what happened, rows = live rows carried,
--- bytes_before / bytes_after = the ring's total size (heap, TOAST, indexes).
+-- bytes_before / bytes_after = the ring's total size (heap, TOAST, indexes). Each truncation is
+-- also logged in pgq.maintenance_log (how long the lock was waited for and held until the end
+-- of the function; the commit adds its WAL flush), for the benchmarks.
+CREATE TABLE pgq.maintenance_log (
+    at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+    slot     int         NOT NULL,
+    wait_ms  float8      NOT NULL,
+    held_ms  float8      NOT NULL
+);
 CREATE OR REPLACE FUNCTION pgq.compact_jobs(
     max_rows   int         DEFAULT 20000,
     max_bytes  bigint      DEFAULT 67108864,
@@ -44,6 +52,8 @@ DECLARE
     v_empty      boolean;
     v_old_wait   text;
     v_reason     text := '';
+    v_t0         timestamptz;
+    v_t1         timestamptz;
 BEGIN
     IF NOT pg_try_advisory_xact_lock('pgq.jobs'::regclass::oid::int, 0) THEN
         RETURN QUERY SELECT false, 'busy', NULL::bigint, NULL::bigint, NULL::bigint;
@@ -89,7 +99,9 @@ BEGIN
         CONTINUE WHEN NOT v_empty;
         BEGIN
             PERFORM set_config('lock_timeout', '5ms', true);
+            v_t0 := clock_timestamp();
             EXECUTE format('LOCK TABLE pgq.jobs_%s IN ACCESS EXCLUSIVE MODE', v_slot);
+            v_t1 := clock_timestamp();
             PERFORM set_config('lock_timeout', v_old_wait, true);
             EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM pgq.jobs_%s)', v_slot) INTO v_empty;
             IF v_empty THEN
@@ -111,6 +123,11 @@ BEGIN
         v_reason := v_reason || format('rotated to jobs_%s', v_next);
     END IF;
 
+    IF v_t1 IS NOT NULL THEN
+        INSERT INTO pgq.maintenance_log (slot, wait_ms, held_ms)
+        VALUES (coalesce(v_truncated, -1), extract(epoch FROM v_t1 - v_t0) * 1000,
+                extract(epoch FROM clock_timestamp() - v_t1) * 1000);
+    END IF;
     RETURN QUERY
     SELECT v_truncated IS NOT NULL, rtrim(v_reason, '; '), v_moved, v_before,
            (SELECT sum(pg_total_relation_size(i.inhrelid))::bigint
