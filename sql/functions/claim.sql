@@ -8,7 +8,8 @@
 --   An entrypoint's concurrency_limit holds across all workers: one claimer at a time takes the
 --   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call). It also
 --   bounds stale re-claims: they must fit beside the live running jobs, so limit 0 (paused)
---   claims nothing at all.
+--   claims nothing at all. An entrypoint paused with pgq.pause is skipped entirely (no queued
+--   job, no stale re-claim) until pgq.resume.
 --   at NULL means now(); tests pass a time to move the clock.
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
 --   never waits for another claimer. Must run in READ COMMITTED so each step sees the last commit.
@@ -62,6 +63,7 @@ BEGIN
               FROM pgq.entrypoints e
              WHERE e.entrypoint = ANY (claim.entrypoints)
                AND e.concurrency_limit IS NOT NULL
+               AND e.paused_at IS NULL
              ORDER BY e.entrypoint
                FOR UPDATE SKIP LOCKED) AS c;
 
@@ -106,6 +108,7 @@ BEGIN
                     ELSE 0 END AS stale_quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)
+           AND c.paused_at IS NULL
     ), candidates AS (
         SELECT q.id, q.priority, q.run_at
           FROM eps

@@ -2,8 +2,11 @@
 -- Contract: refreshes heartbeat_at = at for each job this worker still owns under that lease,
 --   and answers one row per input id, in input order: state 'ok', 'cancel_requested' (still
 --   owned, but pgq.cancel asked it to stop) or 'lost' (re-claimed by another worker, finished
---   or gone). A lost job is never touched. at NULL means now().
--- Locking: row locks on the owned jobs (the update is HOT: heartbeat_at is in no index).
+--   or gone). A lost job is never touched. at NULL means now(). Also refreshes the worker's
+--   row in the workers registry (pgq.register_worker), once per call, also for empty arrays:
+--   an idle worker stays visible by calling it with no jobs.
+-- Locking: row locks on the owned jobs and the worker's registry row (both updates are HOT:
+--   heartbeat_at and last_seen_at are in no index).
 -- Errors: PQ009, PQ003 (see pgq._check_batch).
 CREATE OR REPLACE FUNCTION pgq.heartbeat(
     worker_id  uuid,
@@ -24,6 +27,7 @@ AS $$
 #variable_conflict use_column
 BEGIN
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
+    UPDATE pgq.workers w SET last_seen_at = coalesce(heartbeat.at, now()) WHERE w.worker_id = heartbeat.worker_id;
     RETURN QUERY
     WITH input AS (
         SELECT u.id, u.lease, u.ord

@@ -1,0 +1,192 @@
+-- pgq.metrics(entrypoints, percentile_window, at)
+-- Contract: one row per entrypoint (every entrypoint in pgq.entrypoints, or those given), the
+--   numbers a dashboard or a Prometheus exporter shows, as typed columns:
+--   - live, from pgq.jobs at `at`: paused; queued, split into due (run_at <= at) and delayed;
+--     running; stale (running, heartbeat older than the entrypoint's heartbeat_timeout); lag_s,
+--     the age of the oldest due job in seconds (how long it has been waiting since it became
+--     due; 0 when nothing is due);
+--   - finished jobs per final status over the last 1, 5 and 15 minutes and throughput
+--     (finished jobs per second over each window), from the rollup (pgq.rollup_metrics),
+--     counted in whole 10-second buckets of finished_at: "the last minute" is the six complete
+--     buckets before the one `at` falls in, so the figures move every 10 seconds and trail by
+--     at most 10 seconds;
+--   - wait time (enqueued_at to started_at of the last attempt) and run time (started_at to
+--     finished_at) percentiles p50/p95/p99 in seconds over the complete buckets of the last
+--     percentile_window (10 seconds to 1 hour, rounded up to whole buckets), all statuses
+--     together, NULL without samples; within one histogram bin (about 19 %);
+--   - successful_total, failed_total, canceled_total: finished jobs counted since the rollup
+--     started (monotonic, for Prometheus counters);
+--   - rollup_caught_up: the rollup had counted every finished job of the transactions that
+--     had ended when it last ran.
+--   First it advances the rollup by one bounded call (pgq.rollup_metrics, at most 100,000 rows;
+--   skipped when another caller is doing it, and in a read-only or non-READ COMMITTED
+--   transaction). Cost: the live part reads the queued jobs of each entrypoint from the claim
+--   index (it grows with the backlog), the rest reads at most 90 buckets per entrypoint.
+--   at NULL means now().
+-- Locking: as pgq.rollup_metrics (never waits for another caller); otherwise reads.
+-- Errors: PQ009 percentile_window NULL or outside 10 seconds .. 1 hour.
+CREATE OR REPLACE FUNCTION pgq.metrics(
+    entrypoints        text[]      DEFAULT NULL,
+    percentile_window  interval    DEFAULT interval '5 minutes',
+    at                 timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    entrypoint        text,
+    paused            boolean,
+    queued            bigint,
+    due               bigint,
+    delayed           bigint,
+    running           bigint,
+    stale             bigint,
+    lag_s             float8,
+    successful_1m     bigint,
+    failed_1m         bigint,
+    canceled_1m       bigint,
+    successful_5m     bigint,
+    failed_5m         bigint,
+    canceled_5m       bigint,
+    successful_15m    bigint,
+    failed_15m        bigint,
+    canceled_15m      bigint,
+    throughput_1m     float8,
+    throughput_5m     float8,
+    throughput_15m    float8,
+    wait_p50_s        float8,
+    wait_p95_s        float8,
+    wait_p99_s        float8,
+    run_p50_s         float8,
+    run_p95_s         float8,
+    run_p99_s         float8,
+    successful_total  bigint,
+    failed_total      bigint,
+    canceled_total    bigint,
+    rollup_caught_up  boolean
+)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now    timestamptz := coalesce(metrics.at, now());
+    v_cur    timestamptz := date_bin(interval '10 seconds', coalesce(metrics.at, now()), timestamptz '2000-01-01 00:00:00+00');
+    v_pstart timestamptz;
+BEGIN
+    IF metrics.percentile_window IS NULL
+       OR metrics.percentile_window NOT BETWEEN interval '10 seconds' AND interval '1 hour' THEN
+        RAISE EXCEPTION 'percentile_window must be between 10 seconds and 1 hour, got %',
+            coalesce(metrics.percentile_window::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    v_pstart := v_cur - interval '10 seconds' * ceil(date_part('epoch', metrics.percentile_window) / 10);
+
+    IF current_setting('transaction_isolation') = 'read committed'
+       AND current_setting('transaction_read_only') = 'off' THEN
+        PERFORM pgq.rollup_metrics(100000, v_now);
+    END IF;
+
+    RETURN QUERY
+    WITH eps AS (
+        SELECT e.entrypoint, e.paused_at, e.heartbeat_timeout
+          FROM pgq.entrypoints e
+         WHERE metrics.entrypoints IS NULL OR e.entrypoint = ANY (metrics.entrypoints)
+    ), queued AS (
+        SELECT e.entrypoint, x.queued, x.due, x.oldest_due
+          FROM eps e
+         CROSS JOIN LATERAL (
+               SELECT count(*) AS queued,
+                      count(*) FILTER (WHERE j.run_at <= v_now) AS due,
+                      min(j.run_at) FILTER (WHERE j.run_at <= v_now) AS oldest_due
+                 FROM pgq.jobs j
+                WHERE j.entrypoint = e.entrypoint AND j.status = 'queued') AS x
+    ), running AS (
+        SELECT j.entrypoint, count(*) AS running,
+               count(*) FILTER (WHERE j.heartbeat_at < v_now - e.heartbeat_timeout) AS stale
+          FROM eps e
+          JOIN pgq.jobs j ON j.entrypoint = e.entrypoint AND j.status = 'running'
+         GROUP BY j.entrypoint
+    ), buckets AS (
+        SELECT m.*
+          FROM pgq.metrics_buckets m
+         WHERE m.bucket >= least(v_cur - interval '15 minutes', v_pstart) AND m.bucket < v_cur
+           AND (metrics.entrypoints IS NULL OR m.entrypoint = ANY (metrics.entrypoints))
+    ), windows AS (
+        SELECT b.entrypoint,
+               sum(b.successful) FILTER (WHERE b.bucket >= v_cur - interval '1 minute') AS successful_1m,
+               sum(b.failed) FILTER (WHERE b.bucket >= v_cur - interval '1 minute') AS failed_1m,
+               sum(b.canceled) FILTER (WHERE b.bucket >= v_cur - interval '1 minute') AS canceled_1m,
+               sum(b.successful) FILTER (WHERE b.bucket >= v_cur - interval '5 minutes') AS successful_5m,
+               sum(b.failed) FILTER (WHERE b.bucket >= v_cur - interval '5 minutes') AS failed_5m,
+               sum(b.canceled) FILTER (WHERE b.bucket >= v_cur - interval '5 minutes') AS canceled_5m,
+               sum(b.successful) FILTER (WHERE b.bucket >= v_cur - interval '15 minutes') AS successful_15m,
+               sum(b.failed) FILTER (WHERE b.bucket >= v_cur - interval '15 minutes') AS failed_15m,
+               sum(b.canceled) FILTER (WHERE b.bucket >= v_cur - interval '15 minutes') AS canceled_15m
+          FROM buckets b
+         GROUP BY b.entrypoint
+    ), wait_hist AS (
+        SELECT h.entrypoint,
+               pgq._hist_quantiles(array_agg(h.bin ORDER BY h.bin), array_agg(h.n ORDER BY h.bin),
+                                   '{0.5,0.95,0.99}') AS q
+          FROM (SELECT b.entrypoint, u.bin, sum(u.n)::bigint AS n
+                  FROM buckets b, unnest(b.wait_bins, b.wait_counts) AS u(bin, n)
+                 WHERE b.bucket >= v_pstart
+                 GROUP BY b.entrypoint, u.bin) AS h
+         GROUP BY h.entrypoint
+    ), run_hist AS (
+        SELECT h.entrypoint,
+               pgq._hist_quantiles(array_agg(h.bin ORDER BY h.bin), array_agg(h.n ORDER BY h.bin),
+                                   '{0.5,0.95,0.99}') AS q
+          FROM (SELECT b.entrypoint, u.bin, sum(u.n)::bigint AS n
+                  FROM buckets b, unnest(b.run_bins, b.run_counts) AS u(bin, n)
+                 WHERE b.bucket >= v_pstart
+                 GROUP BY b.entrypoint, u.bin) AS h
+         GROUP BY h.entrypoint
+    ), totals AS (
+        SELECT t.entrypoint,
+               sum(t.jobs) FILTER (WHERE t.status = 'successful') AS successful_total,
+               sum(t.jobs) FILTER (WHERE t.status = 'failed') AS failed_total,
+               sum(t.jobs) FILTER (WHERE t.status = 'canceled') AS canceled_total
+          FROM pgq.metrics_totals t
+         WHERE metrics.entrypoints IS NULL OR t.entrypoint = ANY (metrics.entrypoints)
+         GROUP BY t.entrypoint
+    )
+    SELECT e.entrypoint,
+           e.paused_at IS NOT NULL,
+           q.queued,
+           q.due,
+           q.queued - q.due,
+           coalesce(r.running, 0),
+           coalesce(r.stale, 0),
+           coalesce(greatest(0, date_part('epoch', v_now - q.oldest_due)), 0),
+           coalesce(w.successful_1m, 0)::bigint,
+           coalesce(w.failed_1m, 0)::bigint,
+           coalesce(w.canceled_1m, 0)::bigint,
+           coalesce(w.successful_5m, 0)::bigint,
+           coalesce(w.failed_5m, 0)::bigint,
+           coalesce(w.canceled_5m, 0)::bigint,
+           coalesce(w.successful_15m, 0)::bigint,
+           coalesce(w.failed_15m, 0)::bigint,
+           coalesce(w.canceled_15m, 0)::bigint,
+           (coalesce(w.successful_1m, 0) + coalesce(w.failed_1m, 0) + coalesce(w.canceled_1m, 0))::float8 / 60,
+           (coalesce(w.successful_5m, 0) + coalesce(w.failed_5m, 0) + coalesce(w.canceled_5m, 0))::float8 / 300,
+           (coalesce(w.successful_15m, 0) + coalesce(w.failed_15m, 0) + coalesce(w.canceled_15m, 0))::float8 / 900,
+           wh.q[1], wh.q[2], wh.q[3],
+           rh.q[1], rh.q[2], rh.q[3],
+           coalesce(t.successful_total, 0)::bigint,
+           coalesce(t.failed_total, 0)::bigint,
+           coalesce(t.canceled_total, 0)::bigint,
+           (SELECT s.caught_up FROM pgq.metrics_state s)
+      FROM eps e
+      JOIN queued q ON q.entrypoint = e.entrypoint
+      LEFT JOIN running r ON r.entrypoint = e.entrypoint
+      LEFT JOIN windows w ON w.entrypoint = e.entrypoint
+      LEFT JOIN wait_hist wh ON wh.entrypoint = e.entrypoint
+      LEFT JOIN run_hist rh ON rh.entrypoint = e.entrypoint
+      LEFT JOIN totals t ON t.entrypoint = e.entrypoint
+     ORDER BY e.entrypoint;
+END
+$$;
+COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
+    'Per entrypoint: paused, queued/due/delayed, running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first (bounded).';
