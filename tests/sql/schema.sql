@@ -18,9 +18,10 @@ SELECT columns_are('pgq', 'jobs', ARRAY['id', 'entrypoint', 'status', 'priority'
                                        'heartbeat_at', 'cancel_requested', 'errors'], 'pgq.jobs columns');
 SELECT columns_are('pgq', 'job_history', ARRAY['id', 'entrypoint', 'status', 'priority', 'attempt', 'payload', 'headers',
                                               'dedupe_key', 'enqueued_at', 'started_at', 'finished_at', 'worker_id',
-                                              'lease', 'details', 'errors'], 'pgq.job_history columns');
+                                              'lease', 'details', 'errors', 'finished_xid'], 'pgq.job_history columns');
 SELECT columns_are('pgq', 'entrypoints', ARRAY['entrypoint', 'concurrency_limit', 'max_attempts', 'backoff_base',
-                                              'backoff_max', 'heartbeat_timeout', 'updated_at'], 'pgq.entrypoints columns');
+                                              'backoff_max', 'heartbeat_timeout', 'updated_at', 'paused_at', 'paused_by'],
+                   'pgq.entrypoints columns');
 SELECT col_type_is('pgq', 'jobs', 'id', 'bigint', 'jobs.id is bigint');
 SELECT col_type_is('pgq', 'jobs', 'lease', 'bigint', 'jobs.lease is bigint');
 SELECT col_type_is('pgq', 'jobs', 'worker_id', 'uuid', 'jobs.worker_id is uuid');
