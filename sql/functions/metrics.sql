@@ -16,8 +16,9 @@
 --     together, NULL without samples; within one histogram bin (about 19 %);
 --   - successful_total, failed_total, canceled_total: finished jobs counted since the rollup
 --     started (monotonic, for Prometheus counters);
---   - rollup_caught_up: the rollup had counted every finished job of the transactions that
---     had ended when it last ran.
+--   - rollup_caught_up: when the rollup last ran it counted every finished job up to the
+--     oldest transaction of this database still running (false: more than 100,000 rows were
+--     waiting, the next calls catch up).
 --   First it advances the rollup by one bounded call (pgq.rollup_metrics, at most 100,000 rows;
 --   skipped when another caller is doing it, and in a read-only or non-READ COMMITTED
 --   transaction). Cost: the live part reads the queued jobs of each entrypoint from the claim

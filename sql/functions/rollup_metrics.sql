@@ -8,7 +8,8 @@
 --   pgq.metrics_buckets (count per final status, wait and run time sums and log-bucketed
 --   histograms) and to pgq.metrics_totals; then the watermark moves past the rows taken.
 --   Buckets older than one hour are deleted (at most once a minute). Returns the rows counted,
---   caught_up (nothing committed is left behind) and busy (another call holds the rollup: this
+--   caught_up (every row below the horizon is counted now; rows of transactions after the
+--   oldest one still running wait for it, so a long transaction delays the figures) and busy (another call holds the rollup: this
 --   one did nothing and never waited). pgq.metrics calls it before reading; a maintenance loop
 --   may call it too. at NULL means now() (the clock of the one-hour retention).
 --   Histogram bins of a duration d seconds: 1 for d < 0.0001 (100 us), else

@@ -903,8 +903,9 @@ COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
 --     together, NULL without samples; within one histogram bin (about 19 %);
 --   - successful_total, failed_total, canceled_total: finished jobs counted since the rollup
 --     started (monotonic, for Prometheus counters);
---   - rollup_caught_up: the rollup had counted every finished job of the transactions that
---     had ended when it last ran.
+--   - rollup_caught_up: when the rollup last ran it counted every finished job up to the
+--     oldest transaction of this database still running (false: more than 100,000 rows were
+--     waiting, the next calls catch up).
 --   First it advances the rollup by one bounded call (pgq.rollup_metrics, at most 100,000 rows;
 --   skipped when another caller is doing it, and in a read-only or non-READ COMMITTED
 --   transaction). Cost: the live part reads the queued jobs of each entrypoint from the claim
@@ -1372,7 +1373,8 @@ COMMENT ON FUNCTION pgq.resume(text[]) IS
 --   pgq.metrics_buckets (count per final status, wait and run time sums and log-bucketed
 --   histograms) and to pgq.metrics_totals; then the watermark moves past the rows taken.
 --   Buckets older than one hour are deleted (at most once a minute). Returns the rows counted,
---   caught_up (nothing committed is left behind) and busy (another call holds the rollup: this
+--   caught_up (every row below the horizon is counted now; rows of transactions after the
+--   oldest one still running wait for it, so a long transaction delays the figures) and busy (another call holds the rollup: this
 --   one did nothing and never waited). pgq.metrics calls it before reading; a maintenance loop
 --   may call it too. at NULL means now() (the clock of the one-hour retention).
 --   Histogram bins of a duration d seconds: 1 for d < 0.0001 (100 us), else

@@ -181,6 +181,7 @@ def test_an_open_transaction_holds_the_rollup_back_and_nothing_is_lost(pgq_dsn: 
         complete(b, jobs[10:])  # autocommit: a later transaction, committed
         rolled, caught_up, busy = scraper.execute("SELECT * FROM pgq.rollup_metrics()").fetchone()
         assert (rolled, busy) == (0, False), "nothing may be counted past the open transaction"
+        assert caught_up is True, "caught up to the horizon: the open transaction"
         assert totals(scraper)[("mr.open", "successful")] == 0
         a.execute("COMMIT")
         roll_until(scraper, Counter({("mr.open", "successful"): 30}))
