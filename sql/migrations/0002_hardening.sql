@@ -1392,6 +1392,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- The batch (up to max_rows rows) stays in memory; the grouping is hashed (a few thousand
+-- groups: sorting the rows instead cost three times as much); no JIT for a bounded batch.
+SET work_mem = '64MB'
+SET enable_sort = off
 SET jit = off
 AS $$
 #variable_conflict use_column
@@ -1440,71 +1444,73 @@ BEGIN
       INTO v_horizon
       FROM snap;
 
-    -- Where this call stops: after about max_rows rows, at a transaction boundary.
-    SELECT h.finished_xid INTO v_to
-      FROM pgq.job_history h
-     WHERE h.finished_xid >= v_state.watermark AND h.finished_xid < v_horizon
-     ORDER BY h.finished_xid
-     OFFSET rollup_metrics.max_rows
-     LIMIT 1;
-    IF v_to IS NULL THEN
-        v_to := greatest(v_horizon, v_state.watermark);
-        v_caught := true;
-    ELSE
-        IF v_to = v_state.watermark THEN
-            -- One transaction wrote more than max_rows rows: take all of them.
-            SELECT min(h.finished_xid) INTO v_to
-              FROM pgq.job_history h
-             WHERE h.finished_xid > v_state.watermark AND h.finished_xid < v_horizon;
-            v_to := coalesce(v_to, v_horizon);
-        END IF;
-        v_caught := v_to = v_horizon;
-    END IF;
-
-    WITH fin AS (
-        SELECT h.entrypoint, h.status,
-               date_bin(interval '10 seconds', h.finished_at, timestamptz '2000-01-01 00:00:00+00') AS bucket,
+    -- One pass: the next max_rows + 1 rows in xid order; if there are that many, the last
+    -- transaction among them may be cut off, so this call stops before it (cut). A transaction
+    -- larger than max_rows (cut = the watermark) is taken whole from the table. The rows are
+    -- hashed into a few groups (entrypoint, bucket, status, wait bin, run bin); everything after
+    -- works on those groups only.
+    WITH batch AS MATERIALIZED (
+        SELECT h.finished_xid AS x, h.entrypoint, h.status, h.finished_at,
                date_part('epoch', h.started_at - h.enqueued_at) AS wait_s,
                date_part('epoch', h.finished_at - h.started_at) AS run_s
           FROM pgq.job_history h
-         WHERE h.finished_xid >= v_state.watermark AND h.finished_xid < v_to
-    ), binned AS (
-        SELECT r.*,
-               CASE WHEN r.wait_s IS NULL THEN NULL WHEN r.wait_s < 0.0001 THEN 1
-                    ELSE least(130, 2 + floor(4 * ln(r.wait_s / 0.0001) / ln(2))::int) END AS wait_bin,
-               CASE WHEN r.run_s IS NULL THEN NULL WHEN r.run_s < 0.0001 THEN 1
-                    ELSE least(130, 2 + floor(4 * ln(r.run_s / 0.0001) / ln(2))::int) END AS run_bin
-          FROM fin r
+         WHERE h.finished_xid >= v_state.watermark AND h.finished_xid < v_horizon
+         ORDER BY h.finished_xid
+         LIMIT rollup_metrics.max_rows + 1
+    ), cut AS (
+        SELECT CASE WHEN count(*) > rollup_metrics.max_rows THEN max(b.x) END AS x FROM batch b
+    ), taken AS (
+        SELECT b.entrypoint, b.status, b.finished_at, b.wait_s, b.run_s
+          FROM batch b, cut
+         WHERE cut.x IS NULL OR b.x < cut.x
+        UNION ALL
+        SELECT h.entrypoint, h.status, h.finished_at, date_part('epoch', h.started_at - h.enqueued_at),
+               date_part('epoch', h.finished_at - h.started_at)
+          FROM cut, pgq.job_history h
+         WHERE cut.x = v_state.watermark AND h.finished_xid = v_state.watermark
     ), grouped AS MATERIALIZED (
-        SELECT b.entrypoint, b.bucket, b.status, b.wait_bin, b.run_bin,
-               GROUPING(b.status) AS by_wait_or_run, GROUPING(b.wait_bin) AS not_wait,
-               count(*) AS n, sum(b.wait_s) AS wait_sum, sum(b.run_s) AS run_sum
-          FROM binned b
-         GROUP BY GROUPING SETS ((b.entrypoint, b.bucket, b.status),
-                                 (b.entrypoint, b.bucket, b.wait_bin),
-                                 (b.entrypoint, b.bucket, b.run_bin))
-    ), per_bucket AS (
+        SELECT t.entrypoint, t.status,
+               date_bin(interval '10 seconds', t.finished_at, timestamptz '2000-01-01 00:00:00+00') AS bucket,
+               -- 2 + floor(4 * log2(d / 0.0001)), as 4 / ln(2) * ln(d * 10000)
+               CASE WHEN t.wait_s IS NULL THEN NULL WHEN t.wait_s < 0.0001 THEN 1
+                    ELSE least(130, 2 + floor(5.770780163555854 * ln(t.wait_s * 10000))::int) END AS wait_bin,
+               CASE WHEN t.run_s IS NULL THEN NULL WHEN t.run_s < 0.0001 THEN 1
+                    ELSE least(130, 2 + floor(5.770780163555854 * ln(t.run_s * 10000))::int) END AS run_bin,
+               count(*) AS n, sum(t.wait_s) AS wait_sum, sum(t.run_s) AS run_sum
+          FROM taken t
+         GROUP BY 1, 2, 3, 4, 5
+    ), counts AS (
         SELECT g.entrypoint, g.bucket,
-               coalesce(sum(g.n) FILTER (WHERE g.by_wait_or_run = 0 AND g.status = 'successful'), 0)::bigint AS successful,
-               coalesce(sum(g.n) FILTER (WHERE g.by_wait_or_run = 0 AND g.status = 'failed'), 0)::bigint AS failed,
-               coalesce(sum(g.n) FILTER (WHERE g.by_wait_or_run = 0 AND g.status = 'canceled'), 0)::bigint AS canceled,
-               coalesce(sum(g.wait_sum) FILTER (WHERE g.by_wait_or_run = 0), 0) AS wait_sum_s,
-               coalesce(sum(g.run_sum) FILTER (WHERE g.by_wait_or_run = 0), 0) AS run_sum_s,
-               coalesce(array_agg(g.wait_bin ORDER BY g.wait_bin)
-                            FILTER (WHERE g.by_wait_or_run = 1 AND g.not_wait = 0 AND g.wait_bin IS NOT NULL), '{}') AS wait_bins,
-               coalesce(array_agg(g.n ORDER BY g.wait_bin)
-                            FILTER (WHERE g.by_wait_or_run = 1 AND g.not_wait = 0 AND g.wait_bin IS NOT NULL), '{}') AS wait_counts,
-               coalesce(array_agg(g.run_bin ORDER BY g.run_bin)
-                            FILTER (WHERE g.by_wait_or_run = 1 AND g.not_wait = 1 AND g.run_bin IS NOT NULL), '{}') AS run_bins,
-               coalesce(array_agg(g.n ORDER BY g.run_bin)
-                            FILTER (WHERE g.by_wait_or_run = 1 AND g.not_wait = 1 AND g.run_bin IS NOT NULL), '{}') AS run_counts
+               coalesce(sum(g.n) FILTER (WHERE g.status = 'successful'), 0)::bigint AS successful,
+               coalesce(sum(g.n) FILTER (WHERE g.status = 'failed'), 0)::bigint AS failed,
+               coalesce(sum(g.n) FILTER (WHERE g.status = 'canceled'), 0)::bigint AS canceled,
+               coalesce(sum(g.wait_sum), 0) AS wait_sum_s,
+               coalesce(sum(g.run_sum), 0) AS run_sum_s
           FROM grouped g
          GROUP BY g.entrypoint, g.bucket
+    ), wait_hist AS (
+        SELECT w.entrypoint, w.bucket, array_agg(w.bin ORDER BY w.bin) AS bins, array_agg(w.n ORDER BY w.bin) AS counts
+          FROM (SELECT g.entrypoint, g.bucket, g.wait_bin AS bin, sum(g.n)::bigint AS n
+                  FROM grouped g WHERE g.wait_bin IS NOT NULL
+                 GROUP BY 1, 2, 3) AS w
+         GROUP BY w.entrypoint, w.bucket
+    ), run_hist AS (
+        SELECT r.entrypoint, r.bucket, array_agg(r.bin ORDER BY r.bin) AS bins, array_agg(r.n ORDER BY r.bin) AS counts
+          FROM (SELECT g.entrypoint, g.bucket, g.run_bin AS bin, sum(g.n)::bigint AS n
+                  FROM grouped g WHERE g.run_bin IS NOT NULL
+                 GROUP BY 1, 2, 3) AS r
+         GROUP BY r.entrypoint, r.bucket
+    ), per_bucket AS (
+        SELECT c.entrypoint, c.bucket, c.successful, c.failed, c.canceled, c.wait_sum_s, c.run_sum_s,
+               coalesce(w.bins, '{}') AS wait_bins, coalesce(w.counts, '{}') AS wait_counts,
+               coalesce(r.bins, '{}') AS run_bins, coalesce(r.counts, '{}') AS run_counts
+          FROM counts c
+          LEFT JOIN wait_hist w ON w.entrypoint = c.entrypoint AND w.bucket = c.bucket
+          LEFT JOIN run_hist r ON r.entrypoint = c.entrypoint AND r.bucket = c.bucket
     ), totals AS (
         INSERT INTO pgq.metrics_totals AS t (entrypoint, status, jobs)
         SELECT g.entrypoint, g.status, sum(g.n)
           FROM grouped g
-         WHERE g.by_wait_or_run = 0
          GROUP BY g.entrypoint, g.status
          ORDER BY g.entrypoint, g.status
             ON CONFLICT (entrypoint, status) DO UPDATE SET jobs = t.jobs + excluded.jobs
@@ -1534,7 +1540,12 @@ BEGIN
                                                                m.run_counts || excluded.run_counts) AS x(bin, n)
                                                   GROUP BY x.bin) AS u)
     )
-    SELECT coalesce(sum(g.n), 0) INTO v_n FROM grouped g WHERE g.by_wait_or_run = 0;
+    SELECT coalesce(sum(g.n), 0), (SELECT c.x FROM cut c) INTO v_n, v_to FROM grouped g;
+    v_caught := v_to IS NULL;
+    v_to := CASE WHEN v_to IS NULL THEN greatest(v_horizon, v_state.watermark)
+                 -- a whole transaction was taken: go on after it
+                 WHEN v_to = v_state.watermark THEN (v_to::text::numeric + 1)::text::xid8
+                 ELSE v_to END;
 
     UPDATE pgq.metrics_state s
        SET watermark = v_to,

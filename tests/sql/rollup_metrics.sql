@@ -2,7 +2,7 @@
 -- transaction order, bounded per call, rows of the caller's own transaction left for later,
 -- one-hour retention. No BEGIN: the rollup only counts committed transactions, so every
 -- statement here commits on its own (the database is a throw-away clone).
-SELECT plan(29);
+SELECT plan(30);
 
 SELECT has_table('pgq', 'metrics_buckets', 'table pgq.metrics_buckets');
 SELECT has_table('pgq', 'metrics_totals', 'table pgq.metrics_totals');
@@ -101,8 +101,9 @@ SELECT row_eq($$SELECT * FROM pgq.rollup_metrics(3)$$, ROW(3::bigint, false, fal
 SELECT row_eq($$SELECT * FROM pgq.rollup_metrics(3)$$, ROW(3::bigint, false, false), 'three more');
 SELECT row_eq($$SELECT * FROM pgq.rollup_metrics(3)$$, ROW(1::bigint, false, false),
               'the 7th single job; the five of one transaction would pass max_rows: left for the next call');
-SELECT row_eq($$SELECT * FROM pgq.rollup_metrics(3)$$, ROW(5::bigint, true, false),
-              'one transaction larger than max_rows is taken whole');
+SELECT row_eq($$SELECT * FROM pgq.rollup_metrics(3)$$, ROW(5::bigint, false, false),
+              'one transaction larger than max_rows is taken whole (caught_up false: call again)');
+SELECT row_eq($$SELECT * FROM pgq.rollup_metrics(3)$$, ROW(0::bigint, true, false), 'then caught up');
 SELECT is((SELECT jobs FROM pgq.metrics_totals WHERE entrypoint = 'ru.n'), 12::bigint, 'every job counted once');
 
 -- Rows of the caller's own transaction wait for a later call ---------------------------------------
