@@ -17,8 +17,9 @@ Parts (each on fresh scratch databases, dropped at the end):
   rollup     the steady state at 5,000 jobs/s scraped every 15 s: 75,000 finished jobs in 150
              transactions of 500, then one pgq.rollup_metrics() and one pgq.metrics(); --repeat times.
   hotpath    the SQL ceiling (pgbench, pgq.claim + pgq.complete in one statement, batch 100, one
-             client, 100,000 jobs) with job_history.finished_xid (default and index, as installed)
-             and without them (dropped after install: the archive path as before this release);
+             client, 100,000 jobs) with job_history.finished_xid (default and index) and the
+             index of unsuccessful jobs, as installed, and without them (dropped after install:
+             the archive path as before this release);
              interleaved, --repeat runs each.
   heartbeat  pgbench: pgq.heartbeat of 100 running jobs by a worker that is registered (one more
              UPDATE per call, of pgq.workers) and by one that is not; interleaved, --repeat runs.
@@ -94,7 +95,7 @@ def fill_backlog(conn: psycopg.Connection[Any], jobs: int, chunk: int = 50_000) 
             """SELECT count(*) FROM pgq.enqueue_many(
                    ARRAY(SELECT 'mc.ep' || (g %% 10) FROM generate_series(1, %s) g),
                    priorities => ARRAY(SELECT g %% 4 FROM generate_series(1, %s) g),
-                   run_ats => ARRAY(SELECT CASE WHEN g %% 10 = 0 THEN now() + interval '1 hour' ELSE now() END
+                   run_ats => ARRAY(SELECT CASE WHEN (g / 10) %% 10 = 0 THEN now() + interval '1 hour' ELSE now() END
                                       FROM generate_series(1, %s) g))""",
             (n, n, n),
         )
@@ -158,7 +159,9 @@ def part_read(dsn: str, backlog: int, history: int, repeat: int) -> dict[str, An
                 "pgq.list_jobs(queued, page after 50,000)": ("SELECT * FROM pgq.list_jobs('mc.ep3', 'queued', %s)", (deep_cursor,)),
                 "pgq.list_jobs(successful, first page)": ("SELECT * FROM pgq.list_jobs('mc.ep3', 'successful')", None),
                 "pgq.find_history('mc.ep3') (failed)": ("SELECT * FROM pgq.find_history('mc.ep3')", None),
-                "pgq.find_history(error => 'after 7 s')": ("SELECT * FROM pgq.find_history(error => 'after 7 s')", None),
+                "pgq.find_history(error => 'after 20 s')": ("SELECT * FROM pgq.find_history(error => 'after 20 s')", None),
+                "pgq.find_history(error => 'nothing like this')": ("SELECT * FROM pgq.find_history(error => 'nothing like this')", None),
+                "pgq.list_jobs(canceled, first page)": ("SELECT * FROM pgq.list_jobs('mc.ep3', 'canceled')", None),
                 "pgq.find_history('mc.ep3', error => 'nothing like this')": (
                     "SELECT * FROM pgq.find_history('mc.ep3', error => 'nothing like this')", None),
             }
@@ -217,6 +220,7 @@ def ceiling_run(dsn: str, variant: str, jobs: int, batch: int = 100) -> float:
             with psycopg.connect(db, autocommit=True) as conn:
                 conn.execute("ALTER TABLE pgq.job_history ALTER COLUMN finished_xid DROP DEFAULT")
                 conn.execute("DROP INDEX pgq.job_history_finished_xid_idx")
+                conn.execute("DROP INDEX pgq.job_history_unsuccessful_idx")
         sql_ceiling.fill_pgq(db, jobs)
         res = sql_ceiling.run_pgbench(db, "pgq-1tx", 1, jobs // batch, batch)
         count = sql_ceiling.finished(db, "pgq-1tx")

@@ -67,7 +67,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- No JIT, no parallel workers: a scrape must not take cores from the workers (one backend
+-- counting was as fast as three on two cores).
 SET jit = off
+SET max_parallel_workers_per_gather = 0
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -56,6 +56,13 @@ ALTER TABLE pgq.job_history ALTER COLUMN finished_xid SET DEFAULT pg_current_xac
 CREATE INDEX job_history_finished_xid_idx ON pgq.job_history (finished_xid)
     WHERE finished_xid IS NOT NULL;
 
+-- The failed-jobs page without an entrypoint (pgq.find_history: failed or canceled, newest
+-- first, maybe an error text) walks only the unsuccessful rows, not the whole history. Small:
+-- successful rows are not in it, so the archive path of a successful job only checks the
+-- predicate.
+CREATE INDEX job_history_unsuccessful_idx ON pgq.job_history (finished_at)
+    WHERE status <> 'successful';
+
 -- One row: how far the rollup got. Rows of job_history with finished_xid >= watermark are not
 -- counted yet.
 CREATE TABLE pgq.metrics_state (
@@ -954,7 +961,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- No JIT, no parallel workers: a scrape must not take cores from the workers (one backend
+-- counting was as fast as three on two cores).
 SET jit = off
+SET max_parallel_workers_per_gather = 0
 AS $$
 #variable_conflict use_column
 DECLARE

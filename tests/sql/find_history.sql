@@ -1,7 +1,7 @@
 -- pgq.find_history: finished jobs by entrypoint, status, finish time and error text, newest
 -- first, keyset-paged.
 BEGIN;
-SELECT plan(14);
+SELECT plan(15);
 
 SELECT pgq.configure('fh.a', max_attempts => 1);
 SELECT pgq.configure('fh.b', max_attempts => 1);
@@ -54,6 +54,9 @@ SELECT cursor AS c1 FROM pgq.find_history(page_size => 2) OFFSET 1 \gset
 SELECT results_eq(format($$SELECT id FROM pgq.find_history(after => %L, page_size => 2)$$, :'c1'),
                   $$SELECT id FROM fh WHERE st = 'failed' ORDER BY fin OFFSET 2$$, 'the next page after the cursor');
 
+SELECT is(pg_get_indexdef('pgq.job_history_unsuccessful_idx'::regclass),
+          'CREATE INDEX job_history_unsuccessful_idx ON pgq.job_history USING btree (finished_at) WHERE (status <> ''successful''::text)',
+          'failed and canceled jobs by finish time: the search without entrypoint reads only those');
 SELECT throws_ok($$SELECT * FROM pgq.find_history(statuses => '{dead}')$$, 'PQ009',
                  'statuses must be a non-empty array of successful, failed, canceled, got {dead}', 'an unknown status: PQ009');
 SELECT throws_ok($$SELECT * FROM pgq.find_history(statuses => '{}')$$, 'PQ009', NULL, 'no status: PQ009');

@@ -2,13 +2,16 @@
 -- transaction order, bounded per call, rows of the caller's own transaction left for later,
 -- one-hour retention. No BEGIN: the rollup only counts committed transactions, so every
 -- statement here commits on its own (the database is a throw-away clone).
-SELECT plan(30);
+SELECT plan(31);
 
 SELECT has_table('pgq', 'metrics_buckets', 'table pgq.metrics_buckets');
 SELECT has_table('pgq', 'metrics_totals', 'table pgq.metrics_totals');
 SELECT has_column('pgq', 'job_history', 'finished_xid', 'job_history.finished_xid');
 SELECT col_default_is('pgq', 'job_history', 'finished_xid', 'pg_current_xact_id()',
                       'finished_xid defaults to the writing transaction (no change to the archive path)');
+SELECT is(pg_get_indexdef('pgq.job_history_finished_xid_idx'::regclass),
+          'CREATE INDEX job_history_finished_xid_idx ON pgq.job_history USING btree (finished_xid) WHERE (finished_xid IS NOT NULL)',
+          'the rollup reads history through finished_xid');
 SELECT row_eq($$SELECT * FROM pgq.rollup_metrics()$$, ROW(0::bigint, true, false), 'nothing finished yet: rolled 0, caught up');
 
 -- A history row from before this release (no finished_xid) is never counted.
