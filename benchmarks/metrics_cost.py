@@ -3,7 +3,7 @@
 and history, the rollup at a high job rate, the hot path with and without the rollup's column,
 and a drain with and without a scraper.
 
-Usage: python benchmarks/metrics_cost.py [--dsn DSN] [--parts read,rollup,hotpath,heartbeat,scrape]
+Usage: python benchmarks/metrics_cost.py [--dsn DSN] [--parts read,rollup,hotpath,archive,heartbeat,scrape]
                                          [--backlog 1000000] [--history 10000000] [--repeat 5]
 
 Parts (each on fresh scratch databases, dropped at the end):
@@ -21,6 +21,9 @@ Parts (each on fresh scratch databases, dropped at the end):
              index of unsuccessful jobs, as installed, and without them (dropped after install:
              the archive path as before this release);
              interleaved, --repeat runs each.
+  archive    pgq.complete of 500 jobs (the statement that writes history), timed per batch, with
+             and without the history additions, alternating batch by batch between two
+             databases, 200 batches each: min and median microseconds per job.
   heartbeat  pgbench: pgq.heartbeat of 100 running jobs by a worker that is registered (one more
              UPDATE per call, of pgq.workers) and by one that is not; interleaved, --repeat runs.
   scrape     ThinWorker drain (batch 500, concurrency 1000) of 200,000 no-op jobs with no scraper,
@@ -239,6 +242,34 @@ def part_hotpath(dsn: str, repeat: int, jobs: int = 100_000) -> dict[str, Any]:
     return {"runs": runs, "median": med, "ratio_with_over_without": med["with"] / med["without"]}
 
 
+def part_archive(dsn: str, batches: int = 200, batch: int = 500) -> dict[str, Any]:
+    """Server time of pgq.complete (the statement that writes history) per job, with and without
+    the history additions of this release, alternating batch by batch between two databases:
+    min and median over the batches (the minimum is what the code costs on a quiet moment)."""
+    times: dict[str, list[float]] = {"with": [], "without": []}
+    with common.scratch_db(dsn, "mcarcA") as a, common.scratch_db(dsn, "mcarcB") as b:
+        for db in (a, b):
+            common.install_pgq(db)
+        with psycopg.connect(a, autocommit=True) as ca, psycopg.connect(b, autocommit=True) as cb:
+            cb.execute("ALTER TABLE pgq.job_history ALTER COLUMN finished_xid DROP DEFAULT")
+            cb.execute("DROP INDEX pgq.job_history_finished_xid_idx")
+            cb.execute("DROP INDEX pgq.job_history_unsuccessful_idx")
+            me = uuid.uuid4()
+            for i in range(batches):
+                for name, conn in (("with", ca), ("without", cb)) if i % 2 == 0 else (("without", cb), ("with", ca)):
+                    conn.execute("SELECT count(*) FROM pgq.enqueue_many(array_fill('mc.arc'::text, ARRAY[%s]))", (batch,))
+                    rows = conn.execute("SELECT id, lease FROM pgq.claim(%s, '{mc.arc}', %s)", (me, batch)).fetchall()
+                    ids = [r[0] for r in rows]
+                    leases = [r[1] for r in rows]
+                    statuses = ["successful"] * len(ids)
+                    t = time.perf_counter()
+                    conn.execute("SELECT count(*) FROM pgq.complete(%s, %s, %s, %s)", (me, ids, leases, statuses)).fetchall()
+                    times[name].append((time.perf_counter() - t) * 1e6 / batch)
+    out = {k: {"min_us_per_job": min(v), "median_us_per_job": statistics.median(v)} for k, v in times.items()}
+    print(f"  archive: {out}", file=sys.stderr, flush=True)
+    return out
+
+
 HEARTBEAT_SCRIPT = """\
 SELECT count(*) FROM pgq.heartbeat(:worker::uuid, :ids::bigint[], :leases::bigint[]);
 """
@@ -335,7 +366,7 @@ def part_scrape(dsn: str, repeat: int, jobs: int = 200_000) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn", default=common.DEFAULT_DSN)
-    parser.add_argument("--parts", default="read,rollup,hotpath,heartbeat,scrape")
+    parser.add_argument("--parts", default="read,rollup,hotpath,archive,heartbeat,scrape")
     parser.add_argument("--backlog", type=int, default=1_000_000)
     parser.add_argument("--history", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=5)
@@ -351,6 +382,8 @@ def main() -> None:
     if "hotpath" in parts:
         result["hotpath"] = part_hotpath(args.dsn, args.repeat)
         print(f"hotpath: {result['hotpath']['median']}", file=sys.stderr)
+    if "archive" in parts:
+        result["archive"] = part_archive(args.dsn)
     if "heartbeat" in parts:
         result["heartbeat"] = part_heartbeat(args.dsn, args.repeat)
         print(f"heartbeat: {result['heartbeat']['median_calls_per_s']}", file=sys.stderr)
