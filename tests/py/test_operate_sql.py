@@ -9,8 +9,10 @@ import uuid
 from typing import Any
 
 import psycopg
+from helpers.wait import wait_for
 from test_sql_notify_roles import connect, events, first_event, listener
 
+from pgq_thin import migrate
 from pgq_thin.scheduler import Scheduler
 
 
@@ -69,3 +71,52 @@ def test_a_schedule_added_in_sql_fires_from_any_workers_scheduler(pgq_dsn: str) 
         ).fetchone()
     assert job == ("op.tick", {"n": 1}, "op.every-minute")
     assert next_run is True and last_job == fired[0]["job_id"]
+
+
+def test_upgrade_from_0001_with_live_jobs_and_history(empty_db_dsn: str) -> None:
+    """0001 with a queued job, a running one and a finished one; upgrade to head: the running
+    job completes under its old lease and is counted by the rollup exactly once, the old
+    history row is never counted, the queued job can be paused and resumed, the worker
+    registers and is seen."""
+    migrate.upgrade(empty_db_dsn, revision="0001")
+    me = uuid.uuid4()
+    with connect(empty_db_dsn) as conn:
+        conn.execute("SELECT pgq.enqueue_many(ARRAY['up.a', 'up.a', 'up.a'])").fetchall()
+        done = conn.execute(
+            "SELECT id, lease FROM pgq.claim(%s, ARRAY['up.a'], 1)", (me,)
+        ).fetchone()
+        conn.execute("SELECT pgq.complete(%s, %s, %s, '{successful}')", (me, [done[0]], [done[1]]))
+        running = conn.execute(
+            "SELECT id, lease FROM pgq.claim(%s, ARRAY['up.a'], 1)", (me,)
+        ).fetchone()
+    migrate.upgrade(empty_db_dsn)
+    with connect(empty_db_dsn) as conn:
+        assert conn.execute(
+            "SELECT finished_xid FROM pgq.job_history WHERE id = %s", (done[0],)
+        ).fetchone() == (None,)
+        conn.execute("SELECT * FROM pgq.register_worker(%s, ARRAY['up.a'])", (me,)).fetchall()
+        accepted = conn.execute(
+            "SELECT * FROM pgq.complete(%s, %s, %s, '{successful}', ARRAY[%s::jsonb])",
+            (me, [running[0]], [running[1]], '{"result": 7}'),
+        ).fetchall()
+        assert accepted == [(running[0],)]
+        assert conn.execute(
+            "SELECT state, running FROM pgq.worker_status WHERE worker_id = %s", (me,)
+        ).fetchone() == ("active", 0)
+        assert conn.execute("SELECT result FROM pgq.job(%s)", (running[0],)).fetchone() == (7,)
+        conn.execute("SELECT * FROM pgq.pause('{up.a}')").fetchall()
+        assert conn.execute("SELECT * FROM pgq.claim(%s, ARRAY['up.a'])", (me,)).fetchall() == []
+        conn.execute("SELECT * FROM pgq.resume('{up.a}')").fetchall()
+        assert (
+            len(conn.execute("SELECT * FROM pgq.claim(%s, ARRAY['up.a'])", (me,)).fetchall()) == 1
+        )
+
+        def counted() -> bool:
+            conn.execute("SELECT * FROM pgq.rollup_metrics()")
+            return (
+                conn.execute("SELECT successful_total FROM pgq.metrics('{up.a}')").fetchone()[0]
+                == 1
+            )
+
+        wait_for(counted, timeout=60, what="the rollup to count the job finished after upgrade")
+        assert conn.execute("SELECT rows_rolled FROM pgq.metrics_state").fetchone() == (1,)
