@@ -27,6 +27,8 @@ Parts (each on fresh scratch databases, dropped at the end):
   heartbeat  pgq.heartbeat of 100 running jobs by a worker that is registered (one more UPDATE
              per call, of pgq.workers) and by one that is not, 3,000 calls each, alternating:
              min and median microseconds per call.
+  trace      completions per half second of a ThinWorker drain of 200,000 jobs with three single
+             pgq.metrics() calls in it (not in the default parts).
   scrape     ThinWorker drain (batch 500, concurrency 1000) of 200,000 no-op jobs with no scraper,
              with pgq.metrics() every 15 s and every 1 s from another connection; interleaved,
              --repeat runs each.
@@ -345,6 +347,48 @@ def part_scrape(dsn: str, repeat: int, jobs: int = 200_000) -> dict[str, Any]:
     return {"runs": runs, "median_jobs_per_s": med}
 
 
+def part_trace(dsn: str, jobs: int = 200_000) -> dict[str, Any]:
+    """Completions per half second of a ThinWorker drain (batch 500, concurrency 1000) with
+    three single pgq.metrics() calls 4 s apart, starting 6 s in: does a scrape stall workers?
+    Each half second is printed with a * when a scrape ran in it."""
+    import datetime as dt
+
+    marks: list[tuple[Any, Any, float]] = []
+    with common.scratch_db(dsn, "mctrace") as db:
+        common.install_pgq(db)
+        sql_ceiling.fill_pgq(db, jobs)
+
+        def scraper() -> None:
+            time.sleep(6)  # a fixed offset into the drain, not a synchronisation
+            with psycopg.connect(db, autocommit=True) as conn:
+                for _ in range(3):
+                    t0 = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+                    t = time.perf_counter()
+                    conn.execute("SELECT * FROM pgq.metrics()").fetchall()
+                    t1 = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+                    marks.append((t0, t1, (time.perf_counter() - t) * 1000))
+                    time.sleep(4)
+
+        thread = threading.Thread(target=scraper)
+        thread.start()
+        cmd = common.agent("thin", "drain-worker", "--batch", "500", "--concurrency", "1000", "--dsn", db,
+                           "--timeout", "300")
+        common.run_agents([cmd], 330)
+        thread.join(timeout=60)
+        with psycopg.connect(db) as conn:
+            rows = conn.execute(
+                "SELECT date_bin('500 ms', finished_at, timestamptz '2000-01-01'), count(*)"
+                " FROM pgq.job_history GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+    half = dt.timedelta(milliseconds=500)
+    series = []
+    for b, n in rows:
+        scraped = any(t0 <= b + half and t1 >= b for t0, t1, _ in marks)
+        series.append({"at": b.isoformat(), "jobs": n, "scrape": scraped})
+        print(f"  {b.strftime('%H:%M:%S.%f')[:-3]} {n:6d} {'*' if scraped else ''}", file=sys.stderr)
+    return {"series": series, "scrape_ms": [m[2] for m in marks]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn", default=common.DEFAULT_DSN)
@@ -368,6 +412,8 @@ def main() -> None:
         result["archive"] = part_archive(args.dsn)
     if "heartbeat" in parts:
         result["heartbeat"] = part_heartbeat(args.dsn)
+    if "trace" in parts:
+        result["trace"] = part_trace(args.dsn)
     if "scrape" in parts:
         result["scrape"] = part_scrape(args.dsn, args.repeat)
         print(f"scrape: {result['scrape']['median_jobs_per_s']}", file=sys.stderr)
