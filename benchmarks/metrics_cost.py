@@ -54,7 +54,9 @@ import sql_ceiling
 ENTRYPOINTS = [f"mc.ep{i}" for i in range(10)]
 
 
-def timed(conn: psycopg.Connection[Any], sql: str, params: Any = None, repeat: int = 5) -> dict[str, float]:
+def timed(
+    conn: psycopg.Connection[Any], sql: str, params: Any = None, repeat: int = 5
+) -> dict[str, float]:
     """Median and max wall time of a statement (ms), fetched completely, after one warm-up."""
     conn.execute(sql, params).fetchall()
     runs = []
@@ -116,7 +118,9 @@ def part_read(dsn: str, backlog: int, history: int, repeat: int) -> dict[str, An
             calls, t = [], time.perf_counter()
             while True:
                 c = time.perf_counter()
-                rolled, caught_up, _ = conn.execute("SELECT * FROM pgq.rollup_metrics(100000)").fetchone()
+                rolled, caught_up, _ = conn.execute(
+                    "SELECT * FROM pgq.rollup_metrics(100000)"
+                ).fetchone()
                 calls.append(((time.perf_counter() - c) * 1000, rolled))
                 if caught_up:
                     break
@@ -125,7 +129,9 @@ def part_read(dsn: str, backlog: int, history: int, repeat: int) -> dict[str, An
                 "rows": sum(r for _, r in calls),
                 "calls": len(calls),
                 "seconds": total,
-                "median_ms_per_call": statistics.median(ms for ms, r in calls if r >= 100000) if len(calls) > 1 else calls[0][0],
+                "median_ms_per_call": statistics.median(ms for ms, r in calls if r >= 100000)
+                if len(calls) > 1
+                else calls[0][0],
                 "rows_per_s": sum(r for _, r in calls) / total,
             }
             print(f"  rollup catch-up: {out['catch_up']}", file=sys.stderr, flush=True)
@@ -138,13 +144,17 @@ def part_read(dsn: str, backlog: int, history: int, repeat: int) -> dict[str, An
                     (uuid.UUID(int=w + 1), ENTRYPOINTS, w, w),
                 )
                 conn.execute(
-                    "SELECT count(*) FROM pgq.claim(%s, %s, 50)", (uuid.UUID(int=w + 1), ENTRYPOINTS)
+                    "SELECT count(*) FROM pgq.claim(%s, %s, 50)",
+                    (uuid.UUID(int=w + 1), ENTRYPOINTS),
                 )
             conn.execute("ANALYZE pgq.jobs")
-            live_id = conn.execute("SELECT max(id) FROM pgq.jobs WHERE status = 'queued'").fetchone()[0]
+            live_id = conn.execute(
+                "SELECT max(id) FROM pgq.jobs WHERE status = 'queued'"
+            ).fetchone()[0]
             deep = conn.execute(
                 "SELECT priority, run_at, id FROM pgq.jobs WHERE entrypoint = 'mc.ep3' AND status = 'queued'"
-                " ORDER BY priority DESC, run_at, id OFFSET %s LIMIT 1", (min(50000, backlog // 20),)
+                " ORDER BY priority DESC, run_at, id OFFSET %s LIMIT 1",
+                (min(50000, backlog // 20),),
             ).fetchone()
             deep_cursor = conn.execute(
                 "SELECT 'q,' || %s || ',' || (to_json(%s::timestamptz) #>> '{}') || ',' || %s", deep
@@ -156,24 +166,54 @@ def part_read(dsn: str, backlog: int, history: int, repeat: int) -> dict[str, An
                 "pgq.worker_status": ("SELECT * FROM pgq.worker_status", None),
                 "pgq.job(live id)": ("SELECT * FROM pgq.job(%s)", (live_id,)),
                 "pgq.job(history id)": ("SELECT * FROM pgq.job(-4242)", None),
-                "pgq.list_jobs(queued, first page)": ("SELECT * FROM pgq.list_jobs('mc.ep3', 'queued')", None),
-                "pgq.list_jobs(queued, page after 50,000)": ("SELECT * FROM pgq.list_jobs('mc.ep3', 'queued', %s)", (deep_cursor,)),
-                "pgq.list_jobs(successful, first page)": ("SELECT * FROM pgq.list_jobs('mc.ep3', 'successful')", None),
-                "pgq.find_history('mc.ep3') (failed)": ("SELECT * FROM pgq.find_history('mc.ep3')", None),
-                "pgq.find_history(error => 'after 20 s')": ("SELECT * FROM pgq.find_history(error => 'after 20 s')", None),
-                "pgq.find_history(error => 'nothing like this')": ("SELECT * FROM pgq.find_history(error => 'nothing like this')", None),
-                "pgq.list_jobs(canceled, first page)": ("SELECT * FROM pgq.list_jobs('mc.ep3', 'canceled')", None),
+                "pgq.list_jobs(queued, first page)": (
+                    "SELECT * FROM pgq.list_jobs('mc.ep3', 'queued')",
+                    None,
+                ),
+                "pgq.list_jobs(queued, page after 50,000)": (
+                    "SELECT * FROM pgq.list_jobs('mc.ep3', 'queued', %s)",
+                    (deep_cursor,),
+                ),
+                "pgq.list_jobs(successful, first page)": (
+                    "SELECT * FROM pgq.list_jobs('mc.ep3', 'successful')",
+                    None,
+                ),
+                "pgq.find_history('mc.ep3') (failed)": (
+                    "SELECT * FROM pgq.find_history('mc.ep3')",
+                    None,
+                ),
+                "pgq.find_history(error => 'after 20 s')": (
+                    "SELECT * FROM pgq.find_history(error => 'after 20 s')",
+                    None,
+                ),
+                "pgq.find_history(error => 'nothing like this')": (
+                    "SELECT * FROM pgq.find_history(error => 'nothing like this')",
+                    None,
+                ),
+                "pgq.list_jobs(canceled, first page)": (
+                    "SELECT * FROM pgq.list_jobs('mc.ep3', 'canceled')",
+                    None,
+                ),
                 "pgq.find_history('mc.ep3', error => 'nothing like this')": (
-                    "SELECT * FROM pgq.find_history('mc.ep3', error => 'nothing like this')", None),
+                    "SELECT * FROM pgq.find_history('mc.ep3', error => 'nothing like this')",
+                    None,
+                ),
             }
             for stage in ("not vacuumed", "after VACUUM"):
                 if stage == "after VACUUM":
                     conn.execute("VACUUM (ANALYZE) pgq.jobs")
-                res = {name: timed(conn, sql, params, repeat) for name, (sql, params) in queries.items()}
+                res = {
+                    name: timed(conn, sql, params, repeat)
+                    for name, (sql, params) in queries.items()
+                }
                 out[stage] = res
                 for name, r in res.items():
-                    print(f"  {stage}: {name}: {r['median_ms']:.1f} ms", file=sys.stderr, flush=True)
-            out["sizes"] = common.table_stats(db, ("pgq.jobs", "pgq.job_history", "pgq.metrics_buckets"), rows=False)
+                    print(
+                        f"  {stage}: {name}: {r['median_ms']:.1f} ms", file=sys.stderr, flush=True
+                    )
+            out["sizes"] = common.table_stats(
+                db, ("pgq.jobs", "pgq.job_history", "pgq.metrics_buckets"), rows=False
+            )
             out["buckets"] = conn.execute("SELECT count(*) FROM pgq.metrics_buckets").fetchone()[0]
     return out
 
@@ -208,7 +248,11 @@ def part_rollup(dsn: str, repeat: int) -> dict[str, Any]:
                 else:
                     conn.execute("SELECT * FROM pgq.metrics()").fetchall()
                 runs[which].append((time.perf_counter() - t) * 1000)
-                print(f"  {which} after 75,000 new jobs: {runs[which][-1]:.0f} ms", file=sys.stderr, flush=True)
+                print(
+                    f"  {which} after 75,000 new jobs: {runs[which][-1]:.0f} ms",
+                    file=sys.stderr,
+                    flush=True,
+                )
             total = conn.execute("SELECT sum(jobs) FROM pgq.metrics_totals").fetchone()[0]
             assert total == 1_000_000 + repeat * 2 * 75_000, total
     return {k: {"median_ms": statistics.median(v), "runs_ms": v} for k, v in runs.items()}
@@ -232,10 +276,14 @@ def ceiling_run(dsn: str, variant: str, jobs: int, batch: int = 100) -> float:
 def part_hotpath(dsn: str, repeat: int, jobs: int = 100_000) -> dict[str, Any]:
     runs: dict[str, list[float]] = {"with": [], "without": []}
     for r in range(repeat):
-        for variant in (("with", "without") if r % 2 == 0 else ("without", "with")):
+        for variant in ("with", "without") if r % 2 == 0 else ("without", "with"):
             v = ceiling_run(dsn, variant, jobs)
             runs[variant].append(v)
-            print(f"  [{r + 1}/{repeat}] ceiling {variant} finished_xid: {v:,.0f} jobs/s", file=sys.stderr, flush=True)
+            print(
+                f"  [{r + 1}/{repeat}] ceiling {variant} finished_xid: {v:,.0f} jobs/s",
+                file=sys.stderr,
+                flush=True,
+            )
     med = {k: statistics.median(v) for k, v in runs.items()}
     return {"runs": runs, "median": med, "ratio_with_over_without": med["with"] / med["without"]}
 
@@ -254,16 +302,31 @@ def part_archive(dsn: str, batches: int = 200, batch: int = 500) -> dict[str, An
             cb.execute("DROP INDEX pgq.job_history_unsuccessful_idx")
             me = uuid.uuid4()
             for i in range(batches):
-                for name, conn in (("with", ca), ("without", cb)) if i % 2 == 0 else (("without", cb), ("with", ca)):
-                    conn.execute("SELECT count(*) FROM pgq.enqueue_many(array_fill('mc.arc'::text, ARRAY[%s]))", (batch,))
-                    rows = conn.execute("SELECT id, lease FROM pgq.claim(%s, '{mc.arc}', %s)", (me, batch)).fetchall()
+                for name, conn in (
+                    (("with", ca), ("without", cb))
+                    if i % 2 == 0
+                    else (("without", cb), ("with", ca))
+                ):
+                    conn.execute(
+                        "SELECT count(*) FROM pgq.enqueue_many(array_fill('mc.arc'::text, ARRAY[%s]))",
+                        (batch,),
+                    )
+                    rows = conn.execute(
+                        "SELECT id, lease FROM pgq.claim(%s, '{mc.arc}', %s)", (me, batch)
+                    ).fetchall()
                     ids = [r[0] for r in rows]
                     leases = [r[1] for r in rows]
                     statuses = ["successful"] * len(ids)
                     t = time.perf_counter()
-                    conn.execute("SELECT count(*) FROM pgq.complete(%s, %s, %s, %s)", (me, ids, leases, statuses)).fetchall()
+                    conn.execute(
+                        "SELECT count(*) FROM pgq.complete(%s, %s, %s, %s)",
+                        (me, ids, leases, statuses),
+                    ).fetchall()
                     times[name].append((time.perf_counter() - t) * 1e6 / batch)
-    out = {k: {"min_us_per_job": min(v), "median_us_per_job": statistics.median(v)} for k, v in times.items()}
+    out = {
+        k: {"min_us_per_job": min(v), "median_us_per_job": statistics.median(v)}
+        for k, v in times.items()
+    }
     print(f"  archive: {out}", file=sys.stderr, flush=True)
     return out
 
@@ -277,18 +340,24 @@ def part_heartbeat(dsn: str, calls: int = 3000) -> dict[str, Any]:
     with common.scratch_db(dsn, "mchb") as db:
         common.install_pgq(db)
         with psycopg.connect(db, autocommit=True) as conn:
-            conn.execute("SELECT pgq.enqueue_many(array_fill('mc.hb'::text, ARRAY[200]))").fetchall()
+            conn.execute(
+                "SELECT pgq.enqueue_many(array_fill('mc.hb'::text, ARRAY[200]))"
+            ).fetchall()
             args = {}
             for name in times:
                 w = uuid.uuid4()
                 if name == "registered":
                     conn.execute("SELECT pgq.register_worker(%s, '{mc.hb}')", (w,))
-                rows = conn.execute("SELECT id, lease FROM pgq.claim(%s, '{mc.hb}', 100)", (w,)).fetchall()
+                rows = conn.execute(
+                    "SELECT id, lease FROM pgq.claim(%s, '{mc.hb}', 100)", (w,)
+                ).fetchall()
                 args[name] = (w, [r[0] for r in rows], [r[1] for r in rows])
             for i in range(calls):
-                for name in (list(times) if i % 2 == 0 else list(reversed(times))):
+                for name in list(times) if i % 2 == 0 else list(reversed(times)):
                     t = time.perf_counter()
-                    conn.execute("SELECT count(*) FROM pgq.heartbeat(%s, %s, %s)", args[name]).fetchall()
+                    conn.execute(
+                        "SELECT count(*) FROM pgq.heartbeat(%s, %s, %s)", args[name]
+                    ).fetchall()
                     times[name].append((time.perf_counter() - t) * 1e6)
                 if i % 500 == 499:
                     conn.execute("VACUUM pgq.jobs, pgq.workers")
@@ -313,8 +382,18 @@ def drain_run(dsn: str, interval: float | None, jobs: int) -> dict[str, Any]:
                     stop.wait(interval)
 
         thread = threading.Thread(target=scraper) if interval else None
-        cmd = common.agent("thin", "drain-worker", "--batch", "500", "--concurrency", "1000", "--dsn", db,
-                           "--timeout", "300")
+        cmd = common.agent(
+            "thin",
+            "drain-worker",
+            "--batch",
+            "500",
+            "--concurrency",
+            "1000",
+            "--dsn",
+            db,
+            "--timeout",
+            "300",
+        )
         if thread:
             thread.start()
         try:
@@ -329,20 +408,31 @@ def drain_run(dsn: str, interval: float | None, jobs: int) -> dict[str, Any]:
             ).fetchone()
     assert count == jobs, count
     first = results[0]["first_start_ns"] / 1e9
-    return {"jobs_per_s": jobs / (last - first), "scrapes": len(scrapes),
-            "scrape_ms_median": statistics.median(scrapes) if scrapes else None}
+    return {
+        "jobs_per_s": jobs / (last - first),
+        "scrapes": len(scrapes),
+        "scrape_ms_median": statistics.median(scrapes) if scrapes else None,
+    }
 
 
 def part_scrape(dsn: str, repeat: int, jobs: int = 200_000) -> dict[str, Any]:
-    variants: dict[str, float | None] = {"no scraper": None, "metrics() every 15 s": 15.0, "metrics() every 1 s": 1.0}
+    variants: dict[str, float | None] = {
+        "no scraper": None,
+        "metrics() every 15 s": 15.0,
+        "metrics() every 1 s": 1.0,
+    }
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in variants}
     for r in range(repeat):
         order = list(variants) if r % 2 == 0 else list(reversed(variants))
         for name in order:
             res = drain_run(dsn, variants[name], jobs)
             runs[name].append(res)
-            print(f"  [{r + 1}/{repeat}] drain, {name}: {res['jobs_per_s']:,.0f} jobs/s ({res['scrapes']} scrapes, "
-                  f"median {res['scrape_ms_median']} ms)", file=sys.stderr, flush=True)
+            print(
+                f"  [{r + 1}/{repeat}] drain, {name}: {res['jobs_per_s']:,.0f} jobs/s ({res['scrapes']} scrapes, "
+                f"median {res['scrape_ms_median']} ms)",
+                file=sys.stderr,
+                flush=True,
+            )
     med = {k: statistics.median(x["jobs_per_s"] for x in v) for k, v in runs.items()}
     return {"runs": runs, "median_jobs_per_s": med}
 
@@ -371,8 +461,18 @@ def part_trace(dsn: str, jobs: int = 200_000) -> dict[str, Any]:
 
         thread = threading.Thread(target=scraper)
         thread.start()
-        cmd = common.agent("thin", "drain-worker", "--batch", "500", "--concurrency", "1000", "--dsn", db,
-                           "--timeout", "300")
+        cmd = common.agent(
+            "thin",
+            "drain-worker",
+            "--batch",
+            "500",
+            "--concurrency",
+            "1000",
+            "--dsn",
+            db,
+            "--timeout",
+            "300",
+        )
         common.run_agents([cmd], 330)
         thread.join(timeout=60)
         with psycopg.connect(db) as conn:
@@ -385,7 +485,9 @@ def part_trace(dsn: str, jobs: int = 200_000) -> dict[str, Any]:
     for b, n in rows:
         scraped = any(t0 <= b + half and t1 >= b for t0, t1, _ in marks)
         series.append({"at": b.isoformat(), "jobs": n, "scrape": scraped})
-        print(f"  {b.strftime('%H:%M:%S.%f')[:-3]} {n:6d} {'*' if scraped else ''}", file=sys.stderr)
+        print(
+            f"  {b.strftime('%H:%M:%S.%f')[:-3]} {n:6d} {'*' if scraped else ''}", file=sys.stderr
+        )
     return {"series": series, "scrape_ms": [m[2] for m in marks]}
 
 
