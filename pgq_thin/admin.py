@@ -83,6 +83,8 @@ class Admin(SyncHandle):
     """Sync admin API over a DSN or a ``psycopg.Connection`` you hold (see the module
     docstring)."""
 
+    APPLICATION_NAME = "pgq-thin admin"
+
     def stats(self) -> list[EntrypointStats]:
         """Per entrypoint: queued, due, running, stale, oldest queued age, and its policy
         (view ``pgq.queue_stats``, by entrypoint)."""
@@ -177,6 +179,8 @@ class Admin(SyncHandle):
 class AsyncAdmin(AsyncHandle):
     """Async admin API over a DSN or a ``psycopg.AsyncConnection`` you hold; each method as
     in :class:`Admin`."""
+
+    APPLICATION_NAME = "pgq-thin admin"
 
     async def stats(self) -> list[EntrypointStats]:
         """As :meth:`Admin.stats`."""

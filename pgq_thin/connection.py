@@ -2,7 +2,9 @@
 
 Which database to use is decided by :mod:`pgq_thin.dsn` (the one rule).
 
-Every connection is autocommit (each ``pgq`` call is its own transaction), uses no server-side
+Every connection is autocommit (each ``pgq`` call is its own transaction), says who it is
+(``application_name``, e.g. ``pgq-thin worker 1a2b3c4d``, as libpq's
+``fallback_application_name``: a name in the DSN or in ``PGAPPNAME`` wins), uses no server-side
 prepared statements (``prepare_threshold=None``: a transaction-mode pooler hands each
 transaction to any server connection, where a statement prepared on another one does not
 exist), and asks libpq for TCP keepalives and a ``tcp_user_timeout``, so a dead peer is noticed
@@ -49,17 +51,43 @@ KEEPALIVES: dict[str, Any] = {
 PREPARE_THRESHOLD = None
 
 
-def connect(dsn: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
-    """A sync connection with keepalives."""
+#: The ``application_name`` of a connection opened without a name of its own.
+APPLICATION_NAME = "pgq-thin"
+
+
+def _named(application_name: str | None) -> dict[str, Any]:
+    """libpq settings naming the connection: ``fallback_application_name``, so that a name
+    given in the DSN (``application_name=...``) or in ``PGAPPNAME`` is kept."""
+    return {**KEEPALIVES, "fallback_application_name": application_name or APPLICATION_NAME}
+
+
+def short_id(worker_id: object) -> str:
+    """The first 8 characters of a worker id: enough to tell workers apart in a listing."""
+    return str(worker_id)[:8]
+
+
+def connect(
+    dsn: str, *, autocommit: bool = True, application_name: str | None = None
+) -> psycopg.Connection[Any]:
+    """A sync connection with keepalives, named ``application_name`` (unless the DSN or
+    ``PGAPPNAME`` names it)."""
     return psycopg.connect(
-        dsn, autocommit=autocommit, prepare_threshold=PREPARE_THRESHOLD, **KEEPALIVES
+        dsn,
+        autocommit=autocommit,
+        prepare_threshold=PREPARE_THRESHOLD,
+        **_named(application_name),
     )
 
 
-async def aconnect(dsn: str, *, autocommit: bool = True) -> psycopg.AsyncConnection[Any]:
-    """An async connection with keepalives."""
+async def aconnect(
+    dsn: str, *, autocommit: bool = True, application_name: str | None = None
+) -> psycopg.AsyncConnection[Any]:
+    """An async connection with keepalives, named as :func:`connect` names it."""
     return await psycopg.AsyncConnection.connect(
-        dsn, autocommit=autocommit, prepare_threshold=PREPARE_THRESHOLD, **KEEPALIVES
+        dsn,
+        autocommit=autocommit,
+        prepare_threshold=PREPARE_THRESHOLD,
+        **_named(application_name),
     )
 
 
@@ -127,8 +155,10 @@ class AsyncSession:
         reconnect_timeout: float | None = 300.0,
         on_reconnect: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]] | None = None,
         backoff: Backoff | None = None,
+        application_name: str | None = None,
     ) -> None:
         self._dsn = dsn
+        self.application_name = application_name
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock = asyncio.Lock()
         self.reconnect_timeout = reconnect_timeout
@@ -152,7 +182,7 @@ class AsyncSession:
         """Connect once; a failure is raised at once (a bad DSN should not be retried)."""
         async with self._lock:
             if self._conn is None or self._conn.closed:
-                self._conn = await aconnect(self._dsn)
+                self._conn = await aconnect(self._dsn, application_name=self.application_name)
 
     async def call(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
         """Run ``fn(conn)``; on a broken connection reconnect and run it again."""
@@ -215,7 +245,7 @@ class AsyncSession:
             if delay:
                 await asyncio.sleep(delay)
             try:
-                conn = await aconnect(self._dsn)
+                conn = await aconnect(self._dsn, application_name=self.application_name)
             except psycopg.OperationalError as err:
                 log.warning("pgq-thin reconnect failed (%s)", _one_line(err))
                 continue

@@ -5,13 +5,17 @@ autocommit connection of its own on first use, so every call commits at once, an
 on :meth:`close` or at the end of a ``with`` block. Given a psycopg connection you hold, every
 call runs on it, inside whatever transaction you have open, and it is never closed or committed
 by the handle. Anything else is a :class:`TypeError` at construction.
+
+A connection the handle opens is named (``application_name``) after the class:
+``pgq-thin producer`` for a queue, ``pgq-thin admin`` for the admin API, unless the DSN or
+``PGAPPNAME`` names it, or ``application_name=`` says otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import psycopg
 
@@ -37,7 +41,16 @@ def _refuse(owner: str, expected: str, given: object) -> TypeError:
 class SyncHandle:
     """A DSN or a ``psycopg.Connection`` (see the module docstring)."""
 
-    def __init__(self, dsn_or_connection: str | psycopg.Connection[Any] | None = None) -> None:
+    #: The ``application_name`` of a connection the handle opens (subclasses name theirs).
+    APPLICATION_NAME: ClassVar[str] = "pgq-thin"
+
+    def __init__(
+        self,
+        dsn_or_connection: str | psycopg.Connection[Any] | None = None,
+        *,
+        application_name: str | None = None,
+    ) -> None:
+        self.application_name = application_name or self.APPLICATION_NAME
         if isinstance(dsn_or_connection, psycopg.Connection):
             self._conn: psycopg.Connection[Any] | None = dsn_or_connection
             self._dsn: str | None = None
@@ -52,7 +65,7 @@ class SyncHandle:
     def connection(self) -> psycopg.Connection[Any]:
         """The connection calls run on (opened on first use when given a DSN)."""
         if self._conn is None or (self._owned and self._conn.closed):
-            self._conn = connect(resolve_dsn(self._dsn))
+            self._conn = connect(resolve_dsn(self._dsn), application_name=self.application_name)
         return self._conn
 
     def close(self) -> None:
@@ -76,9 +89,16 @@ class SyncHandle:
 class AsyncHandle:
     """A DSN or a ``psycopg.AsyncConnection`` (see the module docstring)."""
 
+    #: The ``application_name`` of a connection the handle opens (subclasses name theirs).
+    APPLICATION_NAME: ClassVar[str] = "pgq-thin"
+
     def __init__(
-        self, dsn_or_connection: str | psycopg.AsyncConnection[Any] | None = None
+        self,
+        dsn_or_connection: str | psycopg.AsyncConnection[Any] | None = None,
+        *,
+        application_name: str | None = None,
     ) -> None:
+        self.application_name = application_name or self.APPLICATION_NAME
         if isinstance(dsn_or_connection, psycopg.AsyncConnection):
             self._conn: psycopg.AsyncConnection[Any] | None = dsn_or_connection
             self._dsn: str | None = None
@@ -93,7 +113,8 @@ class AsyncHandle:
         """The connection calls run on (opened on first use when given a DSN)."""
         if self._conn is None or (self._owned and self._conn.closed):
             # the rule may start the embedded server: not on the event loop
-            self._conn = await aconnect(await asyncio.to_thread(resolve_dsn, self._dsn))
+            dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
+            self._conn = await aconnect(dsn, application_name=self.application_name)
         return self._conn
 
     async def close(self) -> None:

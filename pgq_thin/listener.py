@@ -98,8 +98,10 @@ class Listener:
         check_interval: float = 5.0,
         ping_timeout: float = 5.0,
         backoff: Backoff | None = None,
+        application_name: str | None = None,
     ) -> None:
         self._dsn = dsn
+        self._application_name = application_name
         self._on_event = on_event
         self._on_connect = on_connect
         self.check_interval = check_interval
@@ -119,7 +121,7 @@ class Listener:
         while True:
             conn: psycopg.AsyncConnection[Any] | None = None
             try:
-                conn = await aconnect(self._dsn)
+                conn = await aconnect(self._dsn, application_name=self._application_name)
                 await calls.alisten(conn)
                 self.backend_pid = conn.info.backend_pid
                 self.connects += 1

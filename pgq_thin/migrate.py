@@ -62,6 +62,8 @@ SCHEMA = "pgq"
 ROLES = ("pgq_producer", "pgq_worker")
 MARKER = "pgq-thin"
 LOCK_KEY = 0x7067712D7468696E  # the bytes of "pgq-thin" as one bigint
+#: The ``application_name`` of the connections migrate opens from a DSN.
+APPLICATION_NAME = "pgq-thin migrate"
 
 _MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
@@ -322,7 +324,10 @@ def _alembic_config() -> Config:
 def _connection(target: Target) -> Iterator[sqlalchemy.Connection]:
     """A SQLAlchemy connection over ``target``; database errors surface as psycopg errors."""
     if isinstance(target, str):
-        owned = psycopg.connect(target, autocommit=True)
+        # named like every connection of the client; a name in the DSN or PGAPPNAME wins
+        owned = psycopg.connect(
+            target, autocommit=True, fallback_application_name=APPLICATION_NAME
+        )
         try:
             with _borrowed(owned) as conn:
                 yield conn

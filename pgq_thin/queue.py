@@ -95,6 +95,8 @@ class Queue(SyncHandle):
     """Sync producer over a DSN or a ``psycopg.Connection`` you hold (see the module
     docstring); anything else is a :class:`TypeError`."""
 
+    APPLICATION_NAME = "pgq-thin producer"
+
     def enqueue(
         self,
         entrypoint: str,
@@ -170,6 +172,8 @@ class Queue(SyncHandle):
 class AsyncQueue(AsyncHandle):
     """Async producer over a DSN or a ``psycopg.AsyncConnection`` you hold; anything else is
     a :class:`TypeError`."""
+
+    APPLICATION_NAME = "pgq-thin producer"
 
     async def enqueue(
         self,

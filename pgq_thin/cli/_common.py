@@ -65,6 +65,12 @@ def dsn(args: argparse.Namespace) -> str:
     return database(args).dsn
 
 
+def application_name(args: argparse.Namespace) -> str:
+    """The ``application_name`` of the command's connections: ``pgq-thin COMMAND`` (a name in
+    the DSN or ``PGAPPNAME`` wins)."""
+    return f"pgq-thin {args.command}"
+
+
 def own_usage(parser: argparse.ArgumentParser) -> None:
     """Errors found after parsing (unknown options) print this parser's usage, not the top's."""
     parser.set_defaults(**{_PARSER: parser})

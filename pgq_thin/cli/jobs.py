@@ -7,7 +7,15 @@ import argparse
 from datetime import timedelta
 
 from pgq_thin.admin import Admin
-from pgq_thin.cli._common import EXIT_OK, Command, UsageError, dsn, json_arg, out
+from pgq_thin.cli._common import (
+    EXIT_OK,
+    Command,
+    UsageError,
+    application_name,
+    dsn,
+    json_arg,
+    out,
+)
 from pgq_thin.cli._output import add_format_options, print_json, table, wants_json
 from pgq_thin.queue import Queue
 
@@ -34,7 +42,7 @@ def _cmd_enqueue(args: argparse.Namespace) -> int:
         raise UsageError("--headers must be a JSON object")
     if args.delay is not None and args.delay < 0:
         raise UsageError(f"--delay must not be negative, got {args.delay}")
-    with Queue(dsn(args)) as queue:
+    with Queue(dsn(args), application_name=application_name(args)) as queue:
         job_id = queue.enqueue(
             args.entrypoint,
             payload,
@@ -65,7 +73,7 @@ def _add_status(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    with Admin(dsn(args)) as admin:
+    with Admin(dsn(args), application_name=application_name(args)) as admin:
         rows = admin.stats()
     if wants_json(args):
         print_json(rows)
@@ -90,7 +98,7 @@ def _add_failed(parser: argparse.ArgumentParser) -> None:
 def _cmd_failed(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"--limit must be at least 1, got {args.limit}")
-    with Admin(dsn(args)) as admin:
+    with Admin(dsn(args), application_name=application_name(args)) as admin:
         rows = admin.failed(args.limit)
     if wants_json(args):
         print_json(rows)
@@ -112,7 +120,7 @@ def _add_requeue(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_requeue(args: argparse.Namespace) -> int:
-    with Admin(dsn(args)) as admin:
+    with Admin(dsn(args), application_name=application_name(args)) as admin:
         done = admin.requeue(args.ids)
     out(f"requeued {len(done)} job(s){': ' + ' '.join(map(str, done)) if done else ''}")
     skipped = [i for i in args.ids if i not in set(done)]

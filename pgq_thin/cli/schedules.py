@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 
 from pgq_thin.admin import Admin
-from pgq_thin.cli._common import EXIT_OK, Command, UsageError, dsn, json_arg, out, own_usage
+from pgq_thin.cli._common import (
+    EXIT_OK,
+    Command,
+    UsageError,
+    application_name,
+    dsn,
+    json_arg,
+    out,
+    own_usage,
+)
 from pgq_thin.cli._output import add_format_options, fmt, print_json, table, wants_json
 
 COLUMNS = ("name", "entrypoint", "cron", "timezone", "next_run_at", "last_run_at", "state")
@@ -44,7 +53,7 @@ def _cmd_schedules(args: argparse.Namespace) -> int:
     action = getattr(args, "action", None) or "list"
     if action == "add":
         payload = None if args.payload is None else json_arg(args.payload, "the payload")
-        with Admin(dsn(args)) as admin:
+        with Admin(dsn(args), application_name=application_name(args)) as admin:
             schedule = admin.add_schedule(
                 args.name,
                 args.entrypoint,
@@ -57,13 +66,13 @@ def _cmd_schedules(args: argparse.Namespace) -> int:
         out(f"schedule {schedule.name!r}: next run {fmt(schedule.next_run_at)}")
         return EXIT_OK
     if action == "remove":
-        with Admin(dsn(args)) as admin:
+        with Admin(dsn(args), application_name=application_name(args)) as admin:
             removed = admin.remove_schedule(args.name)
         if not removed:
             raise UsageError(f"no schedule named {args.name!r}")
         out(f"removed schedule {args.name!r}")
         return EXIT_OK
-    with Admin(dsn(args)) as admin:
+    with Admin(dsn(args), application_name=application_name(args)) as admin:
         rows = admin.schedules()
     if wants_json(args):
         print_json(rows)

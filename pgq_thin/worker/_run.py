@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pgq_thin import calls
-from pgq_thin.connection import AsyncSession
+from pgq_thin.connection import AsyncSession, short_id
 from pgq_thin.dsn import resolve_dsn
 from pgq_thin.errors import SetupError
 from pgq_thin.listener import CancelRequested, Enqueued, Event, Listener, SchedulesChanged
@@ -82,6 +82,7 @@ class Run:
             self._on_listener_connect,
             check_interval=settings.ping_interval,
             ping_timeout=settings.ping_timeout,
+            application_name=f"pgq-thin listener {short_id(settings.worker_id)}",
         )
         self.tasks: list[asyncio.Task[None]] = []
         self._failure: BaseException | None = None
@@ -90,7 +91,11 @@ class Run:
     @classmethod
     async def open(cls, settings: WorkerSettings, registry: Registry, stats: WorkerStats) -> Run:
         dsn = await asyncio.to_thread(resolve_dsn, settings.dsn)
-        session = AsyncSession(dsn, reconnect_timeout=settings.reconnect_timeout)
+        session = AsyncSession(
+            dsn,
+            reconnect_timeout=settings.reconnect_timeout,
+            application_name=f"pgq-thin worker {short_id(settings.worker_id)}",
+        )
         await session.open()
         return cls(settings, registry, stats, session, dsn)
 
