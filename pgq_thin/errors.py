@@ -10,6 +10,7 @@ older than the client, a role without a grant): :func:`setup_error` turns them i
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -18,6 +19,25 @@ import psycopg
 
 class PgqThinError(Exception):
     """Base class of every error raised by pgq_thin itself."""
+
+
+class ExtraNotInstalled(PgqThinError, ImportError):
+    """An option needs a package of an extra that is not installed; the message names the
+    extra to install (``pip install 'pgq-thin[metrics]'``)."""
+
+
+def require_extra(module: str, extra: str, what: str) -> None:
+    """Raise :class:`ExtraNotInstalled` unless ``module`` can be imported (without importing
+    it); ``what`` names the option that needs it."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ExtraNotInstalled(
+            f"{what} needs {module}, which is not installed: pip install 'pgq-thin[{extra}]'",
+            name=module,
+        )
 
 
 class SetupError(PgqThinError):

@@ -59,10 +59,18 @@ class ScheduleSpec:
 class Scheduler:
     """Registers schedules and fires due ticks; one instance per worker."""
 
-    def __init__(self, worker_id: uuid.UUID, specs: Iterable[ScheduleSpec], batch_size: int = 10):
+    def __init__(
+        self,
+        worker_id: uuid.UUID,
+        specs: Iterable[ScheduleSpec],
+        batch_size: int = 10,
+        *,
+        logger: logging.Logger | logging.LoggerAdapter | None = None,  # type: ignore[type-arg]
+    ):
         self.worker_id = worker_id
         self.specs = list(specs)
         self.batch_size = batch_size
+        self._log = logger or log
         self.fired = 0
         self._crons: dict[tuple[str, str], CronSchedule] = {}
 
@@ -127,14 +135,18 @@ class Scheduler:
         call: Callable[[Callable[[calls.AConn], Awaitable[float | None]]], Awaitable[float | None]],
         wake: asyncio.Event,
         stopping: asyncio.Event,
+        *,
+        fire: bool = True,
     ) -> None:
-        """The scheduler loop: register the schedules, then fire ticks as they fall due, until
-        ``stopping`` is set (checked between two fires, so no tick is left claimed). Sleeps
-        until the earliest tick (or a takeover) as the database reports it, waking early when
-        ``wake`` is set (a ``schedules`` notification, a reconnect); the sleep is capped so
-        clock drift cannot stall a schedule. ``call`` runs a step on the session (re-run whole
-        after a reconnect). A database error is logged and retried after a backoff; any other
-        error (a SetupError among them) ends the loop."""
+        """The scheduler loop: register the schedules, then fire the ticks of every schedule in
+        the database (its own and any other) as they fall due, until ``stopping`` is set
+        (checked between two fires, so no tick is left claimed). Sleeps until the earliest tick
+        (or a takeover) as the database reports it, at most ``SCHEDULE_MAX_SLEEP`` (also when
+        there are no schedules at all), waking early when ``wake`` is set (a ``schedules``
+        notification, a reconnect); the cap also keeps clock drift from stalling a schedule.
+        ``call`` runs a step on the session (re-run whole after a reconnect). A database error
+        is logged and retried after a backoff; any other error (a SetupError among them) ends
+        the loop. ``fire`` False: only register, then return."""
         registered = False
         backoff = Backoff(base=0.5, cap=30.0)
 
@@ -143,6 +155,8 @@ class Scheduler:
             if not registered:
                 await self.register(conn)
                 registered = True
+            if not fire:
+                return None
             await self.fire_due(conn)
             return await self.seconds_until_due(conn)
 
@@ -150,13 +164,15 @@ class Scheduler:
             wake.clear()
             try:
                 due_in = await call(step)
+                if not fire:
+                    return
                 backoff.reset()
                 wait = min(
                     SCHEDULE_MAX_SLEEP if due_in is None else max(due_in, 0.0), SCHEDULE_MAX_SLEEP
                 )
             except (psycopg.Error, PgqError) as err:
                 wait = max(0.5, backoff.next_delay())
-                log.warning("pgq-thin scheduler failed (%s); retrying in %.1f s", err, wait)
+                self._log.warning("pgq-thin scheduler failed (%s); retrying in %.1f s", err, wait)
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), wait + 0.002)

@@ -2,9 +2,10 @@
 the queue is empty).
 
 ``MODULE:ATTR`` is a :class:`~pgq_thin.worker.ThinWorker`, a function (sync or async)
-returning one, or an async context manager (or a function returning one) yielding one. The
-options override the worker's settings in :func:`configure_worker`, the one place they are
-applied.
+returning one, or an async context manager (or a function returning one) yielding one; a job
+handler given by mistake is refused before anything runs, naming the worker to pass instead.
+The options override the worker's settings in :func:`configure_worker`, the one place they are
+applied. Logs go to stderr as text or JSON lines (``--log-format``, see :mod:`pgq_thin.logs`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import sys
 from typing import Any
 
+from pgq_thin import logs
 from pgq_thin.cli._common import EXIT_OK, Command, UsageError
 from pgq_thin.worker import ThinWorker
 
@@ -84,7 +86,39 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="restarts in a row before giving up (default: the worker's, 5)",
     )
-    parser.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
+    parser.add_argument(
+        "--no-schedules",
+        action="store_true",
+        default=False,
+        help="fire no cron schedules (by default every worker fires every due schedule in the "
+        "database, also those added with `pgq-thin schedules add`)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve this worker's Prometheus metrics on http://ADDR:PORT/metrics (needs "
+        "pip install 'pgq-thin[metrics]')",
+    )
+    parser.add_argument(
+        "--metrics-addr",
+        default=None,
+        metavar="ADDR",
+        help="address the metrics endpoint listens on (default: 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        help="logging level: DEBUG (a line per job), INFO, WARNING, ERROR (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        choices=logs.FORMATS,
+        help="text lines, or one JSON object per line with the job's fields (default: "
+        "%(default)s)",
+    )
 
 
 def configure_worker(worker: ThinWorker, args: argparse.Namespace) -> None:
@@ -113,6 +147,14 @@ def configure_worker(worker: ThinWorker, args: argparse.Namespace) -> None:
         if args.max_restarts < 0:
             raise UsageError(f"--max-restarts must not be negative, got {args.max_restarts}")
         worker.max_restarts = args.max_restarts
+    if args.no_schedules:
+        worker.run_schedules = False
+    if args.metrics_addr:
+        worker.metrics_addr = args.metrics_addr
+    if args.metrics_port is not None:
+        if not 0 <= args.metrics_port <= 65535:
+            raise UsageError(f"--metrics-port must be a port number, got {args.metrics_port}")
+        worker.metrics_port = args.metrics_port
 
 
 def load_target(target: str) -> Any:
@@ -145,6 +187,7 @@ async def _run_target(obj: Any, args: argparse.Namespace) -> ThinWorker:
         async with obj as worker:
             return await _run_checked(worker, args)
     if callable(obj):
+        _refuse_handler(obj, args.target)
         made = obj()
         if inspect.isawaitable(made):
             made = await made
@@ -153,6 +196,38 @@ async def _run_target(obj: Any, args: argparse.Namespace) -> ThinWorker:
                 return await _run_checked(worker, args)
         return await _run_checked(made, args)
     raise UsageError(f"{args.target} is a {type(obj).__name__}, not a ThinWorker or a factory")
+
+
+def _refuse_handler(obj: Any, target: str) -> None:
+    """A target that needs arguments (a job handler, most likely) cannot be called to make a
+    worker: say so, and name the workers its module has."""
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):  # no signature to read (a builtin): let it be tried
+        return
+    try:
+        signature.bind()
+    except TypeError:
+        pass
+    else:
+        return
+    module_name = target.partition(":")[0]
+    module = sys.modules.get(module_name)
+    workers = sorted(
+        name for name, value in vars(module or object()).items() if isinstance(value, ThinWorker)
+    )
+    if workers:
+        fix = "pass the worker instead: " + " or ".join(f"{module_name}:{w}" for w in workers)
+    else:
+        fix = (
+            "pass a ThinWorker, or a function without arguments that returns one "
+            "(e.g. myapp.jobs:worker)"
+        )
+    params = ", ".join(signature.parameters)
+    raise UsageError(
+        f"{target} takes arguments ({params}): a job handler, not a worker or a function that "
+        f"makes one; {fix}"
+    )
 
 
 async def _run_checked(worker: Any, args: argparse.Namespace) -> ThinWorker:
@@ -171,9 +246,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     level = getattr(logging, str(args.log_level).upper(), None)
     if not isinstance(level, int):
         raise UsageError(f"unknown --log-level {args.log_level!r}")
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    logs.configure(level, args.log_format)
     obj = load_target(args.target)
     worker = asyncio.run(_run_target(obj, args))
     worker.abandon_stuck_threads()

@@ -21,6 +21,7 @@ task cancelled, or :class:`~pgq_thin.job.CancelJob`) is ``canceled``, any other 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import threading
@@ -42,6 +43,7 @@ from pgq_thin.job import (
 from pgq_thin.worker._registry import Handler
 from pgq_thin.worker._results import Details, Result, ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+from pgq_thin.worker._telemetry import Ending, Telemetry, job_fields
 
 log = logging.getLogger("pgq_thin.worker")
 
@@ -72,6 +74,8 @@ class Attempt:
     handler: Handler
     phase: Phase = Phase.CLAIMED
     stop: Stop | None = None
+    began: float = 0.0  # time.monotonic() when its task started
+    span: Any = None  # its trace span while it runs (with OpenTelemetry)
 
     def begin(self) -> bool:
         """CLAIMED -> RUNNING, unless released or stopped first."""
@@ -117,9 +121,11 @@ class Attempts:
         results: ResultBuffer,
         executor: ThreadPoolExecutor,
         on_slot_free: Callable[[], None],
+        telemetry: Telemetry,
     ) -> None:
         self._settings = settings
         self._stats = stats
+        self._tel = telemetry
         self._handlers = handlers
         self._results = results
         self._executor = executor
@@ -193,14 +199,23 @@ class Attempts:
         if self.owned.get(job.id) is attempt:
             del self.owned[job.id]
         self._results.drop(job.id, job.lease)
-        if attempt.phase is not Phase.FINISHED:
-            log.warning("pgq-thin job %s lost its lease; cancelling it", job.id)
+        running = attempt.phase is not Phase.FINISHED
+        self._tel.lost(attempt, running)
+        if running:
             self._interrupt(attempt)
 
     def cancel(self, attempt: Attempt) -> None:
         if attempt.phase is Phase.FINISHED or not attempt.request_stop(Stop.CANCEL):
             return
-        log.info("pgq-thin job %s cancel requested", attempt.job.id)
+        job = attempt.job
+        self._tel.log.info(
+            "pgq-thin job %s (%s) attempt %d of %d: cancel requested",
+            job.id,
+            job.entrypoint,
+            job.attempt,
+            job.max_attempts,
+            extra=job_fields(job),
+        )
         self._interrupt(attempt)
 
     def abort_running(self) -> None:
@@ -208,18 +223,23 @@ class Attempts:
         thread cannot be killed: its attempt is reported now and its slot freed."""
         grace = self._settings.grace_period
         for attempt in list(self._tasks):
-            log.warning(
-                "pgq-thin: job %s (%s) still running after the %g s grace period; cancelling it",
-                attempt.job.id,
-                attempt.job.entrypoint,
+            job = attempt.job
+            self._tel.log.warning(
+                "pgq-thin job %s (%s) attempt %d of %d: still running after the %g s grace "
+                "period; cancelling it",
+                job.id,
+                job.entrypoint,
+                job.attempt,
+                job.max_attempts,
                 grace,
+                extra=job_fields(job),
             )
             attempt.request_stop(Stop.ABORT)
             self._stats.aborted += 1
             self._interrupt(attempt)
             if not attempt.handler.is_async:
                 if attempt.stop is Stop.ABORT and attempt.finish():
-                    self._report(attempt, "failed", aborted_details(grace))
+                    self._end(attempt, aborted(grace))
                 self._tasks.pop(attempt, None)
 
     async def wait_idle(self, timeout: float | None = None) -> bool:
@@ -245,16 +265,26 @@ class Attempts:
 
     async def _execute(self, attempt: Attempt) -> None:
         """One job's task: runs the handler, reports the outcome, frees the slot. Never
-        cancelled before its first step (see :meth:`_interrupt`), so ``finally`` always runs."""
+        cancelled before its first step (see :meth:`_interrupt`), so ``finally`` always runs.
+        With OpenTelemetry, the job's span is the current one while its handler runs."""
+        attempt.began = time.monotonic()
+        tracer = self._tel.tracer
         try:
-            outcome = await self._outcome(attempt)
-            if outcome is not None:
-                self._report(attempt, *outcome)
+            if tracer is None or attempt.phase is not Phase.CLAIMED:  # no span: released
+                ending = await self._outcome(attempt)
+            else:
+                attempt.span = tracer.start(attempt.job)
+                with tracer.current(attempt.span):
+                    ending = await self._outcome(attempt)
+            if ending is not None:
+                self._end(attempt, ending)
         finally:
+            if attempt.span is not None:  # released, lost, or the run is closing
+                self._tel.left(attempt, "lost" if attempt.stop is Stop.LOST else "released")
             self._tasks.pop(attempt, None)  # its slot is free from here
             self._on_slot_free()
 
-    async def _outcome(self, attempt: Attempt) -> tuple[str, Details] | None:
+    async def _outcome(self, attempt: Attempt) -> Ending | None:
         job, handler = attempt.job, attempt.handler
         try:
             if handler.is_async:
@@ -266,27 +296,35 @@ class Attempts:
             else:
                 _ = job.cancelled  # made here, before the handler's thread can look at it
                 loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self._executor, self._call_sync, attempt)
+                if attempt.span is None:
+                    result = await loop.run_in_executor(self._executor, self._call_sync, attempt)
+                else:  # the handler's thread sees the job's span as the current one
+                    context = contextvars.copy_context()
+                    result = await loop.run_in_executor(
+                        self._executor, context.run, self._call_sync, attempt
+                    )
                 if result is _NOT_STARTED:
                     return self._stopped_before_start(attempt)
-            status, details = "successful", result_details(result)
+            ending = Ending("successful", result_details(result), "successful")
             if attempt.stop is None:  # the common case, without a detour
-                return (status, details) if attempt.finish() else None
+                return ending if attempt.finish() else None
         except asyncio.CancelledError:
             if attempt.stop is None:
                 raise  # the run is closing
-            status, details = "canceled", {"error": "CancelledError", "message": "cancelled"}
+            details: dict[str, Any] = {"error": "CancelledError", "message": "cancelled"}
+            ending = Ending("canceled", details, "canceled")
         except CancelJob as err:
-            status, details = "canceled", {"error": "CancelJob", "message": str(err)}
+            details = {"error": "CancelJob", "message": str(err)}
+            ending = Ending("canceled", details, "canceled", err)
         except RetryAfter as err:
-            status = "failed"
             details = {"error": "RetryAfter", "message": str(err), "retry_after": err.seconds}
+            ending = Ending("failed", details, "retry_after", err)
         except PayloadValidationError as err:
-            status, details = "failed", {"error": "PayloadValidationError", "message": str(err)}
+            details = {"error": "PayloadValidationError", "message": str(err)}
+            ending = Ending("failed", details, "invalid_payload", err)
         except Exception as err:
-            status, details = "failed", failure_details(err)
-            log.info("pgq-thin job %s (%s) failed: %r", job.id, job.entrypoint, err)
-        return self._finished(attempt, status, details)
+            ending = Ending("failed", failure_details(err), "failed", err)
+        return self._finished(attempt, ending)
 
     def _call_sync(self, attempt: Attempt) -> Any:
         """In the handler's thread."""
@@ -297,28 +335,32 @@ class Attempts:
             job.payload = validate_payload(handler.payload_type, job.raw_payload)
         return handler.fn(job)
 
-    def _stopped_before_start(self, attempt: Attempt) -> tuple[str, Details] | None:
+    def _stopped_before_start(self, attempt: Attempt) -> Ending | None:
         if attempt.phase is Phase.RELEASED:
             return None
-        message = "cancelled before it started"
-        return self._finished(attempt, "canceled", {"error": "CancelledError", "message": message})
+        details = {"error": "CancelledError", "message": "cancelled before it started"}
+        return self._finished(attempt, Ending("canceled", details, "canceled"))
 
-    def _finished(
-        self, attempt: Attempt, status: str, details: Details
-    ) -> tuple[str, Details] | None:
+    def _finished(self, attempt: Attempt, ending: Ending) -> Ending | None:
         """What to report: the handler's outcome, plus what stopped it."""
         if attempt.stop is Stop.LOST or not attempt.finish():
             return None  # lost: never written; finished already: reported at the abort
-        if attempt.stop is Stop.ABORT and status != "successful":
-            return "failed", aborted_details(self._settings.grace_period)
+        if attempt.stop is Stop.ABORT and ending.status != "successful":
+            return aborted(self._settings.grace_period)
         if attempt.stop is Stop.CANCEL:
-            details = {**(details or {}), "cancel_requested": True}
-        return status, details
+            ending.details = {**(ending.details or {}), "cancel_requested": True}
+        return ending
 
-    def _report(self, attempt: Attempt, status: str, details: Details) -> None:
+    def _end(self, attempt: Attempt, ending: Ending) -> None:
+        """Tell the outside how the attempt ended, and buffer its result."""
+        ending.duration = time.monotonic() - attempt.began
+        self._tel.ended(attempt, ending)
         job = attempt.job
         alone = len(self._tasks) <= 1  # nothing else runs: write now, not after flush_interval
-        self._results.report(Result(job.id, job.lease, status, details), alone=alone)
+        result = Result(
+            job.id, job.lease, ending.status, ending.details, job.entrypoint, ending.outcome
+        )
+        self._results.report(result, alone=alone)
 
 
 def aborted_details(grace_period: float) -> dict[str, Any]:
@@ -327,6 +369,10 @@ def aborted_details(grace_period: float) -> dict[str, Any]:
         "message": f"the worker shut down and the job ran past its {grace_period:g} s grace period",
         "retry_after": 0,
     }
+
+
+def aborted(grace_period: float) -> Ending:
+    return Ending("failed", aborted_details(grace_period), "aborted")
 
 
 def result_details(result: Any) -> Details:

@@ -14,7 +14,6 @@ that job alone; the rest of the batch runs.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,8 +25,7 @@ from pgq_thin.worker._attempts import Attempts
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, jittered, one_line, wait_event
 from pgq_thin.worker._results import Result, ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
-
-log = logging.getLogger("pgq_thin.worker")
+from pgq_thin.worker._telemetry import Telemetry
 
 Rows = list[tuple[Any, ...]]
 
@@ -43,8 +41,10 @@ class Claimer:
         call: Call,
         stopping: asyncio.Event,
         tick: asyncio.Event,
+        telemetry: Telemetry,
     ) -> None:
         self._settings = settings
+        self._tel = telemetry
         self._stats = stats
         self._claimed = entrypoints
         self._entrypoints = sorted(entrypoints)
@@ -98,15 +98,17 @@ class Claimer:
     async def _claim_rows(self, asked: int) -> Rows:
         """One ``pgq.claim`` of up to ``asked`` jobs, with buffered results written in the same
         round trip (unless a flush is writing them already)."""
-        worker_id, entrypoints = self._settings.worker_id, self._entrypoints
+        worker_id, entrypoints, tel = self._settings.worker_id, self._entrypoints, self._tel
         async with self._results.batch(wait=False) as batch:
             if batch is None:
                 return await self._call(
-                    lambda conn: calls.aclaim(conn, worker_id, entrypoints, asked)
+                    lambda conn: tel.claim(calls.aclaim(conn, worker_id, entrypoints, asked))
                 )
             done = batch.args
             accepted, rows = await self._call(
-                lambda conn: calls.acomplete_and_claim(conn, worker_id, done, entrypoints, asked)
+                lambda conn: tel.complete_and_claim(
+                    calls.acomplete_and_claim(conn, worker_id, done, entrypoints, asked)
+                )
             )
             batch.settle(accepted)
             return rows
@@ -121,6 +123,7 @@ class Claimer:
             except UndecodableJob as err:
                 self._fail_undecodable(err)
         self._stats.claimed += len(rows)
+        self._tel.claimed(jobs)
         new = self._attempts.take_in(jobs)
         if self._stopping.is_set():
             await self.release_unstarted()
@@ -130,18 +133,23 @@ class Claimer:
         return jobs
 
     def _fail_undecodable(self, err: UndecodableJob) -> None:
-        log.warning("pgq-thin %s; failing it", err)
+        fields = {"job_id": err.job_id, "entrypoint": err.entrypoint}
+        self._tel.undecodable(str(err), fields)
         self._stats.undecodable += 1
         details = {"error": "UndecodableJob", "message": str(err)}
-        result = Result(err.job_id, err.lease, "failed", details)
+        result = Result(err.job_id, err.lease, "failed", details, err.entrypoint, "undecodable")
         self._results.report(result, alone=self._attempts.running == 0)
 
     # --- the loop -----------------------------------------------------------------------------
 
-    async def loop(self, until_empty: bool, check: Callable[[], None]) -> None:
+    async def loop(
+        self, until_empty: bool, check: Callable[[], None], started: Callable[[], None]
+    ) -> None:
         """Claim until stopped (``until_empty``: until a claim finds nothing and nothing runs).
-        ``check`` raises the failure of another loop, which ends the run."""
+        ``check`` raises the failure of another loop, which ends the run; ``started`` is called
+        once the first claim came back (at once for a worker with nothing to claim)."""
         if not self._entrypoints:  # a scheduler-only worker: nothing to claim
+            started()
             while not self._stopping.is_set():
                 check()
                 self._tick.clear()
@@ -151,6 +159,7 @@ class Claimer:
         self._more = True  # at start, there is probably work
         next_poll = 0.0
         backoff = Backoff(base=0.5, cap=30.0)
+        announce: Callable[[], None] | None = started
         ahead: tuple[int, asyncio.Task[Rows]] | None = None  # a claim sent before the last
         try:  # claim's jobs were taken in
             while not self._stopping.is_set():
@@ -171,6 +180,9 @@ class Claimer:
                     else:
                         asked = min(settings.batch_size, free)
                         rows = await self._claim_rows(asked)
+                    if announce is not None:
+                        announce()
+                        announce = None
                     self._more = len(rows) == asked
                     spare = settings.concurrency - attempts.running - len(rows)
                     if self._more and spare > 0 and not self._stopping.is_set():
@@ -190,7 +202,7 @@ class Claimer:
                     backoff.reset()
                 except LOOP_ERRORS as err:  # a lost connection never gets here: the session
                     delay = max(0.5, backoff.next_delay())  # reconnects and re-runs the call
-                    log.warning(
+                    self._tel.log.warning(
                         "pgq-thin claim failed (%s); retrying in %.1f s", one_line(err), delay
                     )
                     self._more = False
@@ -220,6 +232,6 @@ class Claimer:
             claiming.cancel()
             raise
         except Exception as err:
-            log.warning("pgq-thin claim failed (%s)", one_line(err))
+            self._tel.log.warning("pgq-thin claim failed (%s)", one_line(err))
             return
         await self._take_in(rows, start=False)

@@ -6,19 +6,20 @@ them, and at once when a cancel notification names one of them. The answer is th
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 
 from pgq_thin import calls
 from pgq_thin.worker._attempts import Attempt, Attempts
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, one_line, wait_event
-
-log = logging.getLogger("pgq_thin.worker")
+from pgq_thin.worker._telemetry import WorkerLog, worker_log
 
 
 class Heartbeat:
-    def __init__(self, worker_id: uuid.UUID, attempts: Attempts, call: Call) -> None:
+    def __init__(
+        self, worker_id: uuid.UUID, attempts: Attempts, call: Call, log: WorkerLog | None = None
+    ) -> None:
         self._worker_id = worker_id
+        self._log = log or worker_log(worker_id)
         self._attempts = attempts
         self._call = call
         self._now = asyncio.Event()
@@ -57,6 +58,6 @@ class Heartbeat:
             try:
                 await self.once()
             except LOOP_ERRORS as err:
-                log.warning(
+                self._log.warning(
                     "pgq-thin heartbeat failed (%s); next try at the next interval", one_line(err)
                 )

@@ -54,7 +54,11 @@ def jittered(seconds: float) -> float:
 
 
 async def every(
-    interval: float, step: Callable[[], Awaitable[object]], stopping: asyncio.Event, what: str
+    interval: float,
+    step: Callable[[], Awaitable[object]],
+    stopping: asyncio.Event,
+    what: str,
+    logger: logging.Logger | logging.LoggerAdapter = log,  # type: ignore[type-arg]
 ) -> None:
     """Run ``step`` every ``interval`` seconds (jittered) until ``stopping`` is set."""
     while not stopping.is_set():
@@ -63,4 +67,4 @@ async def every(
         try:
             await step()
         except LOOP_ERRORS as err:
-            log.warning("pgq-thin %s failed (%s); next pass later", what, one_line(err))
+            logger.warning("pgq-thin %s failed (%s); next pass later", what, one_line(err))

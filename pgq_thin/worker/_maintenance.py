@@ -10,13 +10,17 @@ from datetime import datetime, timedelta
 from pgq_thin import calls
 from pgq_thin.worker._loops import Call
 
-log = logging.getLogger("pgq_thin.worker")
+Log = logging.Logger | logging.LoggerAdapter  # type: ignore[type-arg]
+
+log: Log = logging.getLogger("pgq_thin.worker")
 
 #: Most pgq.prune_history batches (of calls.PRUNE_BATCH rows) in one maintenance pass.
 MAINTENANCE_BATCHES = 20
 
 
-async def prune_once(call: Call, retention: timedelta | None, at: datetime | None = None) -> int:
+async def prune_once(
+    call: Call, retention: timedelta | None, at: datetime | None = None, logger: Log = log
+) -> int:
     """Prune ``pgq.job_history`` of jobs finished more than ``retention`` ago, in batches, at
     most ``MAINTENANCE_BATCHES`` per pass; returns the rows deleted (0 when retention is None)."""
     if retention is None:
@@ -28,20 +32,20 @@ async def prune_once(call: Call, retention: timedelta | None, at: datetime | Non
         if n < calls.PRUNE_BATCH:
             break
     if deleted:
-        log.info("pgq-thin pruned %d finished jobs older than %s", deleted, retention)
+        logger.info("pgq-thin pruned %d finished jobs older than %s", deleted, retention)
     return deleted
 
 
-async def compact_once(call: Call) -> calls.Row:
+async def compact_once(call: Call, logger: Log = log) -> calls.Row:
     """Call ``pgq.compact_jobs`` once; returns its row (compacted, reason, rows, sizes)."""
     row = await call(calls.acompact_jobs)
     if row["compacted"]:
-        log.info(
+        logger.info(
             "pgq-thin compacted pgq.jobs: %d rows, %.2f MiB -> %.2f MiB",
             row["rows"],
             row["bytes_before"] / 2**20,
             row["bytes_after"] / 2**20,
         )
     else:
-        log.debug("pgq-thin did not compact pgq.jobs: %s", row["reason"])
+        logger.debug("pgq-thin did not compact pgq.jobs: %s", row["reason"])
     return row

@@ -44,6 +44,11 @@ class Registry:
             raise TypeError(f"payload_type must be a dataclass or pydantic model: {payload_type}")
 
         def register(fn: H) -> H:
+            if not callable(fn):
+                raise TypeError(
+                    f"the handler of entrypoint {name!r} must be a function taking a Job, "
+                    f"got {type(fn).__name__}"
+                )
             if name in self.handlers:
                 raise ValueError(f"entrypoint {name!r} is already registered")
             self.handlers[name] = Handler(

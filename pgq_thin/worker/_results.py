@@ -18,7 +18,6 @@ refused (its job then goes stale and is retried by SQL's rules).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
@@ -30,8 +29,7 @@ from pgq_thin.connection import Backoff
 from pgq_thin.errors import PgqError
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, one_line, wait_event
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
-
-log = logging.getLogger("pgq_thin.worker")
+from pgq_thin.worker._telemetry import Telemetry
 
 MAX_FLUSH = 1000  # results per pgq.complete call
 UNSTORABLE = "UnstorableDetails"
@@ -42,12 +40,15 @@ Details = dict[str, Any] | None
 
 
 class Result(NamedTuple):
-    """How one attempt ended, to be written under its lease."""
+    """How one attempt ended, to be written under its lease (``status``, ``details``), and
+    what the worker tells the outside about it once written (``entrypoint``, ``outcome``)."""
 
     job_id: int
     lease: int
     status: str
     details: Details
+    entrypoint: str = ""
+    outcome: str = ""
 
 
 class Batch:
@@ -87,8 +88,10 @@ class ResultBuffer:
         stats: WorkerStats,
         call: Call,
         on_settled: Callable[[list[Result]], None],
+        telemetry: Telemetry,
     ) -> None:
         self._settings = settings
+        self._tel = telemetry
         self._flush_at = settings.flush_at
         self._stats = stats
         self._call = call
@@ -162,7 +165,7 @@ class ResultBuffer:
         if isinstance(err, REFUSED) and back:
             if len(back) > 1:
                 self._solo = max(self._solo, len(back))
-                log.warning(
+                self._tel.log.warning(
                     "pgq-thin: the server refused a batch of %d results (%s); writing them one "
                     "at a time",
                     len(back),
@@ -172,9 +175,11 @@ class ResultBuffer:
                 (r,) = back
                 note = {"error": UNSTORABLE, "message": f"the server refused: {one_line(err)}"}
                 back = [r._replace(details=note)]
-                log.warning("pgq-thin: job %s: its result was refused (%s)", r.job_id, note)
+                self._tel.log.warning(
+                    "pgq-thin: job %s: its result was refused (%s)", r.job_id, note
+                )
             else:
-                log.error(
+                self._tel.log.error(
                     "pgq-thin: job %s: its result is refused even without details (%s); it is "
                     "left to go stale and be retried",
                     back[0].job_id,
@@ -203,8 +208,9 @@ class ResultBuffer:
                 stats.failed += 1
             else:
                 stats.canceled += 1
+        self._tel.written(batch, accepted, self._dropped)
         if rejected:
-            log.warning(
+            self._tel.log.warning(
                 "pgq-thin: %d result(s) not accepted, their lease was lost (the job went stale "
                 "and was claimed again, or was cancelled): jobs %s",
                 len(rejected),
@@ -221,7 +227,10 @@ class ResultBuffer:
             if batch is None:
                 return 0
             worker_id = self._settings.worker_id
-            accepted = await self._call(lambda conn: calls.acomplete(conn, worker_id, *batch.args))
+            tel, args = self._tel, batch.args
+            accepted = await self._call(
+                lambda conn: tel.complete(calls.acomplete(conn, worker_id, *args))
+            )
             batch.settle(accepted)
             return len(batch)
 
@@ -249,7 +258,7 @@ class ResultBuffer:
                 backoff.reset()
             except LOOP_ERRORS as err:
                 delay = max(0.2, backoff.next_delay())
-                log.warning(
+                self._tel.log.warning(
                     "pgq-thin complete failed (%s); retrying in %.1f s", one_line(err), delay
                 )
                 await asyncio.sleep(delay)

@@ -10,7 +10,6 @@ concerns) and runs the background loops beside the claim loop, whose failure end
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -31,8 +30,8 @@ from pgq_thin.worker._loops import every
 from pgq_thin.worker._registry import Registry
 from pgq_thin.worker._results import Result, ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+from pgq_thin.worker._telemetry import Telemetry
 
-log = logging.getLogger("pgq_thin.worker")
 T = TypeVar("T")
 
 SCHEDULER_TASK = "pgq-thin-scheduler"
@@ -48,9 +47,12 @@ class Run:
         stats: WorkerStats,
         session: AsyncSession,
         dsn: str,
+        telemetry: Telemetry,
     ) -> None:
         self.settings = settings
         self.stats = stats
+        self.telemetry = telemetry
+        self.log = telemetry.log
         self._registry = registry
         self.session = session
         self.loop = asyncio.get_running_loop()
@@ -60,9 +62,15 @@ class Run:
         self.stopping = asyncio.Event()
         self.schedule_wake = asyncio.Event()
         claimer_tick = asyncio.Event()  # the claim loop looks again (a slot freed, ...)
-        self.results = ResultBuffer(settings, stats, self.call, self._settled)
+        self.results = ResultBuffer(settings, stats, self.call, self._settled, telemetry)
         self.attempts = Attempts(
-            settings, stats, registry.handlers, self.results, self.executor, claimer_tick.set
+            settings,
+            stats,
+            registry.handlers,
+            self.results,
+            self.executor,
+            claimer_tick.set,
+            telemetry,
         )
         self.claimer = Claimer(
             settings,
@@ -73,9 +81,10 @@ class Run:
             self.call,
             self.stopping,
             claimer_tick,
+            telemetry,
         )
-        self.heartbeat = Heartbeat(settings.worker_id, self.attempts, self.call)
-        self.scheduler = Scheduler(settings.worker_id, registry.schedules)
+        self.heartbeat = Heartbeat(settings.worker_id, self.attempts, self.call, self.log)
+        self.scheduler = Scheduler(settings.worker_id, registry.schedules, logger=self.log)
         self.listener = Listener(
             settings.listen_dsn or dsn,
             self._on_event,
@@ -89,7 +98,13 @@ class Run:
         session.on_reconnect = self._after_reconnect
 
     @classmethod
-    async def open(cls, settings: WorkerSettings, registry: Registry, stats: WorkerStats) -> Run:
+    async def open(
+        cls,
+        settings: WorkerSettings,
+        registry: Registry,
+        stats: WorkerStats,
+        telemetry: Telemetry,
+    ) -> Run:
         dsn = await asyncio.to_thread(resolve_dsn, settings.dsn)
         session = AsyncSession(
             dsn,
@@ -97,7 +112,7 @@ class Run:
             application_name=f"pgq-thin worker {short_id(settings.worker_id)}",
         )
         await session.open()
-        return cls(settings, registry, stats, session, dsn)
+        return cls(settings, registry, stats, session, dsn, telemetry)
 
     async def call(self, fn: Callable[[calls.AConn], Awaitable[T]]) -> T:
         """``fn`` on the session (reconnecting and re-running it after a loss). A missing
@@ -110,24 +125,29 @@ class Run:
         """Start the background loops, claim until stopped, then shut down gracefully."""
         self._start_background()
         settings = self.settings
-        log.info(
-            "pgq-thin worker %s started: entrypoints %s, concurrency %d, batch %d",
-            settings.worker_id,
-            ", ".join(sorted(self._registry.claimed)),
-            settings.concurrency,
-            settings.batch_size,
-        )
         try:
-            await self.claimer.loop(until_empty, self._raise_failure)
+            await self.claimer.loop(until_empty, self._raise_failure, self._announce)
         except SetupError:
             raise  # nothing can be written either: no graceful shutdown
         except Exception:
             try:  # before a restart: let running jobs finish, write what can be written
                 await asyncio.wait_for(self.shutdown(), settings.grace_period + 15.0)
             except Exception as err:
-                log.warning("pgq-thin: shutdown after a failure did not complete: %r", err)
+                self.log.warning("pgq-thin: shutdown after a failure did not complete: %r", err)
             raise
         await self.shutdown()
+
+    def _announce(self) -> None:
+        """The first claim came back: the worker is running (said once per run)."""
+        settings = self.settings
+        self.log.info(
+            "pgq-thin worker %s started: entrypoints %s, concurrency %d, batch %d, %s",
+            settings.worker_id,
+            ", ".join(sorted(self._registry.claimed)) or "none",
+            settings.concurrency,
+            settings.batch_size,
+            "fires due schedules" if settings.run_schedules else "fires no schedules",
+        )
 
     def _start_background(self) -> None:
         settings = self.settings
@@ -135,19 +155,35 @@ class Run:
         self._start("pgq-thin-heartbeat", self.heartbeat.loop())
         if settings.listen:
             self._start("pgq-thin-listener", self.listener.run())
-        if self._registry.schedules:  # no schedules: no scheduler loop, no schedule queries
+        if settings.run_schedules or self._registry.schedules:
+            # Every due schedule in the database, not only this worker's own (run_schedules
+            # off: only registers its own schedules, fires none).
+            fire = settings.run_schedules
             self._start(
-                SCHEDULER_TASK, self.scheduler.run(self.call, self.schedule_wake, self.stopping)
+                SCHEDULER_TASK,
+                self.scheduler.run(self.call, self.schedule_wake, self.stopping, fire=fire),
             )
         if settings.history_retention is not None:
             self._start(
                 "pgq-thin-maintenance",
-                every(settings.maintenance_interval, self.maintain_once, self.stopping, "pruning"),
+                every(
+                    settings.maintenance_interval,
+                    self.maintain_once,
+                    self.stopping,
+                    "pruning",
+                    self.log,
+                ),
             )
         if settings.compact_interval is not None:
             self._start(
                 "pgq-thin-compaction",
-                every(settings.compact_interval, self.compact_once, self.stopping, "compaction"),
+                every(
+                    settings.compact_interval,
+                    self.compact_once,
+                    self.stopping,
+                    "compaction",
+                    self.log,
+                ),
             )
 
     def _start(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
@@ -162,7 +198,8 @@ class Run:
             return
         if self._failure is None:
             self._failure = task.exception()
-            log.error("pgq-thin %s loop failed: %r", task.get_name(), self._failure)
+            if not isinstance(self._failure, SetupError):  # said once, where it is raised
+                self.log.error("pgq-thin %s loop failed: %r", task.get_name(), self._failure)
         self.claimer.kick()
 
     def _raise_failure(self) -> None:
@@ -173,10 +210,12 @@ class Run:
     # --- run-once steps -----------------------------------------------------------------------
 
     async def maintain_once(self, at: datetime | None = None) -> int:
-        return await _maintenance.prune_once(self.call, self.settings.history_retention, at)
+        return await _maintenance.prune_once(
+            self.call, self.settings.history_retention, at, self.log
+        )
 
     async def compact_once(self) -> calls.Row:
-        return await _maintenance.compact_once(self.call)
+        return await _maintenance.compact_once(self.call, self.log)
 
     async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
         scheduler = self.scheduler
@@ -186,7 +225,7 @@ class Run:
 
     def request_stop(self) -> None:
         if not self.stopping.is_set():
-            log.info("pgq-thin worker %s stopping: no new claims", self.settings.worker_id)
+            self.log.info("pgq-thin worker %s stopping: no new claims", self.settings.worker_id)
             self.stopping.set()
             self.claimer.kick()
 
@@ -214,7 +253,7 @@ class Run:
         try:
             await asyncio.wait_for(asyncio.shield(task), timeout=10.0)
         except TimeoutError:
-            log.warning("pgq-thin scheduler did not stop within 10 s; cancelling it")
+            self.log.warning("pgq-thin scheduler did not stop within 10 s; cancelling it")
 
     async def close(self) -> None:
         """Stop the loops and handlers, close the connection and the thread pool. Results not

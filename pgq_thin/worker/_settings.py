@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
+from pgq_thin.errors import require_extra
+
 
 @dataclass(frozen=True)
 class WorkerSettings:
@@ -44,6 +46,17 @@ class WorkerSettings:
     :param compact_interval: seconds between calls of ``pgq.compact_jobs`` (jittered by
         +-20 %), which rewrites ``pgq.jobs`` to its compact size when dead row versions have
         bloated it (a cheap check unless it does). None: never compact.
+    :param run_schedules: fire every due schedule in the database (``pgq.schedules``: those
+        added with ``pgq-thin schedules add`` or ``pgq.schedule(...)`` too), sleeping until the
+        next one is due; False: fire none (the worker still registers its own
+        ``@worker.schedule`` entries, for other workers to fire).
+    :param metrics_port: serve this worker's Prometheus metrics over HTTP on this port while
+        ``run``/``arun`` runs (0: any free port, see ``metrics_address``); needs the extra
+        ``metrics`` (``prometheus_client``). None: no metrics.
+    :param metrics_addr: the address the metrics endpoint listens on.
+    :param tracing: run each job in an OpenTelemetry span, and continue the trace its
+        producer started, when the application uses OpenTelemetry (has imported it); False:
+        never.
     """
 
     dsn: str | None = None
@@ -66,6 +79,10 @@ class WorkerSettings:
     history_retention: timedelta | None = timedelta(days=7)
     maintenance_interval: float = 300.0
     compact_interval: float | None = 5.0
+    run_schedules: bool = True
+    metrics_port: int | None = None
+    metrics_addr: str = "127.0.0.1"
+    tracing: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.worker_id, uuid.UUID):  # a string, or None (a new one)
@@ -94,6 +111,16 @@ class WorkerSettings:
             retention,
             "a positive timedelta or None",
         )
+        port = self.metrics_port
+        _check(
+            port is None or (isinstance(port, int) and 0 <= port <= 65535),
+            "metrics_port",
+            port,
+            "a port number (0-65535) or None",
+        )
+        _check(bool(self.metrics_addr), "metrics_addr", self.metrics_addr, "an address")
+        if port is not None:
+            require_extra("prometheus_client", "metrics", "metrics_port")
 
     @property
     def flush_at(self) -> int:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from pgq_thin.errors import SetupError
 from pgq_thin.worker._registry import UnknownEntrypoint
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+from pgq_thin.worker._telemetry import worker_log
 
 log = logging.getLogger("pgq_thin.worker")
 
@@ -39,6 +40,7 @@ async def supervise(
     again after a backoff, up to ``max_restarts`` times in a row (the count resets after a run
     that lasted ``restart_reset_after`` seconds). ``connected``: the last run got as far as an
     open connection; ``halted``: a stop was asked for (no restart)."""
+    log = worker_log(settings.worker_id)
     restarts = 0
     started_once = False
     while True:
@@ -46,9 +48,8 @@ async def supervise(
         try:
             await run_once()
             return
-        except SetupError as err:
-            log.error("pgq-thin worker %s cannot run: %s", settings.worker_id, err)
-            raise
+        except SetupError:
+            raise  # no restart can fix it; raised once, with the fix in its message
         except (UnknownEntrypoint, asyncio.CancelledError):
             raise
         except Exception as err:

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from pgq_thin import calls
+from pgq_thin import calls, otel
+from pgq_thin.errors import SetupError
 from pgq_thin.job import Job
 from pgq_thin.scheduler import ScheduleSpec
 from pgq_thin.worker._registry import H, Registry
-from pgq_thin.worker._run import Run
+from pgq_thin.worker._run import SCHEDULER_TASK, Run
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._supervisor import Signals, abandon_stuck_threads, supervise
+from pgq_thin.worker._telemetry import Telemetry, worker_log
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from pgq_thin.worker._metrics import WorkerMetrics
 
 V = TypeVar("V")
 
@@ -72,6 +80,10 @@ class ThinWorker:
     history_retention = _Setting[timedelta | None]()
     maintenance_interval = _Setting[float]()
     compact_interval = _Setting[float | None]()
+    run_schedules = _Setting[bool]()
+    metrics_port = _Setting[int | None]()
+    metrics_addr = _Setting[str]()
+    tracing = _Setting[bool]()
 
     def __init__(
         self,
@@ -96,6 +108,10 @@ class ThinWorker:
         history_retention: timedelta | None = timedelta(days=7),
         maintenance_interval: float = 300.0,
         compact_interval: float | None = 5.0,
+        run_schedules: bool = True,
+        metrics_port: int | None = None,
+        metrics_addr: str = "127.0.0.1",
+        tracing: bool = True,
     ) -> None:
         given = dict(locals())
         del given["self"]
@@ -105,6 +121,8 @@ class ThinWorker:
         self._run: Run | None = None
         self._halted = False  # stop() was called: the supervisor must not restart
         self._connected = False  # the current run got as far as an open connection
+        self._metrics: WorkerMetrics | None = None  # made at the first open with metrics_port
+        self._started_at = 0.0  # time.time() when arun began
 
     # --- registration -------------------------------------------------------------------------
 
@@ -177,7 +195,29 @@ class ThinWorker:
         """Connect; needed before the run-once steps (``arun`` does it itself)."""
         if self._run is None:
             self._registry.check_runnable()
-            self._run = await Run.open(self.settings, self._registry, self.stats)
+            self._run = await Run.open(self.settings, self._registry, self.stats, self._telemetry())
+
+    def _telemetry(self) -> Telemetry:
+        """What the next run logs, measures and traces with (settings as they are now)."""
+        settings = self.settings
+        tracer = None
+        if settings.tracing and otel.in_use():
+            tracer = otel.JobTracer(settings.worker_id)
+        return Telemetry(settings.worker_id, self._metrics_made(), tracer)
+
+    def _metrics_made(self) -> WorkerMetrics | None:
+        """The worker's metrics (one registry for its whole life, across restarts), made once
+        ``metrics_port`` is set."""
+        if self._metrics is None and self.settings.metrics_port is not None:
+            from pgq_thin.worker._metrics import WorkerMetrics
+
+            self._metrics = WorkerMetrics(
+                self.stats,
+                running=lambda: self.running_jobs,
+                worker_id=lambda: str(self.settings.worker_id),
+                started=lambda: self._started_at,
+            )
+        return self._metrics
 
     async def close(self) -> None:
         """Stop background tasks, close connections; unwritten results are lost (see
@@ -231,8 +271,21 @@ class ThinWorker:
         main thread (``install_signal_handlers`` forces either way). A run that fails with an
         error a restart may cure is restarted (see ``_supervisor``); a failure of the very
         first start, a :class:`~pgq_thin.errors.SetupError` (schema or grant missing) and any
-        failure with ``restart_on_failure`` off are raised at once."""
+        failure with ``restart_on_failure`` off are raised at once. With ``metrics_port`` the
+        metrics endpoint serves from start to end. One INFO line sums the run up at the end."""
         self._halted = False
+        settings = self.settings
+        began = time.monotonic()
+        self._started_at = time.time()
+        metrics = self._metrics_made()
+        if metrics is not None and settings.metrics_port is not None:
+            host, port = metrics.serve(settings.metrics_addr, settings.metrics_port)
+            worker_log(settings.worker_id).info(
+                "pgq-thin worker %s serves metrics on http://%s:%d/metrics",
+                settings.worker_id,
+                host,
+                port,
+            )
 
         async def run_once() -> None:
             self._connected = False
@@ -248,12 +301,44 @@ class ThinWorker:
                 signals.remove(run.loop)
                 await self.close()
 
-        await supervise(
-            run_once,
-            self.settings,
-            self.stats,
-            connected=lambda: self._connected,
-            halted=lambda: self._halted,
+        ran = True
+        try:
+            await supervise(
+                run_once,
+                self.settings,
+                self.stats,
+                connected=lambda: self._connected,
+                halted=lambda: self._halted,
+            )
+        except SetupError:
+            ran = False  # it could not run: the error says it all
+            raise
+        finally:
+            if metrics is not None:
+                metrics.close()
+            if ran:
+                self._log_summary(time.monotonic() - began)
+
+    def _log_summary(self, uptime: float) -> None:
+        s = self.stats
+        rate = s.finished / uptime if uptime > 0 else 0.0
+        worker_log(self.settings.worker_id).info(
+            "pgq-thin worker %s stopped after %.1f s: %d claimed, %d successful, %d failed, "
+            "%d canceled, %d lost, %d released, %d aborted, %d reconnects, %d restarts; "
+            "%.1f jobs/s",
+            self.settings.worker_id,
+            uptime,
+            s.claimed,
+            s.successful,
+            s.failed,
+            s.canceled,
+            s.lost,
+            s.released,
+            s.aborted,
+            s.reconnects + s.listener_reconnects,
+            s.restarts,
+            rate,
+            extra={"stats": asdict(s), "uptime": uptime, "jobs_per_second": rate},
         )
 
     def _halt_and_stop(self) -> None:
@@ -343,6 +428,27 @@ class ThinWorker:
     def listening(self) -> bool:
         """The listener has LISTEN in place on a live connection."""
         return self._run is not None and self._run.listener.listening
+
+    @property
+    def scheduling(self) -> bool:
+        """The scheduler loop runs (it fires every due schedule; see ``run_schedules``)."""
+        run = self._run
+        if run is None or not self.settings.run_schedules:
+            return False
+        return any(t.get_name() == SCHEDULER_TASK and not t.done() for t in run.tasks)
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the metrics endpoint while it serves (the port chosen when
+        ``metrics_port`` is 0), else None."""
+        return None if self._metrics is None else self._metrics.address
+
+    @property
+    def metrics_registry(self) -> CollectorRegistry | None:
+        """This worker's Prometheus registry (with ``metrics_port`` set), e.g. to serve it from
+        an application's own endpoint; None without metrics."""
+        metrics = self._metrics_made()
+        return None if metrics is None else metrics.registry
 
     @property
     def listener_pings(self) -> int:

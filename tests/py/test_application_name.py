@@ -76,9 +76,7 @@ def test_queue_and_admin_name_their_connections(pgq_dsn: str) -> None:
     assert asyncio.run(main()) == ("pgq-thin producer", "pgq-thin admin")
 
 
-def test_a_name_in_the_dsn_or_pgappname_wins(
-    pgq_dsn: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_name_in_the_dsn_or_pgappname_wins(pgq_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
     named = make_conninfo(pgq_dsn, application_name="my app")
     with Queue(named) as queue:
         assert shown(queue.connection) == "my app"

@@ -1,5 +1,6 @@
 """Cron schedules end to end: many schedulers, one fire per tick; takeover after a crash; DST
-through the real SQL path; no schedule queries from a worker without schedules."""
+through the real SQL path; every worker fires schedules added from SQL or the CLI (and looks
+rarely when there are none); a worker that opts out sends no schedule queries."""
 
 from __future__ import annotations
 
@@ -225,8 +226,30 @@ def tracked_dsn(pgq_dsn: str) -> str:
     return pgq_dsn
 
 
-def test_idle_worker_without_schedules_sends_no_schedule_queries(tracked_dsn: str) -> None:
+def test_idle_worker_with_no_schedules_in_the_database_looks_rarely(tracked_dsn: str) -> None:
+    """Every worker runs the scheduler loop, but with no schedule at all it sleeps (up to a
+    minute, or until a ``schedules`` notification): a look at start, not one per poll."""
     worker = ThinWorker(tracked_dsn, poll_interval=0.05)
+
+    @worker.entrypoint("idle.job")
+    async def handler(job: Any) -> None:  # pragma: no cover - never called
+        raise AssertionError("no job was enqueued")
+
+    calls = asyncio.run(
+        _run_until_claims(
+            worker, tracked_dsn, claims=20, also=("claim_schedules", "next_schedule_at")
+        )
+    )
+    assert calls["claim"] >= 20
+    # one look at start, and one more if the listener connected during it
+    assert calls["claim_schedules"] <= 2 and calls["next_schedule_at"] <= 2, calls
+    assert {"schedule", "fire_schedule"}.isdisjoint(calls), calls
+
+
+def test_idle_worker_that_fires_no_schedules_sends_no_schedule_queries(
+    tracked_dsn: str,
+) -> None:
+    worker = ThinWorker(tracked_dsn, poll_interval=0.05, run_schedules=False)
 
     @worker.entrypoint("idle.job")
     async def handler(job: Any) -> None:  # pragma: no cover - never called
@@ -236,6 +259,80 @@ def test_idle_worker_without_schedules_sends_no_schedule_queries(tracked_dsn: st
     assert calls["claim"] >= 10
     schedule_functions = {"schedule", "claim_schedules", "fire_schedule", "next_schedule_at"}
     assert schedule_functions.isdisjoint(calls), calls
+
+
+def test_a_worker_without_schedules_fires_one_added_through_sql(tracked_dsn: str) -> None:
+    """No ``@worker.schedule`` anywhere: a schedule added with plain SQL fires, also while the
+    worker's scheduler loop sleeps its longest (no schedules existed: the ``schedules``
+    notification wakes it)."""
+    dsn = tracked_dsn
+    worker = ThinWorker(dsn, poll_interval=0.5)
+    ran: list[int] = []
+
+    @worker.entrypoint("sql.tick")
+    async def tick(job: Any) -> None:
+        ran.append(job.id)
+
+    async def main() -> None:
+        task = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        try:
+            await await_for(
+                lambda: asyncio.to_thread(
+                    lambda: worker.listening and _function_calls(dsn).get("next_schedule_at")
+                ),
+                20,
+                "the scheduler asleep (it asked when the next schedule is due: none)",
+            )
+            assert worker.scheduling
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(
+                    "SELECT pgq.schedule('sql-tick', 'sql.tick', '* * * * * *',"
+                    " now() + interval '1 second', 'UTC')"
+                )
+            await await_for(lambda: asyncio.sleep(0, len(ran) >= 2), 15, "two ticks run")
+        finally:
+            worker.stop()
+            await task
+
+    asyncio.run(main())
+    assert not worker.scheduling  # stopped
+    assert len(fired_ticks(dsn, "sql.tick")) >= 2
+
+
+def test_a_worker_may_opt_out_of_firing_schedules(pgq_dsn: str) -> None:
+    """``run_schedules=False`` (``pgq-thin run --no-schedules``): no scheduler loop; the
+    worker's own schedules are still registered, for other workers to fire."""
+    worker = ThinWorker(pgq_dsn, poll_interval=0.2, run_schedules=False)
+    worker.schedule("0 0 1 1 *", "yearly.job")(lambda job: None)
+
+    async def main() -> bool:
+        task = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        try:
+            await await_for(
+                lambda: asyncio.to_thread(lambda: "yearly.job" in _schedule_names(pgq_dsn)),
+                20,
+                "the worker's schedule registered",
+            )
+            return worker.scheduling
+        finally:
+            worker.stop()
+            await task
+
+    assert asyncio.run(main()) is False
+
+    from pgq_thin.cli import build_parser
+    from pgq_thin.cli.run import configure_worker
+
+    cli_worker = ThinWorker("postgresql://unused")
+    args = build_parser().parse_args(["run", "app:worker", "--no-schedules"])
+    configure_worker(cli_worker, args)
+    assert cli_worker.run_schedules is False and cli_worker.settings.run_schedules is False
+    assert ThinWorker("postgresql://unused").run_schedules is True
+
+
+def _schedule_names(dsn: str) -> set[str]:
+    with psycopg.connect(dsn) as conn:
+        return {r[0] for r in conn.execute("SELECT name FROM pgq.schedules").fetchall()}
 
 
 def test_a_worker_with_a_schedule_does_query_schedules(tracked_dsn: str) -> None:

@@ -121,7 +121,8 @@ def test_next_claim_is_sent_before_the_claimed_jobs_are_taken_in(
     batch just claimed are taken in and started: the database works on it meanwhile."""
     claimed_before: list[int] = []  # jobs taken in when each claim call began
     real, real_pair = calls.aclaim, calls.acomplete_and_claim
-    worker = ThinWorker(pgq_dsn, concurrency=10, batch_size=5, listen=False)
+    # no scheduler: its first statements at start would hold the session the claims share
+    worker = ThinWorker(pgq_dsn, concurrency=10, batch_size=5, listen=False, run_schedules=False)
 
     async def claim(*args: Any) -> Any:
         claimed_before.append(worker.stats.claimed)
@@ -152,7 +153,8 @@ def test_jobs_claimed_ahead_are_released_when_stopping(
 ) -> None:
     """The worker is told to stop while the claim of the next batch is on its way: the jobs
     of both claims are released, none is left claimed."""
-    worker = ThinWorker(pgq_dsn, concurrency=10, batch_size=5, listen=False)
+    # no scheduler: its first statements at start would hold the session the claims share
+    worker = ThinWorker(pgq_dsn, concurrency=10, batch_size=5, listen=False, run_schedules=False)
     real = calls.aclaim
     calls_made: list[int] = []
 

@@ -1,0 +1,77 @@
+"""Logging: the client logs with the stdlib under ``pgq_thin`` (``pgq_thin.worker``,
+``pgq_thin.connection``, ``pgq_thin.listener``, ``pgq_thin.scheduler``) and adds structured
+fields to its records (``extra=``), so a formatter can emit them as data.
+
+Fields (attributes of the :class:`logging.LogRecord`, present where they apply):
+
+- ``worker_id``: on every record of a worker;
+- ``job_id``, ``entrypoint``, ``attempt``, ``max_attempts``: on every record about one job;
+- ``outcome`` and ``duration`` (seconds, a float): on the record that ends a job's attempt
+  (``successful``, ``failed``, ``retry_after``, ``invalid_payload``, ``canceled``,
+  ``aborted``);
+- ``stats``, ``uptime``, ``jobs_per_second``: on the summary a worker logs when it stops.
+
+:class:`JsonFormatter` writes one JSON object per line with the time, level, logger, message,
+every such field, and the traceback as ``exc_info`` text. :func:`configure` is what
+``pgq-thin run --log-level LEVEL --log-format text|json`` calls; an application configures
+logging its own way and may use the formatter::
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(pgq_thin.logs.JsonFormatter())
+    logging.getLogger("pgq_thin").addHandler(handler)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+__all__ = ["FORMATS", "TEXT_FORMAT", "JsonFormatter", "configure"]
+
+#: The text format of ``pgq-thin run`` (``--log-format text``, the default).
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+FORMATS = ("text", "json")
+
+# The attributes every LogRecord has; anything else on a record came from ``extra=``.
+_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record, on one line: ``time`` (ISO 8601, UTC, milliseconds),
+    ``level``, ``logger``, ``message``, the record's ``extra=`` fields, and ``exc_info`` (the
+    formatted traceback) when the record carries an exception. Values JSON cannot hold are
+    written as their ``str``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                data[key] = value
+        if record.exc_info:
+            data["exc_info"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            data["exc_info"] = record.exc_text
+        if record.stack_info:
+            data["stack_info"] = self.formatStack(record.stack_info)
+        return json.dumps(data, default=str, ensure_ascii=False)
+
+
+def configure(
+    level: int | str = logging.INFO, fmt: str = "text", stream: TextIO | None = None
+) -> None:
+    """Log records of ``level`` and above to ``stream`` (stderr), as text or JSON lines: the
+    root logger's one handler (an application that configured logging already keeps its
+    handlers, as with :func:`logging.basicConfig`)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler])
