@@ -9,6 +9,10 @@ back, with your own writes (transactional enqueue)::
         save_order(conn, order)                     # your own writes
         Queue(conn).enqueue("send_receipt", {"order": 42})
     # both committed together, or neither
+
+When the application uses OpenTelemetry and a span is active, each job's headers carry the
+trace context (``traceparent``), so the worker's span for the job continues the trace
+(:mod:`pgq_thin.otel`); headers given by the caller are never overwritten.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any, Literal
 
 from pgq_thin import calls
 from pgq_thin.handle import AsyncHandle, SyncHandle
+from pgq_thin.otel import in_use as otel_in_use
+from pgq_thin.otel import with_trace_context
 from pgq_thin.payloads import encode_payload
 
 OnConflict = Literal["raise", "existing"]
@@ -48,7 +54,7 @@ def _one(
         priority,
         _run_at(run_at),
         dedupe_key,
-        headers,
+        with_trace_context(headers),
         on_conflict,
     )
 
@@ -77,9 +83,10 @@ def _many(
         whens = [_run_at(w) for w in run_ats]
     hdrs: list[dict[str, Any] | None] | None
     if headers is None or isinstance(headers, dict):
-        hdrs = None if headers is None else [headers] * n
+        shared = with_trace_context(headers)
+        hdrs = None if shared is None else [shared] * n
     else:
-        hdrs = list(headers)
+        hdrs = [with_trace_context(h) for h in headers] if otel_in_use() else list(headers)
     return calls.enqueue_many_args(
         eps,
         [encode_payload(p) for p in payloads],
