@@ -225,8 +225,8 @@ def _refuse_handler(obj: Any, target: str) -> None:
         )
     params = ", ".join(signature.parameters)
     raise UsageError(
-        f"{target} takes arguments ({params}): a job handler, not a worker or a function that "
-        f"makes one; {fix}"
+        f"{target} is not a worker or a function that makes one: it takes arguments "
+        f"({params}), like a job handler; {fix}"
     )
 
 

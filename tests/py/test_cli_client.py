@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -117,6 +119,56 @@ def test_unknown_entrypoint(pgq_dsn: str) -> None:
     result = run_cli("run", "client_app:worker", "--entrypoint", "nope", "--dsn", pgq_dsn)
     line = one_line_error(result)
     assert "unknown entrypoint(s) nope" in line and "proc.work" in line
+
+
+# --- errors no retry can fix end `run` at once, as one line naming the fix -------------------
+
+
+def timed_run(*args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
+    began = time.monotonic()
+    result = run_cli("run", *args)
+    return time.monotonic() - began, result
+
+
+def test_run_with_the_schema_missing(empty_db_dsn: str) -> None:
+    seconds, result = timed_run("observe_app:worker", "--dsn", empty_db_dsn)
+    line = one_line_error(result)
+    assert line.startswith("pgq-thin run: schema pgq is not installed"), line
+    assert line.endswith("run `pgq-thin install` (or `pgq-thin upgrade`)"), line
+    assert result.returncode == 1 and seconds < 10
+
+
+def test_run_as_a_role_without_pgq_worker(login_role: Callable[..., str]) -> None:
+    dsn = login_role("pgq_producer")
+    role = psycopg.conninfo.conninfo_to_dict(dsn)["user"]
+    seconds, result = timed_run("observe_app:worker", "--dsn", dsn)
+    line = one_line_error(result)
+    assert line == (
+        f"pgq-thin run: role {role} lacks pgq_worker (permission denied for function claim): "
+        f"GRANT pgq_worker TO {role}"
+    )
+    assert result.returncode == 1 and seconds < 10
+
+
+def test_run_of_a_job_handler_says_what_to_pass(pgq_dsn: str) -> None:
+    seconds, result = timed_run("observe_app:handler_only", "--dsn", pgq_dsn)
+    assert one_line_error(result) == (
+        "pgq-thin run: observe_app:handler_only is not a worker or a function that makes one: "
+        "it takes arguments (job), like a job handler; pass the worker instead: "
+        "observe_app:worker"
+    )
+    assert result.returncode == 2 and seconds < 10
+    # a registered handler too; a class that needs arguments likewise
+    assert "observe_app:worker" in one_line_error(run_cli("run", "observe_app:fail"))
+    assert "takes arguments (to)" in one_line_error(run_cli("run", "observe_app:Email"))
+
+
+def test_a_handler_that_is_not_a_function_is_refused_at_registration() -> None:
+    from pgq_thin.worker import ThinWorker
+
+    worker = ThinWorker("postgresql://unused")
+    with pytest.raises(TypeError, match="handler of entrypoint 'x' must be a function"):
+        worker.entrypoint("x")(42)  # type: ignore[type-var]
 
 
 def test_run_drains_the_queue(pgq_dsn: str) -> None:
