@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/drain.py [--dsn DSN] [--jobs 20000] [--processes 1] [--repeat 1]
                                   [--systems thin,sql,pgqueuer] [--no-ceiling]
+                                  [--settings TEXT] [--log-level L] [--log-format F] [--metrics]
 
 Every (system, setting) run gets a fresh scratch database with its own schema (pgq-thin via
 pgq_thin.migrate, PgQueuer via its own `pgq install`), N jobs enqueued through the system's own
@@ -17,7 +18,9 @@ Systems and settings:
                       complete(previous) and claim(next) in one round trip.
   pgqueuer-asyncpg / pgqueuer-psycopg   PgQueuer 1.6.0 QueueManager, drain mode, batch 10/100/500.
 The SQL ceiling (pgbench, pgq-1tx script, same batch, 1 client per process) runs in the same
-invocation unless --no-ceiling.
+invocation unless --no-ceiling. --settings keeps the settings whose name contains TEXT.
+--log-level (with --log-format text|json) makes the ThinWorker log as `pgq-thin run` does, to a
+pipe; --metrics makes it serve its Prometheus metrics: the cost of observing the drain.
 """
 
 from __future__ import annotations
@@ -145,9 +148,22 @@ def main() -> None:
     parser.add_argument("--systems", default="thin,sql,pgqueuer")
     parser.add_argument("--no-ceiling", action="store_true")
     parser.add_argument("--timeout", type=float, default=300.0, help="per run, seconds")
+    parser.add_argument("--settings", default="", help="only settings whose name contains this")
+    parser.add_argument("--log-level", default=None, help="ThinWorker logs at this level")
+    parser.add_argument("--log-format", default="text", help="text or json (with --log-level)")
+    parser.add_argument("--metrics", action="store_true", help="ThinWorker serves metrics")
     args = parser.parse_args()
     common.check_local(args.dsn)
-    todo = configs(set(args.systems.split(",")))
+    observe: list[str] = []  # ThinWorker options: how it is observed
+    if args.log_level:
+        observe += ["--log-level", args.log_level, "--log-format", args.log_format]
+    if args.metrics:
+        observe.append("--metrics")
+    todo = [
+        (system, setting, kind, agent_args + observe * (agent_args[0] == "drain-worker"))
+        for system, setting, kind, agent_args in configs(set(args.systems.split(",")))
+        if args.settings in setting
+    ]
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {(s, st): [] for s, st, _, _ in todo}
     ceiling: list[dict[str, Any]] = []
     for rnd in range(args.repeat):

@@ -18,6 +18,8 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
   horizon-worker   --dsn D --schedule R:S,R:S --start-ns T --until-ns U
         ThinWorker(dsn) with its defaults; pickup latency per phase (held_horizon.py).
   drain-worker --seconds S stops the worker after S seconds even if jobs are left.
+  drain-worker --log-level L: the worker logs as `pgq-thin run --log-level L` does (stderr);
+  --log-format json; --metrics: it also serves its Prometheus metrics (any free port).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import psycopg
 
 from benchmarks import grid
 from benchmarks.common import LogHistogram
-from pgq_thin import calls
+from pgq_thin import calls, logs
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
 
@@ -52,6 +54,8 @@ def compact_interval(value: str) -> float | None:
 
 
 def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
+    if args.log_level:
+        logs.configure(args.log_level.upper(), args.log_format)
     worker = ThinWorker(
         args.dsn,
         concurrency=args.concurrency,
@@ -60,6 +64,7 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
         flush_size=args.flush_size,
         listen=not args.no_listen,
         compact_interval=compact_interval(args.compact_interval),
+        metrics_port=0 if args.metrics else None,
     )
     state = {"first": 0, "last": 0, "n": 0}
 
@@ -318,6 +323,9 @@ def main() -> None:
     p.add_argument(
         "--compact-interval", default="5", help="seconds, or off (default 5, the worker's)"
     )
+    p.add_argument("--log-level", default=None, help="drain-worker: configure logging")
+    p.add_argument("--log-format", default="text", choices=logs.FORMATS)
+    p.add_argument("--metrics", action="store_true", help="drain-worker: serve metrics")
     args = p.parse_args()
     if args.command == "steady-producer":
         args.seconds = args.seconds or 20.0

@@ -2,8 +2,9 @@
 No queue logic.
 
 The worker is a loop over five SQL calls (``pgq.claim``, ``pgq.heartbeat``, ``pgq.complete``,
-``pgq.release``, ``pgq.next_run_at``); retries, backoff, concurrency limits, stale recovery and
-cancellation are decided by those functions. The parts, each in its own module:
+``pgq.release``, ``pgq.next_run_at``), plus the schedule functions; retries, backoff,
+concurrency limits, stale recovery and cancellation are decided by those functions. The parts,
+each in its own module:
 
 * ``_claimer``: the claim loop (claim ahead, idle wait, wake-ups), releasing unstarted jobs;
 * ``_attempts``: one attempt per claimed job, with an explicit phase and stop reason; async
@@ -14,7 +15,13 @@ cancellation are decided by those functions. The parts, each in its own module:
 * ``_loops`` and ``_maintenance``: waiting, surviving errors, pruning and compaction;
 * ``_worker``: the facade (settings, registration, run-once steps, read-only views);
 * ``_run``: one run's context (session, thread pool, listener, events), made in ``open()``;
-* ``_supervisor``: restarts, signals; ``_settings`` and ``_registry``: configuration.
+* ``_supervisor``: restarts, signals; ``_settings`` and ``_registry``: configuration;
+* ``_telemetry``: what a run tells the outside about each job (log lines with structured
+  fields, metrics, trace spans); ``_metrics``: the worker's own Prometheus registry and its
+  HTTP endpoint (imported only with ``metrics_port``).
+
+Every worker runs the scheduler loop too (``run_schedules``): it fires every due schedule in
+the database, its own and those added from SQL or the CLI.
 
 Connections: one autocommit connection (:class:`~pgq_thin.connection.AsyncSession`) carries
 claim, heartbeat, complete and release, serialized by a lock; the listener has its own
