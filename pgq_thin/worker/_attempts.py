@@ -279,8 +279,8 @@ class Attempts:
             if ending is not None:
                 self._end(attempt, ending)
         finally:
-            if attempt.span is not None:  # released, lost, or the run is closing
-                self._tel.left(attempt, "lost" if attempt.stop is Stop.LOST else "released")
+            if attempt.span is not None:  # lost, released, or the run is closing
+                self._tel.left(attempt, left_as(attempt))
             self._tasks.pop(attempt, None)  # its slot is free from here
             self._on_slot_free()
 
@@ -369,6 +369,13 @@ def aborted_details(grace_period: float) -> dict[str, Any]:
         "message": f"the worker shut down and the job ran past its {grace_period:g} s grace period",
         "retry_after": 0,
     }
+
+
+def left_as(attempt: Attempt) -> str:
+    """The outcome of an attempt whose task ended without an ending of its own."""
+    if attempt.stop is Stop.LOST:
+        return "lost"
+    return "released" if attempt.phase is Phase.RELEASED else "interrupted"
 
 
 def aborted(grace_period: float) -> Ending:

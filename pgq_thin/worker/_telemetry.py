@@ -137,7 +137,7 @@ class Telemetry:
     # --- jobs -------------------------------------------------------------------------------
 
     def claimed(self, jobs: Iterable[Job[Any]]) -> None:
-        if self.log.isEnabledFor(logging.DEBUG):
+        if log.isEnabledFor(logging.DEBUG):
             for job in jobs:
                 self.log.debug(
                     "pgq-thin job %s (%s) attempt %d of %d: claimed",
@@ -161,7 +161,7 @@ class Telemetry:
         if metrics is not None:
             metrics.handler_ended(job.entrypoint, ending.duration)
         level = LEVELS[ending.outcome]
-        if self.log.isEnabledFor(level):
+        if log.isEnabledFor(level):  # the logger's own cached check (the adapter adds a call)
             detail = _detail(ending)
             error = ending.error if ending.outcome == "failed" else None
             self.log.log(
@@ -182,8 +182,8 @@ class Telemetry:
             self.tracer.end(span, ending.outcome, ending.error)
 
     def left(self, attempt: Attempt, outcome: str) -> None:
-        """An attempt's task ended without an ending of its own (released before it started,
-        lost, or the run closing): its span ends with that outcome."""
+        """An attempt's task ended without an ending of its own (``lost``, ``released`` before
+        it started, or ``interrupted``: the run is closing): its span ends with that outcome."""
         if attempt.span is not None and self.tracer is not None:
             span, attempt.span = attempt.span, None
             self.tracer.end(span, outcome, None)

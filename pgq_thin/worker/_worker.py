@@ -315,7 +315,7 @@ class ThinWorker:
             raise
         finally:
             if metrics is not None:
-                metrics.close()
+                await asyncio.to_thread(metrics.close)  # waits for the server's loop to end
             if ran:
                 self._log_summary(time.monotonic() - began)
 
