@@ -15,9 +15,14 @@ docs/operations.md). Construction is the same: a DSN (or nothing: the rule of
 :mod:`pgq_thin.dsn`), or a connection you hold::
 
     with Admin() as admin:
-        for row in admin.stats():
-            print(row.entrypoint, row.due, row.running)
-        admin.requeue([job.id for job in admin.failed(limit=100)])
+        for row in admin.metrics():
+            print(row.entrypoint, row.due, row.lag_s, row.throughput_1m, row.run_p95_s)
+        admin.pause("send_email")
+        admin.requeue_history("send_email", since=yesterday)
+
+Each operation is written once, in :class:`Build`, as a function returning the call to make
+(:class:`pgq_thin.admin_calls.Call`); :class:`Admin` and :class:`AsyncAdmin` expose the same
+table of them as sync and async methods, with the same arguments and docstrings.
 """
 
 from __future__ import annotations
@@ -26,23 +31,30 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from pgq_thin import admin_calls as ac
 from pgq_thin import calls
+from pgq_thin.admin_calls import Call, HistoryFilter, async_method, sync_method
 from pgq_thin.cron import CronSchedule
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.payloads import encode_payload
 from pgq_thin.records import (
     EntrypointConfig,
+    EntrypointMetrics,
     EntrypointStats,
     FailedJob,
     HistorySummary,
+    JobInfo,
+    JobPage,
+    JobResult,
     Schedule,
-    from_row,
+    WorkerStatus,
 )
 from pgq_thin.scheduler import Scheduler, ScheduleSpec
 
-__all__ = ["Admin", "AsyncAdmin"]
+__all__ = ["Admin", "AsyncAdmin", "Build"]
 
 CatchUp = Literal["once", "skip"]
+HistoryStatus = Literal["successful", "failed", "canceled"]
 
 
 def _limit(limit: int | None) -> int | None:
@@ -51,69 +63,163 @@ def _limit(limit: int | None) -> int | None:
     return limit
 
 
-def _schedule_args(
-    name: str,
-    entrypoint: str,
-    cron: str,
-    payload: Any,
-    timezone: str,
-    priority: int,
-    headers: dict[str, Any] | None,
-    catch_up: str,
-    misfire_grace: timedelta | None,
-    fire_timeout: timedelta | None,
-) -> tuple[Any, ...]:
-    """``pgq.schedule`` arguments; a bad expression, time zone or catch-up raises
-    :class:`~pgq_thin.errors.InvalidSchedule` before anything is sent."""
-    spec = ScheduleSpec(
-        cron=CronSchedule(cron, timezone),
-        entrypoint=entrypoint,
-        name=name,
-        payload=encode_payload(payload),
-        priority=priority,
-        headers=headers,
-        catch_up=catch_up,
-        misfire_grace=misfire_grace,
-        fire_timeout=fire_timeout,
-    )
-    return Scheduler.register_args(spec, datetime.now(UTC))
+def _where(
+    entrypoint: str | None,
+    statuses: HistoryStatus | Sequence[HistoryStatus] | None,
+    since: datetime | None,
+    until: datetime | None,
+    error: str | None,
+) -> HistoryFilter:
+    listed = [statuses] if isinstance(statuses, str) else statuses
+    return HistoryFilter(entrypoint, listed, since, until, error)
 
 
-class Admin(SyncHandle):
-    """Sync admin API over a DSN or a ``psycopg.Connection`` you hold (see the module
-    docstring)."""
+class Build:
+    """Every admin operation as the call it makes; :class:`Admin` and :class:`AsyncAdmin`
+    expose each as a method (the docstrings below are theirs). A None argument is left out of
+    the statement, so the SQL function's default applies."""
 
-    APPLICATION_NAME = "pgq-thin admin"
+    @staticmethod
+    def stats() -> Call[list[EntrypointStats]]:
+        """Per entrypoint: queued, due, running, stale, oldest queued age, its policy and
+        whether it is paused (view ``pgq.queue_stats``, by entrypoint)."""
+        return Call(calls.QUEUE_STATS, (), ac.records(EntrypointStats))
 
-    def stats(self) -> list[EntrypointStats]:
-        """Per entrypoint: queued, due, running, stale, oldest queued age, and its policy
-        (view ``pgq.queue_stats``, by entrypoint)."""
-        return [from_row(EntrypointStats, r) for r in calls.queue_stats(self.connection)]
+    @staticmethod
+    def metrics(
+        entrypoints: str | Sequence[str] | None = None,
+        *,
+        percentile_window: timedelta | None = None,
+    ) -> Call[list[EntrypointMetrics]]:
+        """Per entrypoint (None: every one): live jobs, lag, finished jobs over 1/5/15 minutes,
+        throughput, wait and run time p50/p95/p99 over ``percentile_window`` (None: the SQL
+        default, 5 minutes) and monotonic totals (``pgq.metrics``)."""
+        return ac.metrics(entrypoints, percentile_window)
 
-    def failed(self, limit: int | None = 50) -> list[FailedJob]:
+    @staticmethod
+    def workers() -> Call[list[WorkerStatus]]:
+        """Every registered worker, and every worker holding jobs without having registered
+        (view ``pgq.worker_status``): state active, gone or unregistered, the jobs it holds."""
+        return ac.workers()
+
+    @staticmethod
+    def pause(entrypoints: str | Sequence[str]) -> Call[list[EntrypointConfig]]:
+        """Pause entrypoints (``pgq.pause``): no job of theirs starts from the next claim on;
+        enqueueing goes on. Returns their policy rows (``paused_at`` set)."""
+        return ac.pause(entrypoints)
+
+    @staticmethod
+    def resume(entrypoints: str | Sequence[str]) -> Call[list[EntrypointConfig]]:
+        """Resume paused entrypoints (``pgq.resume``): the configured policy applies again;
+        unknown names are ignored. Returns the policy rows of those resumed."""
+        return ac.resume(entrypoints)
+
+    @staticmethod
+    def job(job_id: int) -> Call[JobInfo | None]:
+        """Everything about one job, live or finished (``pgq.job``): status, attempts, each
+        failed attempt, timings, result; None for an id that is not there."""
+        return ac.job(job_id)
+
+    @staticmethod
+    def job_results(ids: Sequence[int]) -> Call[list[JobResult]]:
+        """Status and result of jobs by id, in input order (``pgq.job_results``; status
+        ``unknown`` for an id not there). Up to 10,000 ids."""
+        return ac.job_results(ids)
+
+    @staticmethod
+    def list_jobs(
+        entrypoint: str, state: str, *, after: str | None = None, page_size: int | None = None
+    ) -> Call[JobPage]:
+        """One page of the jobs of an entrypoint in a state (queued in claim order, running by
+        id, successful/failed/canceled newest first; ``pgq.list_jobs``). Pass the page's
+        ``next_cursor`` as ``after`` for the next page."""
+        return ac.list_jobs(entrypoint, state, after, page_size)
+
+    @staticmethod
+    def find_history(
+        entrypoint: str | None = None,
+        *,
+        statuses: HistoryStatus | Sequence[HistoryStatus] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        error: str | None = None,
+        after: str | None = None,
+        page_size: int | None = None,
+    ) -> Call[JobPage]:
+        """One page of finished jobs, newest first (``pgq.find_history``): of an entrypoint
+        (None: all), statuses (None: failed), finished in ``[since, until)``, with ``error``
+        found in the failure's error, message or traceback."""
+        where = _where(entrypoint, statuses, since, until, error)
+        return ac.find_history(where, after, page_size)
+
+    @staticmethod
+    def requeue_history(
+        entrypoint: str | None = None,
+        *,
+        statuses: HistoryStatus | Sequence[HistoryStatus] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        error: str | None = None,
+        max_jobs: int | None = None,
+        every: bool = False,
+    ) -> Call[list[int]]:
+        """Requeue finished jobs matching the filter of :meth:`find_history` (failed or
+        canceled; ``pgq.requeue_history``), up to ``max_jobs`` per call (None: the SQL
+        default); with ``every``, call again until no more match (each job at most once).
+        Returns the ids requeued."""
+        where = _where(entrypoint, statuses, since, until, error)
+        return ac.requeue_history(where, max_jobs, every)
+
+    @staticmethod
+    def delete_history(
+        entrypoint: str | None = None,
+        *,
+        statuses: HistoryStatus | Sequence[HistoryStatus] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        error: str | None = None,
+        max_jobs: int | None = None,
+        every: bool = False,
+    ) -> Call[int]:
+        """Delete finished jobs matching the filter of :meth:`find_history`
+        (``pgq.delete_history``), up to ``max_jobs`` per call; with ``every``, until none is
+        left. Returns how many were deleted."""
+        where = _where(entrypoint, statuses, since, until, error)
+        return ac.delete_history(where, max_jobs, every)
+
+    @staticmethod
+    def prune(older_than: timedelta) -> Call[int]:
+        """Delete the history of jobs finished more than ``older_than`` ago
+        (``pgq.prune_history``, batch after batch); returns how many rows."""
+        return ac.prune(older_than)
+
+    @staticmethod
+    def failed(limit: int | None = 50) -> Call[list[FailedJob]]:
         """Dead jobs, newest first (view ``pgq.failed_jobs``); ``limit`` None: all."""
-        rows = calls.failed_jobs(self.connection, _limit(limit))
-        return [from_row(FailedJob, r) for r in rows]
+        return Call(calls.FAILED_JOBS, (_limit(limit),), ac.records(FailedJob))
 
+    @staticmethod
     def history_summary(
-        self, entrypoints: Sequence[str] | None = None, *, since_id: int = 0
-    ) -> list[HistorySummary]:
+        entrypoints: Sequence[str] | None = None, *, since_id: int = 0
+    ) -> Call[list[HistorySummary]]:
         """Finished jobs per entrypoint and final status, for jobs with ``id >= since_id``
         (``pgq.history_summary``); ``entrypoints`` None: every one."""
-        rows = calls.history_summary(self.connection, entrypoints, since_id)
-        return [from_row(HistorySummary, r) for r in rows]
+        eps = None if entrypoints is None else list(entrypoints)
+        return Call(calls.HISTORY_SUMMARY, (eps, since_id), ac.records(HistorySummary))
 
-    def requeue(self, ids: Sequence[int]) -> list[int]:
+    @staticmethod
+    def requeue(ids: Sequence[int]) -> Call[list[int]]:
         """Put dead or canceled jobs back in the queue (attempt 0, due now); returns the ids
         requeued (unknown, successful or live ids are left out)."""
-        return calls.requeue(self.connection, ids)
+        return Call(calls.REQUEUE, (list(ids),), ac.ints)
 
-    def cancel(self, ids: Sequence[int]) -> list[int]:
+    @staticmethod
+    def cancel(ids: Sequence[int]) -> Call[list[int]]:
         """Cancel jobs: queued ones at once, running ones are asked to stop. Ids affected."""
-        return calls.cancel(self.connection, ids)
+        return Call(calls.CANCEL, (list(ids),), ac.ints)
 
+    @staticmethod
     def configure(
-        self,
         entrypoint: str,
         *,
         concurrency_limit: int | None = None,
@@ -122,7 +228,7 @@ class Admin(SyncHandle):
         backoff_max: timedelta | None = None,
         heartbeat_timeout: timedelta | None = None,
         reset: bool = False,
-    ) -> EntrypointConfig:
+    ) -> Call[EntrypointConfig]:
         """Set an entrypoint's policy (``pgq.configure``: None leaves a setting as it is,
         ``reset`` first returns every setting to its default); returns the stored policy."""
         args = calls.configure_args(
@@ -134,14 +240,15 @@ class Admin(SyncHandle):
             heartbeat_timeout,
             reset,
         )
-        return from_row(EntrypointConfig, calls.configure(self.connection, args))
+        return Call(calls.CONFIGURE, args, ac.first(EntrypointConfig))
 
-    def schedules(self) -> list[Schedule]:
+    @staticmethod
+    def schedules() -> Call[list[Schedule]]:
         """Every cron schedule, by name (table ``pgq.schedules``)."""
-        return [from_row(Schedule, r) for r in calls.schedules(self.connection)]
+        return Call(calls.SCHEDULES, (), ac.records(Schedule))
 
+    @staticmethod
     def add_schedule(
-        self,
         name: str,
         entrypoint: str,
         cron: str,
@@ -153,116 +260,83 @@ class Admin(SyncHandle):
         catch_up: CatchUp = "once",
         misfire_grace: timedelta | None = None,
         fire_timeout: timedelta | None = None,
-    ) -> Schedule:
+    ) -> Call[Schedule]:
         """Add a schedule, or update the one called ``name`` (``pgq.schedule``: its next run is
         kept unless the expression or time zone changed). Cron: 5 fields, or 6 with seconds
-        first. Jobs fire while a worker with a scheduler runs (docs/schedules.md)."""
-        args = _schedule_args(
-            name,
-            entrypoint,
-            cron,
-            payload,
-            timezone,
-            priority,
-            headers,
-            catch_up,
-            misfire_grace,
-            fire_timeout,
+        first. Jobs fire while a worker with a scheduler runs (docs/schedules.md). A bad
+        expression, time zone or catch-up raises :class:`~pgq_thin.errors.InvalidSchedule`
+        before anything is sent."""
+        spec = ScheduleSpec(
+            cron=CronSchedule(cron, timezone),
+            entrypoint=entrypoint,
+            name=name,
+            payload=encode_payload(payload),
+            priority=priority,
+            headers=headers,
+            catch_up=catch_up,
+            misfire_grace=misfire_grace,
+            fire_timeout=fire_timeout,
         )
-        return from_row(Schedule, calls.schedule(self.connection, args))
+        args = Scheduler.register_args(spec, datetime.now(UTC))
+        return Call(calls.SCHEDULE, args, ac.first(Schedule))
 
-    def remove_schedule(self, name: str) -> bool:
+    @staticmethod
+    def remove_schedule(name: str) -> Call[bool]:
         """Remove a schedule (``pgq.unschedule``); False when there was none of that name."""
-        return calls.unschedule(self.connection, name)
+        return Call(calls.UNSCHEDULE, (name,), lambda rows: bool(ac.value(rows)))
+
+
+class Admin(SyncHandle):
+    """Sync admin API over a DSN or a ``psycopg.Connection`` you hold (see the module
+    docstring); each method is the :class:`Build` function of the same name, run."""
+
+    APPLICATION_NAME = "pgq-thin admin"
+
+    stats = sync_method(Build.stats)
+    metrics = sync_method(Build.metrics)
+    workers = sync_method(Build.workers)
+    pause = sync_method(Build.pause)
+    resume = sync_method(Build.resume)
+    job = sync_method(Build.job)
+    job_results = sync_method(Build.job_results)
+    list_jobs = sync_method(Build.list_jobs)
+    find_history = sync_method(Build.find_history)
+    requeue_history = sync_method(Build.requeue_history)
+    delete_history = sync_method(Build.delete_history)
+    prune = sync_method(Build.prune)
+    failed = sync_method(Build.failed)
+    history_summary = sync_method(Build.history_summary)
+    requeue = sync_method(Build.requeue)
+    cancel = sync_method(Build.cancel)
+    configure = sync_method(Build.configure)
+    schedules = sync_method(Build.schedules)
+    add_schedule = sync_method(Build.add_schedule)
+    remove_schedule = sync_method(Build.remove_schedule)
 
 
 class AsyncAdmin(AsyncHandle):
     """Async admin API over a DSN or a ``psycopg.AsyncConnection`` you hold; each method as
-    in :class:`Admin`."""
+    in :class:`Admin`, awaited."""
 
     APPLICATION_NAME = "pgq-thin admin"
 
-    async def stats(self) -> list[EntrypointStats]:
-        """As :meth:`Admin.stats`."""
-        rows = await calls.aqueue_stats(await self.connection())
-        return [from_row(EntrypointStats, r) for r in rows]
-
-    async def failed(self, limit: int | None = 50) -> list[FailedJob]:
-        """As :meth:`Admin.failed`."""
-        rows = await calls.afailed_jobs(await self.connection(), _limit(limit))
-        return [from_row(FailedJob, r) for r in rows]
-
-    async def history_summary(
-        self, entrypoints: Sequence[str] | None = None, *, since_id: int = 0
-    ) -> list[HistorySummary]:
-        """As :meth:`Admin.history_summary`."""
-        rows = await calls.ahistory_summary(await self.connection(), entrypoints, since_id)
-        return [from_row(HistorySummary, r) for r in rows]
-
-    async def requeue(self, ids: Sequence[int]) -> list[int]:
-        """As :meth:`Admin.requeue`."""
-        return await calls.arequeue(await self.connection(), ids)
-
-    async def cancel(self, ids: Sequence[int]) -> list[int]:
-        """As :meth:`Admin.cancel`."""
-        return await calls.acancel(await self.connection(), ids)
-
-    async def configure(
-        self,
-        entrypoint: str,
-        *,
-        concurrency_limit: int | None = None,
-        max_attempts: int | None = None,
-        backoff_base: timedelta | None = None,
-        backoff_max: timedelta | None = None,
-        heartbeat_timeout: timedelta | None = None,
-        reset: bool = False,
-    ) -> EntrypointConfig:
-        """As :meth:`Admin.configure`."""
-        args = calls.configure_args(
-            entrypoint,
-            concurrency_limit,
-            max_attempts,
-            backoff_base,
-            backoff_max,
-            heartbeat_timeout,
-            reset,
-        )
-        return from_row(EntrypointConfig, await calls.aconfigure(await self.connection(), args))
-
-    async def schedules(self) -> list[Schedule]:
-        """As :meth:`Admin.schedules`."""
-        return [from_row(Schedule, r) for r in await calls.aschedules(await self.connection())]
-
-    async def add_schedule(
-        self,
-        name: str,
-        entrypoint: str,
-        cron: str,
-        *,
-        payload: Any = None,
-        timezone: str = "UTC",
-        priority: int = 0,
-        headers: dict[str, Any] | None = None,
-        catch_up: CatchUp = "once",
-        misfire_grace: timedelta | None = None,
-        fire_timeout: timedelta | None = None,
-    ) -> Schedule:
-        """As :meth:`Admin.add_schedule`."""
-        args = _schedule_args(
-            name,
-            entrypoint,
-            cron,
-            payload,
-            timezone,
-            priority,
-            headers,
-            catch_up,
-            misfire_grace,
-            fire_timeout,
-        )
-        return from_row(Schedule, await calls.aschedule(await self.connection(), args))
-
-    async def remove_schedule(self, name: str) -> bool:
-        """As :meth:`Admin.remove_schedule`."""
-        return await calls.aunschedule(await self.connection(), name)
+    stats = async_method(Build.stats)
+    metrics = async_method(Build.metrics)
+    workers = async_method(Build.workers)
+    pause = async_method(Build.pause)
+    resume = async_method(Build.resume)
+    job = async_method(Build.job)
+    job_results = async_method(Build.job_results)
+    list_jobs = async_method(Build.list_jobs)
+    find_history = async_method(Build.find_history)
+    requeue_history = async_method(Build.requeue_history)
+    delete_history = async_method(Build.delete_history)
+    prune = async_method(Build.prune)
+    failed = async_method(Build.failed)
+    history_summary = async_method(Build.history_summary)
+    requeue = async_method(Build.requeue)
+    cancel = async_method(Build.cancel)
+    configure = async_method(Build.configure)
+    schedules = async_method(Build.schedules)
+    add_schedule = async_method(Build.add_schedule)
+    remove_schedule = async_method(Build.remove_schedule)

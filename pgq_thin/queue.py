@@ -13,19 +13,32 @@ back, with your own writes (transactional enqueue)::
 When the application uses OpenTelemetry and a span is active, each job's headers carry the
 trace context (``traceparent``), so the worker's span for the job continues the trace
 (:mod:`pgq_thin.otel`); headers given by the caller are never overwritten.
+
+A producer reads what its jobs returned with :meth:`Queue.result` (``pgq.job_results``) and
+waits for one with :meth:`Queue.wait`: polling that function, 10 ms doubling to 1 s between
+calls (no notification is sent when a job finishes, see docs/sql-api.md)::
+
+    job_id = queue.enqueue("resize", {"image": 7})
+    done = queue.wait(job_id, timeout=60)
+    if done.status == "successful":
+        print(done.result)
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pgq_thin import calls
+from pgq_thin import admin_calls, calls
+from pgq_thin.admin_calls import async_method, sync_method
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.otel import in_use as otel_in_use
 from pgq_thin.otel import with_trace_context
 from pgq_thin.payloads import encode_payload
+from pgq_thin.records import JobResult
 
 OnConflict = Literal["raise", "existing"]
 When = datetime | timedelta | float | None
@@ -96,6 +109,25 @@ def _many(
         hdrs,
         on_conflict,
     )
+
+
+#: Pauses between two looks at an unfinished job in :meth:`Queue.wait`: 10 ms doubling to 1 s.
+FIRST_POLL, LAST_POLL = 0.01, 1.0
+
+
+def result_call(job_id: int) -> admin_calls.Call[JobResult]:
+    """Where a job is and what it returned (``pgq.job_results``): status ``queued``,
+    ``running``, ``successful`` (``result`` is the handler's return value), ``failed`` or
+    ``canceled`` (``error`` holds the final details), or ``unknown`` (never there, or pruned)."""
+    return admin_calls.job_results([job_id]).then(lambda rows: rows[0])
+
+
+def _waited(job_id: int, last: JobResult, timeout: float | None) -> TimeoutError:
+    return TimeoutError(f"job {job_id} did not finish within {timeout} s (it is {last.status})")
+
+
+def _over(job: JobResult) -> bool:
+    return job.finished or job.status == "unknown"
 
 
 class Queue(SyncHandle):
@@ -175,6 +207,21 @@ class Queue(SyncHandle):
         )
         return calls.configure(self.connection, args)
 
+    result = sync_method(result_call)
+    results = sync_method(admin_calls.job_results)
+
+    def wait(self, job_id: int, timeout: float | None = None) -> JobResult:
+        """Poll :meth:`result` until the job finished (or is ``unknown``), pausing 10 ms
+        doubling to 1 s; :class:`TimeoutError` after ``timeout`` seconds (None: no limit)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = FIRST_POLL
+        while not _over(job := self.result(job_id)):
+            if deadline is not None and time.monotonic() + pause > deadline:
+                raise _waited(job_id, job, timeout)
+            time.sleep(pause)
+            pause = min(pause * 2, LAST_POLL)
+        return job
+
 
 class AsyncQueue(AsyncHandle):
     """Async producer over a DSN or a ``psycopg.AsyncConnection`` you hold; anything else is
@@ -240,3 +287,17 @@ class AsyncQueue(AsyncHandle):
             reset,
         )
         return await calls.aconfigure(await self.connection(), args)
+
+    result = async_method(result_call)
+    results = async_method(admin_calls.job_results)
+
+    async def wait(self, job_id: int, timeout: float | None = None) -> JobResult:
+        """As :meth:`Queue.wait`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = FIRST_POLL
+        while not _over(job := await self.result(job_id)):
+            if deadline is not None and time.monotonic() + pause > deadline:
+                raise _waited(job_id, job, timeout)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, LAST_POLL)
+        return job

@@ -12,8 +12,9 @@ seconds, UUIDs as text) for ``--json`` output and web pages.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -21,10 +22,18 @@ from typing import Any, TypeVar
 
 __all__ = [
     "EntrypointConfig",
+    "EntrypointMetrics",
     "EntrypointStats",
     "FailedJob",
     "HistorySummary",
+    "JobInfo",
+    "JobListing",
+    "JobPage",
+    "JobResult",
+    "Rollup",
     "Schedule",
+    "WorkerRegistration",
+    "WorkerStatus",
     "from_row",
     "to_json",
 ]
@@ -53,14 +62,15 @@ def to_json(record: Any) -> Any:
         return record.isoformat()
     if isinstance(record, timedelta):
         return record.total_seconds()
-    if isinstance(record, uuid.UUID | Decimal):
+    if isinstance(record, uuid.UUID | Decimal | ipaddress.IPv4Address | ipaddress.IPv6Address):
         return str(record)
     return record
 
 
 @dataclass(frozen=True)
 class EntrypointStats:
-    """One row of view ``pgq.queue_stats``: live jobs of an entrypoint and its policy."""
+    """One row of view ``pgq.queue_stats``: live jobs of an entrypoint, its policy, whether
+    it is paused."""
 
     entrypoint: str
     queued: int
@@ -71,6 +81,7 @@ class EntrypointStats:
     concurrency_limit: int | None
     max_attempts: int
     heartbeat_timeout: timedelta
+    paused: bool
 
 
 @dataclass(frozen=True)
@@ -118,7 +129,8 @@ class HistorySummary:
 
 @dataclass(frozen=True)
 class EntrypointConfig:
-    """One row of table ``pgq.entrypoints`` (what ``pgq.configure`` returns): the policy."""
+    """One row of table ``pgq.entrypoints`` (what ``pgq.configure``, ``pgq.pause`` and
+    ``pgq.resume`` return): the policy, and the pause."""
 
     entrypoint: str
     concurrency_limit: int | None
@@ -127,6 +139,12 @@ class EntrypointConfig:
     backoff_max: timedelta
     heartbeat_timeout: timedelta
     updated_at: datetime
+    paused_at: datetime | None  # set by pgq.pause, cleared by pgq.resume
+    paused_by: str | None
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
 
 
 @dataclass(frozen=True)
@@ -152,3 +170,165 @@ class Schedule:
     heartbeat_at: datetime | None
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True)
+class EntrypointMetrics:
+    """One row of ``pgq.metrics()``: live jobs, lag, finished jobs per window, throughput, wait
+    and run time percentiles, and monotonic totals of one entrypoint (docs/sql-api.md)."""
+
+    entrypoint: str
+    paused: bool
+    queued: int
+    due: int
+    delayed: int
+    running: int
+    stale: int
+    lag_s: float
+    successful_1m: int
+    failed_1m: int
+    canceled_1m: int
+    successful_5m: int
+    failed_5m: int
+    canceled_5m: int
+    successful_15m: int
+    failed_15m: int
+    canceled_15m: int
+    throughput_1m: float
+    throughput_5m: float
+    throughput_15m: float
+    wait_p50_s: float | None
+    wait_p95_s: float | None
+    wait_p99_s: float | None
+    run_p50_s: float | None
+    run_p95_s: float | None
+    run_p99_s: float | None
+    successful_total: int
+    failed_total: int
+    canceled_total: int
+    rollup_caught_up: bool
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """One row of view ``pgq.worker_status``: a worker (``state`` active, gone or
+    unregistered), what it announced, how long it has been silent, the jobs it holds."""
+
+    worker_id: uuid.UUID
+    state: str
+    host: str | None
+    pid: int | None
+    application_name: str | None
+    entrypoints: list[str] | None
+    version: str | None
+    metadata: Any
+    client_addr: Any
+    started_at: datetime | None
+    last_seen_at: datetime | None
+    silent_s: float | None
+    timeout: timedelta | None
+    running: int
+    stale: int
+    job_ids: list[int]
+
+
+@dataclass(frozen=True)
+class WorkerRegistration:
+    """What ``pgq.register_worker`` answers: first registration, last seen, the silence after
+    which the worker shows as gone, and the longest pause allowed between heartbeats."""
+
+    started_at: datetime
+    last_seen_at: datetime
+    gone_after: timedelta
+    heartbeat_interval: timedelta
+
+
+@dataclass(frozen=True)
+class Rollup:
+    """What ``pgq.rollup_metrics`` answers: rows counted, whether it caught up, and whether
+    another caller was rolling up (then it did nothing)."""
+
+    rolled: int
+    caught_up: bool
+    busy: bool
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """What ``pgq.job(id)`` answers (type ``pgq.job_info``): one job, live or finished, with
+    its timings, ``result``, last ``details`` and every failed attempt in ``errors``."""
+
+    id: int
+    entrypoint: str
+    status: str
+    priority: int
+    attempt: int
+    max_attempts: int
+    payload: Any
+    headers: dict[str, Any] | None
+    dedupe_key: str | None
+    enqueued_at: datetime
+    run_at: datetime | None
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+    wait_s: float | None
+    run_s: float | None
+    worker_id: uuid.UUID | None
+    cancel_requested: bool | None
+    result: Any
+    details: Any
+    errors: list[Any] | None
+    schedule: str | None
+    schedule_due_at: datetime | None
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """One row of ``pgq.job_results``: where a job is (``unknown`` for an id not there),
+    whether it finished, what a successful handler returned, or the final error."""
+
+    id: int
+    status: str
+    finished: bool
+    result: Any
+    error: Any
+    attempt: int | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class JobListing:
+    """One row of ``pgq.list_jobs`` or ``pgq.find_history`` (type ``pgq.job_listing``): a
+    job without its payload, the last failure's error and message, and its paging cursor."""
+
+    id: int
+    entrypoint: str
+    status: str
+    priority: int
+    attempt: int
+    dedupe_key: str | None
+    enqueued_at: datetime
+    run_at: datetime | None
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+    worker_id: uuid.UUID | None
+    error: str | None
+    message: str | None
+    cursor: str
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of a listing: its jobs and ``next_cursor``, the cursor to pass as ``after``
+    for the next page (None when this page is the last: shorter than asked for, or empty)."""
+
+    jobs: list[JobListing]
+    next_cursor: str | None
+
+    def __iter__(self) -> Iterator[JobListing]:
+        return iter(self.jobs)
+
+    def __len__(self) -> int:
+        return len(self.jobs)

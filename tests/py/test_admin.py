@@ -20,6 +20,10 @@ from pgq_thin.records import (
     EntrypointStats,
     FailedJob,
     HistorySummary,
+    JobInfo,
+    JobListing,
+    JobPage,
+    JobResult,
     Schedule,
     to_json,
 )
@@ -225,3 +229,262 @@ def test_records_follow_the_sql_columns() -> None:
     del row["jobs"]
     with pytest.raises(ValueError, match="misses column"):
         from_row(HistorySummary, row)
+
+
+# --- seeing and steering: metrics, workers, pause, one job, listings, history filters --------
+
+
+def finish(dsn: str, entrypoint: str, status: str, details: Any = None, n: int = 100) -> list[int]:
+    """Claim up to ``n`` due jobs of an entrypoint and complete them with ``status`` and
+    ``details`` through the SQL API (as a worker in any language would); their ids."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        worker = conn.execute("SELECT gen_random_uuid()").fetchone()
+        assert worker is not None
+        claimed = conn.execute(
+            "SELECT id, lease FROM pgq.claim(%s, ARRAY[%s], %s) ORDER BY id",
+            (worker[0], entrypoint, n),
+        ).fetchall()
+        for job_id, lease in claimed:
+            conn.execute(
+                "SELECT pgq.complete(%s, ARRAY[%s::bigint], ARRAY[%s::bigint], ARRAY[%s],"
+                " ARRAY[%s::jsonb])",
+                (worker[0], job_id, lease, status, psycopg.types.json.Jsonb(details)),
+            )
+    return [job_id for job_id, _ in claimed]
+
+
+def test_metrics_count_live_and_finished_jobs(pgq_dsn: str) -> None:
+    with Queue(pgq_dsn) as queue:
+        queue.enqueue_many("met.a", [{"i": i} for i in range(5)])
+        queue.enqueue("met.a", run_at=timedelta(hours=1))
+        queue.enqueue("met.b")
+    finish(pgq_dsn, "met.a", "successful", {"result": 1}, n=3)
+    with Admin(pgq_dsn) as admin:
+        rows = {m.entrypoint: m for m in admin.metrics()}
+        a = rows["met.a"]
+        assert (a.queued, a.due, a.delayed, a.running, a.stale) == (3, 2, 1, 0, 0)
+        assert (a.successful_total, a.failed_total, a.canceled_total) == (3, 0, 0)
+        assert a.lag_s >= 0 and not a.paused  # windows and percentiles: whole 10 s buckets
+        assert [m.entrypoint for m in admin.metrics("met.b")] == ["met.b"]
+        windowed = admin.metrics(["met.a"], percentile_window=timedelta(minutes=1))
+        assert windowed[0].successful_total == 3
+        with pytest.raises(errors.PgqError, match="percentile_window") as info:
+            admin.metrics(percentile_window=timedelta(hours=2))
+        assert info.value.sqlstate == "PQ009"
+    assert to_json(a)["lag_s"] == a.lag_s
+
+
+def test_workers_show_the_registry(pgq_dsn: str) -> None:
+    import uuid
+
+    from pgq_thin import admin_calls
+
+    worker_id = uuid.uuid4()
+    with Admin(pgq_dsn) as admin:
+        assert admin.workers() == []
+        reg = admin_calls.run(
+            admin.connection,
+            admin_calls.register_worker(worker_id, ["w.a"], host="h1", pid=42, version="9"),
+        )
+        assert reg.gone_after == timedelta(seconds=30)
+        [w] = admin.workers()
+        assert (w.worker_id, w.state, w.host, w.pid, w.entrypoints) == (
+            worker_id,
+            "active",
+            "h1",
+            42,
+            ["w.a"],
+        )
+        assert (w.running, w.job_ids, w.application_name) == (0, [], "pgq-thin admin")
+        assert isinstance(to_json(w)["client_addr"], str | None)
+        assert admin_calls.run(admin.connection, admin_calls.unregister_worker(worker_id))
+        assert admin.workers() == []
+
+
+def test_pause_and_resume(pgq_dsn: str) -> None:
+    with Queue(pgq_dsn) as queue:
+        queue.enqueue("pz.a")
+    with Admin(pgq_dsn) as admin:
+        admin.configure("pz.a", concurrency_limit=4)
+        [paused] = admin.pause("pz.a")
+        assert isinstance(paused, EntrypointConfig) and paused.paused and paused.paused_by
+        assert finish(pgq_dsn, "pz.a", "successful") == []  # nothing starts
+        assert {s.entrypoint: s.paused for s in admin.stats()} == {"pz.a": True}
+        assert [m.paused for m in admin.metrics("pz.a")] == [True]
+        [resumed] = admin.resume(["pz.a", "pz.never"])
+        assert not resumed.paused and resumed.concurrency_limit == 4  # policy kept
+        assert len(finish(pgq_dsn, "pz.a", "successful")) == 1
+        with pytest.raises(errors.PgqError) as info:
+            admin.pause([])
+        assert info.value.sqlstate == "PQ001"
+
+
+def test_one_job_live_and_finished_and_results(pgq_dsn: str) -> None:
+    with Queue(pgq_dsn) as queue:
+        ok, bad, waiting = queue.enqueue_many("one.a", [{"n": 1}, {"n": 2}, {"n": 3}])
+    finish(pgq_dsn, "one.a", "successful", {"result": {"sum": 3}}, n=1)
+    with Admin(pgq_dsn) as admin:
+        admin.configure("one.a", max_attempts=1)
+    finish(pgq_dsn, "one.a", "failed", {"error": "Boom", "message": "no"}, n=1)
+    with Admin(pgq_dsn) as admin:
+        done = admin.job(ok)
+        assert isinstance(done, JobInfo)
+        assert (done.status, done.result, done.attempt, done.payload) == (
+            "successful",
+            {"sum": 3},
+            1,
+            {"n": 1},
+        )
+        assert done.finished_at is not None and done.run_s is not None
+        dead = admin.job(bad)
+        assert dead is not None and dead.status == "failed"
+        assert dead.details["message"] == "no" and len(dead.errors or []) == 1
+        live = admin.job(waiting)
+        assert live is not None and (live.status, live.finished_at) == ("queued", None)
+        assert admin.job(10**12) is None
+        results = admin.job_results([waiting, ok, 10**12, bad])
+        assert [(r.id, r.status, r.finished) for r in results] == [
+            (waiting, "queued", False),
+            (ok, "successful", True),
+            (10**12, "unknown", False),
+            (bad, "failed", True),
+        ]
+        assert isinstance(results[1], JobResult) and results[1].result == {"sum": 3}
+        assert results[3].error["error"] == "Boom"
+
+
+def test_queue_result_and_wait(pgq_dsn: str) -> None:
+    import threading
+
+    with Queue(pgq_dsn) as queue:
+        job_id = queue.enqueue("res.a", {"x": 2})
+        assert queue.result(job_id).status == "queued"
+        with pytest.raises(TimeoutError, match=f"job {job_id} did not finish within 0.05 s"):
+            queue.wait(job_id, timeout=0.05)
+        worker = threading.Thread(
+            target=finish, args=(pgq_dsn, "res.a", "successful", {"result": [4]})
+        )
+        worker.start()
+        done = queue.wait(job_id, timeout=30)
+        worker.join()
+        assert (done.status, done.finished, done.result) == ("successful", True, [4])
+        assert queue.wait(10**12).status == "unknown"
+        assert [r.status for r in queue.results([job_id, 10**12])] == ["successful", "unknown"]
+
+    async def scenario() -> None:
+        async with AsyncQueue(pgq_dsn) as aqueue:
+            again = await aqueue.enqueue("res.a")
+            assert (await aqueue.result(again)).status == "queued"
+            waiter = asyncio.create_task(aqueue.wait(again, timeout=30))
+            await asyncio.to_thread(finish, pgq_dsn, "res.a", "successful", {"result": "ok"})
+            assert (await waiter).result == "ok"
+
+    asyncio.run(scenario())
+
+
+def test_list_jobs_pages_with_a_cursor(pgq_dsn: str) -> None:
+    with Queue(pgq_dsn) as queue:
+        ids = queue.enqueue_many("ls.a", [{"i": i} for i in range(7)], priorities=[0] * 6 + [9])
+    with Admin(pgq_dsn) as admin:
+        seen: list[int] = []
+        after = None
+        while True:
+            page = admin.list_jobs("ls.a", "queued", after=after, page_size=3)
+            assert isinstance(page, JobPage) and all(isinstance(j, JobListing) for j in page)
+            seen += [j.id for j in page]
+            if page.next_cursor is None:
+                break
+            after = page.next_cursor
+        assert seen == [ids[6], *ids[:6]]  # claim order: priority first
+        assert len(admin.list_jobs("ls.a", "queued")) == 7  # the SQL default page size
+        assert admin.list_jobs("ls.a", "running").jobs == []
+        with pytest.raises(errors.PgqError) as info:
+            admin.list_jobs("ls.a", "sleeping")
+        assert info.value.sqlstate == "PQ009" and "sleeping" in str(info.value)
+
+
+def test_history_by_filter_find_requeue_delete(pgq_dsn: str) -> None:
+    with Queue(pgq_dsn) as queue:
+        queue.enqueue_many("hf.a", [{"i": i} for i in range(4)])
+        queue.enqueue("hf.b")
+    with Admin(pgq_dsn) as admin:
+        admin.configure("hf.a", max_attempts=1)
+        admin.configure("hf.b", max_attempts=1)
+    dead = finish(pgq_dsn, "hf.a", "failed", {"error": "Timeout", "message": "smtp slow"}, n=2)
+    other = finish(pgq_dsn, "hf.a", "failed", {"error": "KeyError", "message": "x"}, n=2)
+    finish(pgq_dsn, "hf.b", "failed", {"error": "Timeout", "message": "slow"})
+    with Admin(pgq_dsn) as admin:
+        page = admin.find_history("hf.a", error="smtp")
+        assert sorted(j.id for j in page) == sorted(dead)
+        assert {j.error for j in page} == {"Timeout"}
+        assert len(admin.find_history(error="timeout")) == 3  # every entrypoint, any case
+        assert admin.find_history("hf.a", statuses="successful").jobs == []
+        since = admin.job(dead[0])
+        assert since is not None and since.finished_at is not None
+        assert admin.find_history(since=since.finished_at + timedelta(days=1)).jobs == []
+
+        assert sorted(admin.requeue_history("hf.a", error="smtp")) == sorted(dead)
+        assert {j.status for j in admin.list_jobs("hf.a", "queued")} == {"queued"}
+        requeued = admin.requeue_history(max_jobs=1, every=True)  # one call per job
+        assert len(requeued) == 3 and set(other) <= set(requeued)
+        assert admin.find_history().jobs == []
+        finish(pgq_dsn, "hf.a", "canceled", n=10)
+        assert admin.delete_history("hf.a", statuses=["canceled"], max_jobs=1, every=True) == 4
+        with pytest.raises(errors.PgqError) as info:
+            admin.requeue_history(statuses=["successful"])
+        assert info.value.sqlstate == "PQ009"
+
+
+def test_prune_deletes_old_history(pgq_dsn: str) -> None:
+    with Queue(pgq_dsn) as queue:
+        queue.enqueue_many("pr.a", [{} for _ in range(3)])
+    finish(pgq_dsn, "pr.a", "successful")
+    with Admin(pgq_dsn) as admin:
+        assert admin.prune(timedelta(hours=1)) == 0
+        assert admin.prune(timedelta(0)) == 3
+        assert admin.history_summary(["pr.a"]) == []
+        with pytest.raises(errors.PgqError) as info:
+            admin.prune(timedelta(seconds=-1))
+        assert info.value.sqlstate == "PQ008"
+
+
+def test_async_admin_operate(pgq_dsn: str) -> None:
+    async def scenario() -> None:
+        async with AsyncQueue(pgq_dsn) as queue:
+            job_id = await queue.enqueue("aop.a")
+        async with AsyncAdmin(pgq_dsn) as admin:
+            assert [p.entrypoint for p in await admin.pause("aop.a")] == ["aop.a"]
+            assert [m.due for m in await admin.metrics()] == [1]
+            assert await admin.workers() == []
+            info = await admin.job(job_id)
+            assert info is not None and info.status == "queued"
+            assert [j.id for j in await admin.list_jobs("aop.a", "queued")] == [job_id]
+            assert [r.status for r in await admin.job_results([job_id])] == ["queued"]
+            assert await admin.find_history() == JobPage([], None)
+            assert await admin.requeue_history() == []
+            assert await admin.delete_history() == 0
+            assert await admin.prune(timedelta(days=1)) == 0
+            assert [p.paused for p in await admin.resume("aop.a")] == [False]
+
+    asyncio.run(scenario())
+
+
+def test_reader_and_admin_roles(login_role: Callable[..., str]) -> None:
+    reader = login_role("pgq_reader")
+    operator = login_role("pgq_admin")
+    producer = login_role("pgq_producer")
+    with Queue(producer) as queue:
+        job_id = queue.enqueue("role.a")
+        assert queue.result(job_id).status == "queued"  # producers read results
+    with Admin(reader) as admin:
+        assert [m.entrypoint for m in admin.metrics()] == ["role.a"]
+        assert admin.job(job_id) is not None
+        with pytest.raises(errors.PrivilegeMissing) as info:
+            admin.pause("role.a")
+    user = psycopg.conninfo.conninfo_to_dict(reader)["user"]
+    assert str(info.value).endswith(f"GRANT pgq_admin TO {user}")
+    with Admin(operator) as admin:
+        assert admin.pause("role.a")[0].paused
+    with Admin(producer) as admin, pytest.raises(errors.PrivilegeMissing) as info:
+        admin.job(job_id)
+    assert "lacks pgq_reader (or pgq_admin)" in str(info.value)

@@ -1,7 +1,7 @@
-"""Every SQL statement of ``pgq_thin.calls`` fits the installed schema: each one is prepared
-(parsed, planned, every function and column resolved) against a fresh install, so a signature
-or a result column changed in SQL but not in the client fails here, not in whichever test
-happens to send that statement."""
+"""Every SQL statement of ``pgq_thin.calls`` and ``pgq_thin.admin_calls`` fits the installed
+schema: each one is prepared (parsed, planned, every function and column resolved) against a
+fresh install, so a signature or a result column changed in SQL but not in the client fails
+here, not in whichever test happens to send that statement."""
 
 from __future__ import annotations
 
@@ -11,12 +11,21 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgq_thin import calls
+from pgq_thin import admin_calls, calls
 
 STATEMENTS = {
-    name: value
-    for name, value in vars(calls).items()
+    f"{module.__name__}.{name}": value
+    for module in (calls, admin_calls)
+    for name, value in vars(module).items()
     if name.isupper() and isinstance(value, str) and value.lstrip().upper().startswith("SELECT")
+}
+# Functions called with named arguments: with all of them, and with only those without a
+# default (what a call leaving the rest to their SQL defaults sends).
+STATEMENTS |= {
+    f"pgq_thin.admin_calls.{name}{form}": sql
+    for name, fn in vars(admin_calls).items()
+    if isinstance(fn, admin_calls.Fn)
+    for form, sql in (("", fn.full), ("(least)", fn.least))
 }
 
 
@@ -29,7 +38,9 @@ def prepare(conn: psycopg.Connection[Any], sql: str) -> None:
 
 
 def test_the_module_holds_statements() -> None:
-    assert {"ENQUEUE", "CLAIM", "HEARTBEAT", "COMPLETE", "RELEASE"} <= set(STATEMENTS)
+    names = {name.rpartition(".")[2] for name in STATEMENTS}
+    assert {"ENQUEUE", "CLAIM", "HEARTBEAT", "COMPLETE", "RELEASE"} <= names
+    assert {"METRICS", "WORKERS", "PAUSE", "JOB", "FIND_HISTORY", "REGISTER_WORKER"} <= names
 
 
 def test_every_statement_fits_the_installed_schema(pgq_conn: psycopg.Connection[Any]) -> None:
@@ -38,10 +49,8 @@ def test_every_statement_fits_the_installed_schema(pgq_conn: psycopg.Connection[
         try:
             prepare(pgq_conn, sql)
         except psycopg.Error as err:
-            problems.append(f"pgq_thin.calls.{name}: {str(err).strip()}\n    {sql}")
-    assert not problems, "statements that do not fit the installed schema:\n" + "\n".join(
-        problems
-    )
+            problems.append(f"{name}: {str(err).strip()}\n    {sql}")
+    assert not problems, "statements that do not fit the installed schema:\n" + "\n".join(problems)
 
 
 def test_a_statement_that_does_not_fit_is_caught(pgq_conn: psycopg.Connection[Any]) -> None:
