@@ -112,6 +112,11 @@ COMMENT ON TABLE pgq.metrics_totals IS
 
 REVOKE ALL ON pgq.workers, pgq.metrics_state, pgq.metrics_buckets, pgq.metrics_totals FROM PUBLIC;
 
+-- The web dashboard: its search box finds finished jobs by dedupe key
+-- (pgq.find_by_dedupe_key). Partial: only jobs enqueued with a key pay for it when archived.
+CREATE INDEX job_history_dedupe_key_idx ON pgq.job_history (dedupe_key)
+    WHERE dedupe_key IS NOT NULL;
+
 -- What pgq.job answers: one job, live or finished.
 CREATE TYPE pgq.job_info AS (
     id                bigint,
@@ -580,6 +585,117 @@ $$;
 COMMENT ON FUNCTION pgq.delete_history(text, text[], timestamptz, timestamptz, text, int) IS
     'Bulk delete of history rows matching entrypoint, statuses (failed by default), finish time and error text, up to max_jobs per call; returns how many.';
 
+-- sql/functions/delete_jobs.sql
+-- pgq.delete_jobs(ids)
+-- Contract: deletes finished jobs by id: their rows of pgq.job_history, whatever the final
+--   status. Live jobs (queued or running) and unknown ids are left alone: cancel a live job
+--   first. Rows locked by a concurrent requeue or prune are skipped, never waited for. Returns
+--   the ids deleted. The by-id side of pgq.delete_history (a dashboard's "delete selected").
+-- Locking: row locks on the history rows it deletes (SKIP LOCKED).
+-- Errors: PQ009 NULL ids or a NULL element; PQ002 more than 10000 ids.
+CREATE OR REPLACE FUNCTION pgq.delete_jobs(ids bigint[])
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF delete_jobs.ids IS NULL OR array_position(delete_jobs.ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(delete_jobs.ids::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF cardinality(delete_jobs.ids) > 10000 THEN
+        RAISE EXCEPTION 'ids must hold at most 10000 ids, got %', cardinality(delete_jobs.ids)
+            USING ERRCODE = 'PQ002';
+    END IF;
+    RETURN QUERY
+    DELETE FROM pgq.job_history h
+     WHERE h.id IN (SELECT l.id
+                      FROM pgq.job_history l
+                     WHERE l.id = ANY (delete_jobs.ids)
+                       FOR UPDATE SKIP LOCKED)
+    RETURNING h.id;
+END
+$$;
+COMMENT ON FUNCTION pgq.delete_jobs(bigint[]) IS
+    'Deletes finished jobs (history rows) by id, skipping live jobs, unknown ids and rows locked right now; returns the ids deleted.';
+
+-- sql/functions/entrypoint_config.sql
+-- pgq.entrypoint_config(entrypoints)
+-- Contract: the stored policy of entrypoints (rows of pgq.entrypoints: concurrency limit,
+--   attempts, backoff, heartbeat timeout, when it changed, whether and by whom it is paused),
+--   for the given names (NULL: every one), ordered by entrypoint. A name without a row is left
+--   out: the defaults apply to it. The table is owner only; this is its read side for readers
+--   and operators (a dashboard's entrypoint page).
+-- Locking: none (reads only).
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq.entrypoint_config(entrypoints text[] DEFAULT NULL)
+RETURNS SETOF pgq.entrypoints
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT c.*
+      FROM pgq.entrypoints c
+     WHERE entrypoint_config.entrypoints IS NULL
+        OR c.entrypoint = ANY (entrypoint_config.entrypoints)
+     ORDER BY c.entrypoint;
+$$;
+COMMENT ON FUNCTION pgq.entrypoint_config(text[]) IS
+    'The stored policy rows of entrypoints (NULL: all), by entrypoint; names never configured or enqueued are left out.';
+
+-- sql/functions/find_by_dedupe_key.sql
+-- pgq.find_by_dedupe_key(dedupe_key, max_rows)
+-- Contract: the jobs that carry a dedupe key, as pgq.list_jobs lists them (type
+--   pgq.job_listing): the live job holding it (at most one: the key is unique among live
+--   jobs) first, then finished jobs that carried it, newest first, at most max_rows rows in
+--   all. A search box's answer ("where is the job of order 4711?"); the cursor column is
+--   filled as in the listings, but there is no next page.
+-- Locking: none (reads only). Both lookups are index scans (jobs_dedupe_key_idx,
+--   job_history_dedupe_key_idx).
+-- Errors: PQ009 NULL dedupe_key; PQ002 max_rows outside 1..1000.
+CREATE OR REPLACE FUNCTION pgq.find_by_dedupe_key(dedupe_key text, max_rows int DEFAULT 50)
+RETURNS SETOF pgq.job_listing
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF find_by_dedupe_key.dedupe_key IS NULL THEN
+        RAISE EXCEPTION 'dedupe_key must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF find_by_dedupe_key.max_rows IS NULL OR find_by_dedupe_key.max_rows NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'max_rows must be between 1 and 1000, got %', coalesce(find_by_dedupe_key.max_rows::text, 'NULL')
+            USING ERRCODE = 'PQ002';
+    END IF;
+    RETURN QUERY
+    (SELECT j.id, j.entrypoint, j.status, j.priority, j.attempt, j.dedupe_key, j.enqueued_at, j.run_at,
+            j.started_at, j.heartbeat_at, NULL::timestamptz, j.worker_id,
+            j.errors -> -1 -> 'details' ->> 'error', j.errors -> -1 -> 'details' ->> 'message',
+            CASE WHEN j.status = 'queued'
+                 THEN 'q,' || j.priority || ',' || (to_json(j.run_at) #>> '{}') || ',' || j.id
+                 ELSE 'r,' || j.id END
+       FROM pgq.jobs j
+      WHERE j.dedupe_key = find_by_dedupe_key.dedupe_key)
+    UNION ALL
+    (SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
+            h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
+            'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id
+       FROM pgq.job_history h
+      WHERE h.dedupe_key = find_by_dedupe_key.dedupe_key
+      ORDER BY h.finished_at DESC, h.id DESC
+      LIMIT find_by_dedupe_key.max_rows)
+    LIMIT find_by_dedupe_key.max_rows;
+END
+$$;
+COMMENT ON FUNCTION pgq.find_by_dedupe_key(text, int) IS
+    'The jobs carrying a dedupe key: the live one first, then finished ones newest first (at most max_rows).';
+
 -- sql/functions/find_history.sql
 -- pgq.find_history(entrypoint, statuses, since, until, error, after, page_size)
 -- Contract: finished jobs matching a filter, newest first (finished_at desc, id desc), one page
@@ -625,6 +741,49 @@ END
 $$;
 COMMENT ON FUNCTION pgq.find_history(text, text[], timestamptz, timestamptz, text, text, int) IS
     'Finished jobs (failed by default) by entrypoint, finish time and error text, newest first, keyset-paged through the cursor column.';
+
+-- sql/functions/fire_schedule_now.sql
+-- pgq.fire_schedule_now(name, at)
+-- Contract: fires a schedule once, now, outside its cron rhythm (an operator's "run it now"):
+--   enqueues the job a tick would (the schedule's entrypoint, payload, priority and headers,
+--   plus "pgq_schedule" and "pgq_due_at" = at) with dedupe key "pgq:schedule:<name>@<at>", and
+--   records it as the schedule's last job. The next run and the cron state are not touched:
+--   the regular ticks go on as before. Firing twice at the same `at` gives the same job
+--   (on_conflict 'existing'). Returns the job id. at NULL means now().
+-- Locking: the schedule row (waits for a scheduler firing it right now); inserts the job.
+-- Errors: PQ009 NULL name; PQ011 no schedule of that name.
+CREATE OR REPLACE FUNCTION pgq.fire_schedule_now(name text, at timestamptz DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := coalesce(fire_schedule_now.at, now());
+    v_row pgq.schedules;
+    v_job bigint;
+BEGIN
+    IF fire_schedule_now.name IS NULL THEN
+        RAISE EXCEPTION 'name must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT * INTO v_row FROM pgq.schedules s WHERE s.name = fire_schedule_now.name FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no schedule %', quote_literal(fire_schedule_now.name) USING ERRCODE = 'PQ011';
+    END IF;
+    v_job := pgq.enqueue(
+        v_row.entrypoint, v_row.payload, v_row.priority, NULL,
+        'pgq:schedule:' || v_row.name || '@' || to_char(v_now AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        coalesce(v_row.headers, '{}'::jsonb)
+            || jsonb_build_object('pgq_schedule', v_row.name, 'pgq_due_at', v_now),
+        'existing');
+    UPDATE pgq.schedules s SET last_job_id = v_job WHERE s.name = v_row.name;
+    RETURN v_job;
+END
+$$;
+COMMENT ON FUNCTION pgq.fire_schedule_now(text, timestamptz) IS
+    'Fires a schedule once now (a job as a tick would enqueue, deduplicated by schedule and time) without moving its next run; returns the job id.';
 
 -- sql/functions/heartbeat.sql
 -- pgq.heartbeat(worker_id, ids, leases, at)
@@ -1680,4 +1839,20 @@ GRANT EXECUTE ON FUNCTION
     pgq.delete_history(text, text[], timestamptz, timestamptz, text, int),
     pgq.prune_workers(timestamptz),
     pgq.rollup_metrics(int, timestamptz)
+    TO pgq_admin;
+
+-- The web dashboard (docs/web.md): the policy's read side, search by dedupe key, delete
+-- finished jobs by id, fire a schedule now. Operators also requeue and cancel by id and
+-- manage schedules (before: owner, producers and workers only).
+GRANT EXECUTE ON FUNCTION
+    pgq.entrypoint_config(text[]),
+    pgq.find_by_dedupe_key(text, int)
+    TO pgq_reader, pgq_admin;
+GRANT EXECUTE ON FUNCTION
+    pgq.delete_jobs(bigint[]),
+    pgq.fire_schedule_now(text, timestamptz),
+    pgq.requeue(bigint[], timestamptz),
+    pgq.cancel(bigint[], timestamptz),
+    pgq.schedule(text, text, text, timestamptz, text, jsonb, int, jsonb, text, interval, interval),
+    pgq.unschedule(text)
     TO pgq_admin;

@@ -1,0 +1,31 @@
+-- pgq.find_by_dedupe_key: the live job holding a key first, then finished ones, newest first.
+BEGIN;
+SELECT plan(7);
+
+SELECT pgq.configure('fk', max_attempts => 1);
+SELECT pgq.enqueue('fk', dedupe_key => 'order-1') AS first \gset
+DO $$
+DECLARE c record;
+BEGIN
+    FOR c IN SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{fk}', 1) LOOP
+        PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease],
+                             ARRAY['failed'], ARRAY['{"error": "Boom", "message": "no stock"}'::jsonb]);
+    END LOOP;
+END
+$$;
+SELECT pgq.enqueue('fk', dedupe_key => 'order-1') AS second \gset
+SELECT pgq.enqueue('fk', dedupe_key => 'order-2');
+
+SELECT is((SELECT array_agg(id) FROM pgq.find_by_dedupe_key('order-1')), ARRAY[:second, :first]::bigint[],
+          'the live job first, then the finished one');
+SELECT is((SELECT array_agg(status) FROM pgq.find_by_dedupe_key('order-1')), ARRAY['queued', 'failed'],
+          'with their status');
+SELECT is((SELECT (error, message) FROM pgq.find_by_dedupe_key('order-1') WHERE id = :first),
+          ('Boom'::text, 'no stock'::text), 'the error of the finished one');
+SELECT is((SELECT count(*)::int FROM pgq.find_by_dedupe_key('order-1', 1)), 1, 'max_rows bounds the answer');
+SELECT is((SELECT count(*)::int FROM pgq.find_by_dedupe_key('nope')), 0, 'an unknown key: no rows');
+SELECT throws_ok($$SELECT * FROM pgq.find_by_dedupe_key(NULL)$$, 'PQ009', NULL, 'NULL key: PQ009');
+SELECT throws_ok($$SELECT * FROM pgq.find_by_dedupe_key('k', 0)$$, 'PQ002', NULL, 'max_rows 0: PQ002');
+
+SELECT * FROM finish();
+ROLLBACK;
