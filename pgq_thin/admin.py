@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pgq_thin import admin_calls as ac
 from pgq_thin import calls
+from pgq_thin import dashboard_calls as dc
 from pgq_thin.admin_calls import Call, HistoryFilter, async_method, sync_method
 from pgq_thin.cron import CronSchedule
 from pgq_thin.handle import AsyncHandle, SyncHandle
@@ -44,8 +45,10 @@ from pgq_thin.records import (
     FailedJob,
     HistorySummary,
     JobInfo,
+    JobListing,
     JobPage,
     JobResult,
+    Privileges,
     Schedule,
     WorkerStatus,
 )
@@ -285,6 +288,40 @@ class Build:
         """Remove a schedule (``pgq.unschedule``); False when there was none of that name."""
         return Call(calls.UNSCHEDULE, (name,), lambda rows: bool(ac.value(rows)))
 
+    @staticmethod
+    def fire_schedule_now(name: str) -> Call[int]:
+        """Fire a schedule once now, as a tick would, without moving its next run
+        (``pgq.fire_schedule_now``); returns the job id."""
+        return dc.fire_schedule_now(name)
+
+    @staticmethod
+    def entrypoint_config(
+        entrypoints: str | Sequence[str] | None = None,
+    ) -> Call[list[EntrypointConfig]]:
+        """The stored policy of entrypoints (None: every one), by entrypoint; names never
+        enqueued or configured are left out (``pgq.entrypoint_config``)."""
+        return dc.entrypoint_config(entrypoints)
+
+    @staticmethod
+    def find_by_dedupe_key(
+        dedupe_key: str, *, max_rows: int | None = None
+    ) -> Call[list[JobListing]]:
+        """The jobs carrying a dedupe key: the live one first, then finished ones, newest first
+        (``pgq.find_by_dedupe_key``; ``max_rows`` None: the SQL default, 50)."""
+        return dc.find_by_dedupe_key(dedupe_key, max_rows)
+
+    @staticmethod
+    def delete_jobs(ids: Sequence[int]) -> Call[list[int]]:
+        """Delete finished jobs by id (``pgq.delete_jobs``); live and unknown ids are left
+        alone. Returns the ids deleted."""
+        return dc.delete_jobs(ids)
+
+    @staticmethod
+    def privileges() -> Call[Privileges]:
+        """What the connected role may call: reading jobs and each admin action (the
+        catalog's answer), so a screen can hide what the database would refuse."""
+        return dc.privileges()
+
 
 class Admin(SyncHandle):
     """Sync admin API over a DSN or a ``psycopg.Connection`` you hold (see the module
@@ -312,6 +349,11 @@ class Admin(SyncHandle):
     schedules = sync_method(Build.schedules)
     add_schedule = sync_method(Build.add_schedule)
     remove_schedule = sync_method(Build.remove_schedule)
+    fire_schedule_now = sync_method(Build.fire_schedule_now)
+    entrypoint_config = sync_method(Build.entrypoint_config)
+    find_by_dedupe_key = sync_method(Build.find_by_dedupe_key)
+    delete_jobs = sync_method(Build.delete_jobs)
+    privileges = sync_method(Build.privileges)
 
 
 class AsyncAdmin(AsyncHandle):
@@ -340,3 +382,8 @@ class AsyncAdmin(AsyncHandle):
     schedules = async_method(Build.schedules)
     add_schedule = async_method(Build.add_schedule)
     remove_schedule = async_method(Build.remove_schedule)
+    fire_schedule_now = async_method(Build.fire_schedule_now)
+    entrypoint_config = async_method(Build.entrypoint_config)
+    find_by_dedupe_key = async_method(Build.find_by_dedupe_key)
+    delete_jobs = async_method(Build.delete_jobs)
+    privileges = async_method(Build.privileges)

@@ -130,9 +130,12 @@ _WORKER = ("pgq_worker", calls.GRANT_WORKER)
 #: Who may run each statement (by the function it calls): named in a PrivilegeMissing message.
 NEEDS: dict[str, tuple[str, str]] = {
     **dict.fromkeys(("pgq.metrics", "pgq.worker_status", "pgq.job_results"), _ANY),
-    **dict.fromkeys(("pgq.job(", "pgq.list_jobs", "pgq.find_history"), _READER),
     **dict.fromkeys(
-        ("pgq.pause", "pgq.resume", "pgq.requeue_history", "pgq.delete_history"), _ADMIN
+        ("pgq.job(", "pgq.list_jobs", "pgq.find_", "pgq.entrypoint_config"), _READER
+    ),
+    **dict.fromkeys(
+        ("pgq.pause", "pgq.resume", "pgq.requeue_history", "pgq.delete_", "pgq.fire_schedule_now"),
+        _ADMIN,
     ),
     **dict.fromkeys(("pgq.register_worker", "pgq.unregister_worker"), _WORKER),
     **dict.fromkeys(

@@ -108,6 +108,7 @@ _PRODUCER = ("pgq_producer", GRANT_PRODUCER)
 _WORKER = ("pgq_worker", GRANT_WORKER)
 _READER = ("pgq_producer or pgq_worker", GRANT_PRODUCER)
 _OWNER = ("the rights of the schema owner", OWNER_ONLY)
+_OPERATOR = ("pgq_admin (or the owner)", "GRANT pgq_admin TO {role}")
 #: Who may run each statement (docs/operations.md, "Roles"), and the fix for a role that may
 #: not: named in the message of a PrivilegeMissing error.
 NEEDS: dict[str, tuple[str, str]] = {
@@ -128,9 +129,9 @@ NEEDS: dict[str, tuple[str, str]] = {
     QUEUE_STATS: _READER,
     SCHEDULES: _READER,
     HISTORY_SUMMARY: _READER,
-    REQUEUE: _OWNER,
+    REQUEUE: _OPERATOR,
     CONFIGURE: _OWNER,
-    UNSCHEDULE: _OWNER,
+    UNSCHEDULE: _OPERATOR,
     FAILED_JOBS: _OWNER,
 }
 

@@ -11,19 +11,20 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgq_thin import admin_calls, calls
+from pgq_thin import admin_calls, calls, dashboard_calls
 
 STATEMENTS = {
     f"{module.__name__}.{name}": value
-    for module in (calls, admin_calls)
+    for module in (calls, admin_calls, dashboard_calls)
     for name, value in vars(module).items()
     if name.isupper() and isinstance(value, str) and value.lstrip().upper().startswith("SELECT")
 }
 # Functions called with named arguments: with all of them, and with only those without a
 # default (what a call leaving the rest to their SQL defaults sends).
 STATEMENTS |= {
-    f"pgq_thin.admin_calls.{name}{form}": sql
-    for name, fn in vars(admin_calls).items()
+    f"{module.__name__}.{name}{form}": sql
+    for module in (admin_calls, dashboard_calls)
+    for name, fn in vars(module).items()
     if isinstance(fn, admin_calls.Fn)
     for form, sql in (("", fn.full), ("(least)", fn.least))
 }

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pgq_thin"
-ALLOWED = {"calls.py", "admin_calls.py", "migrate.py"}
+ALLOWED = {"calls.py", "admin_calls.py", "dashboard_calls.py", "migrate.py"}
 SQL = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|LISTEN|UNLISTEN|NOTIFY|CREATE|DROP|ALTER|TRUNCATE|"
     r"COPY|GRANT|REVOKE|BEGIN|COMMIT|ROLLBACK|WITH\s+\w+\s+AS)\s",
