@@ -1,0 +1,331 @@
+"""The actions (POST only): sign in and out, pause/resume, cancel, requeue, delete, schedules.
+
+Every action goes through :func:`_authorize`, in this order: a ``POST`` from another site
+(``Origin`` or ``Sec-Fetch-Site``) is refused; a server started without a token refuses
+everything; the caller must hold the token (a signed-in session whose form carries its CSRF
+token, or ``Authorization: Bearer TOKEN``); the database role must be allowed to call the
+function (:meth:`~pgq_thin.admin.AsyncAdmin.privileges`). Then it is one admin API call
+(or a few, for "requeue all failed since"), logged on logger ``pgq_thin.web.actions`` with
+who did it and from where, refusals included. A browser is sent back to the page it came
+from with a message; a bearer caller gets JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from pgq_thin.admin import AsyncAdmin
+from pgq_thin.errors import PgqError, PrivilegeMissing, one_line
+from pgq_thin.web.pages import BadInput, failed_filter, parse_time, web_of
+from pgq_thin.web.security import (
+    FLASH_COOKIE,
+    SESSION_COOKIE,
+    SESSION_SECONDS,
+    check_token,
+    valid_actor,
+)
+
+__all__ = ["ROUTES"]
+
+log = logging.getLogger("pgq_thin.web.actions")
+
+MAX_IDS = 1000
+REQUEUE_ROUNDS = 10  # "requeue all failed since": at most 10 calls of 10,000 jobs
+BULK = 10000
+
+Act = Callable[[AsyncAdmin, FormData], Awaitable[str]]
+
+
+def safe_next(value: Any) -> str:
+    """Where to go back to: a path of this site, never another one."""
+    text = str(value or "/")
+    if not text.startswith("/") or text.startswith("//") or "\\" in text:
+        return "/"
+    return text
+
+
+def _address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _cross_site(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+        return True
+    return request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none")
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else None
+
+
+async def _authorize(
+    request: Request, form: FormData, privilege: str
+) -> tuple[str | None, str | None]:
+    """``(actor, None)`` when the action may run, else ``(actor or None, why not)``."""
+    web = web_of(request)
+    if _cross_site(request):
+        return None, "a POST from another site"
+    if not web.config.token:
+        return None, "the dashboard is read-only (started without --token or PGQ_WEB_TOKEN)"
+    bearer = _bearer(request)
+    if bearer is not None:
+        if not check_token(web.config.token, bearer):
+            return None, "wrong token"
+        actor = valid_actor(request.headers.get("x-pgq-actor", "")) or "bearer token"
+    else:
+        session = web.session(request)
+        if session is None:
+            return None, "not signed in with the token"
+        if not web.signer.check_csrf(session, _text(form, "csrf")):
+            return session.actor, "the form's CSRF token does not match the session"
+        actor = session.actor
+    if not getattr(await web.privileges(), privilege, False):
+        return actor, f"the database role may not call pgq.{privilege}"
+    return actor, None
+
+
+def _text(form: FormData, name: str) -> str | None:
+    value = form.get(name)
+    return value if isinstance(value, str) else None
+
+
+def _ids(form: FormData) -> list[int]:
+    raw = [v for v in form.getlist("ids") if isinstance(v, str)]
+    if not raw:
+        raise BadInput("no job selected")
+    if len(raw) > MAX_IDS:
+        raise BadInput(f"at most {MAX_IDS} jobs at once, got {len(raw)}")
+    try:
+        return [int(v) for v in raw]
+    except ValueError:
+        raise BadInput(f"job ids must be numbers: {raw!r}") from None
+
+
+def _required(form: FormData, name: str) -> str:
+    value = (_text(form, name) or "").strip()
+    if not value:
+        raise BadInput(f"{name} is required")
+    return value
+
+
+def _done(request: Request, form: FormData, kind: str, message: str, status: int) -> Response:
+    if _bearer(request) is not None:
+        return JSONResponse({"ok": kind == "ok", "message": message}, status_code=status)
+    response = RedirectResponse(safe_next(_text(form, "next")), status_code=303)
+    web = web_of(request)
+    response.set_cookie(
+        FLASH_COOKIE, web.signer.sign("flash", [kind, message]), httponly=True, samesite="strict"
+    )
+    return response
+
+
+def action(name: str, privilege: str, act: Act) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint running ``act`` once :func:`_authorize` allows it, logging the outcome."""
+
+    async def endpoint(request: Request) -> Response:
+        web = web_of(request)
+        form = await request.form()
+        actor, refusal = await _authorize(request, form, privilege)
+        where = _address(request)
+        if refusal is not None:
+            log.warning("web action %s refused (by %s from %s): %s", name, actor, where, refusal)
+            return await _refused(request, refusal)
+        try:
+            async with web.pool.admin() as admin:
+                message = await act(admin, form)
+        except PrivilegeMissing as err:
+            log.warning(
+                "web action %s refused by the database (by %s from %s): %s",
+                name,
+                actor,
+                where,
+                one_line(err),
+            )
+            return await _refused(request, one_line(err))
+        except (PgqError, BadInput) as err:
+            log.warning("web action %s failed (by %s from %s): %s", name, actor, where, err)
+            return _done(request, form, "error", one_line(err), 400)
+        web.overview.invalidate()
+        log.info("web action %s by %s from %s: %s", name, actor, where, message)
+        return _done(request, form, "ok", message, 200)
+
+    return endpoint
+
+
+async def _refused(request: Request, reason: str) -> Response:
+    if _bearer(request) is not None:
+        return JSONResponse({"ok": False, "message": f"refused: {reason}"}, status_code=403)
+    web = web_of(request)
+    return await web.render(request, "error.html", status=403, title="Refused", message=reason)
+
+
+# --- the actions: each one admin API call (or a bounded loop of one) -----------------------
+
+
+async def _pause(admin: AsyncAdmin, form: FormData) -> str:
+    name = _required(form, "entrypoint")
+    await admin.pause([name])
+    return f"paused {name}"
+
+
+async def _resume(admin: AsyncAdmin, form: FormData) -> str:
+    name = _required(form, "entrypoint")
+    await admin.resume([name])
+    return f"resumed {name}"
+
+
+async def _cancel(admin: AsyncAdmin, form: FormData) -> str:
+    ids = _ids(form)
+    done = await admin.cancel(ids)
+    return f"canceled {len(done)} of {len(ids)} job(s): {_list(done)}"
+
+
+async def _requeue(admin: AsyncAdmin, form: FormData) -> str:
+    ids = _ids(form)
+    done = await admin.requeue(ids)
+    return f"requeued {len(done)} of {len(ids)} job(s): {_list(done)}"
+
+
+async def _delete(admin: AsyncAdmin, form: FormData) -> str:
+    ids = _ids(form)
+    deleted = await admin.delete_jobs(ids)
+    return f"deleted {len(deleted)} of {len(ids)} finished job(s): {_list(deleted)}"
+
+
+async def _requeue_failed_since(admin: AsyncAdmin, form: FormData) -> str:
+    name = _required(form, "entrypoint")
+    since = parse_time(_text(form, "since"), "since")
+    total = 0
+    for _ in range(REQUEUE_ROUNDS):
+        ids = await admin.requeue_history(name, since=since, max_jobs=BULK)
+        total += len(ids)
+        if len(ids) < BULK:
+            return f"requeued {total} failed job(s) of {name}" + (
+                f" since {since}" if since else ""
+            )
+    return f"requeued {total} failed job(s) of {name}; more are left: requeue again"
+
+
+async def _requeue_matching(admin: AsyncAdmin, form: FormData) -> str:
+    ids = await admin.requeue_history(**failed_filter(form), max_jobs=BULK)
+    return f"requeued {len(ids)} matching job(s)"
+
+
+async def _delete_matching(admin: AsyncAdmin, form: FormData) -> str:
+    count = await admin.delete_history(**failed_filter(form), max_jobs=BULK)
+    return f"deleted {count} matching job(s)"
+
+
+async def _schedule_add(admin: AsyncAdmin, form: FormData) -> str:
+    payload_text = (_text(form, "payload") or "").strip()
+    try:
+        payload = json.loads(payload_text) if payload_text else None
+    except ValueError as err:
+        raise BadInput(f"the payload is not JSON ({err})") from None
+    priority_text = (_text(form, "priority") or "0").strip() or "0"
+    if not priority_text.lstrip("-").isdigit():
+        raise BadInput(f"priority must be a whole number: {priority_text!r}")
+    row = await admin.add_schedule(
+        _required(form, "name"),
+        _required(form, "entrypoint"),
+        _required(form, "cron"),
+        payload=payload,
+        timezone=(_text(form, "timezone") or "UTC").strip() or "UTC",
+        priority=int(priority_text),
+    )
+    return f"schedule {row.name} saved: next run {row.next_run_at.isoformat()}"
+
+
+async def _schedule_remove(admin: AsyncAdmin, form: FormData) -> str:
+    name = _required(form, "name")
+    removed = await admin.remove_schedule(name)
+    return f"schedule {name} removed" if removed else f"no schedule {name}"
+
+
+async def _schedule_fire(admin: AsyncAdmin, form: FormData) -> str:
+    name = _required(form, "name")
+    job_id = await admin.fire_schedule_now(name)
+    return f"schedule {name} fired: job {job_id}"
+
+
+def _list(ids: list[int], most: int = 20) -> str:
+    shown = ", ".join(str(i) for i in ids[:most])
+    return shown + (f" and {len(ids) - most} more" if len(ids) > most else "") if ids else "none"
+
+
+# --- signing in and out ------------------------------------------------------------------
+
+
+async def login(request: Request) -> Response:
+    web = web_of(request)
+    form = await request.form()
+    where = _address(request)
+    following = safe_next(_text(form, "next"))
+    if _cross_site(request) or not web.config.token:
+        reason = "a POST from another site" if web.config.token else "the dashboard is read-only"
+        log.warning("web sign-in refused (from %s): %s", where, reason)
+        return await _refused(request, reason)
+    actor = valid_actor(_text(form, "who") or "")
+    if actor is None or not check_token(web.config.token, _text(form, "token")):
+        log.warning(
+            "web sign-in refused (as %r from %s): wrong token or name", _text(form, "who"), where
+        )
+        await asyncio.sleep(0.5)  # slows guessing down
+        return await web.render(
+            request,
+            "login.html",
+            status=403,
+            next=following,
+            error="Wrong token, or no name (1 to 64 characters, no quotes).",
+        )
+    _, cookie = web.signer.new_session(actor)
+    log.info("web sign-in by %s from %s", actor, where)
+    response = RedirectResponse(following, status_code=303)
+    response.set_cookie(
+        SESSION_COOKIE, cookie, max_age=SESSION_SECONDS, httponly=True, samesite="strict"
+    )
+    return response
+
+
+async def logout(request: Request) -> Response:
+    web = web_of(request)
+    session = web.session(request)
+    if session is not None and not _cross_site(request):
+        log.info("web sign-out by %s from %s", session.actor, _address(request))
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+def _post(path: str, name: str, privilege: str, act: Act) -> Route:
+    return Route(path, action(name, privilege, act), methods=["POST"])
+
+
+ROUTES = [
+    Route("/login", login, methods=["POST"]),
+    Route("/logout", logout, methods=["POST"]),
+    _post("/actions/pause", "pause", "pause", _pause),
+    _post("/actions/resume", "resume", "resume", _resume),
+    _post("/actions/cancel", "cancel", "cancel", _cancel),
+    _post("/actions/requeue", "requeue", "requeue", _requeue),
+    _post("/actions/delete", "delete", "delete_jobs", _delete),
+    _post(
+        "/actions/requeue-failed", "requeue failed since", "requeue_history", _requeue_failed_since
+    ),
+    _post("/actions/requeue-matching", "requeue matching", "requeue_history", _requeue_matching),
+    _post("/actions/delete-matching", "delete matching", "delete_history", _delete_matching),
+    _post("/actions/schedule-add", "add schedule", "schedule", _schedule_add),
+    _post("/actions/schedule-remove", "remove schedule", "unschedule", _schedule_remove),
+    _post("/actions/schedule-fire", "fire schedule", "fire_schedule_now", _schedule_fire),
+]
