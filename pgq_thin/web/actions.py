@@ -260,6 +260,7 @@ async def _schedule_fire(admin: AsyncAdmin, form: FormData) -> str:
 
 
 def _list(ids: list[int], most: int = 20) -> str:
+    ids = sorted(ids)
     shown = ", ".join(str(i) for i in ids[:most])
     return shown + (f" and {len(ids) - most} more" if len(ids) > most else "") if ids else "none"
 

@@ -142,3 +142,22 @@ def test_the_checker_finds_a_deferred_import_cycle(tmp_path: Path) -> None:
     graph = import_graph(pkg)
     assert graph["pkg.sub.c"] == {"pkg.a"}
     assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.sub.c"]]
+
+
+def test_the_web_dashboard_uses_only_the_public_api() -> None:
+    """The web pages read and act through the admin API: nothing under pgq_thin.web imports
+    the SQL call modules or the connection factory."""
+    graph = import_graph(PACKAGE)
+    private = {
+        "pgq_thin.calls",
+        "pgq_thin.admin_calls",
+        "pgq_thin.dashboard_calls",
+        "pgq_thin.connection",
+    }
+    assert "pgq_thin.web.data" in graph and "pgq_thin.admin" in graph["pgq_thin.web.data"]
+    offenders = {
+        name: sorted(graph[name] & private)
+        for name in graph
+        if name.startswith("pgq_thin.web") and graph[name] & private
+    }
+    assert offenders == {}
