@@ -89,7 +89,10 @@ async def entrypoint(request: Request) -> Response:
 
 async def job(request: Request) -> Response:
     web = web_of(request)
-    job_id = request.path_params["job_id"]
+    try:
+        job_id = int(request.path_params["job_id"])
+    except ValueError:
+        raise HTTPException(404, f"no job {request.path_params['job_id']!r}") from None
     async with web.pool.admin() as admin:
         info = await admin.job(job_id)
     if info is None:
@@ -235,7 +238,7 @@ ROUTES = [
     Route("/", overview),
     Route("/live/overview", overview_live),
     Route("/entrypoint", entrypoint),
-    Route("/jobs/{job_id:int}", job),
+    Route("/jobs/{job_id}", job),
     Route("/failed", failed),
     Route("/schedules", schedules),
     Route("/search", search),

@@ -29,6 +29,8 @@ def duration(seconds: float | timedelta | None) -> str:
     s = float(seconds)
     sign = "-" if s < 0 else ""
     s = abs(s)
+    if s == 0:
+        return "0 s"
     if s < 0.001:
         text = f"{s * 1e6:.0f} \u00b5s"
     elif s < 1:

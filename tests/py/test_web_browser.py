@@ -348,8 +348,7 @@ def test_failed_list_filters_selects_requeues_and_deletes(
         page.check(".select-all")
         page.click("#delete-selected")
         expect(page.locator("#flash")).to_have_text(
-            "deleted 3 of 3 finished job(s): "
-            + ", ".join(str(i) for i in sorted(card))
+            "deleted 3 of 3 finished job(s): " + ", ".join(str(i) for i in sorted(card))
         )
         assert [status_of(pgq_dsn, i) for i in card] == [None, None, None]
         assert status_of(pgq_dsn, mail[1]) == "failed"
