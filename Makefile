@@ -24,9 +24,10 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy --strict pgq_thin scripts
 
 # Rewrites the golden files from a fresh install (sql/schema.snapshot and
-# docs/examples/lifecycle.out): review the diff, then commit it.
+# docs/examples/lifecycle.out) and the dashboard's screenshots (docs/images/*.png, taken by the
+# browser test): review the diff, then commit it.
 golden: $(STAMP)
-	PGQ_UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/py/test_golden.py $(PYTEST_ARGS)
+	PGQ_UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/py/test_golden.py tests/py/test_web_browser.py $(PYTEST_ARGS)
 
 venv: $(STAMP)
 

@@ -186,6 +186,9 @@ def test_overview_shows_the_counts_sql_reports(
         due = page.locator('#entrypoints tr[data-entrypoint="send_email"] [data-col="due"]')
         expect(due).to_have_text("39")
         assert page.evaluate("window.__not_reloaded") is True
+        sign_in(page, web.url)  # the page with its actions, for the picture
+        expect(page.locator('tr[data-entrypoint="send_email"] button')).to_have_text("pause")
+        expect(page.locator('tr[data-entrypoint="resize_image"] button')).to_have_text("resume")
         page.screenshot(path=str(screenshot_dir(tmp_path) / "overview.png"), full_page=True)
 
 
