@@ -14,6 +14,8 @@ from helpers.server import REPO
 
 from pgq_thin import migrate, sqlfiles
 
+WEB = REPO / "pgq_thin" / "web"
+
 
 def run(*command: str | Path, cwd: Path, timeout: float = 600) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PGQ_DSN")}
@@ -45,6 +47,11 @@ def test_wheel_contents(wheel: Path) -> None:
         "pgq_thin/migrations/env.py",
         *(f"pgq_thin/_sql/migrations/{m.name}" for m in sqlfiles.migrations()),
         *(f"pgq_thin/_sql/functions/{p.name}" for p in sqlfiles.function_files()),
+        # the dashboard's templates and assets, served by the package itself
+        *(
+            f"pgq_thin/web/{p.relative_to(WEB).as_posix()}"
+            for p in [*WEB.glob("templates/*"), *WEB.glob("static/*")]
+        ),
     }
     assert expected <= names, f"missing from the wheel: {sorted(expected - names)}"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
