@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 
 from pgq_thin.admin import AsyncAdmin
+from pgq_thin.errors import PrivilegeMissing
 
 __all__ = ["AdminPool", "Overview", "OverviewCache"]
 
@@ -64,7 +65,7 @@ class Overview:
 
     metrics: list[Any]
     workers: list[Any]
-    failures: list[Any]
+    failures: list[Any] | None  # None: the role may not read jobs
     read_ms: float
     read_at: float = field(default_factory=time.monotonic)
 
@@ -102,5 +103,10 @@ class OverviewCache:
         async with self._pool.admin() as admin:
             metrics = await admin.metrics()
             workers = await admin.workers()
-            failures = await admin.find_history(page_size=LAST_FAILURES)
-        return Overview(metrics, workers, failures.jobs, (time.perf_counter() - start) * 1000)
+            try:
+                failures: list[Any] | None = (
+                    await admin.find_history(page_size=LAST_FAILURES)
+                ).jobs
+            except PrivilegeMissing:  # a role without pgq_reader sees the numbers only
+                failures = None
+        return Overview(metrics, workers, failures, (time.perf_counter() - start) * 1000)

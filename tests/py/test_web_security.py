@@ -206,3 +206,14 @@ def test_bad_input_is_shown_not_raised(pgq_dsn: str) -> None:
 def test_config_refuses_a_short_token() -> None:
     with pytest.raises(ValueError, match="at least 8"):
         WebConfig(dsn="", token="short")
+
+
+def test_a_role_that_may_not_read_jobs_still_sees_the_numbers(
+    pgq_dsn: str, login_role: Callable[..., str]
+) -> None:
+    with Queue(pgq_dsn) as queue:
+        queue.enqueue("sec.numbers")
+    with serving(login_role("pgq_producer")) as web, web.client() as client:
+        page = client.get("/")
+        assert page.status_code == 200 and "sec.numbers" in page.text
+        assert "may not read jobs (GRANT pgq_reader" in page.text
