@@ -148,6 +148,7 @@ def create_app(config: WebConfig) -> Starlette:
         try:
             yield
         finally:
+            await web.overview.close()
             await web.pool.close()
 
     static = StaticFiles(directory=str(files("pgq_thin.web") / "static"))

@@ -6,15 +6,18 @@ request borrows one for its calls. A handle whose connection broke is closed and
 its next use.
 
 The overview reads ``pgq.metrics()``, ``pgq.worker_status`` and the latest dead jobs. Its
-cost grows with the backlog (docs/operations.md), so the process keeps the last answer for
-``refresh`` seconds: any number of open pages and their auto-refresh cost one read per
-period, like one scraper. An action taken from the page drops it, so the next page shows
-the effect at once.
+cost grows with the backlog (docs/operations.md), so the process keeps the last answer and
+renews it at most once per ``refresh`` seconds (:class:`OverviewCache`): any number of open
+pages and their auto-refresh cost one read per period, like one scraper, and a page does not
+wait for that read while someone keeps looking. An action taken from the page drops it, so
+the next page shows the effect at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +32,7 @@ from pgq_thin.errors import PrivilegeMissing
 __all__ = ["AdminPool", "Overview", "OverviewCache"]
 
 APPLICATION_NAME = "pgq-thin web"
+log = logging.getLogger("pgq_thin.web")
 LAST_FAILURES = 10
 
 
@@ -76,13 +80,24 @@ class Overview:
 
 
 class OverviewCache:
-    """The last overview, kept ``refresh`` seconds; one read at a time."""
+    """The last overview and how it is renewed (stale-while-revalidate):
+
+    - younger than ``refresh`` seconds: served as it is;
+    - older, but younger than ``max_stale`` (ten periods, at least 30 s): served as it is
+      while one read in the background renews it, so a page never waits for the read while
+      someone keeps looking (its figures are then at most about two periods old, and the page
+      says how old);
+    - older still, missing, or dropped by an action: read now (one read at a time; requests
+      arriving meanwhile wait for it and share its answer).
+    """
 
     def __init__(self, pool: AdminPool, refresh: float) -> None:
         self._pool = pool
         self._refresh = refresh
+        self._max_stale = max(30.0, 10 * refresh)
         self._last: Overview | None = None
         self._lock = asyncio.Lock()
+        self._renewal: asyncio.Task[None] | None = None
 
     def invalidate(self) -> None:
         self._last = None
@@ -91,6 +106,10 @@ class OverviewCache:
         last = self._last
         if last is not None and last.age_s < self._refresh:
             return last
+        if last is not None and last.age_s < self._max_stale:
+            if self._renewal is None or self._renewal.done():
+                self._renewal = asyncio.create_task(self._renew(), name="pgq-web-overview")
+            return last
         async with self._lock:
             last = self._last
             if last is not None and last.age_s < self._refresh:
@@ -98,7 +117,24 @@ class OverviewCache:
             self._last = await self._read()
             return self._last
 
+    async def _renew(self) -> None:
+        async with self._lock:
+            last = self._last
+            if last is not None and last.age_s < self._refresh:
+                return
+            try:
+                self._last = await self._read()
+            except Exception:  # the next request reads again (and shows the error)
+                log.warning("pgq-thin web: renewing the overview failed", exc_info=True)
+
+    async def close(self) -> None:
+        if self._renewal is not None and not self._renewal.done():
+            self._renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewal
+
     async def _read(self) -> Overview:
+        began = time.monotonic()
         start = time.perf_counter()
         async with self._pool.admin() as admin:
             metrics = await admin.metrics()
@@ -109,4 +145,6 @@ class OverviewCache:
                 ).jobs
             except PrivilegeMissing:  # a role without pgq_reader sees the numbers only
                 failures = None
-        return Overview(metrics, workers, failures, (time.perf_counter() - start) * 1000)
+        return Overview(
+            metrics, workers, failures, (time.perf_counter() - start) * 1000, read_at=began
+        )
