@@ -17,6 +17,8 @@ VACUUM of pgq.jobs:
                      or the first refresh after the refresh period, waits for)
   overview, warm     GET / while the figures are fresh (every other visitor and refresh within
                      the period: the page is rendered from the figures read last)
+  overview, stale    GET / with figures one period old: served from them while one read
+                     renews them in the background (what a page refreshing itself sees)
   live fragment      GET /live/overview, warm (what the page's auto-refresh fetches)
   entrypoint         GET /entrypoint?name=mc.ep3 (its metrics, policy, first page of queued jobs)
   entrypoint, deep   the page after 50,000 queued jobs of mc.ep3 (keyset cursor; backlog/20 if less)
@@ -31,6 +33,7 @@ Wall time per request as the client sees it (HTTP on loopback included); median 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import threading
@@ -86,6 +89,7 @@ def prepare(db: str, backlog: int, history: int) -> dict[str, Any]:
 class Server:
     def __init__(self, dsn: str) -> None:
         self.app = create_app(WebConfig(dsn=dsn, token=None, refresh=3600))
+        # refresh 3600 s: the figures stay fresh between the requests that do not age them
         self.server = uvicorn.Server(
             uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning")
         )
@@ -104,6 +108,15 @@ class Server:
 
     def drop_overview(self) -> None:
         self.app.state.web.overview.invalidate()
+
+    def age_overview(self) -> None:
+        """Let the last renewal finish, then make the figures one period and a second old:
+        the next page is served from them while a renewal runs in the background."""
+        cache = self.app.state.web.overview
+        while cache._renewal is not None and not cache._renewal.done():
+            time.sleep(0.01)
+        if cache._last is not None:
+            cache._last = dataclasses.replace(cache._last, read_at=time.monotonic() - 3601)
 
 
 def timed(client: httpx.Client, path: str, repeat: int, before: Any = None) -> dict[str, float]:
@@ -133,6 +146,7 @@ def measure(db: str, repeat: int, backlog: int) -> dict[str, Any]:
         pages = {
             "overview, cold": ("/", server.drop_overview),
             "overview, warm": ("/", None),
+            "overview, stale (renewed behind)": ("/", server.age_overview),
             "live fragment, warm": ("/live/overview", None),
             "entrypoint": ("/entrypoint?name=mc.ep3", None),
             "entrypoint, deep page": (
