@@ -203,7 +203,7 @@ def test_missing_privilege_names_the_role(login_role: Callable[..., str]) -> Non
         with pytest.raises(errors.PrivilegeMissing) as info:
             admin.requeue([1])
     assert info.value.sqlstate == "42501" and isinstance(info.value, errors.SetupError)
-    assert "lacks the rights of the schema owner (permission denied for function requeue)" in (
+    assert "lacks pgq_admin (or the owner) (permission denied for function requeue)" in (
         str(info.value)
     )
     with Queue(nobody) as queue, pytest.raises(errors.PrivilegeMissing) as info:
