@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 
 import httpx
+import psycopg
 import pytest
 from helpers.wait import wait_for
 from helpers.web import TOKEN, serving, sign_in
@@ -217,3 +218,11 @@ def test_a_role_that_may_not_read_jobs_still_sees_the_numbers(
         page = client.get("/")
         assert page.status_code == 200 and "sec.numbers" in page.text
         assert "may not read jobs (GRANT pgq_reader" in page.text
+
+
+def test_a_database_that_cannot_be_reached_is_a_503_page(pgq_dsn: str) -> None:
+    gone = psycopg.conninfo.make_conninfo(pgq_dsn, dbname="pgq_no_such_database")
+    with serving(gone) as web, web.client() as client:
+        page = client.get("/")
+        assert page.status_code == 503 and "Database unavailable" in page.text
+        assert "pgq_no_such_database" in page.text
