@@ -22,7 +22,10 @@ def _add_web(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--token",
         default=None,
-        help=f"token that allows actions (default: ${TOKEN_ENV}; none: the page is read-only)",
+        help=(
+            f"token that allows actions (default: ${TOKEN_ENV}, better: a command line is seen "
+            "by every user of the machine; none: the page is read-only)"
+        ),
     )
     parser.add_argument(
         "--refresh",
