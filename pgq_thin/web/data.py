@@ -52,8 +52,10 @@ class AdminPool:
         handle = await self._free.get()
         try:
             yield handle
-        except psycopg.OperationalError:
-            await handle.close()  # reconnects at its next use
+        except (psycopg.OperationalError, asyncio.CancelledError):
+            # broken, or left mid-statement by a request that was cancelled: a new connection
+            # at its next use
+            await handle.close()
             raise
         finally:
             self._free.put_nowait(handle)
