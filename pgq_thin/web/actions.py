@@ -39,8 +39,7 @@ __all__ = ["ROUTES"]
 log = logging.getLogger("pgq_thin.web.actions")
 
 MAX_IDS = 1000
-REQUEUE_ROUNDS = 10  # "requeue all failed since": at most 10 calls of 10,000 jobs
-BULK = 10000
+BULK = 10000  # jobs per call of requeue_history / delete_history
 
 Act = Callable[[AsyncAdmin, FormData], Awaitable[str]]
 
@@ -206,15 +205,10 @@ async def _delete(admin: AsyncAdmin, form: FormData) -> str:
 async def _requeue_failed_since(admin: AsyncAdmin, form: FormData) -> str:
     name = _required(form, "entrypoint")
     since = parse_time(_text(form, "since"), "since")
-    total = 0
-    for _ in range(REQUEUE_ROUNDS):
-        ids = await admin.requeue_history(name, since=since, max_jobs=BULK)
-        total += len(ids)
-        if len(ids) < BULK:
-            return f"requeued {total} failed job(s) of {name}" + (
-                f" since {since}" if since else ""
-            )
-    return f"requeued {total} failed job(s) of {name}; more are left: requeue again"
+    # every: again until nothing more matches, each job at most once (one that fails again
+    # meanwhile is not requeued twice)
+    ids = await admin.requeue_history(name, since=since, max_jobs=BULK, every=True)
+    return f"requeued {len(ids)} failed job(s) of {name}" + (f" since {since}" if since else "")
 
 
 async def _requeue_matching(admin: AsyncAdmin, form: FormData) -> str:
