@@ -288,7 +288,12 @@ async def login(request: Request) -> Response:
     log.info("web sign-in by %s from %s", actor, where)
     response = RedirectResponse(following, status_code=303)
     response.set_cookie(
-        SESSION_COOKIE, cookie, max_age=SESSION_SECONDS, httponly=True, samesite="strict"
+        SESSION_COOKIE,
+        cookie,
+        max_age=SESSION_SECONDS,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",  # served over TLS: never sent in clear
     )
     return response
 
