@@ -138,7 +138,8 @@ def action(name: str, privilege: str, act: Act) -> Callable[[Request], Awaitable
         actor, refusal = await _authorize(request, form, privilege)
         where = _address(request)
         if refusal is not None:
-            log.warning("web action %s refused (by %s from %s): %s", name, actor, where, refusal)
+            who = actor or "anonymous"
+            log.warning("web action %s refused (by %s from %s): %s", name, who, where, refusal)
             return await _refused(request, refusal)
         try:
             async with web.pool.admin() as admin:

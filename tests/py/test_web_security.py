@@ -108,6 +108,12 @@ def test_every_action_is_logged_with_who_did_it(
     assert "web action pause by carol from 127.0.0.1: paused sec.log" in lines
     assert "web action resume by deploy-bot from 127.0.0.1: resumed sec.log" in lines
     assert any(line.startswith("web action pause refused (by carol") for line in lines)
+    with serving(pgq_dsn) as web, web.client() as client:
+        client.post("/actions/pause", data={"entrypoint": "sec.log"})
+    assert any(
+        r.getMessage().startswith("web action pause refused (by anonymous from 127.0.0.1)")
+        for r in caplog.records
+    )
 
 
 def test_read_only_without_a_token(pgq_dsn: str) -> None:
