@@ -16,6 +16,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.datastructures import FormData
@@ -25,6 +26,7 @@ from starlette.routing import Route
 
 from pgq_thin.admin import AsyncAdmin
 from pgq_thin.errors import PgqError, PrivilegeMissing, one_line
+from pgq_thin.web.data import Taken
 from pgq_thin.web.pages import BadInput, failed_filter, parse_time, web_of
 from pgq_thin.web.security import (
     FLASH_COOKIE,
@@ -140,6 +142,7 @@ def action(name: str, privilege: str, act: Act) -> Callable[[Request], Awaitable
         if refusal is not None:
             who = actor or "anonymous"
             log.warning("web action %s refused (by %s from %s): %s", name, who, where, refusal)
+            _remember(request, who, name, "refused", refusal)
             return await _refused(request, refusal)
         try:
             async with web.pool.admin() as admin:
@@ -152,15 +155,24 @@ def action(name: str, privilege: str, act: Act) -> Callable[[Request], Awaitable
                 where,
                 one_line(err),
             )
+            _remember(request, actor, name, "refused", one_line(err))
             return await _refused(request, one_line(err))
         except (PgqError, BadInput) as err:
             log.warning("web action %s failed (by %s from %s): %s", name, actor, where, err)
+            _remember(request, actor, name, "failed", one_line(err))
             return _done(request, form, "error", one_line(err), 400)
         web.overview.invalidate()
         log.info("web action %s by %s from %s: %s", name, actor, where, message)
+        _remember(request, actor, name, "ok", message)
         return _done(request, form, "ok", message, 200)
 
     return endpoint
+
+
+def _remember(request: Request, actor: str | None, name: str, outcome: str, message: str) -> None:
+    web_of(request).recent.append(
+        Taken(datetime.now(UTC), actor or "anonymous", _address(request), name, outcome, message)
+    )
 
 
 async def _refused(request: Request, reason: str) -> Response:

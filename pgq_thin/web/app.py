@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pgq_thin.records import Privileges
 from pgq_thin.web import actions, pages
-from pgq_thin.web.data import AdminPool, OverviewCache
+from pgq_thin.web.data import AdminPool, OverviewCache, Taken
 from pgq_thin.web.render import environment
 from pgq_thin.web.security import FLASH_COOKIE, SESSION_COOKIE, Session, Signer
 
@@ -35,6 +36,8 @@ __all__ = ["Web", "WebConfig", "create_app"]
 log = logging.getLogger("pgq_thin.web")
 
 PRIVILEGES_TTL = 30.0  # seconds a role's privileges are remembered
+RECENT_ACTIONS = 200
+
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -78,6 +81,9 @@ class Web:
         self.overview = OverviewCache(self.pool, config.refresh)
         self.signer = Signer()
         self.templates = environment()
+        #: The last actions taken through this process (newest last), for the actions page;
+        #: the log (logger ``pgq_thin.web.actions``) keeps them all.
+        self.recent: deque[Taken] = deque(maxlen=RECENT_ACTIONS)
         self._privileges: tuple[float, Privileges] | None = None
 
     async def privileges(self) -> Privileges:

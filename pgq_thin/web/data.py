@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -29,7 +30,7 @@ import psycopg
 from pgq_thin.admin import AsyncAdmin
 from pgq_thin.errors import PrivilegeMissing
 
-__all__ = ["AdminPool", "Overview", "OverviewCache"]
+__all__ = ["AdminPool", "Overview", "OverviewCache", "Taken"]
 
 APPLICATION_NAME = "pgq-thin web"
 log = logging.getLogger("pgq_thin.web")
@@ -63,6 +64,18 @@ class AdminPool:
     async def close(self) -> None:
         for handle in self._handles:
             await handle.close()
+
+
+@dataclass(frozen=True)
+class Taken:
+    """One action as the actions page lists it (``at``: this process's clock, UTC)."""
+
+    at: datetime
+    actor: str
+    address: str
+    action: str
+    outcome: str  # ok, failed, refused
+    message: str
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,12 @@ async def search(request: Request) -> Response:
     return await web.render(request, "search.html", q=q, jobs=jobs)
 
 
+async def recent_actions(request: Request) -> Response:
+    """The actions taken through this process, newest first (the log has them all)."""
+    web = web_of(request)
+    return await web.render(request, "actions.html", taken=list(reversed(web.recent)))
+
+
 async def login_page(request: Request) -> Response:
     web = web_of(request)
     return await web.render(request, "login.html", next=request.query_params.get("next", "/"))
@@ -242,5 +248,6 @@ ROUTES = [
     Route("/failed", failed),
     Route("/schedules", schedules),
     Route("/search", search),
+    Route("/actions", recent_actions),
     Route("/login", login_page),
 ]

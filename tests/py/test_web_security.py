@@ -116,6 +116,21 @@ def test_every_action_is_logged_with_who_did_it(
     )
 
 
+def test_the_actions_page_lists_who_did_what(pgq_dsn: str) -> None:
+    with Queue(pgq_dsn) as queue:
+        queue.enqueue("sec.audit")
+    with serving(pgq_dsn) as web, web.client() as client:
+        csrf = sign_in(client, "erin")
+        client.post("/actions/pause", data={"entrypoint": "sec.audit", "csrf": csrf})
+        client.post("/actions/resume", data={"entrypoint": "sec.audit"})  # no csrf: refused
+        client.post("/actions/pause", data={"entrypoint": "a\tb", "csrf": csrf})  # bad name
+        page = client.get("/actions").text
+    rows = page.split("<tbody>")[1].split("</tr>")[:3]  # newest first
+    assert "erin" in rows[2] and "paused sec.audit" in rows[2] and ">ok<" in rows[2]
+    assert ">refused<" in rows[1] and "CSRF" in rows[1]
+    assert ">failed<" in rows[0] and "invalid entrypoint" in rows[0]
+
+
 def test_read_only_without_a_token(pgq_dsn: str) -> None:
     """Started from the command line without --token or PGQ_WEB_TOKEN: nothing acts."""
     with Queue(pgq_dsn) as queue:
