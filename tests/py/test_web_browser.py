@@ -217,6 +217,10 @@ def test_pausing_from_the_page_stops_a_running_worker(
             expect(page.locator("#flash")).to_have_text("resumed web.pause")
             wait_for(lambda: ("web.pause", held) in running.ran, 20, "the paused job to run")
             expect(page.locator("#paused")).to_have_count(0)
+            page.goto(web.url + "/actions")  # who did it, newest first
+            expect(page.locator("#actions tbody tr").nth(0)).to_contain_text("resumed web.pause")
+            expect(page.locator("#actions tbody tr").nth(1)).to_contain_text("alice")
+            expect(page.locator("#actions tbody tr").nth(1)).to_contain_text("paused web.pause")
 
 
 def test_requeue_a_dead_job_from_its_page_and_it_finishes(
