@@ -164,6 +164,7 @@ def create_app(config: WebConfig) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        web.overview.prime()
         try:
             yield
         finally:

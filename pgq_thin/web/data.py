@@ -117,6 +117,12 @@ class OverviewCache:
     def invalidate(self) -> None:
         self._last = None
 
+    def prime(self) -> None:
+        """Start reading now, in the background (at server start: the first visitor then
+        need not wait)."""
+        if self._renewal is None or self._renewal.done():
+            self._renewal = asyncio.create_task(self._renew(), name="pgq-web-overview")
+
     async def get(self) -> Overview:
         last = self._last
         if last is not None and last.age_s < self._refresh:

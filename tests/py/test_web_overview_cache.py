@@ -66,3 +66,20 @@ def test_requests_during_a_read_share_it(pgq_dsn: str) -> None:
             await pool.close()
 
     asyncio.run(main())
+
+
+def test_primed_at_start(pgq_dsn: str) -> None:
+    async def main() -> None:
+        pool = AdminPool(pgq_dsn, size=2)
+        cache = OverviewCache(pool, refresh=3.0)
+        try:
+            cache.prime()
+            assert cache._renewal is not None
+            await cache._renewal
+            primed = cache._last
+            assert primed is not None and await cache.get() is primed
+        finally:
+            await cache.close()
+            await pool.close()
+
+    asyncio.run(main())
