@@ -12,6 +12,8 @@ from pgq_thin.cli._common import EXIT_OK, Command, UsageError, database
 from pgq_thin.errors import require_extra
 
 TOKEN_ENV = "PGQ_WEB_TOKEN"
+# Host names a dashboard bound to a loopback address answers to (no other site's name).
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
 
 def _add_web(parser: argparse.ArgumentParser) -> None:
@@ -55,13 +57,17 @@ def _cmd_web(args: argparse.Namespace) -> int:
     from pgq_thin.web import WebConfig, create_app
 
     token = getattr(args, "token", None) or os.environ.get(TOKEN_ENV) or None
+    host, port = getattr(args, "host", "127.0.0.1"), getattr(args, "port", 8080)
     try:
         config = WebConfig(
-            dsn=database(args).dsn, token=token, refresh=getattr(args, "refresh", 3.0)
+            dsn=database(args).dsn,
+            token=token,
+            refresh=getattr(args, "refresh", 3.0),
+            # (an IPv6 Host header does not survive Starlette's host check: any name then)
+            allowed_hosts=LOOPBACK_NAMES if _loopback(host) and ":" not in host else None,
         )
     except ValueError as err:
         raise UsageError(str(err)) from None
-    host, port = getattr(args, "host", "127.0.0.1"), getattr(args, "port", 8080)
     level = getattr(args, "log_level", "info")
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

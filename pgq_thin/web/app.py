@@ -19,6 +19,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Mount
@@ -62,6 +63,10 @@ class WebConfig:
     refresh: float = 3.0
     pool_size: int = 4
     page_size: int = 50
+    #: Host names the requests may name (``Host`` header); None: any. ``pgq-thin web`` bound to
+    #: a loopback address allows only loopback names, so a page of another site whose name
+    #: resolves to 127.0.0.1 (DNS rebinding) cannot read the dashboard.
+    allowed_hosts: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < 8:
@@ -179,7 +184,10 @@ def create_app(config: WebConfig) -> Starlette:
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(SecurityHeaders)],
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(TrustedHostMiddleware, allowed_hosts=list(config.allowed_hosts or ["*"])),
+        ],
         exception_handlers=pages.EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

@@ -163,6 +163,10 @@ def test_read_only_without_a_token(pgq_dsn: str) -> None:
             )
             assert bearer.status_code == 403
             assert client.post("/login", data={"who": "a", "token": "b"}).status_code == 403
+            # bound to 127.0.0.1: another site's name for this address is refused (DNS rebinding)
+            rebound = client.get("/", headers={"Host": "evil.example"})
+            assert rebound.status_code == 400 and "sec.ro" not in rebound.text
+            assert client.get("/", headers={"Host": "localhost"}).status_code == 200
     finally:
         process.terminate()
         process.wait(20)
