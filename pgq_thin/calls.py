@@ -89,6 +89,9 @@ FIRE_SCHEDULE = (
     " %s::timestamptz, %s::timestamptz)"
 )
 # Seconds until a schedule is due (or a silent claimer may be taken over); NULL: no schedules.
+RELEASE_SCHEDULE = (
+    "SELECT pgq.release_schedule(%s::uuid, %s::text, %s::bigint, %s::text) AS state"
+)
 NEXT_SCHEDULE_IN = "SELECT extract(epoch FROM pgq.next_schedule_at() - now())::float8"
 SCHEDULES = "SELECT * FROM pgq.schedules ORDER BY name"
 LISTEN = "LISTEN pgq_events"
@@ -122,9 +125,10 @@ NEEDS: dict[str, tuple[str, str]] = {
     NEXT_DUE_IN: _WORKER,
     PRUNE_HISTORY: _WORKER,
     COMPACT_JOBS: _WORKER,
-    SCHEDULE: _WORKER,
+    SCHEDULE: _OPERATOR,
     CLAIM_SCHEDULES: _WORKER,
     FIRE_SCHEDULE: _WORKER,
+    RELEASE_SCHEDULE: _WORKER,
     NEXT_SCHEDULE_IN: _WORKER,
     QUEUE_STATS: _READER,
     SCHEDULES: _READER,
@@ -491,6 +495,13 @@ async def afire_schedule(
     """``pgq.fire_schedule``: one row, state fired (with job_id), skipped or lost."""
     args = (worker_id, name, lease, next_after_due, next_after_now, at)
     return (await _arows(conn, FIRE_SCHEDULE, args))[0]
+
+
+async def arelease_schedule(
+    conn: AConn, worker_id: uuid.UUID, name: str, lease: int, error: str
+) -> str:
+    """``pgq.release_schedule``: released, or lost when the lease no longer holds."""
+    return str((await _acolumn(conn, RELEASE_SCHEDULE, (worker_id, name, lease, error)))[0])
 
 
 async def anext_schedule_in(conn: AConn) -> float | None:

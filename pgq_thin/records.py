@@ -171,6 +171,8 @@ class Schedule:
     heartbeat_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    retry_at: datetime | None  # set by pgq.release_schedule: not claimed again before
+    last_error: str | None  # why the last scheduler could not fire it (cleared by a fire)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import psycopg
 from pgq_thin import calls
 from pgq_thin.connection import Backoff
 from pgq_thin.cron import CronSchedule
-from pgq_thin.errors import InvalidSchedule, PgqError
+from pgq_thin.errors import InvalidSchedule, PgqError, PrivilegeMissing, one_line
 
 log = logging.getLogger(__name__)
 
@@ -106,25 +106,50 @@ class Scheduler:
 
     async def fire_due(self, conn: calls.AConn, at: datetime | None = None) -> list[calls.Row]:
         """Claim the due ticks and fire them; returns one ``pgq.fire_schedule`` row per tick
-        (state fired, skipped or lost). Repeats while claims come back full."""
+        (state fired, skipped or lost; released when the schedule could not be fired).
+        Repeats while claims come back full.
+
+        A schedule whose next time cannot be computed (a cron expression stored before SQL
+        checked it in full, a date no month has) or whose fire the database refuses is given
+        back with ``pgq.release_schedule`` (the error kept in its ``last_error``, no new claim
+        for a minute) and the other schedules of the batch still fire. A lost connection is
+        not caught here: the session reconnects and runs the step again."""
         results: list[calls.Row] = []
         while True:
             claimed = await calls.aclaim_schedules(conn, self.worker_id, self.batch_size, at)
             for row in claimed:
-                cron = self._cron(row["cron"], row["timezone"])
-                result = await calls.afire_schedule(
-                    conn,
-                    self.worker_id,
-                    row["name"],
-                    row["lease"],
-                    cron.next_after(row["due_at"]),
-                    cron.next_after(row["db_now"]),
-                    at,
-                )
+                try:
+                    result = await self._fire_one(conn, row, at)
+                except (psycopg.OperationalError, asyncio.CancelledError):
+                    raise
+                except (psycopg.Error, PgqError, ValueError, ArithmeticError, KeyError) as err:
+                    self._log.warning(
+                        "pgq-thin schedule %r cannot fire (%s); released for a minute",
+                        row["name"],
+                        one_line(err),
+                    )
+                    state = await calls.arelease_schedule(
+                        conn, self.worker_id, row["name"], row["lease"], one_line(err)
+                    )
+                    result = {"state": state, "job_id": None}
                 results.append({"name": row["name"], "due_at": row["due_at"], **result})
                 self.fired += result["state"] == "fired"
             if len(claimed) < self.batch_size:
                 return results
+
+    async def _fire_one(
+        self, conn: calls.AConn, row: calls.Row, at: datetime | None
+    ) -> calls.Row:
+        cron = self._cron(row["cron"], row["timezone"])
+        return await calls.afire_schedule(
+            conn,
+            self.worker_id,
+            row["name"],
+            row["lease"],
+            cron.next_after(row["due_at"]),
+            cron.next_after(row["db_now"]),
+            at,
+        )
 
     async def seconds_until_due(self, conn: calls.AConn) -> float | None:
         """How long the scheduler may sleep (None: there are no schedules at all)."""
@@ -146,14 +171,23 @@ class Scheduler:
         notification, a reconnect); the cap also keeps clock drift from stalling a schedule.
         ``call`` runs a step on the session (re-run whole after a reconnect). A database error
         is logged and retried after a backoff; any other error (a SetupError among them) ends
-        the loop. ``fire`` False: only register, then return."""
+        the loop. A role without the right to register schedules (pgq_admin) fires the
+        schedules in the database all the same. ``fire`` False: only register, then return."""
         registered = False
         backoff = Backoff(base=0.5, cap=30.0)
 
         async def step(conn: calls.AConn) -> float | None:
             nonlocal registered
             if not registered:
-                await self.register(conn)
+                try:
+                    await self.register(conn)
+                except PrivilegeMissing as err:
+                    # Registering schedules is an operator's right (pgq_admin); firing is not.
+                    self._log.warning(
+                        "pgq-thin schedules of this worker not registered (%s); "
+                        "register them as an operator, or grant pgq_admin",
+                        one_line(err),
+                    )
                 registered = True
             if not fire:
                 return None
@@ -170,9 +204,12 @@ class Scheduler:
                 wait = min(
                     SCHEDULE_MAX_SLEEP if due_in is None else max(due_in, 0.0), SCHEDULE_MAX_SLEEP
                 )
-            except (psycopg.Error, PgqError) as err:
+            except (psycopg.Error, PgqError, ValueError, ArithmeticError) as err:
+                # Any database error a stored value can cause (a time out of range among them).
                 wait = max(0.5, backoff.next_delay())
-                self._log.warning("pgq-thin scheduler failed (%s); retrying in %.1f s", err, wait)
+                self._log.warning(
+                    "pgq-thin scheduler failed (%s); retrying in %.1f s", one_line(err), wait
+                )
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), wait + 0.002)

@@ -2,7 +2,7 @@
 -- Contract: worker_id is not NULL; ids and leases are arrays of the same length without NULLs;
 --   ids hold no duplicates. Returns the number of elements (0 for two empty arrays).
 -- Locking: none.
--- Errors: PQ009 NULL worker_id, NULL array, NULL element or duplicate id;
+-- Errors: PQ009 NULL worker_id, NULL or multi-dimensional array, NULL element or duplicate id;
 --   PQ003 ids and leases of unequal length.
 CREATE OR REPLACE FUNCTION pgq._check_batch(worker_id uuid, ids bigint[], leases bigint[])
 RETURNS int
@@ -20,6 +20,10 @@ BEGIN
         RAISE EXCEPTION 'ids and leases must not be NULL (ids %, leases %)',
             coalesce(ids::text, 'NULL'), coalesce(leases::text, 'NULL')
             USING ERRCODE = 'PQ009';
+    END IF;
+    IF array_ndims(ids) > 1 OR array_ndims(leases) > 1 THEN
+        PERFORM pgq._check_dims(ids, 'ids');
+        PERFORM pgq._check_dims(leases, 'leases');
     END IF;
     IF cardinality(leases) <> v_n THEN
         RAISE EXCEPTION 'leases has % elements but ids has %', cardinality(leases), v_n

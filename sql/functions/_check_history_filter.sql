@@ -22,6 +22,7 @@ BEGIN
     IF entrypoint IS NOT NULL THEN
         PERFORM pgq._check_name(entrypoint, 'entrypoint', 'PQ001');
     END IF;
+    PERFORM pgq._check_dims(statuses, 'statuses');
     IF coalesce(cardinality(statuses), 0) = 0 OR array_position(statuses, NULL) IS NOT NULL
        OR NOT statuses <@ ARRAY['successful', 'failed', 'canceled'] THEN
         RAISE EXCEPTION 'statuses must be a non-empty array of successful, failed, canceled, got %',

@@ -1,9 +1,11 @@
 -- pgq._jobs_after_insert(): statement-level AFTER INSERT trigger on pgq.jobs.
--- Contract: registers every new entrypoint in pgq.entrypoints with the default policy, then
+-- Contract: registers every new entrypoint in pgq.entrypoints with the default policy (at most
+--   100 new ones per statement, so one producer call cannot flood the policy table, the
+--   notifications and pgq.queue_stats), then
 --   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got queued jobs.
 --   Never carries payload data (any role may LISTEN).
 -- Locking: a first-time entrypoint briefly holds its new pgq.entrypoints key until commit.
--- Errors: none of its own.
+-- Errors: PQ001 more than 100 new entrypoints in one statement (the statement adds nothing).
 CREATE OR REPLACE FUNCTION pgq._jobs_after_insert()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -11,10 +13,20 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 DECLARE
     v_eps jsonb;
+    v_new bigint;
 BEGIN
-    INSERT INTO pgq.entrypoints (entrypoint)
-    SELECT DISTINCT n.entrypoint FROM new_rows n
-    ON CONFLICT (entrypoint) DO NOTHING;
+    WITH added AS (
+        INSERT INTO pgq.entrypoints (entrypoint)
+        SELECT DISTINCT n.entrypoint FROM new_rows n
+        ON CONFLICT (entrypoint) DO NOTHING
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_new FROM added;
+    IF v_new > 100 THEN
+        RAISE EXCEPTION 'one statement may register at most 100 new entrypoints, this one registers %', v_new
+            USING ERRCODE = 'PQ001',
+                  HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
+    END IF;
 
     SELECT jsonb_agg(DISTINCT n.entrypoint) INTO v_eps
       FROM new_rows n

@@ -18,6 +18,8 @@ AS $$
 DECLARE
     v_queued bigint[];
 BEGIN
+    PERFORM pgq._check_dims(cancel.ids, 'ids');
+    PERFORM pgq._check_time(cancel.at, 'at');
     IF cancel.ids IS NULL OR array_position(cancel.ids, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(cancel.ids::text, 'NULL')
             USING ERRCODE = 'PQ009';

@@ -37,6 +37,9 @@ DECLARE
     v_limited text[];
     v_ids     bigint[];
 BEGIN
+    IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
+        PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
+    END IF;
     IF claim.worker_id IS NULL THEN
         RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
     END IF;

@@ -1,12 +1,13 @@
 -- pgq.claim_schedules(worker_id, batch_size, at)
--- Contract: claims up to batch_size schedules that are due (next_run_at <= at) or whose
+-- Contract: claims up to batch_size schedules that are due (next_run_at <= at, and retry_at,
+--   set by pgq.release_schedule, passed) or whose
 --   previous claimer went silent (firing, heartbeat older than fire_timeout), earliest first.
 --   Each gets state firing, this worker, heartbeat = at and a new lease, and is returned with
 --   its due time and the database clock so the caller computes the next cron time from them
 --   and calls pgq.fire_schedule. at NULL means now().
 -- Locking: FOR UPDATE SKIP LOCKED on schedule rows: schedulers never wait for each other, and
 --   a tick is claimed by one scheduler at a time.
--- Errors: PQ009 NULL worker_id, PQ002 batch_size outside 1..1000.
+-- Errors: PQ009 NULL worker_id or at out of range, PQ002 batch_size outside 1..1000.
 CREATE OR REPLACE FUNCTION pgq.claim_schedules(
     worker_id   uuid,
     batch_size  int         DEFAULT 10,
@@ -21,7 +22,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now timestamptz := coalesce(claim_schedules.at, now());
+    v_now timestamptz := coalesce(pgq._check_time(claim_schedules.at, 'at'), now());
 BEGIN
     IF claim_schedules.worker_id IS NULL THEN
         RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
@@ -34,7 +35,7 @@ BEGIN
     WITH due AS (
         SELECT s.name
           FROM pgq.schedules s
-         WHERE (s.state = 'idle' AND s.next_run_at <= v_now)
+         WHERE (s.state = 'idle' AND s.next_run_at <= v_now AND (s.retry_at IS NULL OR s.retry_at <= v_now))
             OR (s.state = 'firing' AND s.heartbeat_at < v_now - s.fire_timeout)
          ORDER BY s.next_run_at, s.name
          LIMIT claim_schedules.batch_size

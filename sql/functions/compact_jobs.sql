@@ -3,7 +3,8 @@
 --   versions have bloated it; autovacuum makes that space reusable but never shrinks an index,
 --   and at a high job rate it comes too late to keep the heap small. Decides in steps, cheapest
 --   first, and returns one row (compacted, reason, rows, bytes_before, bytes_after):
---   1. One compactor at a time (a transaction advisory lock): else 'busy' at once.
+--   1. One compactor at a time (the row lock of pgq.compaction, which no role but the owner
+--      can take): else 'busy' at once.
 --   2. Without reading the table: the total size (pg_total_relation_size: heap, TOAST,
 --      indexes) at most 1 MiB, or at most twice what the last compaction left when that was
 --      less than 5 minutes before at -> 'not bloated'. This is all most calls cost. (The
@@ -48,7 +49,7 @@ DECLARE
     c_floor      constant bigint := 1048576;      -- never compact a table under 1 MiB
     c_default_bpr constant bigint := 512;         -- bytes per row before any learned figure
     c_learn_rows constant bigint := 1000;         -- learn bytes per row from this many rows
-    v_now        timestamptz := coalesce(compact_jobs.at, now());
+    v_now        timestamptz := coalesce(pgq._check_time(compact_jobs.at, 'at'), now());
     v_state      pgq.compaction;
     v_size       bigint;
     v_reason     text;
@@ -84,13 +85,15 @@ BEGIN
             greatest(1, ceil(extract(epoch FROM compact_jobs.lock_wait) * 1000))::bigint::text, true);
 
         -- 1. One compactor at a time; the others return at once instead of queueing for the lock.
-        IF NOT pg_try_advisory_xact_lock('pgq.jobs'::regclass::oid::int, 0) THEN
+        -- The lock is the row of pgq.compaction: only the owner may lock it (an advisory lock
+        -- could be taken by any role that can connect, keeping compaction 'busy' forever).
+        SELECT * INTO v_state FROM pgq.compaction FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
             v_reason := 'busy';
         END IF;
 
         -- 2. Without reading the table: file sizes and the last compaction.
         IF v_reason IS NULL THEN
-            SELECT * INTO v_state FROM pgq.compaction;
             v_size := pg_total_relation_size('pgq.jobs');
             v_bar := c_floor;
             IF v_state.compacted_at > v_now - interval '5 minutes' THEN

@@ -39,6 +39,8 @@ DECLARE
     v_bad   record;
     v_accepted bigint[];
 BEGIN
+    PERFORM pgq._check_time(complete.at, 'at');
+    PERFORM pgq._check_details(complete.statuses, complete.details);
     IF complete.statuses IS NULL THEN
         RAISE EXCEPTION 'statuses must not be NULL' USING ERRCODE = 'PQ009';
     END IF;

@@ -6,6 +6,8 @@
 --   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
 --   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
+--   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
+--   (so every time computed from them stays in range).
 -- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
 CREATE OR REPLACE FUNCTION pgq.configure(
     entrypoint         text,
@@ -34,6 +36,9 @@ BEGIN
     IF configure.max_attempts < 1 THEN
         RAISE EXCEPTION 'max_attempts must be >= 1, got %', configure.max_attempts USING ERRCODE = 'PQ008';
     END IF;
+    PERFORM pgq._check_interval(configure.backoff_base, 'backoff_base', interval '0', interval '1 day');
+    PERFORM pgq._check_interval(configure.backoff_max, 'backoff_max', interval '0', interval '365 days');
+    PERFORM pgq._check_interval(configure.heartbeat_timeout, 'heartbeat_timeout', interval '1 second', interval '7 days');
     IF configure.backoff_base < interval '0' THEN
         RAISE EXCEPTION 'backoff_base must not be negative, got %', configure.backoff_base USING ERRCODE = 'PQ008';
     END IF;

@@ -14,6 +14,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_dims(delete_jobs.ids, 'ids');
     IF delete_jobs.ids IS NULL OR array_position(delete_jobs.ids, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(delete_jobs.ids::text, 'NULL')
             USING ERRCODE = 'PQ009';

@@ -35,6 +35,7 @@ BEGIN
        OR (enqueue.headers IS NOT NULL AND jsonb_typeof(enqueue.headers) <> 'object') THEN
         PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
     END IF;
+    PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
 
     INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers)
     VALUES (enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0),

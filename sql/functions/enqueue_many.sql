@@ -87,6 +87,8 @@ BEGIN
         END IF;
     END IF;
 
+    PERFORM pgq._check_jobs(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities, enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers);
+
     -- Ids first, in input order, so the insert needs no join to report them.
     v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
     INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers)

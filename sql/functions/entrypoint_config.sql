@@ -8,16 +8,21 @@
 -- Errors: none.
 CREATE OR REPLACE FUNCTION pgq.entrypoint_config(entrypoints text[] DEFAULT NULL)
 RETURNS SETOF pgq.entrypoints
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
-    SELECT c.*
-      FROM pgq.entrypoints c
-     WHERE entrypoint_config.entrypoints IS NULL
-        OR c.entrypoint = ANY (entrypoint_config.entrypoints)
-     ORDER BY c.entrypoint;
+#variable_conflict use_column
+BEGIN
+    PERFORM pgq._check_dims(entrypoint_config.entrypoints, 'entrypoints');
+    RETURN QUERY
+        SELECT c.*
+          FROM pgq.entrypoints c
+         WHERE entrypoint_config.entrypoints IS NULL
+            OR c.entrypoint = ANY (entrypoint_config.entrypoints)
+         ORDER BY c.entrypoint;
+END
 $$;
 COMMENT ON FUNCTION pgq.entrypoint_config(text[]) IS
     'The stored policy rows of entrypoints (NULL: all), by entrypoint; names never configured or enqueued are left out.';

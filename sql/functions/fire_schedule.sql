@@ -14,7 +14,8 @@
 --   lease (taken over after fire_timeout) fires nothing. Returns one row: state 'fired' (with
 --   the job id), 'skipped' or 'lost'. at NULL means now().
 -- Locking: the schedule row; inserts the job.
--- Errors: PQ009 NULL argument, PQ011 a next run time not after the tick being fired.
+-- Errors: PQ009 NULL argument or a time out of range (pgq._check_time), PQ011 a next run time
+--   not after the tick being fired.
 CREATE OR REPLACE FUNCTION pgq.fire_schedule(
     worker_id    uuid,
     name            text,
@@ -31,7 +32,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now timestamptz := coalesce(fire_schedule.at, now());
+    v_now timestamptz := coalesce(pgq._check_time(fire_schedule.at, 'at'), now());
     v_row pgq.schedules;
     v_job bigint;
     v_next timestamptz;
@@ -40,6 +41,8 @@ BEGIN
        OR fire_schedule.next_after_due IS NULL THEN
         RAISE EXCEPTION 'worker_id, name, lease and next_after_due must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
+    PERFORM pgq._check_time(fire_schedule.next_after_due, 'next_after_due');
+    PERFORM pgq._check_time(fire_schedule.next_after_now, 'next_after_now');
     SELECT * INTO v_row
       FROM pgq.schedules s
      WHERE s.name = fire_schedule.name
@@ -76,6 +79,8 @@ BEGIN
            heartbeat_at = NULL,
            last_run_at = v_row.next_run_at,
            last_job_id = coalesce(v_job, s.last_job_id),
+           retry_at = NULL,
+           last_error = NULL,
            next_run_at = v_next,
            updated_at = v_now
      WHERE s.name = v_row.name;

@@ -6,7 +6,7 @@
 --   the regular ticks go on as before. Firing twice at the same `at` gives the same job
 --   (on_conflict 'existing'). Returns the job id. at NULL means now().
 -- Locking: the schedule row (waits for a scheduler firing it right now); inserts the job.
--- Errors: PQ009 NULL name; PQ011 no schedule of that name.
+-- Errors: PQ009 NULL name or at out of range; PQ011 no schedule of that name.
 CREATE OR REPLACE FUNCTION pgq.fire_schedule_now(name text, at timestamptz DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -16,7 +16,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now timestamptz := coalesce(fire_schedule_now.at, now());
+    v_now timestamptz := coalesce(pgq._check_time(fire_schedule_now.at, 'at'), now());
     v_row pgq.schedules;
     v_job bigint;
 BEGIN

@@ -26,6 +26,7 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_time(heartbeat.at, 'at');
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
     UPDATE pgq.workers w SET last_seen_at = coalesce(heartbeat.at, now()) WHERE w.worker_id = heartbeat.worker_id;
     RETURN QUERY

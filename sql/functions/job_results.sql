@@ -18,6 +18,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_dims(job_results.ids, 'ids');
     IF job_results.ids IS NULL OR array_position(job_results.ids, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(job_results.ids::text, 'NULL')
             USING ERRCODE = 'PQ009';

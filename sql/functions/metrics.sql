@@ -74,10 +74,11 @@ SET max_parallel_workers_per_gather = 0
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now    timestamptz := coalesce(metrics.at, now());
-    v_cur    timestamptz := date_bin(interval '10 seconds', coalesce(metrics.at, now()), timestamptz '2000-01-01 00:00:00+00');
+    v_now    timestamptz := coalesce(pgq._check_time(metrics.at, 'at'), now());
+    v_cur    timestamptz := date_bin(interval '10 seconds', coalesce(pgq._check_time(metrics.at, 'at'), now()), timestamptz '2000-01-01 00:00:00+00');
     v_pstart timestamptz;
 BEGIN
+    PERFORM pgq._check_dims(metrics.entrypoints, 'entrypoints');
     IF metrics.percentile_window IS NULL
        OR metrics.percentile_window NOT BETWEEN interval '10 seconds' AND interval '1 hour' THEN
         RAISE EXCEPTION 'percentile_window must be between 10 seconds and 1 hour, got %',

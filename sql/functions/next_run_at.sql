@@ -14,6 +14,8 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_dims(next_run_at.entrypoints, 'entrypoints');
+    PERFORM pgq._check_time(next_run_at.at, 'at');
     IF coalesce(cardinality(next_run_at.entrypoints), 0) = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(next_run_at.entrypoints::text, 'NULL')
             USING ERRCODE = 'PQ001';

@@ -22,6 +22,8 @@ AS $$
 DECLARE
     v_name text;
 BEGIN
+    PERFORM pgq._check_dims(pause.entrypoints, 'entrypoints');
+    PERFORM pgq._check_time(pause.at, 'at');
     IF coalesce(cardinality(pause.entrypoints), 0) = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(pause.entrypoints::text, 'NULL')
             USING ERRCODE = 'PQ001';

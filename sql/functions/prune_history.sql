@@ -23,6 +23,8 @@ BEGIN
         RAISE EXCEPTION 'older_than must be a non-negative interval, got %', coalesce(prune_history.older_than::text, 'NULL')
             USING ERRCODE = 'PQ008';
     END IF;
+    PERFORM pgq._check_interval(prune_history.older_than, 'older_than', interval '0', interval '36500 days');
+    PERFORM pgq._check_time(prune_history.at, 'at');
     IF prune_history.batch IS NULL OR prune_history.batch NOT BETWEEN 1 AND 100000 THEN
         RAISE EXCEPTION 'batch must be between 1 and 100000, got %', coalesce(prune_history.batch::text, 'NULL')
             USING ERRCODE = 'PQ008';

@@ -18,6 +18,7 @@ AS $$
 DECLARE
     v_n bigint;
 BEGIN
+    PERFORM pgq._check_time(prune_workers.at, 'at');
     DELETE FROM pgq.workers w
      WHERE w.worker_id IN (
                SELECT g.worker_id

@@ -35,9 +35,10 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now  timestamptz := coalesce(register_worker.at, now());
+    v_now  timestamptz := coalesce(pgq._check_time(register_worker.at, 'at'), now());
     v_name text;
 BEGIN
+    PERFORM pgq._check_dims(register_worker.entrypoints, 'entrypoints');
     IF register_worker.worker_id IS NULL THEN
         RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
     END IF;

@@ -18,6 +18,8 @@ DECLARE
     v_ids   bigint[];
     v_clash text;
 BEGIN
+    PERFORM pgq._check_dims(requeue.ids, 'ids');
+    PERFORM pgq._check_time(requeue.at, 'at');
     IF requeue.ids IS NULL OR array_position(requeue.ids, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(requeue.ids::text, 'NULL')
             USING ERRCODE = 'PQ009';

@@ -28,6 +28,7 @@ AS $$
 DECLARE
     v_ids bigint[];
 BEGIN
+    PERFORM pgq._check_time(requeue_history.at, 'at');
     PERFORM pgq._check_history_filter(requeue_history.entrypoint, requeue_history.statuses, requeue_history.since,
                                       requeue_history.until, requeue_history.max_jobs, 10000, 'max_jobs');
     IF 'successful' = ANY (requeue_history.statuses) THEN

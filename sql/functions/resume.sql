@@ -19,6 +19,7 @@ DECLARE
     v_name    text;
     v_resumed jsonb;
 BEGIN
+    PERFORM pgq._check_dims(resume.entrypoints, 'entrypoints');
     IF coalesce(cardinality(resume.entrypoints), 0) = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(resume.entrypoints::text, 'NULL')
             USING ERRCODE = 'PQ001';

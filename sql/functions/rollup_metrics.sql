@@ -35,7 +35,7 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now     timestamptz := coalesce(rollup_metrics.at, now());
+    v_now     timestamptz := coalesce(pgq._check_time(rollup_metrics.at, 'at'), now());
     v_state   pgq.metrics_state;
     v_horizon xid8;
     v_to      xid8;

@@ -8,8 +8,13 @@
 --   it. fire_timeout: a scheduler that claimed a tick and went silent for that long is taken
 --   over. Returns the stored row.
 -- Locking: the schedule row until commit.
+--   The cron expression is validated in full (pgq._check_cron) and stored with its whitespace
+--   normalised; payload and headers have the limits of a job (pgq._check_jobs: 1 MiB, 64 KiB
+--   with the two headers a fire adds, nesting, numbers).
 -- Errors: PQ001 bad entrypoint, PQ011 bad name, cron expression, time zone or catch_up
---   (named in the message), PQ008 bad interval, PQ009 NULL next_run_at or bad headers.
+--   (named in the message), PQ008 misfire_grace outside 0..365 days or fire_timeout outside
+--   1 second..1 day, PQ009 NULL or out-of-range next_run_at, bad headers or payload, PQ006
+--   payload or headers too large.
 CREATE OR REPLACE FUNCTION pgq.schedule(
     name           text,
     entrypoint     text,
@@ -31,17 +36,12 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_row pgq.schedules;
+    v_row  pgq.schedules;
+    v_cron text;
 BEGIN
     PERFORM pgq._check_name(schedule.name, 'schedule name', 'PQ011');
     PERFORM pgq._check_name(schedule.entrypoint, 'entrypoint', 'PQ001');
-    -- Shape only: 5 fields (minute precision) or 6 (seconds first). Clients check the rest.
-    IF schedule.cron IS NULL
-       OR cardinality(regexp_split_to_array(btrim(schedule.cron), '\s+')) NOT IN (5, 6)
-       OR btrim(schedule.cron) !~ '^[0-9A-Za-z*/,?#-]+(\s+[0-9A-Za-z*/,?#-]+){4,5}$' THEN
-        RAISE EXCEPTION 'invalid cron expression %: expected 5 or 6 fields', coalesce(quote_literal(schedule.cron), 'NULL')
-            USING ERRCODE = 'PQ011';
-    END IF;
+    v_cron := pgq._check_cron(schedule.cron);
     IF schedule.timezone IS NULL
        OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_timezone_names z WHERE z.name = schedule.timezone) THEN
         RAISE EXCEPTION 'unknown time zone %', coalesce(quote_literal(schedule.timezone), 'NULL')
@@ -51,12 +51,8 @@ BEGIN
         RAISE EXCEPTION 'catch_up must be ''once'' or ''skip'', got %', coalesce(quote_literal(schedule.catch_up), 'NULL')
             USING ERRCODE = 'PQ011';
     END IF;
-    IF schedule.misfire_grace < interval '0' THEN
-        RAISE EXCEPTION 'misfire_grace must not be negative, got %', schedule.misfire_grace USING ERRCODE = 'PQ008';
-    END IF;
-    IF schedule.fire_timeout < interval '1 second' THEN
-        RAISE EXCEPTION 'fire_timeout must be at least 1 second, got %', schedule.fire_timeout USING ERRCODE = 'PQ008';
-    END IF;
+    PERFORM pgq._check_interval(schedule.misfire_grace, 'misfire_grace', interval '0', interval '365 days');
+    PERFORM pgq._check_interval(schedule.fire_timeout, 'fire_timeout', interval '1 second', interval '1 day');
     IF schedule.next_run_at IS NULL THEN
         RAISE EXCEPTION 'next_run_at must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
@@ -66,10 +62,15 @@ BEGIN
     IF schedule.headers IS NOT NULL AND jsonb_typeof(schedule.headers) <> 'object' THEN
         RAISE EXCEPTION 'headers must be a JSON object, got %', jsonb_typeof(schedule.headers) USING ERRCODE = 'PQ009';
     END IF;
+    PERFORM pgq._check_time(schedule.next_run_at, 'next_run_at');
+    -- The limits of a job, on the payload and on the headers a fire will send (with its own two).
+    PERFORM pgq._check_jobs(NULL, ARRAY[schedule.payload], NULL, NULL, NULL,
+                            ARRAY[coalesce(schedule.headers, '{}') || jsonb_build_object(
+                                'pgq_schedule', schedule.name, 'pgq_due_at', timestamptz '8999-12-31 23:59:59.999999+00')]);
 
     INSERT INTO pgq.schedules AS s (name, entrypoint, cron, timezone, payload, headers, priority,
                                     catch_up, misfire_grace, fire_timeout, next_run_at)
-    VALUES (schedule.name, schedule.entrypoint, btrim(schedule.cron), schedule.timezone,
+    VALUES (schedule.name, schedule.entrypoint, v_cron, schedule.timezone,
             schedule.payload, schedule.headers, coalesce(schedule.priority, 0), schedule.catch_up,
             coalesce(schedule.misfire_grace, interval '1 minute'),
             coalesce(schedule.fire_timeout, interval '30 seconds'), schedule.next_run_at)

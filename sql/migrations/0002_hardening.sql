@@ -165,8 +165,291 @@ CREATE TYPE pgq.job_listing AS (
 REVOKE ALL ON TYPE pgq.job_info, pgq.job_listing FROM PUBLIC;
 
 
+-- Hostile input and hostile neighbours (docs/architecture.md, "Security"). A schedule that a
+-- scheduler cannot compute a next time for is given back (pgq.release_schedule) and rests until
+-- retry_at; last_error says why. Both are cleared by the next fire.
+ALTER TABLE pgq.schedules ADD COLUMN retry_at timestamptz;
+ALTER TABLE pgq.schedules ADD COLUMN last_error text;
+
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
+
+-- sql/functions/_check_batch.sql
+-- pgq._check_batch(worker_id, ids, leases): validate the arguments every lease-guarded call takes.
+-- Contract: worker_id is not NULL; ids and leases are arrays of the same length without NULLs;
+--   ids hold no duplicates. Returns the number of elements (0 for two empty arrays).
+-- Locking: none.
+-- Errors: PQ009 NULL worker_id, NULL or multi-dimensional array, NULL element or duplicate id;
+--   PQ003 ids and leases of unequal length.
+CREATE OR REPLACE FUNCTION pgq._check_batch(worker_id uuid, ids bigint[], leases bigint[])
+RETURNS int
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_n int := cardinality(ids);
+BEGIN
+    IF worker_id IS NULL THEN
+        RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF ids IS NULL OR leases IS NULL THEN
+        RAISE EXCEPTION 'ids and leases must not be NULL (ids %, leases %)',
+            coalesce(ids::text, 'NULL'), coalesce(leases::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF array_ndims(ids) > 1 OR array_ndims(leases) > 1 THEN
+        PERFORM pgq._check_dims(ids, 'ids');
+        PERFORM pgq._check_dims(leases, 'leases');
+    END IF;
+    IF cardinality(leases) <> v_n THEN
+        RAISE EXCEPTION 'leases has % elements but ids has %', cardinality(leases), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    IF array_position(ids, NULL) IS NOT NULL OR array_position(leases, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ids and leases must not contain NULL (ids %, leases %)', ids, leases
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF v_n > 1 AND (SELECT count(DISTINCT u) FROM unnest(ids) AS u) <> v_n THEN
+        RAISE EXCEPTION 'ids must not repeat, got %', ids USING ERRCODE = 'PQ009';
+    END IF;
+    RETURN v_n;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_batch(uuid, bigint[], bigint[]) IS
+    'Private. Validates worker_id, ids and leases of lease-guarded calls (PQ009, PQ003); returns the batch size.';
+
+-- sql/functions/_check_cron.sql
+-- pgq._check_cron(cron): a cron expression every scheduler can compute times for.
+-- Contract: returns the expression with its whitespace normalised (fields separated by one
+--   space). Accepted: 5 fields (minute hour day-of-month month day-of-week) or 6 (a seconds
+--   field first). Each field is a comma-separated list of items; an item is `*`, a value, or a
+--   range `a-b` (a <= b), each optionally followed by `/step` (1 <= step <= the field's span); a
+--   value alone with a step (`5/15`) means from that value on. Values: seconds and minutes
+--   0-59, hours 0-23, day of month 1-31, month 1-12 or jan-dec, day of week 0-7 (0 and 7 are
+--   Sunday) or sun-sat, names in any case. Also `?` as a whole day field; `L` (last day) or `nW`
+--   as the whole day of month when day of week is `*` or `?`; `d#n` (n-th weekday d of the
+--   month, n 1-5) in day of week when day of month is `*` or `?`. A day of month
+--   that no month of the month field has (`0 0 30 2 *`) is refused too, when the day of week
+--   field is `*` or `?`. This is a subset of what croniter (the Python client's cron library)
+--   accepts, so a stored schedule always has a next time; anything else is refused here.
+-- Locking: none.
+-- Errors: PQ011 naming the expression and the first bad field.
+CREATE OR REPLACE FUNCTION pgq._check_cron(cron text)
+RETURNS text
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    c_kinds  constant text[] := ARRAY['second', 'minute', 'hour', 'day of month', 'month', 'day of week'];
+    c_lo     constant int[]  := ARRAY[0, 0, 0, 1, 1, 0];
+    c_hi     constant int[]  := ARRAY[59, 59, 23, 31, 12, 7];
+    c_months constant text[] := ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+    c_days   constant text[] := ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+    c_mdays  constant int[]  := ARRAY[31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    v_fields text[];
+    v_k      int;
+    v_item   text;
+    v_m      text[];
+    v_a      int;
+    v_b      int;
+    v_step   int;
+    v_days   int[];
+    v_months int[];
+    v_plain  boolean := true;
+    v_why    text;
+BEGIN
+    IF cron IS NULL OR octet_length(cron) > 1000 THEN
+        RAISE EXCEPTION 'invalid cron expression %: expected 5 or 6 fields', coalesce(quote_literal(left(cron, 100)), 'NULL')
+            USING ERRCODE = 'PQ011';
+    END IF;
+    v_fields := regexp_split_to_array(btrim(cron, E' \t\n\r'), '\s+');
+    IF cardinality(v_fields) NOT IN (5, 6) THEN
+        RAISE EXCEPTION 'invalid cron expression %: expected 5 or 6 fields', quote_literal(cron)
+            USING ERRCODE = 'PQ011';
+    END IF;
+    FOR i IN 1 .. cardinality(v_fields) LOOP
+        v_k := i + 6 - cardinality(v_fields);          -- index into c_kinds
+        FOREACH v_item IN ARRAY string_to_array(lower(v_fields[i]), ',') LOOP
+            v_why := NULL;
+            IF v_item = '?' AND v_fields[i] <> '?' THEN
+                v_why := '''?'' must be the whole field';
+            ELSIF v_k = 4 AND (v_item = 'l' OR v_item ~ '^[0-9]{1,2}w$')
+                  AND (lower(v_fields[i]) <> v_item OR v_fields[cardinality(v_fields)] NOT IN ('*', '?')) THEN
+                v_why := format('%s must be the whole field, with * or ? as the day of week', quote_literal(v_item));
+            ELSIF v_item IN ('?', 'l') OR v_item ~ '^[0-9]{1,2}w$' THEN
+                IF v_k = 4 AND v_item IN ('?', 'l') THEN
+                    v_plain := false;
+                    CONTINUE;
+                ELSIF v_k = 4 AND substr(v_item, 1, length(v_item) - 1)::int BETWEEN 1 AND 31 THEN
+                    v_plain := false;
+                    CONTINUE;
+                ELSIF v_k = 6 AND v_item = '?' THEN
+                    CONTINUE;
+                END IF;
+                v_why := format('%s is not allowed here', quote_literal(v_item));
+            ELSIF v_k = 6 AND v_item ~ '^[a-z0-9]+#[0-9]+$' AND v_fields[i - 1] NOT IN ('*', '?') THEN
+                v_why := format('%s needs * or ? as the day of month', quote_literal(v_item));
+            ELSIF v_k = 6 AND v_item ~ '^[a-z0-9]+#[0-9]+$' THEN
+                v_m := regexp_match(v_item, '^([a-z0-9]+)#([0-9]+)$');
+                v_a := CASE WHEN v_m[1] ~ '^[0-9]{1,2}$' THEN v_m[1]::int ELSE array_position(c_days, v_m[1]) - 1 END;
+                IF v_a IS NULL OR v_a NOT BETWEEN 0 AND 7 OR length(v_m[2]) > 1 OR v_m[2]::int NOT BETWEEN 1 AND 5 THEN
+                    v_why := format('%s is not a weekday#n with n from 1 to 5', quote_literal(v_item));
+                END IF;
+            ELSE
+                v_m := regexp_match(v_item, '^(\*|[a-z0-9]+)(?:-([a-z0-9]+))?(?:/([0-9]+))?$');
+                IF v_m IS NULL OR (v_m[1] = '*' AND v_m[2] IS NOT NULL) THEN
+                    v_why := format('%s is not *, a value or a range with an optional /step', quote_literal(v_item));
+                ELSE
+                    IF v_m[1] = '*' THEN
+                        v_a := c_lo[v_k];
+                        v_b := c_hi[v_k];
+                    ELSE
+                        v_a := CASE WHEN v_m[1] ~ '^[0-9]{1,2}$' THEN v_m[1]::int
+                                    WHEN v_k = 5 THEN array_position(c_months, v_m[1])
+                                    WHEN v_k = 6 THEN array_position(c_days, v_m[1]) - 1 END;
+                        v_b := CASE WHEN v_m[2] IS NULL THEN CASE WHEN v_m[3] IS NULL THEN v_a ELSE c_hi[v_k] END
+                                    WHEN v_m[2] ~ '^[0-9]{1,2}$' THEN v_m[2]::int
+                                    WHEN v_k = 5 THEN array_position(c_months, v_m[2])
+                                    WHEN v_k = 6 THEN array_position(c_days, v_m[2]) - 1 END;
+                    END IF;
+                    v_step := CASE WHEN v_m[3] IS NULL THEN 1 WHEN length(v_m[3]) <= 3 THEN v_m[3]::int END;
+                    IF v_a IS NULL OR v_b IS NULL OR v_a NOT BETWEEN c_lo[v_k] AND c_hi[v_k]
+                       OR v_b NOT BETWEEN c_lo[v_k] AND c_hi[v_k] THEN
+                        v_why := format('%s is outside %s..%s', quote_literal(v_item), c_lo[v_k], c_hi[v_k]);
+                    ELSIF v_a > v_b THEN
+                        v_why := format('%s is a range that ends before it starts', quote_literal(v_item));
+                    ELSIF v_step IS NULL OR v_step NOT BETWEEN 1 AND c_hi[v_k] - c_lo[v_k] + 1 THEN
+                        v_why := format('%s has a step outside 1..%s', quote_literal(v_item), c_hi[v_k] - c_lo[v_k] + 1);
+                    ELSIF v_k = 4 THEN
+                        v_days := v_days || ARRAY(SELECT generate_series(v_a, v_b, v_step));
+                    ELSIF v_k = 5 THEN
+                        v_months := v_months || ARRAY(SELECT generate_series(v_a, v_b, v_step));
+                    END IF;
+                END IF;
+            END IF;
+            IF v_why IS NOT NULL THEN
+                RAISE EXCEPTION 'invalid cron expression %: % field %',
+                    quote_literal(cron), c_kinds[v_k], v_why
+                    USING ERRCODE = 'PQ011';
+            END IF;
+        END LOOP;
+    END LOOP;
+    -- With a restricted day of week, croniter fires on days matching either day field.
+    v_plain := v_plain AND v_fields[cardinality(v_fields)] IN ('*', '?');
+    IF v_plain AND v_days IS NOT NULL
+       AND (SELECT min(d) FROM unnest(v_days) AS d)
+           > (SELECT max(c_mdays[m]) FROM unnest(coalesce(v_months, ARRAY[1,2,3,4,5,6,7,8,9,10,11,12])) AS m) THEN
+        RAISE EXCEPTION 'invalid cron expression %: no month of the month field has day %',
+            quote_literal(cron), (SELECT min(d) FROM unnest(v_days) AS d)
+            USING ERRCODE = 'PQ011';
+    END IF;
+    RETURN array_to_string(v_fields, ' ');
+END
+$$;
+COMMENT ON FUNCTION pgq._check_cron(text) IS
+    'Private. Raises PQ011 unless the cron expression is one every scheduler can compute (5 or 6 fields, ranges, steps, names); returns it normalised.';
+
+-- sql/functions/_check_dedupe_key.sql
+-- pgq._check_dedupe_key(key, ord): a dedupe key a producer may use.
+-- Contract: NULL passes. A key is at most 1000 bytes (the unique index on live keys cannot hold
+--   much more than 2,700) and must not start with 'pgq:schedule:', the prefix of schedule fires
+--   (pgq.fire_schedule, pgq.fire_schedule_now): a producer cannot take or forge the key of a
+--   scheduled tick. Only a call made from inside one of those two (seen on the call stack;
+--   nobody else can create a function in schema pgq) may use the prefix. ord is the key's position in the call.
+-- Locking: none.
+-- Errors: PQ009 naming the key (cut to 60 characters) and its position.
+CREATE OR REPLACE FUNCTION pgq._check_dedupe_key(key text, ord bigint)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_stack text;
+BEGIN
+    IF octet_length(key) > 1000 THEN
+        RAISE EXCEPTION 'dedupe key % at position % is % bytes, over the 1000-byte limit',
+            quote_literal(left(key, 60) || '...'), ord, octet_length(key)
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF starts_with(key, 'pgq:schedule:') THEN
+        GET DIAGNOSTICS v_stack = PG_CONTEXT;
+        -- A line of the stack starts with the function's name, schema-qualified unless it is
+        -- visible on this function's search_path (pg_catalog, pgq): either way only ours
+        -- matches (temporary functions are always printed qualified).
+        IF v_stack !~ '(^|\n)PL/pgSQL function (pgq\.)?fire_schedule(_now)?\(' THEN
+            RAISE EXCEPTION 'dedupe key % at position % uses the prefix ''pgq:schedule:'', reserved for schedule fires',
+                quote_literal(left(key, 60)), ord
+                USING ERRCODE = 'PQ009';
+        END IF;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_dedupe_key(text, bigint) IS
+    'Private. Raises PQ009 for a dedupe key over 1000 bytes or one using the reserved prefix pgq:schedule: outside pgq.fire_schedule.';
+
+-- sql/functions/_check_details.sql
+-- pgq._check_details(statuses, details): the per-job arrays pgq.complete takes besides ids.
+-- Contract: both one-dimensional; every details value fit to store and hand out (at most
+--   1 MiB as JSON text, nested at most 64 levels, numbers a double holds: pgq._json_problem),
+--   so a retry_after of 1e-400 or a result no client can decode is refused before anything is
+--   written. Lengths and statuses are checked by the caller.
+-- Locking: none.
+-- Errors: PQ009 naming the position (PQ006 for a value over 1 MiB).
+CREATE OR REPLACE FUNCTION pgq._check_details(statuses text[], details jsonb[])
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_bad record;
+BEGIN
+    PERFORM pgq._check_dims(statuses, 'statuses');
+    PERFORM pgq._check_dims(details, 'details');
+    IF details IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT u.ord, pgq._json_problem(u.d, 1048576) AS problem INTO v_bad
+      FROM unnest(details) WITH ORDINALITY AS u(d, ord)
+     WHERE NOT pgq._json_ok(u.d, 1048576)
+     ORDER BY u.ord
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'details at position % %', v_bad.ord, v_bad.problem
+            USING ERRCODE = CASE WHEN v_bad.problem LIKE 'is % bytes%' THEN 'PQ006' ELSE 'PQ009' END;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_details(text[], jsonb[]) IS
+    'Private. Raises PQ009/PQ006 for multi-dimensional statuses or details, or a details value unfit to store.';
+
+-- sql/functions/_check_dims.sql
+-- pgq._check_dims(value, what): a one-dimensional array.
+-- Contract: NULL and one-dimensional arrays (empty ones too) pass; an array of two or more
+--   dimensions ('{{1},{2}}') is refused instead of being flattened or failing later. Returns
+--   true (so a LANGUAGE sql function can call it in a WHERE clause).
+-- Locking: none.
+-- Errors: PQ009 naming the argument and its dimensions.
+CREATE OR REPLACE FUNCTION pgq._check_dims(value anyarray, what text)
+RETURNS boolean
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    IF array_ndims(value) > 1 THEN
+        RAISE EXCEPTION '% must be a one-dimensional array, got % dimensions %',
+            what, array_ndims(value), array_dims(value)
+            USING ERRCODE = 'PQ009';
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_dims(anyarray, text) IS
+    'Private. Raises PQ009 for an array of more than one dimension.';
 
 -- sql/functions/_check_history_filter.sql
 -- pgq._check_history_filter(entrypoint, statuses, since, until, n, max_n, n_name)
@@ -193,6 +476,7 @@ BEGIN
     IF entrypoint IS NOT NULL THEN
         PERFORM pgq._check_name(entrypoint, 'entrypoint', 'PQ001');
     END IF;
+    PERFORM pgq._check_dims(statuses, 'statuses');
     IF coalesce(cardinality(statuses), 0) = 0 OR array_position(statuses, NULL) IS NOT NULL
        OR NOT statuses <@ ARRAY['successful', 'failed', 'canceled'] THEN
         RAISE EXCEPTION 'statuses must be a non-empty array of successful, failed, canceled, got %',
@@ -210,6 +494,138 @@ END
 $$;
 COMMENT ON FUNCTION pgq._check_history_filter(text, text[], timestamptz, timestamptz, int, int, text) IS
     'Private. Validates the history filter of find_history, requeue_history and delete_history.';
+
+-- sql/functions/_check_interval.sql
+-- pgq._check_interval(value, what, lo, hi, errcode): an interval within sane bounds.
+-- Contract: NULL passes (the caller decides what NULL means). Otherwise lo <= value <= hi
+--   (interval comparison: a month counts as 30 days, so callers state bounds in days), which
+--   also refuses the infinite intervals of PostgreSQL 17 and later. Returns the value.
+-- Locking: none.
+-- Errors: errcode (PQ008 for policy values, PQ009 for other arguments), naming the argument,
+--   the value and the bounds.
+CREATE OR REPLACE FUNCTION pgq._check_interval(value interval, what text, lo interval, hi interval,
+                                               errcode text DEFAULT 'PQ008')
+RETURNS interval
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    IF value < lo OR value > hi THEN
+        RAISE EXCEPTION '% must be between % and %, got %', what, lo, hi, value
+            USING ERRCODE = errcode;
+    END IF;
+    RETURN value;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_interval(interval, text, interval, interval, text) IS
+    'Private. Raises errcode unless the interval is NULL or within lo .. hi; returns it.';
+
+-- sql/functions/_check_jobs.sql
+-- pgq._check_jobs(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers)
+-- Contract: the rules pgq.enqueue and pgq.enqueue_many check beyond pgq._check_job (which
+--   keeps the entrypoint, priority and headers-type rules), element by element, raising for the
+--   first element that breaks one and naming its position: every array one-dimensional;
+--   payload at most 1 MiB and headers at most 64 KiB as JSON text (uncompressed), nested at most
+--   64 levels, numbers a double holds (pgq._json_problem); run_at within
+--   pgq._check_time's range; dedupe keys within pgq._check_dedupe_key's rules. Arrays may be
+--   NULL (defaults); their lengths are checked by the caller.
+-- Locking: none.
+-- Errors: PQ006 payload or headers too large; PQ009 other bad values or dimensions.
+CREATE OR REPLACE FUNCTION pgq._check_jobs(
+    entrypoints  text[],
+    payloads     jsonb[],
+    priorities   int[],
+    run_ats      timestamptz[],
+    dedupe_keys  text[],
+    headers      jsonb[]
+)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_bad record;
+BEGIN
+    IF array_ndims(_check_jobs.entrypoints) > 1 OR array_ndims(_check_jobs.payloads) > 1
+       OR array_ndims(_check_jobs.priorities) > 1 OR array_ndims(_check_jobs.run_ats) > 1
+       OR array_ndims(_check_jobs.dedupe_keys) > 1 OR array_ndims(_check_jobs.headers) > 1 THEN
+        PERFORM pgq._check_dims(_check_jobs.entrypoints, 'entrypoints');
+        PERFORM pgq._check_dims(_check_jobs.payloads, 'payloads');
+        PERFORM pgq._check_dims(_check_jobs.priorities, 'priorities');
+        PERFORM pgq._check_dims(_check_jobs.run_ats, 'run_ats');
+        PERFORM pgq._check_dims(_check_jobs.dedupe_keys, 'dedupe_keys');
+        PERFORM pgq._check_dims(_check_jobs.headers, 'headers');
+    END IF;
+    -- One job (pgq.enqueue, pgq.schedule): plain expressions, no query.
+    IF coalesce(cardinality(_check_jobs.payloads), 0) <= 1 AND coalesce(cardinality(_check_jobs.headers), 0) <= 1
+       AND coalesce(cardinality(_check_jobs.run_ats), 0) <= 1 AND coalesce(cardinality(_check_jobs.dedupe_keys), 0) <= 1
+       AND pgq._json_ok(_check_jobs.payloads[1], 1048576) AND pgq._json_ok(_check_jobs.headers[1], 65536)
+       AND coalesce(_check_jobs.run_ats[1] >= timestamptz '1970-01-01 00:00:00+00'
+                    AND _check_jobs.run_ats[1] < timestamptz '9000-01-01 00:00:00+00', true)
+       AND coalesce(octet_length(_check_jobs.dedupe_keys[1]) <= 1000
+                    AND NOT starts_with(_check_jobs.dedupe_keys[1], 'pgq:schedule:'), true) THEN
+        RETURN;
+    END IF;
+
+    SELECT u.ord, pgq._json_problem(u.p, 1048576) AS p_problem, pgq._json_problem(u.h, 65536) AS h_problem,
+           u.ra, u.dk
+      INTO v_bad
+      FROM unnest(_check_jobs.payloads, _check_jobs.headers, _check_jobs.run_ats, _check_jobs.dedupe_keys)
+           WITH ORDINALITY AS u(p, h, ra, dk, ord)
+     WHERE NOT pgq._json_ok(u.p, 1048576)
+        OR NOT pgq._json_ok(u.h, 65536)
+        OR u.ra < timestamptz '1970-01-01 00:00:00+00' OR u.ra >= timestamptz '9000-01-01 00:00:00+00'
+        OR octet_length(u.dk) > 1000 OR starts_with(u.dk, 'pgq:schedule:')
+     ORDER BY u.ord
+     LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF v_bad.p_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'payload at position % %', v_bad.ord, v_bad.p_problem
+            USING ERRCODE = CASE WHEN v_bad.p_problem LIKE 'is % bytes%' THEN 'PQ006' ELSE 'PQ009' END;
+    END IF;
+    IF v_bad.h_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'headers at position % %', v_bad.ord, v_bad.h_problem
+            USING ERRCODE = CASE WHEN v_bad.h_problem LIKE 'is % bytes%' THEN 'PQ006' ELSE 'PQ009' END;
+    END IF;
+    PERFORM pgq._check_time(v_bad.ra, format('run_at at position %s', v_bad.ord));
+    PERFORM pgq._check_dedupe_key(v_bad.dk, v_bad.ord);
+END
+$$;
+COMMENT ON FUNCTION pgq._check_jobs(text[], jsonb[], int[], timestamptz[], text[], jsonb[]) IS
+    'Private. Raises PQ006/PQ009 for the first job breaking the size, nesting, number, time, dedupe-key or dimension rules.';
+
+-- sql/functions/_check_time.sql
+-- pgq._check_time(value, what): a time the queue can store, compute with and hand to clients.
+-- Contract: NULL passes (the caller's default applies). Otherwise the time must be finite and
+--   from 1970-01-01 00:00 UTC (inclusive) to 9000-01-01 00:00 UTC (exclusive): far enough from
+--   the limits of timestamptz that adding the largest allowed interval (see
+--   pgq._check_interval callers) or subtracting it cannot overflow, and within what every client
+--   language decodes (Python's datetime stops at year 9999). Returns the value, so a caller
+--   writes `coalesce(pgq._check_time(f.at, 'at'), now())`.
+-- Locking: none.
+-- Errors: PQ009 naming the argument and the value.
+CREATE OR REPLACE FUNCTION pgq._check_time(value timestamptz, what text)
+RETURNS timestamptz
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    IF value < timestamptz '1970-01-01 00:00:00+00' OR value >= timestamptz '9000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION '% % is out of range: times must be finite, from 1970-01-01 to 9000-01-01 UTC',
+            what, quote_literal(value::text)
+            USING ERRCODE = 'PQ009';
+    END IF;
+    RETURN value;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_time(timestamptz, text) IS
+    'Private. Raises PQ009 unless the time is NULL or finite within 1970-01-01 .. 9000-01-01 UTC; returns it.';
 
 -- sql/functions/_cursor.sql
 -- pgq._cursor(after, kind): decode a paging cursor of pgq.list_jobs / pgq.find_history.
@@ -362,6 +778,192 @@ $$;
 COMMENT ON FUNCTION pgq._hist_quantiles(int[], bigint[], float8[]) IS
     'Private. Quantiles (seconds) of a sparse log-bucketed histogram of pgq.metrics_buckets, interpolated inside the bin.';
 
+-- sql/functions/_jobs_after_insert.sql
+-- pgq._jobs_after_insert(): statement-level AFTER INSERT trigger on pgq.jobs.
+-- Contract: registers every new entrypoint in pgq.entrypoints with the default policy (at most
+--   100 new ones per statement, so one producer call cannot flood the policy table, the
+--   notifications and pgq.queue_stats), then
+--   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got queued jobs.
+--   Never carries payload data (any role may LISTEN).
+-- Locking: a first-time entrypoint briefly holds its new pgq.entrypoints key until commit.
+-- Errors: PQ001 more than 100 new entrypoints in one statement (the statement adds nothing).
+CREATE OR REPLACE FUNCTION pgq._jobs_after_insert()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_eps jsonb;
+    v_new bigint;
+BEGIN
+    WITH added AS (
+        INSERT INTO pgq.entrypoints (entrypoint)
+        SELECT DISTINCT n.entrypoint FROM new_rows n
+        ON CONFLICT (entrypoint) DO NOTHING
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_new FROM added;
+    IF v_new > 100 THEN
+        RAISE EXCEPTION 'one statement may register at most 100 new entrypoints, this one registers %', v_new
+            USING ERRCODE = 'PQ001',
+                  HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
+    END IF;
+
+    SELECT jsonb_agg(DISTINCT n.entrypoint) INTO v_eps
+      FROM new_rows n
+     WHERE n.status = 'queued';
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION pgq._jobs_after_insert() IS
+    'Private trigger: registers new entrypoints and sends {"kind":"enqueued"} on pgq_events.';
+
+-- sql/functions/_json_ok.sql
+-- pgq._json_ok(value, max_bytes): the fast test of pgq._json_problem, for the hot path.
+-- Contract: true when value is NULL or fit to store (at most max_bytes as JSON text, nested at
+--   most 64 levels, numbers a double holds), false otherwise; pgq._json_problem then says why.
+--   A text under 130 bytes can be neither nested 65 levels deep nor hold a number outside what
+--   a double holds (such a number prints with more than 300 digits), so only longer values are
+--   walked, once. LANGUAGE sql, IMMUTABLE and without a SET clause, so callers inline it (the
+--   one pgq function without a pinned search_path: it names pg_catalog objects only, qualified).
+-- Locking: none.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._json_ok(value jsonb, max_bytes int)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+AS $$
+    SELECT value IS NULL
+        OR (pg_catalog.octet_length(value::pg_catalog.text) <= max_bytes
+            AND (pg_catalog.octet_length(value::pg_catalog.text) < 130
+                 OR NOT pg_catalog.jsonb_path_exists(value,
+                        'strict $ ? (exists (@.**{65 to last}) || exists (@.** ? (@.type() == "number" && (@ > 1e308 || @ < -1e308 || (@ != 0 && @ < 1e-307 && @ > -1e-307)))))')));
+$$;
+COMMENT ON FUNCTION pgq._json_ok(jsonb, int) IS
+    'Private. True when a JSON value is NULL or fit to store (size as text, nesting, numbers); see pgq._json_problem.';
+
+-- sql/functions/_json_problem.sql
+-- pgq._json_problem(value, max_bytes): what makes a JSON value unfit to store and hand out.
+-- Contract: NULL when the value is NULL or fit; otherwise a short text naming the problem:
+--   over max_bytes as JSON text (measured uncompressed: octet_length of its text form, what a
+--   client receives), nested deeper than 64 levels (no value at level 65 or below; the top
+--   value is level 0), or a number that a double cannot hold (magnitude above 1e308, or
+--   non-zero and below 1e-307): every client decodes what is accepted (Python's json stops near
+--   1000 levels and at 4300-digit integers; JavaScript numbers are doubles).
+-- Locking: none.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._json_problem(value jsonb, max_bytes int)
+RETURNS text
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_bytes int;
+BEGIN
+    IF value IS NULL THEN
+        RETURN NULL;
+    END IF;
+    v_bytes := octet_length(value::text);
+    IF v_bytes > max_bytes THEN
+        RETURN format('is %s bytes, over the %s-byte limit', v_bytes, max_bytes);
+    END IF;
+    IF jsonb_path_exists(value, 'strict $.**{65 to last}') THEN
+        RETURN 'is nested deeper than 64 levels';
+    END IF;
+    IF jsonb_path_exists(value, 'strict $.** ? (@.type() == "number" && (@ > 1e308 || @ < -1e308 || (@ != 0 && @ < 1e-307 && @ > -1e-307)))') THEN
+        RETURN format('holds the number %s, outside what a double holds (0 or 1e-307 to 1e308 in magnitude)',
+                      (SELECT left(n::text, 40) || CASE WHEN length(n::text) > 40 THEN '...' ELSE '' END
+                         FROM jsonb_path_query(value, 'strict $.** ? (@.type() == "number" && (@ > 1e308 || @ < -1e308 || (@ != 0 && @ < 1e-307 && @ > -1e-307)))') AS n
+                        LIMIT 1));
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
+    'Private. NULL when a JSON value is fit to store (size as text, nesting, numbers), else the problem.';
+
+-- sql/functions/_notify.sql
+-- pgq._notify(kind, field, vals): send {"kind": kind, field: [...]} on channel pgq_events.
+-- Contract: values are split into chunks so each payload stays far below NOTIFY's 8000-byte
+--   limit (15 entrypoints of at most 200 bytes, or 300 ids, per notification), and one call sends
+--   at most 10 of them (150 entrypoints, 3,000 ids): the values past those are not announced, and
+--   workers find that work by polling (a notification is a hint). Sends nothing for
+--   an empty or NULL array. Identical payloads in one transaction are folded by PostgreSQL.
+-- Locking: none. NOTIFY is delivered at commit, never before.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._notify(kind text, field text, vals jsonb)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    IF _notify.vals IS NULL OR jsonb_array_length(_notify.vals) = 0 THEN
+        RETURN;
+    END IF;
+    PERFORM pg_notify('pgq_events', jsonb_build_object('kind', _notify.kind, _notify.field, chunk.vals)::text)
+       FROM (SELECT jsonb_agg(v.value ORDER BY v.ord) AS vals
+               FROM jsonb_array_elements(_notify.vals) WITH ORDINALITY AS v(value, ord)
+              WHERE v.ord <= 10 * CASE WHEN _notify.field = 'ids' THEN 300 ELSE 15 END
+              GROUP BY (v.ord - 1) / CASE WHEN _notify.field = 'ids' THEN 300 ELSE 15 END) AS chunk;
+END
+$$;
+COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
+    'Private. Sends {"kind": kind, field: vals} on pgq_events in chunks well under the NOTIFY size limit.';
+
+-- sql/functions/cancel.sql
+-- pgq.cancel(ids, at)
+-- Contract: queued jobs move to history as canceled at once; running jobs are flagged
+--   (cancel_requested) and their worker is told through pgq_events ({"kind": "cancel"}) and
+--   through the next heartbeat answer; the worker then completes them as canceled (or the claim
+--   path archives them once their heartbeat goes stale). Returns the ids canceled or flagged;
+--   ids that are unknown or already finished are ignored. Calling it again is harmless.
+--   at NULL means now().
+-- Locking: row locks on the affected jobs; waits for a transaction that holds one of them.
+-- Errors: PQ009 NULL ids or NULL element.
+CREATE OR REPLACE FUNCTION pgq.cancel(ids bigint[], at timestamptz DEFAULT NULL)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_queued bigint[];
+BEGIN
+    PERFORM pgq._check_dims(cancel.ids, 'ids');
+    PERFORM pgq._check_time(cancel.at, 'at');
+    IF cancel.ids IS NULL OR array_position(cancel.ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(cancel.ids::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+
+    SELECT array_agg(l.id) INTO v_queued
+      FROM (SELECT j.id FROM pgq.jobs j
+             WHERE j.id = ANY (cancel.ids) AND j.status = 'queued'
+             ORDER BY j.id
+               FOR UPDATE) AS l;
+    IF v_queued IS NOT NULL THEN
+        RETURN QUERY SELECT pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
+                                         NULL, coalesce(cancel.at, now()));
+    END IF;
+
+    RETURN QUERY
+    UPDATE pgq.jobs j
+       SET cancel_requested = true
+     WHERE j.id = ANY (cancel.ids)
+       AND j.status = 'running'
+    RETURNING j.id;
+END
+$$;
+COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
+    'Cancels jobs: queued ones go to history as canceled, running ones are flagged and their worker notified. Returns the ids affected.';
+
 -- sql/functions/claim.sql
 -- pgq.claim(worker_id, entrypoints, batch_size, at)
 -- Contract: claims up to batch_size runnable jobs of the given entrypoints, highest priority
@@ -402,6 +1004,9 @@ DECLARE
     v_limited text[];
     v_ids     bigint[];
 BEGIN
+    IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
+        PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
+    END IF;
     IF claim.worker_id IS NULL THEN
         RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
@@ -540,6 +1145,448 @@ $$;
 COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz) IS
     'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease.';
 
+-- sql/functions/claim_schedules.sql
+-- pgq.claim_schedules(worker_id, batch_size, at)
+-- Contract: claims up to batch_size schedules that are due (next_run_at <= at, and retry_at,
+--   set by pgq.release_schedule, passed) or whose
+--   previous claimer went silent (firing, heartbeat older than fire_timeout), earliest first.
+--   Each gets state firing, this worker, heartbeat = at and a new lease, and is returned with
+--   its due time and the database clock so the caller computes the next cron time from them
+--   and calls pgq.fire_schedule. at NULL means now().
+-- Locking: FOR UPDATE SKIP LOCKED on schedule rows: schedulers never wait for each other, and
+--   a tick is claimed by one scheduler at a time.
+-- Errors: PQ009 NULL worker_id or at out of range, PQ002 batch_size outside 1..1000.
+CREATE OR REPLACE FUNCTION pgq.claim_schedules(
+    worker_id   uuid,
+    batch_size  int         DEFAULT 10,
+    at          timestamptz DEFAULT NULL
+)
+RETURNS TABLE (name text, lease bigint, entrypoint text, cron text, timezone text,
+               due_at timestamptz, db_now timestamptz)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := coalesce(pgq._check_time(claim_schedules.at, 'at'), now());
+BEGIN
+    IF claim_schedules.worker_id IS NULL THEN
+        RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF claim_schedules.batch_size IS NULL OR claim_schedules.batch_size NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'batch_size must be between 1 and 1000, got %', coalesce(claim_schedules.batch_size::text, 'NULL')
+            USING ERRCODE = 'PQ002';
+    END IF;
+    RETURN QUERY
+    WITH due AS (
+        SELECT s.name
+          FROM pgq.schedules s
+         WHERE (s.state = 'idle' AND s.next_run_at <= v_now AND (s.retry_at IS NULL OR s.retry_at <= v_now))
+            OR (s.state = 'firing' AND s.heartbeat_at < v_now - s.fire_timeout)
+         ORDER BY s.next_run_at, s.name
+         LIMIT claim_schedules.batch_size
+           FOR UPDATE SKIP LOCKED
+    )
+    UPDATE pgq.schedules s
+       SET state = 'firing',
+           worker_id = claim_schedules.worker_id,
+           lease = nextval('pgq.lease_seq'),
+           heartbeat_at = v_now
+      FROM due
+     WHERE s.name = due.name
+    RETURNING s.name, s.lease, s.entrypoint, s.cron, s.timezone, s.next_run_at, v_now;
+END
+$$;
+COMMENT ON FUNCTION pgq.claim_schedules(uuid, int, timestamptz) IS
+    'Claims due schedules (or ones whose claimer went silent) with a lease; returns cron, time zone, due time and the database clock.';
+
+-- sql/functions/compact_jobs.sql
+-- pgq.compact_jobs(max_rows, max_bytes, lock_wait, at)
+-- Contract: gives pgq.jobs (heap, TOAST and indexes) back its compact size when dead row
+--   versions have bloated it; autovacuum makes that space reusable but never shrinks an index,
+--   and at a high job rate it comes too late to keep the heap small. Decides in steps, cheapest
+--   first, and returns one row (compacted, reason, rows, bytes_before, bytes_after):
+--   1. One compactor at a time (the row lock of pgq.compaction, which no role but the owner
+--      can take): else 'busy' at once.
+--   2. Without reading the table: the total size (pg_total_relation_size: heap, TOAST,
+--      indexes) at most 1 MiB, or at most twice what the last compaction left when that was
+--      less than 5 minutes before at -> 'not bloated'. This is all most calls cost. (The
+--      second rule also holds back a compaction that could not shrink the table, because a
+--      long transaction kept the old row versions alive, until the table has doubled again.)
+--   3. An exact count of the live rows and their size (a plain read: claims go on; the count
+--      stops past max_rows; the size is their variable-length columns as stored, compressed or
+--      in TOAST, plus 100 bytes a row): over max_rows -> 'too many rows', over max_bytes ->
+--      'too much data' (both bound how long the rewrite holds the lock); the total size at
+--      most twice rows x bytes per row (learned at the last compaction of at least 1,000 rows,
+--      512 until then) -> 'not bloated'. Statistics (n_live_tup) are not used: they drift.
+--   4. ACCESS EXCLUSIVE lock on pgq.jobs.
+--   5. CLUSTER pgq.jobs USING jobs_pkey: copies the rows some transaction can still see, in id
+--      order, into new files and rebuilds the indexes. Every column stays as it was (leases,
+--      heartbeats, attempts, errors) and so do the rows' transaction ids, so it is MVCC-safe
+--      (unlike TRUNCATE, a snapshot taken before still sees every row); no trigger fires, no
+--      notification is sent, pgq.job_id_seq is not touched. fillfactor 50 is kept.
+--   No lock of steps 2 to 4 is waited for longer than lock_wait (0: 1 ms): else 'busy'.
+--   A compaction is recorded in pgq.compaction (time at, rows, sizes, bytes per row) and
+--   returned with reason 'bloated'. Otherwise rows and bytes_before are the figures the decision
+--   was made on (NULL when not read yet) and bytes_after is NULL. at NULL means now(). Run it in
+--   its own transaction (autocommit): the lock is held until commit.
+-- Locking: until step 4 only share locks (AccessShare on pgq.jobs, like any reader); then
+--   ACCESS EXCLUSIVE on pgq.jobs until commit: every claim, heartbeat, completion and enqueue
+--   waits for the rewrite (about 40 ms for 10,000 live rows, 250 ms for 50,000), and queues
+--   behind the lock request for at most lock_wait before that.
+-- Errors: PQ008 max_rows or max_bytes NULL or negative, lock_wait NULL, negative or over 1 minute.
+CREATE OR REPLACE FUNCTION pgq.compact_jobs(
+    max_rows   int         DEFAULT 20000,
+    max_bytes  bigint      DEFAULT 67108864,
+    lock_wait  interval    DEFAULT interval '100 milliseconds',
+    at         timestamptz DEFAULT NULL
+)
+RETURNS TABLE (compacted boolean, reason text, rows bigint, bytes_before bigint, bytes_after bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_floor      constant bigint := 1048576;      -- never compact a table under 1 MiB
+    c_default_bpr constant bigint := 512;         -- bytes per row before any learned figure
+    c_learn_rows constant bigint := 1000;         -- learn bytes per row from this many rows
+    v_now        timestamptz := coalesce(pgq._check_time(compact_jobs.at, 'at'), now());
+    v_state      pgq.compaction;
+    v_size       bigint;
+    v_reason     text;
+    v_bar        bigint;
+    v_rows       bigint;
+    v_data       bigint;
+    v_after      bigint;
+    v_old_wait   text;
+BEGIN
+    IF compact_jobs.max_rows IS NULL OR compact_jobs.max_rows < 0 THEN
+        RAISE EXCEPTION 'max_rows must be a non-negative number of rows, got %',
+            coalesce(compact_jobs.max_rows::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF compact_jobs.max_bytes IS NULL OR compact_jobs.max_bytes < 0 THEN
+        RAISE EXCEPTION 'max_bytes must be a non-negative number of bytes, got %',
+            coalesce(compact_jobs.max_bytes::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF compact_jobs.lock_wait IS NULL OR compact_jobs.lock_wait < interval '0'
+       OR compact_jobs.lock_wait > interval '1 minute' THEN
+        RAISE EXCEPTION 'lock_wait must be between 0 and 1 minute, got %',
+            coalesce(compact_jobs.lock_wait::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+
+    -- No lock is waited for longer than lock_wait (0: 1 ms), not even the share lock the size
+    -- functions take. The setting is restored before the rewrite; on a timeout the sub-block's
+    -- rollback undoes it.
+    v_old_wait := current_setting('lock_timeout');
+    BEGIN
+        PERFORM set_config('lock_timeout',
+            greatest(1, ceil(extract(epoch FROM compact_jobs.lock_wait) * 1000))::bigint::text, true);
+
+        -- 1. One compactor at a time; the others return at once instead of queueing for the lock.
+        -- The lock is the row of pgq.compaction: only the owner may lock it (an advisory lock
+        -- could be taken by any role that can connect, keeping compaction 'busy' forever).
+        SELECT * INTO v_state FROM pgq.compaction FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            v_reason := 'busy';
+        END IF;
+
+        -- 2. Without reading the table: file sizes and the last compaction.
+        IF v_reason IS NULL THEN
+            v_size := pg_total_relation_size('pgq.jobs');
+            v_bar := c_floor;
+            IF v_state.compacted_at > v_now - interval '5 minutes' THEN
+                v_bar := greatest(v_bar, 2 * v_state.bytes_after);
+            END IF;
+            IF v_size <= v_bar THEN
+                v_reason := 'not bloated';
+            END IF;
+        END IF;
+
+        -- 3. Exact figures, read without blocking anyone; stops counting past max_rows.
+        IF v_reason IS NULL THEN
+            SELECT count(*),
+                   coalesce(sum(100 + pg_column_size(s.entrypoint) + coalesce(pg_column_size(s.payload), 0)
+                                + coalesce(pg_column_size(s.headers), 0)
+                                + coalesce(pg_column_size(s.dedupe_key), 0) + pg_column_size(s.errors)), 0)
+              INTO v_rows, v_data
+              FROM (SELECT j.entrypoint, j.payload, j.headers, j.dedupe_key, j.errors
+                      FROM pgq.jobs j
+                     LIMIT compact_jobs.max_rows::bigint + 1) s;
+            IF v_rows > compact_jobs.max_rows THEN
+                v_reason := 'too many rows';
+            ELSIF v_data > compact_jobs.max_bytes THEN
+                v_reason := 'too much data';
+            ELSIF v_size <= 2 * v_rows * coalesce(v_state.bytes_per_row, c_default_bpr) THEN
+                v_reason := 'not bloated';
+            END IF;
+        END IF;
+
+        -- 4. The table lock. Claims queue behind the request while it waits.
+        IF v_reason IS NULL THEN
+            LOCK TABLE pgq.jobs IN ACCESS EXCLUSIVE MODE;
+        END IF;
+        PERFORM set_config('lock_timeout', v_old_wait, true);
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+        v_reason := 'busy';
+    END;
+    IF v_reason IS NOT NULL THEN
+        RETURN QUERY SELECT false, v_reason, v_rows, v_size, NULL::bigint;
+        RETURN;
+    END IF;
+
+    -- 5. Rewrite. The size is measured again under the lock: rows added while waiting count.
+    v_size := pg_total_relation_size('pgq.jobs');
+    CLUSTER pgq.jobs USING jobs_pkey;
+    SELECT count(*) INTO v_rows FROM pgq.jobs;
+    v_after := pg_total_relation_size('pgq.jobs');
+
+    INSERT INTO pgq.compaction AS c (id, compacted_at, rows, bytes_before, bytes_after, bytes_per_row,
+                                     compactions)
+    VALUES (true, v_now, v_rows, v_size, v_after,
+            CASE WHEN v_rows >= c_learn_rows THEN v_after / v_rows END, 1)
+    ON CONFLICT (id) DO UPDATE
+       SET compacted_at = excluded.compacted_at,
+           rows = excluded.rows,
+           bytes_before = excluded.bytes_before,
+           bytes_after = excluded.bytes_after,
+           bytes_per_row = coalesce(excluded.bytes_per_row, c.bytes_per_row),
+           compactions = c.compactions + 1;
+
+    RETURN QUERY SELECT true, 'bloated', v_rows, v_size, v_after;
+END
+$$;
+COMMENT ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) IS
+    'Rewrites pgq.jobs and its indexes to their compact size (CLUSTER) when bloated; waits at most lock_wait for the lock. Returns compacted, reason, rows, bytes before and after.';
+
+-- sql/functions/complete.sql
+-- pgq.complete(worker_id, ids, leases, statuses, details, at)
+-- Contract: ends the attempts this worker still owns under those leases; returns the ids
+--   accepted. A stale lease (the job was re-claimed, or is gone) is ignored, never applied.
+--   statuses: 'successful' and 'canceled' move the job to history with its details.
+--   'failed' applies the entrypoint's retry policy: while attempt < max_attempts the job is
+--   queued again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal jitter
+--   (a delay between half and all of that; computed in seconds, a month counting as 30 days),
+--   or after details->'retry_after' seconds when the handler asked for it; otherwise it moves
+--   to history as failed (dead). A failed job whose cancellation was requested (pgq.cancel)
+--   is not retried: it moves to history as canceled. Every failure's details are kept in the
+--   job's error list. at NULL means now(). Idempotent: repeating a call whose answer was lost
+--   (the connection dropped after the commit) finds the results already applied under the same
+--   leases, returns those ids again and changes nothing.
+-- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
+--   this instant, and then sees its new lease (and leaves the job alone).
+-- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
+CREATE OR REPLACE FUNCTION pgq.complete(
+    worker_id  uuid,
+    ids        bigint[],
+    leases     bigint[],
+    statuses   text[],
+    details    jsonb[]     DEFAULT NULL,
+    at         timestamptz DEFAULT NULL
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz := coalesce(complete.at, now());
+    v_n     int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
+    v_bad   record;
+    v_accepted bigint[];
+BEGIN
+    PERFORM pgq._check_time(complete.at, 'at');
+    PERFORM pgq._check_details(complete.statuses, complete.details);
+    IF complete.statuses IS NULL THEN
+        RAISE EXCEPTION 'statuses must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF cardinality(complete.statuses) <> v_n THEN
+        RAISE EXCEPTION 'statuses has % elements but ids has %', coalesce(cardinality(complete.statuses)::text, 'NULL'), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    IF complete.details IS NOT NULL AND cardinality(complete.details) <> v_n THEN
+        RAISE EXCEPTION 'details has % elements but ids has %', cardinality(complete.details), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    SELECT u.s, u.d, u.ord INTO v_bad
+      FROM unnest(complete.statuses, complete.details) WITH ORDINALITY AS u(s, d, ord)
+     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'canceled')
+        OR (jsonb_typeof(u.d) = 'object' AND u.d ? 'retry_after'
+            AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
+                 OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
+     ORDER BY u.ord
+     LIMIT 1;
+    IF FOUND THEN
+        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'canceled') THEN
+            RAISE EXCEPTION 'unknown status % at position %: use successful, failed or canceled',
+                coalesce(quote_literal(v_bad.s), 'NULL'), v_bad.ord
+                USING ERRCODE = 'PQ004';
+        END IF;
+        RAISE EXCEPTION 'retry_after at position % must be a number of seconds from 0 to 31536000, got %',
+            v_bad.ord, v_bad.d -> 'retry_after'
+            USING ERRCODE = 'PQ009';
+    END IF;
+
+    -- Failures with attempts left go back to the queue. Each step is one statement whose
+    -- WHERE clause is the lease fence, re-checked by PostgreSQL on concurrent updates: no
+    -- separate locking pass.
+    IF 'failed' = ANY (complete.statuses) THEN
+        WITH retried AS (
+            UPDATE pgq.jobs j
+               SET status = 'queued',
+                   run_at = v_now
+                            + CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                                   THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
+                                   -- In seconds (numeric): base * 2^40 as an interval overflows
+                                   -- for a base of a few seconds or more.
+                                   ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
+                                                                    extract(epoch FROM c.backoff_base)
+                                                                    * 2::numeric ^ least(j.attempt - 1, 40))::double precision
+                                                              * (0.5 + random() * 0.5)) END,
+                   lease = NULL,
+                   worker_id = NULL,
+                   started_at = NULL,
+                   heartbeat_at = NULL,
+                   errors = j.errors || jsonb_build_array(jsonb_build_object(
+                                'attempt', j.attempt, 'at', v_now, 'lease', j.lease, 'details', i.details))
+              FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
+                   AS i(id, lease, status, details),
+                   pgq.entrypoints c
+             WHERE j.id = i.id
+               AND j.lease = i.lease
+               AND j.status = 'running'
+               AND j.worker_id = complete.worker_id
+               AND i.status = 'failed'
+               AND c.entrypoint = j.entrypoint
+               AND j.attempt < c.max_attempts
+               AND NOT j.cancel_requested
+            RETURNING j.id
+        )
+        SELECT array_agg(r.id) INTO v_accepted FROM retried r;
+    END IF;
+
+    -- Everything else this worker still owns moves to history (retried jobs are queued now,
+    -- so the lease fence of _archive leaves them alone).
+    SELECT coalesce(v_accepted, '{}') || coalesce(array_agg(a.id), '{}') INTO v_accepted
+      FROM pgq._archive(complete.ids, complete.statuses, complete.details, v_now,
+                        complete.worker_id, complete.leases) AS a(id);
+
+    -- A repeated call (its first answer was lost with the connection) finds its own results
+    -- already applied under the same lease: accepted again, nothing changes.
+    IF cardinality(v_accepted) < v_n THEN
+        SELECT v_accepted || coalesce(array_agg(i.id), '{}') INTO v_accepted
+          FROM unnest(complete.ids, complete.leases) AS i(id, lease)
+         WHERE i.id <> ALL (v_accepted)
+           AND (EXISTS (SELECT 1 FROM pgq.job_history h
+                         WHERE h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id)
+                OR EXISTS (SELECT 1 FROM pgq.jobs j
+                            WHERE j.id = i.id AND j.lease IS DISTINCT FROM i.lease
+                              AND j.errors @> jsonb_build_array(jsonb_build_object('lease', i.lease))));
+    END IF;
+    RETURN QUERY SELECT unnest(v_accepted);
+END
+$$;
+COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz) IS
+    'Ends attempts owned under these leases: successful/canceled go to history; failed is retried with capped, jittered exponential backoff until max_attempts, then dead. Returns the ids accepted; stale leases are ignored.';
+
+-- sql/functions/configure.sql
+-- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
+--               heartbeat_timeout, reset)
+-- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
+--   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
+--   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
+--   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
+--   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
+-- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
+--   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
+--   (so every time computed from them stays in range).
+-- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
+CREATE OR REPLACE FUNCTION pgq.configure(
+    entrypoint         text,
+    concurrency_limit  int      DEFAULT NULL,
+    max_attempts       int      DEFAULT NULL,
+    backoff_base       interval DEFAULT NULL,
+    backoff_max        interval DEFAULT NULL,
+    heartbeat_timeout  interval DEFAULT NULL,
+    reset              boolean  DEFAULT false
+)
+RETURNS pgq.entrypoints
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_row pgq.entrypoints;
+BEGIN
+    PERFORM pgq._check_name(configure.entrypoint, 'entrypoint', 'PQ001');
+    IF configure.concurrency_limit < 0 THEN
+        RAISE EXCEPTION 'concurrency_limit must be >= 0 (0 pauses), got %', configure.concurrency_limit
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.max_attempts < 1 THEN
+        RAISE EXCEPTION 'max_attempts must be >= 1, got %', configure.max_attempts USING ERRCODE = 'PQ008';
+    END IF;
+    PERFORM pgq._check_interval(configure.backoff_base, 'backoff_base', interval '0', interval '1 day');
+    PERFORM pgq._check_interval(configure.backoff_max, 'backoff_max', interval '0', interval '365 days');
+    PERFORM pgq._check_interval(configure.heartbeat_timeout, 'heartbeat_timeout', interval '1 second', interval '7 days');
+    IF configure.backoff_base < interval '0' THEN
+        RAISE EXCEPTION 'backoff_base must not be negative, got %', configure.backoff_base USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.heartbeat_timeout < interval '1 second' THEN
+        RAISE EXCEPTION 'heartbeat_timeout must be at least 1 second, got %', configure.heartbeat_timeout
+            USING ERRCODE = 'PQ008';
+    END IF;
+
+    INSERT INTO pgq.entrypoints (entrypoint) VALUES (configure.entrypoint)
+        ON CONFLICT (entrypoint) DO NOTHING;
+    IF configure.reset THEN
+        -- Column defaults are the one place the default policy is written down.
+        UPDATE pgq.entrypoints e
+           SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
+               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT
+         WHERE e.entrypoint = configure.entrypoint;
+    END IF;
+    SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
+
+    v_row.concurrency_limit := coalesce(configure.concurrency_limit, v_row.concurrency_limit);
+    v_row.max_attempts := coalesce(configure.max_attempts, v_row.max_attempts);
+    v_row.backoff_base := coalesce(configure.backoff_base, v_row.backoff_base);
+    v_row.backoff_max := coalesce(configure.backoff_max, v_row.backoff_max);
+    v_row.heartbeat_timeout := coalesce(configure.heartbeat_timeout, v_row.heartbeat_timeout);
+    IF v_row.backoff_max < v_row.backoff_base THEN
+        RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
+            USING ERRCODE = 'PQ008';
+    END IF;
+
+    UPDATE pgq.entrypoints e
+       SET concurrency_limit = v_row.concurrency_limit,
+           max_attempts = v_row.max_attempts,
+           backoff_base = v_row.backoff_base,
+           backoff_max = v_row.backoff_max,
+           heartbeat_timeout = v_row.heartbeat_timeout,
+           updated_at = now()
+     WHERE e.entrypoint = configure.entrypoint
+    RETURNING * INTO v_row;
+    RETURN v_row;
+END
+$$;
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting unchanged; reset => true restores defaults first.';
+
 -- sql/functions/delete_history.sql
 -- pgq.delete_history(entrypoint, statuses, since, until, error, max_jobs)
 -- Contract: bulk delete by filter (the filter of pgq.find_history; failed jobs by default):
@@ -602,6 +1649,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_dims(delete_jobs.ids, 'ids');
     IF delete_jobs.ids IS NULL OR array_position(delete_jobs.ids, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(delete_jobs.ids::text, 'NULL')
             USING ERRCODE = 'PQ009';
@@ -622,6 +1670,207 @@ $$;
 COMMENT ON FUNCTION pgq.delete_jobs(bigint[]) IS
     'Deletes finished jobs (history rows) by id, skipping live jobs, unknown ids and rows locked right now; returns the ids deleted.';
 
+-- sql/functions/enqueue.sql
+-- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+-- Contract: adds one job and returns its id; the same rules, defaults and errors as
+--   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
+--   its array handling: one INSERT. run_at NULL means now.
+-- Locking: as pgq.enqueue_many.
+-- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md). Any error adds nothing.
+CREATE OR REPLACE FUNCTION pgq.enqueue(
+    entrypoint   text,
+    payload      jsonb       DEFAULT NULL,
+    priority     int         DEFAULT 0,
+    run_at       timestamptz DEFAULT NULL,
+    dedupe_key   text        DEFAULT NULL,
+    headers      jsonb       DEFAULT NULL,
+    on_conflict  text        DEFAULT 'raise'
+)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_id  bigint;
+BEGIN
+    IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
+        RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF enqueue.entrypoint IS NULL OR enqueue.entrypoint = '' OR octet_length(enqueue.entrypoint) > 200
+       OR enqueue.entrypoint ~ '[[:cntrl:]]' OR enqueue.priority NOT BETWEEN -32768 AND 32767
+       OR pg_column_size(enqueue.payload) > 1048576
+       OR (enqueue.headers IS NOT NULL AND jsonb_typeof(enqueue.headers) <> 'object') THEN
+        PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
+    END IF;
+    PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
+
+    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers)
+    VALUES (enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0),
+            coalesce(enqueue.run_at, now()), enqueue.dedupe_key, enqueue.headers)
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+    RETURNING id INTO v_id;
+    IF v_id IS NOT NULL THEN
+        RETURN v_id;
+    END IF;
+
+    -- The dedupe key is held by a live job.
+    IF enqueue.on_conflict = 'raise' THEN
+        RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
+            USING ERRCODE = 'PQ007',
+                  HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+    END IF;
+    -- 'existing': a new statement sees the holder that made our insert skip.
+    SELECT j.id INTO v_id FROM pgq.jobs j WHERE j.dedupe_key = enqueue.dedupe_key;
+    IF v_id IS NULL THEN
+        -- The holder finished between our insert and this look-up: its key is free now.
+        RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue.dedupe_key)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    RETURN v_id;
+END
+$$;
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text) IS
+    'Adds one job; returns its id. run_at NULL means now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';
+
+-- sql/functions/enqueue_many.sql
+-- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+-- Contract: adds one job per element of entrypoints in one statement and returns their ids in
+--   input order. Every other array is optional (NULL: defaults for all) and, when given, must
+--   have the same length. Element defaults: payload NULL, priority 0, run_at now(), no dedupe
+--   key, headers NULL. Jobs are due at run_at and claimed by priority (higher first), then due
+--   time, then enqueue order. A dedupe key is unique among live (queued or running) jobs:
+--   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
+--   the live job that holds the key instead of adding one.
+-- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
+-- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
+--   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict.
+--   Any error adds nothing.
+CREATE OR REPLACE FUNCTION pgq.enqueue_many(
+    entrypoints  text[],
+    payloads     jsonb[]       DEFAULT NULL,
+    priorities   int[]         DEFAULT NULL,
+    run_ats      timestamptz[] DEFAULT NULL,
+    dedupe_keys  text[]        DEFAULT NULL,
+    headers      jsonb[]       DEFAULT NULL,
+    on_conflict  text          DEFAULT 'raise'
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n        int := coalesce(cardinality(enqueue_many.entrypoints), 0);
+    v_bad      record;
+    v_ids      bigint[];
+    v_missing  text[];
+    v_count    bigint;
+BEGIN
+    IF v_n = 0 THEN
+        RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(enqueue_many.entrypoints::text, 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF enqueue_many.on_conflict IS NULL OR enqueue_many.on_conflict NOT IN ('raise', 'existing') THEN
+        RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue_many.on_conflict), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT a.name, a.len INTO v_bad
+      FROM (VALUES ('payloads', cardinality(enqueue_many.payloads)),
+                   ('priorities', cardinality(enqueue_many.priorities)),
+                   ('run_ats', cardinality(enqueue_many.run_ats)),
+                   ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
+                   ('headers', cardinality(enqueue_many.headers))) AS a(name, len)
+     WHERE a.len IS NOT NULL AND a.len <> v_n
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '% has % elements but entrypoints has %', v_bad.name, v_bad.len, v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+
+    -- One pass over the input finds the first bad element, if any.
+    SELECT u.ord, u.e, u.p, u.pr, u.h INTO v_bad
+      FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
+                  enqueue_many.headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
+     WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
+        OR u.pr NOT BETWEEN -32768 AND 32767
+        OR pg_column_size(u.p) > 1048576
+        OR (u.h IS NOT NULL AND jsonb_typeof(u.h) <> 'object')
+     ORDER BY u.ord
+     LIMIT 1;
+    IF FOUND THEN
+        PERFORM pgq._check_job(v_bad.e, v_bad.p, v_bad.pr, v_bad.h, v_bad.ord);
+    END IF;
+
+    IF enqueue_many.on_conflict = 'raise' AND enqueue_many.dedupe_keys IS NOT NULL THEN
+        SELECT d.key, min(d.ord) AS first, (array_agg(d.ord ORDER BY d.ord))[2] AS second INTO v_bad
+          FROM unnest(enqueue_many.dedupe_keys) WITH ORDINALITY AS d(key, ord)
+         WHERE d.key IS NOT NULL
+         GROUP BY d.key
+        HAVING count(*) > 1
+         ORDER BY 2
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'dedupe key % appears more than once in this call (positions % and %)',
+                quote_literal(v_bad.key), v_bad.first, v_bad.second
+                USING ERRCODE = 'PQ007';
+        END IF;
+    END IF;
+
+    PERFORM pgq._check_jobs(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities, enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers);
+
+    -- Ids first, in input order, so the insert needs no join to report them.
+    v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
+    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers)
+    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), coalesce(u.ra, now()), u.dk, u.h
+      FROM unnest(v_ids, enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers)
+           AS u(id, e, p, pr, ra, dk, h)
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+
+    IF v_count < v_n THEN
+        -- A dedupe key was taken: find the elements the insert skipped.
+        SELECT array_agg(CASE WHEN j.id IS NULL THEN NULL ELSE x.id END ORDER BY x.ord),
+               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE j.id IS NULL)
+          INTO v_ids, v_missing
+          FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
+          LEFT JOIN pgq.jobs j ON j.id = x.id;
+    END IF;
+
+    IF v_missing IS NOT NULL THEN
+        IF enqueue_many.on_conflict = 'raise' THEN
+            RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
+                USING ERRCODE = 'PQ007',
+                      HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+        END IF;
+        -- 'existing': a new statement sees the holders that made our insert skip.
+        SELECT array_agg(coalesce(x.id, j.id) ORDER BY x.ord) INTO v_ids
+          FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
+          LEFT JOIN pgq.jobs j ON x.id IS NULL AND j.dedupe_key = x.dk;
+        IF array_position(v_ids, NULL) IS NOT NULL THEN
+            -- The holder finished between our insert and this look-up: its key is free now.
+            RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue_many.dedupe_keys[array_position(v_ids, NULL)])
+                USING ERRCODE = 'PQ007';
+        END IF;
+    END IF;
+    RETURN QUERY SELECT unnest(v_ids);
+END
+$$;
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text) IS
+    'Adds many jobs in one statement; returns their ids in input order. Optional arrays must match entrypoints in length. on_conflict: raise (PQ007) or existing.';
+
 -- sql/functions/entrypoint_config.sql
 -- pgq.entrypoint_config(entrypoints)
 -- Contract: the stored policy of entrypoints (rows of pgq.entrypoints: concurrency limit,
@@ -633,16 +1882,21 @@ COMMENT ON FUNCTION pgq.delete_jobs(bigint[]) IS
 -- Errors: none.
 CREATE OR REPLACE FUNCTION pgq.entrypoint_config(entrypoints text[] DEFAULT NULL)
 RETURNS SETOF pgq.entrypoints
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
-    SELECT c.*
-      FROM pgq.entrypoints c
-     WHERE entrypoint_config.entrypoints IS NULL
-        OR c.entrypoint = ANY (entrypoint_config.entrypoints)
-     ORDER BY c.entrypoint;
+#variable_conflict use_column
+BEGIN
+    PERFORM pgq._check_dims(entrypoint_config.entrypoints, 'entrypoints');
+    RETURN QUERY
+        SELECT c.*
+          FROM pgq.entrypoints c
+         WHERE entrypoint_config.entrypoints IS NULL
+            OR c.entrypoint = ANY (entrypoint_config.entrypoints)
+         ORDER BY c.entrypoint;
+END
 $$;
 COMMENT ON FUNCTION pgq.entrypoint_config(text[]) IS
     'The stored policy rows of entrypoints (NULL: all), by entrypoint; names never configured or enqueued are left out.';
@@ -742,6 +1996,99 @@ $$;
 COMMENT ON FUNCTION pgq.find_history(text, text[], timestamptz, timestamptz, text, text, int) IS
     'Finished jobs (failed by default) by entrypoint, finish time and error text, newest first, keyset-paged through the cursor column.';
 
+-- sql/functions/fire_schedule.sql
+-- pgq.fire_schedule(worker_id, name, lease, next_after_due, next_after_now, at)
+-- Contract: fires the tick this worker claimed with pgq.claim_schedules and stores the next
+--   run. The caller computes two cron times: the first tick after the one being fired
+--   (next_after_due) and the first tick after the clock claim_schedules returned
+--   (next_after_now). While the schedule keeps up (next_after_due is within misfire_grace of
+--   now) every tick fires in turn; after a longer gap (downtime) the missed ticks collapse and
+--   the schedule moves on to next_after_now. Both must lie after the tick being fired; a NULL
+--   next_after_now means next_after_due is used either way. Firing enqueues an
+--   ordinary job of the schedule's entrypoint, payload, priority and headers (plus
+--   "pgq_schedule" and "pgq_due_at" headers) whose dedupe key is "pgq:schedule:<name>@<due>",
+--   so a tick can never produce two live jobs. A tick older than misfire_grace is fired once
+--   when catch_up is 'once' and dropped when it is 'skip'. Everything happens in one statement
+--   under the schedule's row lock and only while the lease holds: a scheduler that lost its
+--   lease (taken over after fire_timeout) fires nothing. Returns one row: state 'fired' (with
+--   the job id), 'skipped' or 'lost'. at NULL means now().
+-- Locking: the schedule row; inserts the job.
+-- Errors: PQ009 NULL argument or a time out of range (pgq._check_time), PQ011 a next run time
+--   not after the tick being fired.
+CREATE OR REPLACE FUNCTION pgq.fire_schedule(
+    worker_id    uuid,
+    name            text,
+    lease           bigint,
+    next_after_due  timestamptz,
+    next_after_now  timestamptz DEFAULT NULL,
+    at              timestamptz DEFAULT NULL
+)
+RETURNS TABLE (state text, job_id bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := coalesce(pgq._check_time(fire_schedule.at, 'at'), now());
+    v_row pgq.schedules;
+    v_job bigint;
+    v_next timestamptz;
+BEGIN
+    IF fire_schedule.worker_id IS NULL OR fire_schedule.name IS NULL OR fire_schedule.lease IS NULL
+       OR fire_schedule.next_after_due IS NULL THEN
+        RAISE EXCEPTION 'worker_id, name, lease and next_after_due must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    PERFORM pgq._check_time(fire_schedule.next_after_due, 'next_after_due');
+    PERFORM pgq._check_time(fire_schedule.next_after_now, 'next_after_now');
+    SELECT * INTO v_row
+      FROM pgq.schedules s
+     WHERE s.name = fire_schedule.name
+       AND s.lease = fire_schedule.lease
+       AND s.worker_id = fire_schedule.worker_id
+       AND s.state = 'firing'
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT 'lost'::text, NULL::bigint;
+        RETURN;
+    END IF;
+    IF fire_schedule.next_after_due <= v_row.next_run_at OR fire_schedule.next_after_now <= v_row.next_run_at THEN
+        RAISE EXCEPTION 'next run times (% and %) must be after the tick being fired (%)',
+            fire_schedule.next_after_due, coalesce(fire_schedule.next_after_now::text, 'NULL'), v_row.next_run_at
+            USING ERRCODE = 'PQ011';
+    END IF;
+    v_next := CASE WHEN fire_schedule.next_after_due < v_now - v_row.misfire_grace
+                   THEN coalesce(fire_schedule.next_after_now, fire_schedule.next_after_due)
+                   ELSE fire_schedule.next_after_due END;
+
+    IF v_row.catch_up = 'once' OR v_row.next_run_at >= v_now - v_row.misfire_grace THEN
+        v_job := pgq.enqueue(
+            v_row.entrypoint, v_row.payload, v_row.priority, NULL,
+            'pgq:schedule:' || v_row.name || '@' || to_char(v_row.next_run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            coalesce(v_row.headers, '{}'::jsonb)
+                || jsonb_build_object('pgq_schedule', v_row.name, 'pgq_due_at', v_row.next_run_at),
+            'existing');
+    END IF;
+
+    UPDATE pgq.schedules s
+       SET state = 'idle',
+           worker_id = NULL,
+           lease = NULL,
+           heartbeat_at = NULL,
+           last_run_at = v_row.next_run_at,
+           last_job_id = coalesce(v_job, s.last_job_id),
+           retry_at = NULL,
+           last_error = NULL,
+           next_run_at = v_next,
+           updated_at = v_now
+     WHERE s.name = v_row.name;
+    RETURN QUERY SELECT CASE WHEN v_job IS NULL THEN 'skipped' ELSE 'fired' END, v_job;
+END
+$$;
+COMMENT ON FUNCTION pgq.fire_schedule(uuid, text, bigint, timestamptz, timestamptz, timestamptz) IS
+    'Fires a claimed tick as a job deduplicated by schedule and due time (or skips a missed tick under catch_up skip) and stores the next run; lease-guarded: returns fired, skipped or lost.';
+
 -- sql/functions/fire_schedule_now.sql
 -- pgq.fire_schedule_now(name, at)
 -- Contract: fires a schedule once, now, outside its cron rhythm (an operator's "run it now"):
@@ -751,7 +2098,7 @@ COMMENT ON FUNCTION pgq.find_history(text, text[], timestamptz, timestamptz, tex
 --   the regular ticks go on as before. Firing twice at the same `at` gives the same job
 --   (on_conflict 'existing'). Returns the job id. at NULL means now().
 -- Locking: the schedule row (waits for a scheduler firing it right now); inserts the job.
--- Errors: PQ009 NULL name; PQ011 no schedule of that name.
+-- Errors: PQ009 NULL name or at out of range; PQ011 no schedule of that name.
 CREATE OR REPLACE FUNCTION pgq.fire_schedule_now(name text, at timestamptz DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -761,7 +2108,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now timestamptz := coalesce(fire_schedule_now.at, now());
+    v_now timestamptz := coalesce(pgq._check_time(fire_schedule_now.at, 'at'), now());
     v_row pgq.schedules;
     v_job bigint;
 BEGIN
@@ -814,6 +2161,7 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_time(heartbeat.at, 'at');
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
     UPDATE pgq.workers w SET last_seen_at = coalesce(heartbeat.at, now()) WHERE w.worker_id = heartbeat.worker_id;
     RETURN QUERY
@@ -841,6 +2189,37 @@ END
 $$;
 COMMENT ON FUNCTION pgq.heartbeat(uuid, bigint[], bigint[], timestamptz) IS
     'Refreshes the heartbeat of jobs this lease still owns; one row per id: ok, cancel_requested or lost.';
+
+-- sql/functions/history_summary.sql
+-- pgq.history_summary(entrypoints, since_id)
+-- Contract: finished jobs per entrypoint and final status: how many, the most attempts any of
+--   them took, and the mean time from enqueue to finish in seconds. Only jobs with an id of at
+--   least since_id (default: all) and, when entrypoints is given, of those entrypoints. A
+--   report for dashboards and the demo; reads pgq.job_history only.
+-- Locking: none (reads only).
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq.history_summary(entrypoints text[] DEFAULT NULL, since_id bigint DEFAULT 0)
+RETURNS TABLE (entrypoint text, status text, jobs bigint, max_attempt int, avg_latency_s float8)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM pgq._check_dims(history_summary.entrypoints, 'entrypoints');
+    RETURN QUERY
+        SELECT h.entrypoint, h.status, count(*), max(h.attempt),
+               avg(extract(epoch FROM h.finished_at - h.enqueued_at))::float8
+          FROM pgq.job_history h
+         WHERE (history_summary.entrypoints IS NULL OR h.entrypoint = ANY (history_summary.entrypoints))
+           AND h.id >= coalesce(history_summary.since_id, 0)
+         GROUP BY h.entrypoint, h.status
+         ORDER BY h.entrypoint, h.status;
+END
+$$;
+COMMENT ON FUNCTION pgq.history_summary(text[], bigint) IS
+    'Finished jobs per entrypoint and status: count, most attempts, mean enqueue-to-finish seconds (ids >= since_id).';
 
 -- sql/functions/job.sql
 -- pgq.job(id)
@@ -921,6 +2300,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_dims(job_results.ids, 'ids');
     IF job_results.ids IS NULL OR array_position(job_results.ids, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(job_results.ids::text, 'NULL')
             USING ERRCODE = 'PQ009';
@@ -1127,10 +2507,11 @@ SET max_parallel_workers_per_gather = 0
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now    timestamptz := coalesce(metrics.at, now());
-    v_cur    timestamptz := date_bin(interval '10 seconds', coalesce(metrics.at, now()), timestamptz '2000-01-01 00:00:00+00');
+    v_now    timestamptz := coalesce(pgq._check_time(metrics.at, 'at'), now());
+    v_cur    timestamptz := date_bin(interval '10 seconds', coalesce(pgq._check_time(metrics.at, 'at'), now()), timestamptz '2000-01-01 00:00:00+00');
     v_pstart timestamptz;
 BEGIN
+    PERFORM pgq._check_dims(metrics.entrypoints, 'entrypoints');
     IF metrics.percentile_window IS NULL
        OR metrics.percentile_window NOT BETWEEN interval '10 seconds' AND interval '1 hour' THEN
         RAISE EXCEPTION 'percentile_window must be between 10 seconds and 1 hour, got %',
@@ -1248,6 +2629,60 @@ $$;
 COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
     'Per entrypoint: paused, queued/due/delayed, running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first (bounded).';
 
+-- sql/functions/next_run_at.sql
+-- pgq.next_run_at(entrypoints, at)
+-- Contract: the earliest run_at after `at` among queued jobs of the given entrypoints, or NULL
+--   when none is waiting. An idle worker sleeps until then (or until a notification) instead of
+--   polling at a fixed interval. Jobs already due are not considered: claim takes those.
+--   at NULL means now().
+-- Locking: none (reads only).
+-- Errors: PQ001 NULL or empty entrypoints.
+CREATE OR REPLACE FUNCTION pgq.next_run_at(entrypoints text[], at timestamptz DEFAULT NULL)
+RETURNS timestamptz
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM pgq._check_dims(next_run_at.entrypoints, 'entrypoints');
+    PERFORM pgq._check_time(next_run_at.at, 'at');
+    IF coalesce(cardinality(next_run_at.entrypoints), 0) = 0 THEN
+        RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(next_run_at.entrypoints::text, 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    RETURN (SELECT min(j.run_at)
+              FROM pgq.jobs j
+             WHERE j.entrypoint = ANY (next_run_at.entrypoints)
+               AND j.status = 'queued'
+               AND j.run_at > coalesce(next_run_at.at, now()));
+END
+$$;
+COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
+    'Earliest run_at after at among queued jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';
+
+-- sql/functions/next_schedule_at.sql
+-- pgq.next_schedule_at()
+-- Contract: when a scheduler should next look: the earliest next_run_at of idle schedules (or
+--   their retry_at, when pgq.release_schedule set a later one), or
+--   the moment a firing schedule's claimer would count as silent (heartbeat + fire_timeout).
+--   NULL when there are no schedules.
+-- Locking: none.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq.next_schedule_at()
+RETURNS timestamptz
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT min(CASE WHEN s.state = 'idle' THEN greatest(s.next_run_at, s.retry_at) ELSE s.heartbeat_at + s.fire_timeout END)
+      FROM pgq.schedules s;
+$$;
+COMMENT ON FUNCTION pgq.next_schedule_at() IS
+    'Earliest time a schedule becomes due (or a silent claimer may be taken over); NULL without schedules.';
+
 -- sql/functions/pause.sql
 -- pgq.pause(entrypoints, at)
 -- Contract: pauses entrypoints for every worker: from the next claim on, no job of a paused
@@ -1273,6 +2708,8 @@ AS $$
 DECLARE
     v_name text;
 BEGIN
+    PERFORM pgq._check_dims(pause.entrypoints, 'entrypoints');
+    PERFORM pgq._check_time(pause.at, 'at');
     IF coalesce(cardinality(pause.entrypoints), 0) = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(pause.entrypoints::text, 'NULL')
             USING ERRCODE = 'PQ001';
@@ -1299,6 +2736,114 @@ $$;
 COMMENT ON FUNCTION pgq.pause(text[], timestamptz) IS
     'Pauses entrypoints for every worker (no queued job or stale re-claim starts) without touching their policy; enqueueing goes on. Returns the policy rows.';
 
+-- sql/functions/prune_entrypoints.sql
+-- pgq.prune_entrypoints(older_than, lock_wait, at)
+-- Contract: removes the rows of pgq.entrypoints nobody needs: no live job, no schedule naming
+--   the entrypoint, not paused, the default policy (never configured, or reset), and not
+--   changed for older_than. Such a row carries nothing but the defaults: the next enqueue of
+--   that entrypoint creates it again, and history rows keep their entrypoint name. Returns the
+--   number of rows removed, or NULL when it could not take its lock within lock_wait (0: 1 ms)
+--   and removed nothing. at NULL means now().
+-- Locking: SHARE ROW EXCLUSIVE on pgq.entrypoints until commit, waited for at most lock_wait:
+--   it waits for transactions that are enqueueing right now (they hold ROW EXCLUSIVE from the
+--   insert trigger until they commit), and enqueues and configure calls wait for it, so a job
+--   can never be added for an entrypoint row being removed. Claims are not blocked.
+-- Errors: PQ008 older_than outside 0..36500 days, lock_wait outside 0..1 minute; PQ009 at out
+--   of range.
+CREATE OR REPLACE FUNCTION pgq.prune_entrypoints(
+    older_than  interval    DEFAULT interval '1 day',
+    lock_wait   interval    DEFAULT interval '100 milliseconds',
+    at          timestamptz DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now      timestamptz := coalesce(pgq._check_time(prune_entrypoints.at, 'at'), now());
+    v_old_wait text := current_setting('lock_timeout');
+    v_n        bigint;
+BEGIN
+    IF prune_entrypoints.older_than IS NULL OR prune_entrypoints.lock_wait IS NULL THEN
+        RAISE EXCEPTION 'older_than and lock_wait must not be NULL' USING ERRCODE = 'PQ008';
+    END IF;
+    PERFORM pgq._check_interval(prune_entrypoints.older_than, 'older_than', interval '0', interval '36500 days');
+    PERFORM pgq._check_interval(prune_entrypoints.lock_wait, 'lock_wait', interval '0', interval '1 minute');
+    BEGIN
+        PERFORM set_config('lock_timeout',
+            greatest(1, ceil(extract(epoch FROM prune_entrypoints.lock_wait) * 1000))::bigint::text, true);
+        LOCK TABLE pgq.entrypoints IN SHARE ROW EXCLUSIVE MODE;
+        PERFORM set_config('lock_timeout', v_old_wait, true);
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN NULL;
+    END;
+    DELETE FROM pgq.entrypoints e
+     WHERE e.updated_at < v_now - prune_entrypoints.older_than
+       AND e.paused_at IS NULL
+       -- The column defaults of pgq.entrypoints (0001): nothing was configured.
+       AND e.concurrency_limit IS NULL
+       AND e.max_attempts = 5
+       AND e.backoff_base = interval '1 second'
+       AND e.backoff_max = interval '5 minutes'
+       AND e.heartbeat_timeout = interval '30 seconds'
+       AND NOT EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.entrypoint = e.entrypoint)
+       AND NOT EXISTS (SELECT 1 FROM pgq.schedules s WHERE s.entrypoint = e.entrypoint);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$$;
+COMMENT ON FUNCTION pgq.prune_entrypoints(interval, interval, timestamptz) IS
+    'Removes entrypoint rows with no live job, no schedule, the default policy, not paused and unchanged for older_than; returns how many (NULL: lock not taken within lock_wait).';
+
+-- sql/functions/prune_history.sql
+-- pgq.prune_history(older_than, at, batch)
+-- Contract: deletes up to `batch` history rows that finished before at - older_than and returns
+--   how many it deleted; call it until it returns less than `batch` (the worker's maintenance
+--   step does). Keeps the history table bounded. at NULL means now().
+-- Locking: row locks on the deleted history rows (SKIP LOCKED: two pruners never wait).
+-- Errors: PQ008 older_than negative or NULL, batch outside 1..100000.
+CREATE OR REPLACE FUNCTION pgq.prune_history(
+    older_than  interval,
+    at          timestamptz DEFAULT NULL,
+    batch       int         DEFAULT 10000
+)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n bigint;
+BEGIN
+    IF prune_history.older_than IS NULL OR prune_history.older_than < interval '0' THEN
+        RAISE EXCEPTION 'older_than must be a non-negative interval, got %', coalesce(prune_history.older_than::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+    PERFORM pgq._check_interval(prune_history.older_than, 'older_than', interval '0', interval '36500 days');
+    PERFORM pgq._check_time(prune_history.at, 'at');
+    IF prune_history.batch IS NULL OR prune_history.batch NOT BETWEEN 1 AND 100000 THEN
+        RAISE EXCEPTION 'batch must be between 1 and 100000, got %', coalesce(prune_history.batch::text, 'NULL')
+            USING ERRCODE = 'PQ008';
+    END IF;
+    DELETE FROM pgq.job_history h
+     WHERE h.id IN (SELECT o.id
+                      FROM pgq.job_history o
+                     WHERE o.finished_at < coalesce(prune_history.at, now()) - prune_history.older_than
+                     ORDER BY o.finished_at
+                     LIMIT prune_history.batch
+                       FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$$;
+COMMENT ON FUNCTION pgq.prune_history(interval, timestamptz, int) IS
+    'Deletes up to batch history rows finished more than older_than ago; returns how many. Call until it returns less than batch.';
+
 -- sql/functions/prune_workers.sql
 -- pgq.prune_workers(at)
 -- Contract: the maintenance step for the workers registry: deletes the rows of workers that
@@ -1320,6 +2865,7 @@ AS $$
 DECLARE
     v_n bigint;
 BEGIN
+    PERFORM pgq._check_time(prune_workers.at, 'at');
     DELETE FROM pgq.workers w
      WHERE w.worker_id IN (
                SELECT g.worker_id
@@ -1373,9 +2919,10 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now  timestamptz := coalesce(register_worker.at, now());
+    v_now  timestamptz := coalesce(pgq._check_time(register_worker.at, 'at'), now());
     v_name text;
 BEGIN
+    PERFORM pgq._check_dims(register_worker.entrypoints, 'entrypoints');
     IF register_worker.worker_id IS NULL THEN
         RAISE EXCEPTION 'worker_id must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
@@ -1432,6 +2979,119 @@ $$;
 COMMENT ON FUNCTION pgq.register_worker(uuid, text[], text, int, text, text, jsonb, interval, timestamptz) IS
     'Announces a worker in the registry (pgq.workers); idempotent, keeps started_at. pgq.heartbeat keeps it fresh; returns started_at, last_seen_at, gone_after (the timeout) and heartbeat_interval (timeout / 3).';
 
+-- sql/functions/release_schedule.sql
+-- pgq.release_schedule(worker_id, name, lease, error, retry_after, at)
+-- Contract: gives back a schedule this worker claimed with pgq.claim_schedules but cannot fire
+--   (it could not compute the next cron time): the schedule goes back to idle with its due
+--   time unchanged, records error (cut to 1000 characters) in last_error, and is not claimed
+--   again before at + retry_after (retry_at), so one broken schedule neither blocks the others
+--   nor keeps the schedulers busy. Lease-guarded like pgq.fire_schedule: returns 'released',
+--   or 'lost' when the lease no longer holds (nothing changes). The next successful fire clears
+--   retry_at and last_error. at NULL means now().
+-- Locking: the schedule row.
+-- Errors: PQ009 NULL worker_id, name or lease, at out of range; PQ008 retry_after outside
+--   1 second..1 day.
+CREATE OR REPLACE FUNCTION pgq.release_schedule(
+    worker_id    uuid,
+    name         text,
+    lease        bigint,
+    error        text        DEFAULT NULL,
+    retry_after  interval    DEFAULT interval '1 minute',
+    at           timestamptz DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := coalesce(pgq._check_time(release_schedule.at, 'at'), now());
+BEGIN
+    IF release_schedule.worker_id IS NULL OR release_schedule.name IS NULL OR release_schedule.lease IS NULL THEN
+        RAISE EXCEPTION 'worker_id, name and lease must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    PERFORM pgq._check_interval(coalesce(release_schedule.retry_after, interval '1 minute'), 'retry_after',
+                                interval '1 second', interval '1 day');
+    UPDATE pgq.schedules s
+       SET state = 'idle',
+           worker_id = NULL,
+           lease = NULL,
+           heartbeat_at = NULL,
+           retry_at = v_now + coalesce(release_schedule.retry_after, interval '1 minute'),
+           last_error = left(release_schedule.error, 1000),
+           updated_at = v_now
+     WHERE s.name = release_schedule.name
+       AND s.lease = release_schedule.lease
+       AND s.worker_id = release_schedule.worker_id
+       AND s.state = 'firing';
+    RETURN CASE WHEN FOUND THEN 'released' ELSE 'lost' END;
+END
+$$;
+COMMENT ON FUNCTION pgq.release_schedule(uuid, text, bigint, text, interval, timestamptz) IS
+    'Gives back a claimed schedule that cannot be fired (no next cron time): idle again, not claimed before retry_after, error kept in last_error; lease-guarded: released or lost.';
+
+-- sql/functions/requeue.sql
+-- pgq.requeue(ids, at)
+-- Contract: puts finished jobs that failed (dead) or were canceled back in the queue: each
+--   leaves pgq.job_history and becomes a queued job again with the same id, payload, headers,
+--   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Successful jobs
+--   and unknown ids are ignored. Returns the ids requeued. at NULL means now().
+-- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice).
+-- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
+--   (nothing is requeued).
+CREATE OR REPLACE FUNCTION pgq.requeue(ids bigint[], at timestamptz DEFAULT NULL)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids   bigint[];
+    v_clash text;
+BEGIN
+    PERFORM pgq._check_dims(requeue.ids, 'ids');
+    PERFORM pgq._check_time(requeue.at, 'at');
+    IF requeue.ids IS NULL OR array_position(requeue.ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(requeue.ids::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+
+    WITH back AS (
+        DELETE FROM pgq.job_history h
+         WHERE h.id = ANY (requeue.ids)
+           AND h.status IN ('failed', 'canceled')
+        RETURNING h.*
+    ), ins AS (
+        INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
+                              dedupe_key, errors)
+        SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
+               b.payload, b.headers, b.dedupe_key, b.errors
+          FROM back b
+         ORDER BY b.id
+            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+        RETURNING id
+    )
+    SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),
+           (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1]
+      INTO v_ids, v_clash
+      FROM back b
+      LEFT JOIN ins ON ins.id = b.id;
+
+    IF v_clash IS NOT NULL THEN
+        -- Raising undoes the whole call: no history row is lost, nothing is requeued.
+        RAISE EXCEPTION 'cannot requeue: dedupe key % is held by a live job', quote_literal(v_clash)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    RETURN QUERY SELECT unnest(v_ids);
+END
+$$;
+COMMENT ON FUNCTION pgq.requeue(bigint[], timestamptz) IS
+    'Puts failed (dead) or canceled jobs from history back in the queue with attempt 0; returns the ids requeued.';
+
 -- sql/functions/requeue_history.sql
 -- pgq.requeue_history(entrypoint, statuses, since, until, error, max_jobs, at)
 -- Contract: bulk redrive by filter (the filter of pgq.find_history): puts up to max_jobs
@@ -1463,6 +3123,7 @@ AS $$
 DECLARE
     v_ids bigint[];
 BEGIN
+    PERFORM pgq._check_time(requeue_history.at, 'at');
     PERFORM pgq._check_history_filter(requeue_history.entrypoint, requeue_history.statuses, requeue_history.since,
                                       requeue_history.until, requeue_history.max_jobs, 10000, 'max_jobs');
     IF 'successful' = ANY (requeue_history.statuses) THEN
@@ -1504,6 +3165,7 @@ DECLARE
     v_name    text;
     v_resumed jsonb;
 BEGIN
+    PERFORM pgq._check_dims(resume.entrypoints, 'entrypoints');
     IF coalesce(cardinality(resume.entrypoints), 0) = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(resume.entrypoints::text, 'NULL')
             USING ERRCODE = 'PQ001';
@@ -1569,7 +3231,7 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now     timestamptz := coalesce(rollup_metrics.at, now());
+    v_now     timestamptz := coalesce(pgq._check_time(rollup_metrics.at, 'at'), now());
     v_state   pgq.metrics_state;
     v_horizon xid8;
     v_to      xid8;
@@ -1734,6 +3396,103 @@ $$;
 COMMENT ON FUNCTION pgq.rollup_metrics(int, timestamptz) IS
     'Counts newly finished jobs (history rows in transaction order, exactly once) into 10-second metric buckets and totals; at most about max_rows per call; never waits for another caller. Returns rolled, caught_up, busy.';
 
+-- sql/functions/schedule.sql
+-- pgq.schedule(name, entrypoint, cron, next_run_at, timezone, payload, priority, headers,
+--              catch_up, misfire_grace, fire_timeout)
+-- Contract: registers or updates the schedule called name, idempotently: every scheduler may
+--   call it at start with the same arguments without moving the schedule. next_run_at is the
+--   first fire time the caller computed from cron in timezone; it is stored when the schedule is
+--   new or its cron expression or time zone changed, and ignored otherwise. catch_up decides what
+--   a tick missed by more than misfire_grace does: 'once' (default) fires it once, 'skip' drops
+--   it. fire_timeout: a scheduler that claimed a tick and went silent for that long is taken
+--   over. Returns the stored row.
+-- Locking: the schedule row until commit.
+--   The cron expression is validated in full (pgq._check_cron) and stored with its whitespace
+--   normalised; payload and headers have the limits of a job (pgq._check_jobs: 1 MiB, 64 KiB
+--   with the two headers a fire adds, nesting, numbers).
+-- Errors: PQ001 bad entrypoint, PQ011 bad name, cron expression, time zone or catch_up
+--   (named in the message), PQ008 misfire_grace outside 0..365 days or fire_timeout outside
+--   1 second..1 day, PQ009 NULL or out-of-range next_run_at, bad headers or payload, PQ006
+--   payload or headers too large.
+CREATE OR REPLACE FUNCTION pgq.schedule(
+    name           text,
+    entrypoint     text,
+    cron           text,
+    next_run_at    timestamptz,
+    timezone       text     DEFAULT 'UTC',
+    payload        jsonb    DEFAULT NULL,
+    priority       int      DEFAULT 0,
+    headers        jsonb    DEFAULT NULL,
+    catch_up       text     DEFAULT 'once',
+    misfire_grace  interval DEFAULT NULL,
+    fire_timeout   interval DEFAULT NULL
+)
+RETURNS pgq.schedules
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_row  pgq.schedules;
+    v_cron text;
+BEGIN
+    PERFORM pgq._check_name(schedule.name, 'schedule name', 'PQ011');
+    PERFORM pgq._check_name(schedule.entrypoint, 'entrypoint', 'PQ001');
+    v_cron := pgq._check_cron(schedule.cron);
+    IF schedule.timezone IS NULL
+       OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_timezone_names z WHERE z.name = schedule.timezone) THEN
+        RAISE EXCEPTION 'unknown time zone %', coalesce(quote_literal(schedule.timezone), 'NULL')
+            USING ERRCODE = 'PQ011';
+    END IF;
+    IF schedule.catch_up IS NULL OR schedule.catch_up NOT IN ('once', 'skip') THEN
+        RAISE EXCEPTION 'catch_up must be ''once'' or ''skip'', got %', coalesce(quote_literal(schedule.catch_up), 'NULL')
+            USING ERRCODE = 'PQ011';
+    END IF;
+    PERFORM pgq._check_interval(schedule.misfire_grace, 'misfire_grace', interval '0', interval '365 days');
+    PERFORM pgq._check_interval(schedule.fire_timeout, 'fire_timeout', interval '1 second', interval '1 day');
+    IF schedule.next_run_at IS NULL THEN
+        RAISE EXCEPTION 'next_run_at must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    IF schedule.priority NOT BETWEEN -32768 AND 32767 THEN
+        RAISE EXCEPTION 'priority % is out of range (-32768 to 32767)', schedule.priority USING ERRCODE = 'PQ005';
+    END IF;
+    IF schedule.headers IS NOT NULL AND jsonb_typeof(schedule.headers) <> 'object' THEN
+        RAISE EXCEPTION 'headers must be a JSON object, got %', jsonb_typeof(schedule.headers) USING ERRCODE = 'PQ009';
+    END IF;
+    PERFORM pgq._check_time(schedule.next_run_at, 'next_run_at');
+    -- The limits of a job, on the payload and on the headers a fire will send (with its own two).
+    PERFORM pgq._check_jobs(NULL, ARRAY[schedule.payload], NULL, NULL, NULL,
+                            ARRAY[coalesce(schedule.headers, '{}') || jsonb_build_object(
+                                'pgq_schedule', schedule.name, 'pgq_due_at', timestamptz '8999-12-31 23:59:59.999999+00')]);
+
+    INSERT INTO pgq.schedules AS s (name, entrypoint, cron, timezone, payload, headers, priority,
+                                    catch_up, misfire_grace, fire_timeout, next_run_at)
+    VALUES (schedule.name, schedule.entrypoint, v_cron, schedule.timezone,
+            schedule.payload, schedule.headers, coalesce(schedule.priority, 0), schedule.catch_up,
+            coalesce(schedule.misfire_grace, interval '1 minute'),
+            coalesce(schedule.fire_timeout, interval '30 seconds'), schedule.next_run_at)
+    ON CONFLICT (name) DO UPDATE
+       SET entrypoint = excluded.entrypoint,
+           payload = excluded.payload,
+           headers = excluded.headers,
+           priority = excluded.priority,
+           catch_up = excluded.catch_up,
+           misfire_grace = coalesce(schedule.misfire_grace, s.misfire_grace),
+           fire_timeout = coalesce(schedule.fire_timeout, s.fire_timeout),
+           cron = excluded.cron,
+           timezone = excluded.timezone,
+           next_run_at = CASE WHEN s.cron = excluded.cron AND s.timezone = excluded.timezone
+                              THEN s.next_run_at ELSE excluded.next_run_at END,
+           updated_at = now()
+    RETURNING * INTO v_row;
+    RETURN v_row;
+END
+$$;
+COMMENT ON FUNCTION pgq.schedule(text, text, text, timestamptz, text, jsonb, int, jsonb, text, interval, interval) IS
+    'Registers or updates a cron schedule idempotently; next_run_at is kept unless the cron expression or time zone changed.';
+
 -- sql/functions/unregister_worker.sql
 -- pgq.unregister_worker(worker_id)
 -- Contract: a worker that stops cleanly removes its registry row; returns true if it existed.
@@ -1856,3 +3615,13 @@ GRANT EXECUTE ON FUNCTION
     pgq.schedule(text, text, text, timestamptz, text, jsonb, int, jsonb, text, interval, interval),
     pgq.unschedule(text)
     TO pgq_admin;
+
+-- Hostile input and hostile neighbours: registering, changing and removing schedules is an
+-- operator's right (a schedule enqueues any job with any payload; granted to pgq_admin above),
+-- no longer a worker's; the worker keeps claiming, firing and giving back ticks, and both
+-- prune unused entrypoint rows.
+REVOKE EXECUTE ON FUNCTION
+    pgq.schedule(text, text, text, timestamptz, text, jsonb, int, jsonb, text, interval, interval)
+    FROM pgq_worker;
+GRANT EXECUTE ON FUNCTION pgq.release_schedule(uuid, text, bigint, text, interval, timestamptz) TO pgq_worker;
+GRANT EXECUTE ON FUNCTION pgq.prune_entrypoints(interval, interval, timestamptz) TO pgq_worker, pgq_admin;

@@ -51,9 +51,9 @@ SELECT throws_ok($$SELECT pgq.configure('cf', concurrency_limit => -1)$$, 'PQ008
 SELECT throws_ok($$SELECT pgq.configure('cf', max_attempts => 0)$$, 'PQ008',
     'max_attempts must be >= 1, got 0', 'max_attempts 0: PQ008');
 SELECT throws_ok($$SELECT pgq.configure('cf', backoff_base => interval '-1 second')$$, 'PQ008',
-    'backoff_base must not be negative, got -00:00:01', 'negative backoff_base: PQ008');
+    'backoff_base must be between 00:00:00 and 1 day, got -00:00:01', 'negative backoff_base: PQ008');
 SELECT throws_ok($$SELECT pgq.configure('cf', heartbeat_timeout => interval '999 milliseconds')$$, 'PQ008',
-    'heartbeat_timeout must be at least 1 second, got 00:00:00.999', 'heartbeat_timeout under 1 s: PQ008');
+    'heartbeat_timeout must be between 00:00:01 and 7 days, got 00:00:00.999', 'heartbeat_timeout under 1 s: PQ008');
 SELECT throws_ok($$SELECT pgq.configure('cf', backoff_max => interval '0.5 seconds')$$, 'PQ008',
     'backoff_max 00:00:00.5 must not be below backoff_base 00:00:01', 'backoff_max below the stored backoff_base: PQ008');
 SELECT throws_ok($$SELECT pgq.configure('cf', backoff_base => interval '10 minutes')$$, 'PQ008',

@@ -1,6 +1,6 @@
 -- pgq.fire_schedule: one job per tick, lease-guarded, catch-up policy, next run stored.
 BEGIN;
-SELECT plan(17);
+SELECT plan(21);
 
 SELECT pgq.schedule('tick', 'tick_job', '* * * * *', '2030-01-01 10:01:00+00', payload => '{"p": 1}', priority => 7,
                     headers => '{"h": "x"}', fire_timeout => '20 seconds');
@@ -81,6 +81,24 @@ SELECT is((SELECT next_run_at FROM pgq.schedules WHERE name = 'sec'), '2030-01-0
 SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE entrypoint = 'sec_job'), 2, 'one job per fire');
 
 SELECT throws_ok($$SELECT * FROM pgq.fire_schedule(NULL, 'x', 1, now())$$, 'PQ009', NULL, 'NULL argument: PQ009');
+
+-- The same worker re-claims its own schedule after fire_timeout passed, then its first call
+-- arrives late with the old lease: that call fires nothing, the current lease is not lost.
+SELECT pgq.schedule('same', 'same_job', '* * * * *', '2030-02-01 10:00:00+00', fire_timeout => '10 seconds');
+CREATE TEMP TABLE s1 AS SELECT * FROM pgq.claim_schedules('33333333-3333-3333-3333-333333333333', 10, '2030-02-01 10:00:00+00')
+                        WHERE name = 'same';
+CREATE TEMP TABLE s2 AS SELECT * FROM pgq.claim_schedules('33333333-3333-3333-3333-333333333333', 10, '2030-02-01 10:00:11+00')
+                        WHERE name = 'same';
+SELECT ok((SELECT s1.lease <> s2.lease FROM s1, s2), 'setup: the re-claim gave the same worker a new lease');
+SELECT results_eq(
+    $$SELECT state, job_id FROM pgq.fire_schedule('33333333-3333-3333-3333-333333333333', 'same', (SELECT lease FROM s1),
+                                                 '2030-02-01 10:01:00+00', at => '2030-02-01 10:00:12+00')$$,
+    $$VALUES ('lost'::text, NULL::bigint)$$,
+    'the old lease of the same worker: lost, nothing fired');
+SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE entrypoint = 'same_job'), 0, 'no job from the old lease');
+SELECT is((SELECT state FROM pgq.fire_schedule('33333333-3333-3333-3333-333333333333', 'same', (SELECT lease FROM s2),
+                                                '2030-02-01 10:01:00+00', at => '2030-02-01 10:00:13+00')),
+          'fired', 'the current lease still fires (it was not lost)');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -2,7 +2,7 @@
 -- (pause, resume, bulk requeue/delete), producers read results by id, workers register and run
 -- the maintenance steps. Checked by acting as each role.
 BEGIN;
-SELECT plan(16);
+SELECT plan(22);
 
 SELECT has_role('pgq_reader');
 SELECT has_role('pgq_admin');
@@ -73,6 +73,33 @@ SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_worker; PERFORM pgq.resume(
                  '42501', 'permission denied for function resume', 'pgq_worker may not resume');
 SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_worker; PERFORM pgq.delete_history(); END $do$ $q$,
                  '42501', 'permission denied for function delete_history', 'pgq_worker may not delete history');
+-- Schedules: registering one enqueues any job with any payload: pgq_admin's right, not a worker's.
+SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_worker;
+                     PERFORM pgq.schedule('or.s', 'admin.delete_everything', '* * * * *', now()); END $do$ $q$,
+                 '42501', 'permission denied for function schedule', 'pgq_worker may not register or change a schedule');
+SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_worker; PERFORM pgq.unschedule('or.s'); END $do$ $q$,
+                 '42501', 'permission denied for function unschedule', 'pgq_worker may not remove a schedule');
+SELECT lives_ok($q$DO $do$ BEGIN
+                     SET LOCAL ROLE pgq_admin;
+                     PERFORM pgq.schedule('or.s', 'or.a', '* * * * *', now());
+                     PERFORM pgq.unschedule('or.s');
+                     PERFORM pgq.schedule('or.s', 'or.a', '* * * * *', now());
+                     PERFORM pgq.prune_entrypoints();
+                     RESET ROLE;
+                  END $do$ $q$, 'pgq_admin: schedule, unschedule, prune_entrypoints');
+SELECT lives_ok($q$DO $do$ DECLARE v_lease bigint; BEGIN
+                     SET LOCAL ROLE pgq_worker;
+                     SELECT c.lease INTO v_lease FROM pgq.claim_schedules('11111111-1111-1111-1111-111111111111') c WHERE c.name = 'or.s';
+                     PERFORM pgq.release_schedule('11111111-1111-1111-1111-111111111111', 'or.s', v_lease, 'test');
+                     PERFORM pgq.next_schedule_at();
+                     PERFORM pgq.prune_entrypoints();
+                     RESET ROLE;
+                  END $do$ $q$, 'pgq_worker: claim_schedules, release_schedule, next_schedule_at, prune_entrypoints');
+SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_producer; PERFORM pgq.prune_entrypoints(); END $do$ $q$,
+                 '42501', 'permission denied for function prune_entrypoints', 'pgq_producer may not prune entrypoints');
+SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_producer;
+                     PERFORM pgq.enqueue('or.a', dedupe_key => 'pgq:schedule:or.s@2030-01-01T00:00:00.000000Z'); END $do$ $q$,
+                 'PQ009', NULL, 'a producer cannot take the dedupe key of a scheduled tick');
 SELECT is(current_user::text, 'postgres', 'back to the test''s own role');
 
 SELECT * FROM finish();

@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(67);
+SELECT plan(68);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -110,8 +110,14 @@ SELECT results_eq($$SELECT attname::text COLLATE "default", format_type(atttypid
 -- Functions: pinned search_path, a comment, SECURITY DEFINER for the public ones ---------------
 SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
-              AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pgq, pg_temp'], false)),
-          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp');
+              AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pgq, pg_temp'], false)
+              -- Inlined into its callers (a SET clause would prevent that): private, LANGUAGE sql,
+              -- naming only pg_catalog objects, schema-qualified.
+              AND p.oid <> 'pgq._json_ok(jsonb, int)'::regprocedure),
+          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok)');
+SELECT ok((SELECT p.proconfig IS NULL AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql')
+             FROM pg_proc p WHERE p.oid = 'pgq._json_ok(jsonb, int)'::regprocedure),
+          'pgq._json_ok: no SET clause, not SECURITY DEFINER (so it is inlined)');
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'enqueue', 'enqueue_many')
