@@ -2,7 +2,7 @@
 -- and numbers, dedupe keys, multi-dimensional arrays, cron strings, new entrypoints per call),
 -- with a PQ code naming the value, and a refused call changes nothing.
 BEGIN;
-SELECT plan(62);
+SELECT plan(65);
 
 -- (That a refused call changes nothing is checked for every function by tests/py/test_fuzz_sql.py.)
 
@@ -78,6 +78,9 @@ SELECT throws_ok($$SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111
 SELECT throws_ok($$SELECT * FROM pgq.heartbeat('11111111-1111-1111-1111-111111111111', ARRAY[[1],[2]]::bigint[], ARRAY[[1],[2]]::bigint[])$$, 'PQ009', NULL, 'heartbeat: 2-D ids');
 SELECT throws_ok($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', '{1}', '{1}', ARRAY[['failed']])$$, 'PQ009', NULL, 'complete: 2-D statuses');
 SELECT throws_ok($$SELECT * FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[[1]]::bigint[], ARRAY[[1]]::bigint[])$$, 'PQ009', NULL, 'release: 2-D ids');
+SELECT throws_ok($$SELECT * FROM pgq.history_summary(ARRAY[['a'],['b']])$$, 'PQ009', NULL, 'history_summary: 2-D entrypoints (also without history)');
+SELECT throws_ok($$SELECT * FROM pgq.entrypoint_config(ARRAY[['a'],['b']])$$, 'PQ009', NULL, 'entrypoint_config: 2-D entrypoints');
+SELECT throws_ok($$SELECT * FROM pgq.delete_jobs(ARRAY[[1],[2]]::bigint[])$$, 'PQ009', NULL, 'delete_jobs: 2-D ids (was 0A000)');
 
 -- Details of complete -----------------------------------------------------------------------------
 SELECT pgq.enqueue('hi.r') AS rid \gset
