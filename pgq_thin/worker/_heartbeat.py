@@ -1,7 +1,11 @@
 """Keeping owned jobs alive: one ``pgq.heartbeat`` for every job the worker owns (running, or
 finished with its result not yet written), every third of the smallest heartbeat timeout among
 them, and at once when a cancel notification names one of them. The answer is the truth:
-``lost`` stops the attempt and drops its result, ``cancel_requested`` cancels it."""
+``lost`` stops the attempt and drops its result, ``cancel_requested`` cancels it.
+
+The same call keeps the worker fresh in the registry (``pgq.workers``): once registered, it
+beats at least every ``idle_interval`` (what ``pgq.register_worker`` answered), with empty
+arrays while it owns no job."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import uuid
 
 from pgq_thin import calls
 from pgq_thin.worker._attempts import Attempt, Attempts
-from pgq_thin.worker._loops import LOOP_ERRORS, Call, one_line, wait_event
+from pgq_thin.worker._loops import LOOP_ERRORS, Call, jittered, one_line, wait_event
 from pgq_thin.worker._telemetry import WorkerLog, worker_log
 
 
@@ -23,15 +27,18 @@ class Heartbeat:
         self._attempts = attempts
         self._call = call
         self._now = asyncio.Event()
+        #: Longest pause between two beats while registered (None: beat only for owned jobs).
+        self.idle_interval: float | None = None
 
     def wake(self) -> None:
         """Beat now (a cancel notification named one of the owned jobs)."""
         self._now.set()
 
     async def once(self) -> dict[int, str]:
-        """Beat for every owned job with one call; returns ``{job id: state}``."""
+        """Beat for every owned job with one call (registered: also with none, to stay fresh
+        in the registry); returns ``{job id: state}``."""
         sent = list(self._attempts.owned.values())
-        if not sent:
+        if not sent and self.idle_interval is None:
             return {}
         answers = await self._call(lambda conn: self._send(conn, sent))
         return self._attempts.apply_heartbeat(sent, answers)
@@ -51,10 +58,17 @@ class Heartbeat:
         while True:
             if not self._attempts.owned:
                 changed.clear()
-                await changed.wait()
-                continue
-            await wait_event(self._now, self._attempts.heartbeat_interval())
-            self._now.clear()
+                if self.idle_interval is None:
+                    await changed.wait()
+                    continue
+                if await wait_event(changed, jittered(self.idle_interval) * 0.8):
+                    continue  # a job came: beat on its interval
+            else:
+                interval = self._attempts.heartbeat_interval()
+                if self.idle_interval is not None:
+                    interval = min(interval, self.idle_interval)
+                await wait_event(self._now, interval)
+                self._now.clear()
             try:
                 await self.once()
             except LOOP_ERRORS as err:

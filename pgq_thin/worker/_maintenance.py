@@ -1,13 +1,15 @@
 """The maintenance steps a worker runs periodically (see ``_loops.every``): pruning the
-history and compacting ``pgq.jobs``. Each is one run-once step; the decisions (what is old,
-whether the table is bloated) are made by the SQL functions."""
+history, compacting ``pgq.jobs``, and folding finished jobs into the metrics (with pruning the
+workers gone from the registry). Each is one run-once step; the decisions (what is old, whether
+the table is bloated, what is counted, who is gone) are made by the SQL functions."""
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
 
-from pgq_thin import calls
+from pgq_thin import admin_calls, calls
+from pgq_thin.records import Rollup
 from pgq_thin.worker._loops import Call
 
 Log = logging.Logger | logging.LoggerAdapter  # type: ignore[type-arg]
@@ -49,3 +51,12 @@ async def compact_once(call: Call, logger: Log = log) -> calls.Row:
     else:
         logger.debug("pgq-thin did not compact pgq.jobs: %s", row["reason"])
     return row
+
+
+async def rollup_once(call: Call, logger: Log = log) -> Rollup:
+    """One step of ``pgq.rollup_metrics`` (never waiting for another worker doing it: then
+    ``busy``), and ``pgq.prune_workers`` (workers gone long ago that hold no job)."""
+    pruned = await call(lambda conn: admin_calls.arun(conn, admin_calls.prune_workers()))
+    if pruned:
+        logger.info("pgq-thin removed %d workers gone from the registry", pruned)
+    return await call(lambda conn: admin_calls.arun(conn, admin_calls.rollup_metrics()))

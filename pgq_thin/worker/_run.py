@@ -21,12 +21,13 @@ from pgq_thin.connection import AsyncSession, short_id
 from pgq_thin.dsn import resolve_dsn
 from pgq_thin.errors import SetupError
 from pgq_thin.listener import CancelRequested, Enqueued, Event, Listener, SchedulesChanged
+from pgq_thin.records import Rollup
 from pgq_thin.scheduler import Scheduler
-from pgq_thin.worker import _maintenance
+from pgq_thin.worker import _maintenance, _presence
 from pgq_thin.worker._attempts import Attempts
 from pgq_thin.worker._claimer import Claimer
 from pgq_thin.worker._heartbeat import Heartbeat
-from pgq_thin.worker._loops import every
+from pgq_thin.worker._loops import LOOP_ERRORS, every, one_line
 from pgq_thin.worker._registry import Registry
 from pgq_thin.worker._results import Result, ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
@@ -123,6 +124,7 @@ class Run:
 
     async def serve(self, until_empty: bool) -> None:
         """Start the background loops, claim until stopped, then shut down gracefully."""
+        await self.register()
         self._start_background()
         settings = self.settings
         try:
@@ -136,6 +138,15 @@ class Run:
                 self.log.warning("pgq-thin: shutdown after a failure did not complete: %r", err)
             raise
         await self.shutdown()
+
+    async def register(self, conn: calls.AConn | None = None) -> None:
+        """Announce the worker in ``pgq.workers``; from then on it heartbeats even when idle."""
+        claimed = list(self._registry.claimed)
+        if conn is None:
+            reg = await self.call(lambda c: _presence.register(c, self.settings, claimed))
+        else:
+            reg = await _presence.register(conn, self.settings, claimed)
+        self.heartbeat.idle_interval = reg.heartbeat_interval.total_seconds()
 
     def _announce(self) -> None:
         """The first claim came back: the worker is running (said once per run)."""
@@ -174,6 +185,11 @@ class Run:
                     self.log,
                 ),
             )
+        if settings.rollup_interval is not None:
+            rollup = every(
+                settings.rollup_interval, self.rollup_once, self.stopping, "rollup", self.log
+            )
+            self._start("pgq-thin-rollup", rollup)
         if settings.compact_interval is not None:
             self._start(
                 "pgq-thin-compaction",
@@ -217,6 +233,9 @@ class Run:
     async def compact_once(self) -> calls.Row:
         return await _maintenance.compact_once(self.call, self.log)
 
+    async def rollup_once(self) -> Rollup:
+        return await _maintenance.rollup_once(self.call, self.log)
+
     async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
         scheduler = self.scheduler
         return await self.call(lambda conn: scheduler.fire_due(conn, at))
@@ -242,6 +261,17 @@ class Run:
             await self.attempts.wait_idle(1.0)
         await self.claimer.release_unstarted()
         await self.results.flush_all()
+        await self._unregister()
+
+    async def _unregister(self) -> None:
+        """Leave the registry (jobs still held, if any, go stale as they would anyway)."""
+        if self.heartbeat.idle_interval is None:
+            return
+        try:
+            await self.call(lambda conn: _presence.unregister(conn, self.settings))
+        except LOOP_ERRORS as err:
+            self.log.warning("pgq-thin could not unregister the worker: %s", one_line(err))
+        self.heartbeat.idle_interval = None
 
     async def _stop_scheduler(self) -> None:
         """Let the scheduler loop end between two fires, so no tick is left claimed (a tick
@@ -292,6 +322,11 @@ class Run:
         then wake the claim loop (claim once), the flush and the scheduler."""
         self.stats.reconnects += 1
         await self.heartbeat.on_connection(conn)
+        if self.heartbeat.idle_interval is not None:  # pruned if the outage was long
+            try:
+                await self.register(conn)
+            except LOOP_ERRORS as err:
+                self.log.warning("pgq-thin could not register again: %s", one_line(err))
         self.claimer.wake()
         self.results.flush_soon()
         self.schedule_wake.set()

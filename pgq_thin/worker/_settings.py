@@ -46,6 +46,10 @@ class WorkerSettings:
     :param compact_interval: seconds between calls of ``pgq.compact_jobs`` (jittered by
         +-20 %), which rewrites ``pgq.jobs`` to its compact size when dead row versions have
         bloated it (a cheap check unless it does). None: never compact.
+    :param rollup_interval: seconds between two steps of ``pgq.rollup_metrics`` (jittered by
+        +-20 %), which folds the jobs finished since the last step into the queue's metrics
+        (``pgq.metrics``; one worker at a time, the others skip), together with
+        ``pgq.prune_workers``. None: leave both to readers of the metrics and to operators.
     :param run_schedules: fire every due schedule in the database (``pgq.schedules``: those
         added with ``pgq-thin schedules add`` or ``pgq.schedule(...)`` too), sleeping until the
         next one is due; False: fire none (the worker still registers its own
@@ -79,6 +83,7 @@ class WorkerSettings:
     history_retention: timedelta | None = timedelta(days=7)
     maintenance_interval: float = 300.0
     compact_interval: float | None = 5.0
+    rollup_interval: float | None = 30.0
     run_schedules: bool = True
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
@@ -101,7 +106,7 @@ class WorkerSettings:
         )
         for name in ("ping_interval", "ping_timeout", "maintenance_interval"):
             _check(getattr(self, name) > 0, name, getattr(self, name), "positive")
-        for name in ("flush_size", "reconnect_timeout", "compact_interval"):
+        for name in ("flush_size", "reconnect_timeout", "compact_interval", "rollup_interval"):
             value = getattr(self, name)
             _check(value is None or value > 0, name, value, "positive or None")
         retention = self.history_retention

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from pgq_thin import calls, otel
 from pgq_thin.errors import SetupError
 from pgq_thin.job import Job
+from pgq_thin.records import Rollup
 from pgq_thin.scheduler import ScheduleSpec
 from pgq_thin.worker._registry import H, Registry
 from pgq_thin.worker._run import SCHEDULER_TASK, Run
@@ -80,6 +81,7 @@ class ThinWorker:
     history_retention = _Setting[timedelta | None]()
     maintenance_interval = _Setting[float]()
     compact_interval = _Setting[float | None]()
+    rollup_interval = _Setting[float | None]()
     run_schedules = _Setting[bool]()
     metrics_port = _Setting[int | None]()
     metrics_addr = _Setting[str]()
@@ -108,6 +110,7 @@ class ThinWorker:
         history_retention: timedelta | None = timedelta(days=7),
         maintenance_interval: float = 300.0,
         compact_interval: float | None = 5.0,
+        rollup_interval: float | None = 30.0,
         run_schedules: bool = True,
         metrics_port: int | None = None,
         metrics_addr: str = "127.0.0.1",
@@ -390,6 +393,11 @@ class ThinWorker:
     async def compact_once(self) -> calls.Row:
         """Call ``pgq.compact_jobs`` once; returns its row (compacted, reason, rows, sizes)."""
         return await self._opened().compact_once()
+
+    async def rollup_once(self) -> Rollup:
+        """One step of ``pgq.rollup_metrics`` and ``pgq.prune_workers`` (see
+        ``rollup_interval``); returns the rollup's answer."""
+        return await self._opened().rollup_once()
 
     async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
         """Fire the due ticks of all schedules (run-once step of the scheduler loop)."""

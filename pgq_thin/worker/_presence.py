@@ -1,0 +1,43 @@
+"""The worker in the registry (``pgq.workers``): it registers before its first claim (and
+again on a new connection), stays fresh through the heartbeats it sends anyway (with empty
+arrays while it holds no job, see ``_heartbeat``) and unregisters at a clean stop. What it
+announces: its entrypoints, host, pid, version and settings; the database decides when it
+counts as gone (``pgq.worker_status``)."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from pgq_thin import __version__, admin_calls, calls
+from pgq_thin.records import WorkerRegistration
+from pgq_thin.worker._settings import WorkerSettings
+
+
+def registration(
+    settings: WorkerSettings, entrypoints: list[str]
+) -> admin_calls.Call[WorkerRegistration]:
+    """The ``pgq.register_worker`` call of this worker (the timeout: the SQL default)."""
+    return admin_calls.register_worker(
+        settings.worker_id,
+        sorted(entrypoints),
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        version=__version__,
+        metadata={
+            "client": "pgq-thin",
+            "concurrency": settings.concurrency,
+            "batch_size": settings.batch_size,
+            "run_schedules": settings.run_schedules,
+        },
+    )
+
+
+async def register(
+    conn: calls.AConn, settings: WorkerSettings, entrypoints: list[str]
+) -> WorkerRegistration:
+    return await admin_calls.arun(conn, registration(settings, entrypoints))
+
+
+async def unregister(conn: calls.AConn, settings: WorkerSettings) -> bool:
+    return await admin_calls.arun(conn, admin_calls.unregister_worker(settings.worker_id))
