@@ -34,9 +34,9 @@ from typing import Any, Literal
 from pgq_thin import admin_calls as ac
 from pgq_thin import calls
 from pgq_thin import dashboard_calls as dc
-from pgq_thin.admin_calls import Call, HistoryFilter, async_method, sync_method
+from pgq_thin.admin_calls import Call, HistoryFilter
 from pgq_thin.cron import CronSchedule
-from pgq_thin.handle import AsyncHandle, SyncHandle
+from pgq_thin.handle import AsyncHandle, SyncHandle, async_method, sync_method
 from pgq_thin.payloads import encode_payload
 from pgq_thin.records import (
     EntrypointConfig,
@@ -69,8 +69,8 @@ def _limit(limit: int | None) -> int | None:
 def _where(
     entrypoint: str | None,
     statuses: HistoryStatus | Sequence[HistoryStatus] | None,
-    since: datetime | None,
-    until: datetime | None,
+    since: datetime | timedelta | None,
+    until: datetime | timedelta | None,
     error: str | None,
 ) -> HistoryFilter:
     listed = [statuses] if isinstance(statuses, str) else statuses
@@ -143,15 +143,16 @@ class Build:
         entrypoint: str | None = None,
         *,
         statuses: HistoryStatus | Sequence[HistoryStatus] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: datetime | timedelta | None = None,
+        until: datetime | timedelta | None = None,
         error: str | None = None,
         after: str | None = None,
         page_size: int | None = None,
     ) -> Call[JobPage]:
         """One page of finished jobs, newest first (``pgq.find_history``): of an entrypoint
-        (None: all), statuses (None: failed), finished in ``[since, until)``, with ``error``
-        found in the failure's error, message or traceback."""
+        (None: all), statuses (None: failed), finished in ``[since, until)`` (a timedelta: that
+        long before the database's clock), with ``error`` found in the failure's error,
+        message or traceback."""
         where = _where(entrypoint, statuses, since, until, error)
         return ac.find_history(where, after, page_size)
 
@@ -160,8 +161,8 @@ class Build:
         entrypoint: str | None = None,
         *,
         statuses: HistoryStatus | Sequence[HistoryStatus] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: datetime | timedelta | None = None,
+        until: datetime | timedelta | None = None,
         error: str | None = None,
         max_jobs: int | None = None,
         every: bool = False,
@@ -178,8 +179,8 @@ class Build:
         entrypoint: str | None = None,
         *,
         statuses: HistoryStatus | Sequence[HistoryStatus] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: datetime | timedelta | None = None,
+        until: datetime | timedelta | None = None,
         error: str | None = None,
         max_jobs: int | None = None,
         every: bool = False,

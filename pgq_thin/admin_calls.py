@@ -3,7 +3,8 @@
 An operation of :class:`~pgq_thin.admin.Admin` (and of the producer's result lookups) is built
 once, here, as a :class:`Call`: one statement, its parameters, and a function turning the rows
 into records. :func:`run` and :func:`arun` send a call on a sync or an async connection, so the
-sync and async classes share every statement and every conversion (see ``admin.py``).
+sync and async classes share every statement and every conversion (see ``admin.py`` and
+:func:`pgq_thin.handle.sync_method`).
 
 Optional arguments are passed **by name and only when given** (:class:`Fn`): what the caller
 leaves out takes the SQL function's own default, never a copy of it kept in Python. Like
@@ -13,13 +14,12 @@ and every statement is prepared against the catalog in ``tests/py/test_calls.py`
 
 from __future__ import annotations
 
-import functools
 import operator
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -27,7 +27,6 @@ from psycopg.rows import dict_row
 
 from pgq_thin import calls
 from pgq_thin.errors import PgqThinError, from_psycopg, setup_error
-from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.records import (
     EntrypointConfig,
     EntrypointMetrics,
@@ -43,7 +42,6 @@ from pgq_thin.records import (
 
 R = TypeVar("R")
 T = TypeVar("T")
-P = ParamSpec("P")
 Row = calls.Row
 
 
@@ -61,12 +59,15 @@ class Fn:
     def least(self) -> str:
         return self.sql([a for a, _ in self.args[: self.required]])
 
-    def sql(self, given: Sequence[str]) -> str:
+    def sql(self, given: Sequence[str], ago: Sequence[str] = ()) -> str:
+        """``ago``: timestamptz arguments given as an interval before the server's ``now()``."""
         types = dict(self.args)
         unknown = [g for g in given if g not in types]
         if unknown:
             raise ValueError(f"{self.name} has no argument {', '.join(unknown)}")
-        named = ", ".join(f"{g} => %s::{types[g]}" for g in given)
+        named = ", ".join(
+            f"{g} => now() - %s::interval" if g in ago else f"{g} => %s::{types[g]}" for g in given
+        )
         if self.scalar:
             return f"SELECT {self.name}({named})"
         return f"SELECT * FROM {self.name}({named})"
@@ -76,9 +77,16 @@ class Fn:
         return self.sql([a for a, _ in self.args])
 
     def call(self, shape: Callable[[list[Row]], R], **values: Any) -> Call[R]:
-        """A call passing the arguments that are not None (None: the SQL default)."""
+        """A call passing the arguments that are not None (None: the SQL default); a
+        timedelta for a timestamptz argument means that long before the server's clock."""
         given = {k: v for k, v in values.items() if v is not None}
-        return Call(self.sql(list(given)), tuple(given.values()), shape)
+        types = dict(self.args)
+        ago = [
+            k
+            for k, v in given.items()
+            if isinstance(v, timedelta) and types.get(k) == "timestamptz"
+        ]
+        return Call(self.sql(list(given), ago), tuple(given.values()), shape)
 
 
 _HISTORY = (
@@ -239,29 +247,6 @@ async def arun(conn: calls.AConn, call: Call[R]) -> R:
     return total  # type: ignore[return-value]
 
 
-def sync_method(build: Callable[P, Call[R]]) -> Callable[Concatenate[SyncHandle, P], R]:
-    """A method of a sync handle that builds a call with ``build`` (same arguments and
-    docstring) and runs it on the handle's connection."""
-
-    @functools.wraps(build)
-    def method(self: SyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return run(self.connection, build(*args, **kwargs))
-
-    return method
-
-
-def async_method(
-    build: Callable[P, Call[R]],
-) -> Callable[Concatenate[AsyncHandle, P], Coroutine[Any, Any, R]]:
-    """The async twin of :func:`sync_method`."""
-
-    @functools.wraps(build)
-    async def method(self: AsyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await arun(await self.connection(), build(*args, **kwargs))
-
-    return method
-
-
 # --- the calls --------------------------------------------------------------------------------
 
 
@@ -321,12 +306,13 @@ def list_jobs(
 @dataclass(frozen=True)
 class HistoryFilter:
     """Which finished jobs: entrypoint (None: all), statuses (None: the SQL default, failed),
-    finished in ``[since, until)``, ``error`` text found in the failure."""
+    finished in ``[since, until)`` (a timedelta: that long before the server's clock),
+    ``error`` text found in the failure."""
 
     entrypoint: str | None = None
     statuses: Sequence[str] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: datetime | timedelta | None = None  # a timedelta: that long before now()
+    until: datetime | timedelta | None = None
     error: str | None = None
 
     def values(self) -> dict[str, Any]:

@@ -422,6 +422,9 @@ def test_history_by_filter_find_requeue_delete(pgq_dsn: str) -> None:
         since = admin.job(dead[0])
         assert since is not None and since.finished_at is not None
         assert admin.find_history(since=since.finished_at + timedelta(days=1)).jobs == []
+        # a timedelta: that long before the database's clock
+        assert len(admin.find_history("hf.a", since=timedelta(hours=1))) == 4
+        assert admin.find_history("hf.a", until=timedelta(hours=1)).jobs == []
 
         assert sorted(admin.requeue_history("hf.a", error="smtp")) == sorted(dead)
         assert {j.status for j in admin.list_jobs("hf.a", "queued")} == {"queued"}

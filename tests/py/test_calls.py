@@ -28,6 +28,16 @@ STATEMENTS |= {
     if isinstance(fn, admin_calls.Fn)
     for form, sql in (("", fn.full), ("(least)", fn.least))
 }
+# A timestamptz argument given as an interval before now().
+STATEMENTS |= {
+    f"pgq_thin.admin_calls.{name}(ago {arg})": fn.sql(
+        [a for a, _ in fn.args[: fn.required]] + [arg], ago=[arg]
+    )
+    for name, fn in vars(admin_calls).items()
+    if isinstance(fn, admin_calls.Fn)
+    for arg, kind in fn.args
+    if kind == "timestamptz"
+}
 
 
 def prepare(conn: psycopg.Connection[Any], sql: str) -> None:
