@@ -1,13 +1,12 @@
 """The ``pgq-thin`` command line: a thin layer over the public API.
 
-Each command module (:mod:`~pgq_thin.cli.schema`, :mod:`~pgq_thin.cli.run`,
-:mod:`~pgq_thin.cli.jobs`, :mod:`~pgq_thin.cli.schedules`, :mod:`~pgq_thin.cli.embedded`,
-:mod:`~pgq_thin.cli.demo`, :mod:`~pgq_thin.cli.web`) parses its arguments, calls
-:mod:`pgq_thin.migrate`, :class:`~pgq_thin.queue.Queue`, :class:`~pgq_thin.admin.Admin` or the
-worker (or serves the dashboard), and prints; it holds no query of its own. This module only
-assembles the parser and maps errors to exit codes: a user mistake or an error from the
-database prints one line on stderr (``pgq-thin COMMAND: message``, with what to do when the
-database is not set up) and exits non-zero; tracebacks are for bugs.
+Each command module of this package (one per group of commands, listed in ``COMMANDS``)
+parses its arguments, calls :mod:`pgq_thin.migrate`, :class:`~pgq_thin.queue.Queue`,
+:class:`~pgq_thin.admin.Admin` or the worker (or serves the dashboard), and prints; it holds
+no query of its own. This module only assembles the parser
+and maps errors to exit codes: a user mistake or an error from the database prints one line on
+stderr (``pgq-thin COMMAND: message``, with what to do when the database is not set up) and
+exits non-zero; tracebacks are for bugs.
 """
 
 from __future__ import annotations
@@ -19,7 +18,16 @@ from collections.abc import Sequence
 import psycopg
 
 from pgq_thin import __version__
-from pgq_thin.cli import demo, embedded, jobs, run, schedules, schema, web
+from pgq_thin.cli import (
+    demo,
+    embedded,
+    jobs,
+    run,
+    schedules,
+    schema,
+    steer,
+    web,
+)
 from pgq_thin.cli._common import (
     EXIT_ERROR,
     EXIT_USAGE,
@@ -38,6 +46,7 @@ COMMANDS: dict[str, Command] = {
     **schema.COMMANDS,
     **run.COMMANDS,
     **jobs.COMMANDS,
+    **steer.COMMANDS,
     **schedules.COMMANDS,
     **demo.COMMANDS,
     **embedded.COMMANDS,

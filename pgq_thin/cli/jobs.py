@@ -1,4 +1,4 @@
-"""``enqueue``, ``status``, ``failed``, ``requeue``: over :class:`~pgq_thin.queue.Queue` and
+"""``enqueue``, ``status``, ``failed``: over :class:`~pgq_thin.queue.Queue` and
 :class:`~pgq_thin.admin.Admin`."""
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ STATUS_COLUMNS = (
     "concurrency_limit",
     "max_attempts",
     "heartbeat_timeout",
+    "paused",
 )
 
 
@@ -104,7 +105,7 @@ def _cmd_failed(args: argparse.Namespace) -> int:
         print_json(rows)
         return EXIT_OK
     table(
-        "dead jobs (pgq-thin requeue ID... puts them back)",
+        "dead jobs (pgq-thin requeue ID... or --all-failed puts them back)",
         ("id", "entrypoint", "attempts", "finished_at", "error", "message"),
         [
             [r.id, r.entrypoint, r.attempt, r.finished_at, r.error, r.message[:MESSAGE_WIDTH]]
@@ -115,25 +116,10 @@ def _cmd_failed(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _add_requeue(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("ids", metavar="ID", type=int, nargs="+", help="ids of dead/canceled jobs")
-
-
-def _cmd_requeue(args: argparse.Namespace) -> int:
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
-        done = admin.requeue(args.ids)
-    out(f"requeued {len(done)} job(s){': ' + ' '.join(map(str, done)) if done else ''}")
-    skipped = [i for i in args.ids if i not in set(done)]
-    if skipped:
-        out(f"not requeued (unknown, successful or still live): {' '.join(map(str, skipped))}")
-    return EXIT_OK
-
-
 COMMANDS: dict[str, Command] = {
     "enqueue": Command(
         "add one job: pgq-thin enqueue ENTRYPOINT [JSON]", _add_enqueue, _cmd_enqueue
     ),
     "status": Command("per-entrypoint queue status (pgq.queue_stats)", _add_status, _cmd_status),
     "failed": Command("list dead jobs (pgq.failed_jobs)", _add_failed, _cmd_failed),
-    "requeue": Command("put dead or canceled jobs back in the queue", _add_requeue, _cmd_requeue),
 }

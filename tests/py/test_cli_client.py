@@ -79,7 +79,22 @@ def test_status_as_a_rich_table(pgq_dsn: str, capsys: pytest.CaptureFixture[str]
 def test_help_lists_every_command() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("run", "enqueue", "status", "failed", "requeue", "demo", "install"):
+    for command in (
+        "run",
+        "enqueue",
+        "status",
+        "failed",
+        "requeue",
+        "demo",
+        "install",
+        "show",
+        "cancel",
+        "pause",
+        "resume",
+        "configure",
+        "prune",
+        "workers",
+    ):
         assert command in result.stdout
     run_help = run_cli("run", "--help").stdout
     for option in ("--concurrency", "--batch-size", "--drain", "--entrypoint", "MODULE:ATTR"):
@@ -144,7 +159,9 @@ def test_run_as_a_role_without_pgq_worker(login_role: Callable[..., str]) -> Non
     seconds, result = timed_run("observe_app:worker", "--dsn", dsn)
     line = one_line_error(result)
     assert line == (
-        f"pgq-thin run: role {role} lacks pgq_worker (permission denied for function claim): "
+        # the first call of a run: announcing the worker in the registry
+        f"pgq-thin run: role {role} lacks pgq_worker (permission denied for function "
+        "register_worker): "
         f"GRANT pgq_worker TO {role}"
     )
     assert result.returncode == 1 and seconds < 10
@@ -211,3 +228,123 @@ def test_schedules_add_list_remove(pgq_dsn: str, capsys: pytest.CaptureFixture[s
 def test_schedules_user_mistakes_are_one_line(pgq_dsn: str, args: list[str], message: str) -> None:
     line = one_line_error(run_cli("schedules", *args, "--dsn", pgq_dsn))
     assert message in line
+
+
+# --- the operator's verbs: cancel, pause, resume, show, configure, prune, requeue, workers -----
+
+
+def fail_all(dsn: str, entrypoint: str, error: str, message: str) -> list[int]:
+    """Make every due job of an entrypoint dead through the SQL API (one attempt allowed)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pgq.configure(%s, max_attempts => 1)", (entrypoint,))
+        rows = conn.execute(
+            "SELECT c.id FROM (SELECT gen_random_uuid() AS worker) w,"
+            " LATERAL (SELECT w.worker, j.id, j.lease"
+            "          FROM pgq.claim(w.worker, ARRAY[%s], 100) j) c,"
+            " LATERAL pgq.complete(c.worker, ARRAY[c.id], ARRAY[c.lease], ARRAY['failed'],"
+            "   ARRAY[jsonb_build_object('error', %s::text, 'message', %s::text)]) done",
+            (entrypoint, error, message),
+        ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> object:
+    assert main([*args, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_cancel_pause_resume_configure(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = ("--dsn", pgq_dsn)
+    main(["enqueue", "op.a", *d])
+    job_id = int(capsys.readouterr().out)
+    assert cli_json(capsys, "cancel", str(job_id), "424242", *d) == {
+        "canceled": [job_id],
+        "not_canceled": [424242],
+    }
+    assert main(["cancel", "424242", *d]) == 0
+    assert "canceled 0 job(s)" in capsys.readouterr().out
+
+    [paused] = cli_json(capsys, "pause", "op.a", *d)  # type: ignore[misc]
+    assert paused["entrypoint"] == "op.a" and paused["paused_at"] and paused["paused_by"]
+    status = cli_json(capsys, "status", *d)
+    assert [(r["entrypoint"], r["paused"]) for r in status] == [("op.a", True)]  # type: ignore[union-attr]
+    assert main(["resume", "op.a", "op.never", "--plain", *d]) == 0
+    out = capsys.readouterr().out
+    assert "op.a" in out and "not paused (or unknown): op.never" in out
+
+    config = cli_json(
+        capsys, "configure", "op.a", "--max-attempts", "3", "--backoff-base", "2m", *d
+    )
+    assert (config["max_attempts"], config["backoff_base"]) == (3, 120.0)  # type: ignore[index]
+    assert main(["configure", "op.a", "--reset", "--plain", *d]) == 0
+    assert "op.a" in capsys.readouterr().out
+
+
+def test_show_one_job(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = ("--dsn", pgq_dsn)
+    main(["enqueue", "show.a", '{"to": "x"}', *d])
+    job_id = int(capsys.readouterr().out)
+    [dead] = fail_all(pgq_dsn, "show.a", "SmtpError", "mail server down")
+    assert dead == job_id
+    data = cli_json(capsys, "show", str(job_id), *d)
+    assert (data["status"], data["payload"], data["attempt"]) == ("failed", {"to": "x"}, 1)  # type: ignore[index]
+    assert main(["show", str(job_id), *d]) == 0
+    out = capsys.readouterr().out
+    assert "status:         failed" in out and "attempt:        1 of 1" in out
+    assert "error #1 at " in out and "SmtpError: mail server down" in out
+    result = run_cli("show", "999999", "--dsn", pgq_dsn)
+    assert result.returncode == 1 and "no job 999999" in one_line_error(result)
+
+
+def test_requeue_by_filter_and_by_id(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = ("--dsn", pgq_dsn)
+    for n in range(3):
+        main(["enqueue", "rq.a", json.dumps({"n": n}), *d])
+    main(["enqueue", "rq.b", *d])
+    capsys.readouterr()
+    timeouts = fail_all(pgq_dsn, "rq.a", "Timeout", "too slow")
+    [other] = fail_all(pgq_dsn, "rq.b", "KeyError", "k")
+
+    assert cli_json(
+        capsys, "requeue", "--entrypoint", "rq.a", "--since", "2099-01-01T00:00+00:00", *d
+    ) == {"requeued": []}
+    assert cli_json(capsys, "requeue", "--error", "key", "--since", "1h", *d) == {
+        "requeued": [other]
+    }
+    assert main(["requeue", "--all-failed", *d]) == 0
+    assert "requeued 3 job(s)" in capsys.readouterr().out
+    assert fail_all(pgq_dsn, "rq.a", "Timeout", "again") == timeouts
+    assert cli_json(capsys, "requeue", str(timeouts[0]), "5", *d) == {
+        "requeued": [timeouts[0]],
+        "not_requeued": [5],
+    }
+    assert "give job ids or a filter" in one_line_error(
+        run_cli("requeue", "1", "--entrypoint", "x", "--dsn", pgq_dsn)
+    )
+    assert "--all-failed" in one_line_error(run_cli("requeue", "--dsn", pgq_dsn))
+    bad = run_cli("requeue", "--since", "yesterday", "--dsn", pgq_dsn)
+    assert bad.returncode == 2 and "not a time: 'yesterday'" in bad.stderr
+
+
+def test_prune_and_workers(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = ("--dsn", pgq_dsn)
+    main(["enqueue", "pr.a", *d])
+    capsys.readouterr()
+    fail_all(pgq_dsn, "pr.a", "E", "m")
+    assert cli_json(capsys, "prune", "--older-than", "1d", *d) == {"deleted": 0}
+    assert main(["prune", "--older-than", "0", *d]) == 0
+    assert "deleted 1 finished job(s)" in capsys.readouterr().out
+    bad = run_cli("prune", "--older-than", "soon", "--dsn", pgq_dsn)
+    assert bad.returncode == 2 and "not a duration: 'soon'" in bad.stderr
+
+    assert cli_json(capsys, "workers", *d) == []
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pgq.register_worker('7f0e8d5a-0000-4000-8000-000000000001', '{pr.a}',"
+            " host => 'box', pid => 7)"
+        )
+    [worker] = cli_json(capsys, "workers", *d)  # type: ignore[misc]
+    assert (worker["state"], worker["host"], worker["pid"]) == ("active", "box", 7)
+    assert main(["workers", "--plain", *d]) == 0
+    out = capsys.readouterr().out
+    assert "7f0e8d5a-0000-4000-8000-000000000001" in out and "active" in out and "box" in out

@@ -1,0 +1,350 @@
+"""``cancel``, ``pause``, ``resume``, ``show``, ``configure``, ``prune``, ``requeue`` (by id or
+by filter) and ``workers``: each parses, makes one :class:`~pgq_thin.admin.Admin` call, prints
+(``--json``: the records as JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime, timedelta
+from typing import Any
+
+from pgq_thin.admin import Admin
+from pgq_thin.cli._common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    Command,
+    UsageError,
+    application_name,
+    dsn,
+    out,
+)
+from pgq_thin.cli._output import add_format_options, fmt, print_json, table, wants_json
+from pgq_thin.records import to_json
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def duration(text: str) -> timedelta:
+    """``90``, ``90s``, ``15m``, ``2h``, ``7d``, ``1w`` (a number without a unit: seconds)."""
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in UNITS else (text, "s")
+    try:
+        seconds = float(number) * UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {text!r} (for example 90, 30s, 15m, 2h, 7d)"
+        ) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"a duration must not be negative, got {text!r}")
+    return timedelta(seconds=seconds)
+
+
+def moment(text: str) -> datetime | timedelta:
+    """An ISO 8601 time, or a duration meaning that long before the database's clock."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    try:
+        return duration(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (an ISO 8601 time such as 2026-11-30T08:00+00:00, or how "
+            "long ago: 30m, 2h, 1d)"
+        ) from None
+
+
+def _admin(args: argparse.Namespace) -> Admin:
+    return Admin(dsn(args), application_name=application_name(args))
+
+
+def _ids(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("ids", metavar="ID", type=int, nargs="+", help=what)
+
+
+def _done(args: argparse.Namespace, verb: str, asked: list[int], done: list[int]) -> int:
+    if wants_json(args):
+        print_json({verb: done, "not_" + verb: [i for i in asked if i not in set(done)]})
+        return EXIT_OK
+    out(f"{verb} {len(done)} job(s){': ' + ' '.join(map(str, done)) if done else ''}")
+    skipped = [i for i in asked if i not in set(done)]
+    if skipped:
+        out(f"not {verb}: {' '.join(map(str, skipped))}")
+    return EXIT_OK
+
+
+# --- cancel -----------------------------------------------------------------------------------
+
+
+def _add_cancel(parser: argparse.ArgumentParser) -> None:
+    _ids(parser, "ids of queued or running jobs")
+    add_format_options(parser)
+
+
+def _cmd_cancel(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        done = admin.cancel(args.ids)
+    return _done(args, "canceled", args.ids, done)
+
+
+# --- pause / resume ---------------------------------------------------------------------------
+
+
+def _add_pause(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("entrypoints", metavar="ENTRYPOINT", nargs="+")
+    add_format_options(parser)
+
+
+def _policies(args: argparse.Namespace, rows: list[Any], title: str) -> int:
+    if wants_json(args):
+        print_json(rows)
+        return EXIT_OK
+    table(
+        title,
+        ("entrypoint", "paused_at", "paused_by", "concurrency_limit", "max_attempts"),
+        [
+            [r.entrypoint, r.paused_at, r.paused_by, r.concurrency_limit, r.max_attempts]
+            for r in rows
+        ],
+        args,
+    )
+    return EXIT_OK
+
+
+def _cmd_pause(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        rows = admin.pause(args.entrypoints)
+    return _policies(args, rows, "paused (no job of these starts; enqueueing goes on)")
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        rows = admin.resume(args.entrypoints)
+    unknown = sorted(set(args.entrypoints) - {r.entrypoint for r in rows})
+    code = _policies(args, rows, "resumed")
+    if unknown and not wants_json(args):
+        out(f"not paused (or unknown): {' '.join(unknown)}")
+    return code
+
+
+# --- show -------------------------------------------------------------------------------------
+
+
+def _add_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", metavar="ID", type=int, help="a job id, live or finished")
+    parser.add_argument("--json", action="store_true", help="the job as one JSON object")
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        job = admin.job(args.id)
+    if job is None:
+        print(
+            f"pgq-thin show: no job {args.id} (never enqueued, or pruned from history)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    if wants_json(args):
+        print_json(job)
+        return EXIT_OK
+    data = to_json(job)
+    for name in ("id", "entrypoint", "status", "priority", "dedupe_key", "schedule"):
+        if data[name] is not None:
+            out(f"{name + ':':<16}{data[name]}")
+    out(f"{'attempt:':<16}{job.attempt} of {job.max_attempts}")
+    for name in ("enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at"):
+        if getattr(job, name) is not None:
+            out(f"{name + ':':<16}{fmt(getattr(job, name))}")
+    for name in ("wait_s", "run_s"):
+        value = getattr(job, name)
+        if value is not None:
+            out(f"{name + ':':<16}{value:.3f}")
+    if job.worker_id is not None:
+        out(
+            f"{'worker_id:':<16}{job.worker_id}{' (cancel requested)' * bool(job.cancel_requested)}"
+        )
+    for name in ("payload", "headers", "result"):
+        if data[name] is not None:
+            out(f"{name + ':':<16}{_compact(data[name])}")
+    if job.status != "successful" and data["details"] is not None:
+        out(f"{'details:':<16}{_compact(data['details'])}")
+    for err in job.errors or []:
+        details = err.get("details") if isinstance(err, dict) else err
+        what = details if not isinstance(details, dict) else _error_text(details)
+        out(f"error #{err.get('attempt', '?')} at {err.get('at', '?')}: {what}")
+    return EXIT_OK
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def _error_text(details: dict[str, Any]) -> str:
+    text = ": ".join(str(details[k]) for k in ("error", "message") if details.get(k))
+    return text or _compact(details)
+
+
+# --- configure --------------------------------------------------------------------------------
+
+
+def _add_configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("entrypoint", metavar="ENTRYPOINT")
+    parser.add_argument("--concurrency-limit", type=int, default=None, help="jobs at once")
+    parser.add_argument("--max-attempts", type=int, default=None)
+    for name in ("backoff-base", "backoff-max", "heartbeat-timeout"):
+        parser.add_argument(f"--{name}", type=duration, default=None, metavar="DURATION")
+    parser.add_argument(
+        "--reset", action="store_true", default=False, help="every setting to its default first"
+    )
+    add_format_options(parser)
+
+
+def _cmd_configure(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        row = admin.configure(
+            args.entrypoint,
+            concurrency_limit=args.concurrency_limit,
+            max_attempts=args.max_attempts,
+            backoff_base=args.backoff_base,
+            backoff_max=args.backoff_max,
+            heartbeat_timeout=args.heartbeat_timeout,
+            reset=args.reset,
+        )
+    if wants_json(args):
+        print_json(row)
+        return EXIT_OK
+    columns = ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max")
+    table(
+        "policy",
+        (*columns, "heartbeat_timeout", "paused"),
+        [[*(getattr(row, c) for c in columns), row.heartbeat_timeout, row.paused]],
+        args,
+    )
+    return EXIT_OK
+
+
+# --- prune ------------------------------------------------------------------------------------
+
+
+def _add_prune(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--older-than",
+        type=duration,
+        required=True,
+        metavar="DURATION",
+        help="delete the history of jobs finished longer ago than this (e.g. 7d)",
+    )
+    parser.add_argument("--json", action="store_true", help='{"deleted": N}')
+
+
+def _cmd_prune(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        deleted = admin.prune(args.older_than)
+    if wants_json(args):
+        print_json({"deleted": deleted})
+    else:
+        out(f"deleted {deleted} finished job(s) older than {fmt(args.older_than)}")
+    return EXIT_OK
+
+
+# --- requeue ----------------------------------------------------------------------------------
+
+
+def _add_requeue(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "ids", metavar="ID", type=int, nargs="*", default=[], help="ids of dead or canceled jobs"
+    )
+    by = parser.add_argument_group("or by filter (every matching job, newest first)")
+    by.add_argument("--entrypoint", default=None)
+    by.add_argument("--since", type=moment, default=None, metavar="TIME", help="finished since")
+    by.add_argument("--until", type=moment, default=None, metavar="TIME", help="finished before")
+    by.add_argument("--error", default=None, metavar="TEXT", help="text in the error")
+    by.add_argument("--canceled", action="store_true", default=False, help="canceled jobs too")
+    by.add_argument(
+        "--all-failed", action="store_true", default=False, help="every dead job (no filter)"
+    )
+    parser.add_argument("--json", action="store_true", help='{"requeued": [...], ...}')
+
+
+def _cmd_requeue(args: argparse.Namespace) -> int:
+    filtered = any(v is not None for v in (args.entrypoint, args.since, args.until, args.error))
+    if args.ids and (filtered or args.all_failed or args.canceled):
+        raise UsageError("give job ids or a filter, not both")
+    if not args.ids and not (filtered or args.all_failed):
+        raise UsageError(
+            "give job ids, a filter (--entrypoint, --since, --until, --error) or --all-failed"
+        )
+    with _admin(args) as admin:
+        if args.ids:
+            return _done(args, "requeued", args.ids, admin.requeue(args.ids))
+        done = admin.requeue_history(
+            args.entrypoint,
+            statuses=["failed", "canceled"] if args.canceled else None,
+            since=args.since,
+            until=args.until,
+            error=args.error,
+            every=True,
+        )
+    if wants_json(args):
+        print_json({"requeued": done})
+    else:
+        out(f"requeued {len(done)} job(s){': ' + ' '.join(map(str, done)) if done else ''}")
+    return EXIT_OK
+
+
+# --- workers ----------------------------------------------------------------------------------
+
+WORKER_COLUMNS = ("worker_id", "state", "host", "pid", "entrypoints", "silent_s", "running")
+
+
+def _add_workers(parser: argparse.ArgumentParser) -> None:
+    add_format_options(parser)
+
+
+def _cmd_workers(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        rows = admin.workers()
+    if wants_json(args):
+        print_json(rows)
+        return EXIT_OK
+    table(
+        "workers (pgq.worker_status)",
+        (*WORKER_COLUMNS, "stale", "version"),
+        [
+            [
+                str(w.worker_id),
+                w.state,
+                w.host,
+                w.pid,
+                ",".join(w.entrypoints or []),
+                None if w.silent_s is None else f"{w.silent_s:.0f}",
+                w.running,
+                w.stale,
+                w.version,
+            ]
+            for w in rows
+        ],
+        args,
+    )
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Command] = {
+    "cancel": Command(
+        "cancel jobs: queued at once, running asked to stop", _add_cancel, _cmd_cancel
+    ),
+    "pause": Command("pause entrypoints: no job of theirs starts", _add_pause, _cmd_pause),
+    "resume": Command("resume paused entrypoints", _add_pause, _cmd_resume),
+    "show": Command("everything about one job, live or finished (pgq.job)", _add_show, _cmd_show),
+    "configure": Command(
+        "set an entrypoint's policy (pgq.configure)", _add_configure, _cmd_configure
+    ),
+    "prune": Command("delete old history (pgq.prune_history)", _add_prune, _cmd_prune),
+    "requeue": Command(
+        "put dead or canceled jobs back in the queue, by id or by filter",
+        _add_requeue,
+        _cmd_requeue,
+    ),
+    "workers": Command("the workers registry (pgq.worker_status)", _add_workers, _cmd_workers),
+}
