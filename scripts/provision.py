@@ -1,7 +1,8 @@
 """Install what the test suite needs, only what is missing: the one set-up of `make test` and CI.
 
-The suite runs everything it has: pgTAP files for both servers, PgBouncer, Node.js and npm (the
-example workers in ``examples/``), headless Chromium and ChromeDriver (browser tests). This
+The suite runs everything it has: pgTAP files for both servers, PgBouncer, tmux (``pgq-thin
+top`` in a real terminal), Node.js and npm (the example workers in ``examples/``), headless
+Chromium and ChromeDriver (browser tests). This
 script checks each of them and, as root on a machine with ``apt-get``, installs the missing
 ones from Debian's packages (one ``apt-get update``, then one quiet ``apt-get install``), then
 runs ``npm ci`` in every ``examples/*`` folder with a ``package.json`` whose ``node_modules`` is
@@ -169,6 +170,7 @@ def requirements(dsn: str | None, server_major: int | None) -> list[Requirement]
             lambda: os.geteuid() != 0 or _has_user("postgres"),
             "postgresql-common",
         ),
+        Requirement("tmux", "the terminal tests of pgq-thin top", _has_command("tmux"), "tmux"),
         Requirement("node", "the Node.js example workers", _has_command("node"), "nodejs"),
         Requirement("npm", "installing the Node.js examples", _has_command("npm"), "npm"),
         Requirement("chromium", "the browser tests", _has_command("chromium"), "chromium"),

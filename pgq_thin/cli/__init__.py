@@ -26,6 +26,7 @@ from pgq_thin.cli import (
     schedules,
     schema,
     steer,
+    top,
     web,
 )
 from pgq_thin.cli._common import (
@@ -47,6 +48,7 @@ COMMANDS: dict[str, Command] = {
     **run.COMMANDS,
     **jobs.COMMANDS,
     **steer.COMMANDS,
+    **top.COMMANDS,
     **schedules.COMMANDS,
     **demo.COMMANDS,
     **embedded.COMMANDS,
