@@ -112,7 +112,7 @@ def test_the_cli_uses_only_the_public_api() -> None:
     """No command keeps a query or a connection of its own: nothing under pgq_thin.cli
     imports the SQL calls or the connection factory."""
     graph = import_graph(PACKAGE)
-    private = {"pgq_thin.calls", "pgq_thin.connection"}
+    private = {"pgq_thin.calls", "pgq_thin.admin_calls", "pgq_thin.connection"}
     offenders = {
         name: sorted(graph[name] & private)
         for name in graph
