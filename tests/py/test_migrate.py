@@ -223,6 +223,20 @@ def test_uninstall_then_reinstall(pgq_dsn: str, reference: dict[str, list[str]])
     assert_same_catalog(reference, catalog.snapshot_of(pgq_dsn), ("installed", "reinstalled"))
 
 
+def test_uninstall_knows_every_role_the_install_grants(pgq_dsn: str) -> None:
+    """migrate.ROLES (what uninstall drops) are exactly the roles the install grants schema
+    pgq to: a role added by a migration and forgotten here would outlive an uninstall."""
+    with psycopg.connect(pgq_dsn) as conn:
+        granted = {
+            row[0]
+            for row in conn.execute(
+                "SELECT a.grantee::regrole::text FROM pg_namespace n, aclexplode(n.nspacl) a"
+                " WHERE n.nspname = 'pgq' AND a.grantee <> n.nspowner AND a.grantee <> 0"
+            )
+        }
+    assert granted == set(migrate.ROLES)
+
+
 def test_downgrade_only_to_base(pgq_dsn: str) -> None:
     with pytest.raises(MigrationError, match="forward-only"):
         migrate.downgrade(pgq_dsn, migrate.head())
