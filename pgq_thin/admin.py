@@ -34,9 +34,9 @@ from typing import Any, Literal
 from pgq_thin import admin_calls as ac
 from pgq_thin import calls
 from pgq_thin import dashboard_calls as dc
-from pgq_thin.admin_calls import Call, HistoryFilter
+from pgq_thin.admin_calls import Call, HistoryFilter, async_method, sync_method
 from pgq_thin.cron import CronSchedule
-from pgq_thin.handle import AsyncHandle, SyncHandle, async_method, sync_method
+from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.payloads import encode_payload
 from pgq_thin.records import (
     EntrypointConfig,

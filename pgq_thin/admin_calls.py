@@ -3,8 +3,7 @@
 An operation of :class:`~pgq_thin.admin.Admin` (and of the producer's result lookups) is built
 once, here, as a :class:`Call`: one statement, its parameters, and a function turning the rows
 into records. :func:`run` and :func:`arun` send a call on a sync or an async connection, so the
-sync and async classes share every statement and every conversion (see ``admin.py`` and
-:func:`pgq_thin.handle.sync_method`).
+sync and async classes share every statement and every conversion (see ``admin.py``).
 
 Optional arguments are passed **by name and only when given** (:class:`Fn`): what the caller
 leaves out takes the SQL function's own default, never a copy of it kept in Python. Like
@@ -14,12 +13,13 @@ and every statement is prepared against the catalog in ``tests/py/test_calls.py`
 
 from __future__ import annotations
 
+import functools
 import operator
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -27,6 +27,7 @@ from psycopg.rows import dict_row
 
 from pgq_thin import calls
 from pgq_thin.errors import PgqThinError, from_psycopg, setup_error
+from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.records import (
     EntrypointConfig,
     EntrypointMetrics,
@@ -42,6 +43,7 @@ from pgq_thin.records import (
 
 R = TypeVar("R")
 T = TypeVar("T")
+P = ParamSpec("P")
 Row = calls.Row
 
 
@@ -80,15 +82,11 @@ class Fn:
         """A call passing the arguments that are not None (None: the SQL default); a
         timedelta for a timestamptz argument means that long before the server's clock."""
         given = {k: v for k, v in values.items() if v is not None}
-        types = dict(self.args)
-        ago = [
-            k
-            for k, v in given.items()
-            if isinstance(v, timedelta) and types.get(k) == "timestamptz"
-        ]
+        ago = [k for k, v in given.items() if isinstance(v, timedelta) and k in _TIMES]
         return Call(self.sql(list(given), ago), tuple(given.values()), shape)
 
 
+_TIMES = ("since", "until")  # timestamptz arguments that may be given as an interval ago
 _HISTORY = (
     ("entrypoint", "text"),
     ("statuses", "text[]"),
@@ -247,6 +245,29 @@ async def arun(conn: calls.AConn, call: Call[R]) -> R:
     return total  # type: ignore[return-value]
 
 
+def sync_method(build: Callable[P, Call[R]]) -> Callable[Concatenate[SyncHandle, P], R]:
+    """A method of a sync handle that builds a call with ``build`` (same arguments and
+    docstring) and runs it on the handle's connection."""
+
+    @functools.wraps(build)
+    def method(self: SyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return run(self.connection, build(*args, **kwargs))
+
+    return method
+
+
+def async_method(
+    build: Callable[P, Call[R]],
+) -> Callable[Concatenate[AsyncHandle, P], Coroutine[Any, Any, R]]:
+    """The async twin of :func:`sync_method`."""
+
+    @functools.wraps(build)
+    async def method(self: AsyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await arun(await self.connection(), build(*args, **kwargs))
+
+    return method
+
+
 # --- the calls --------------------------------------------------------------------------------
 
 
@@ -317,13 +338,7 @@ class HistoryFilter:
 
     def values(self) -> dict[str, Any]:
         statuses = None if self.statuses is None else list(self.statuses)
-        return {
-            "entrypoint": self.entrypoint,
-            "statuses": statuses,
-            "since": self.since,
-            "until": self.until,
-            "error": self.error,
-        }
+        return {**vars(self), "statuses": statuses}
 
 
 def find_history(where: HistoryFilter, after: str | None, page_size: int | None) -> Call[JobPage]:
@@ -359,24 +374,14 @@ def prune(older_than: timedelta) -> Call[int]:
 
 
 def register_worker(
-    worker_id: UUID,
-    entrypoints: Sequence[str],
-    *,
-    host: str | None = None,
-    pid: int | None = None,
-    version: str | None = None,
-    metadata: dict[str, Any] | None = None,
-    timeout: timedelta | None = None,
+    worker_id: UUID, entrypoints: Sequence[str], **announced: Any
 ) -> Call[WorkerRegistration]:
+    """``announced``: any of host, pid, application_name, version, metadata (a dict) and
+    timeout; those left out take the SQL defaults."""
+    if "metadata" in announced:
+        announced["metadata"] = calls.jsonb(announced["metadata"])
     return REGISTER_WORKER.call(
-        first(WorkerRegistration),
-        worker_id=worker_id,
-        entrypoints=list(entrypoints),
-        host=host,
-        pid=pid,
-        version=version,
-        metadata=calls.jsonb(metadata),
-        timeout=timeout,
+        first(WorkerRegistration), worker_id=worker_id, entrypoints=list(entrypoints), **announced
     )
 
 

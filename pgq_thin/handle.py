@@ -14,21 +14,15 @@ A connection the handle opens is named (``application_name``) after the class:
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, ClassVar, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, ClassVar, Self
 
 import psycopg
 
-from pgq_thin.admin_calls import Call, arun, run
 from pgq_thin.connection import aconnect, connect
 from pgq_thin.dsn import resolve_dsn
 
-__all__ = ["AsyncHandle", "SyncHandle", "async_method", "sync_method"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["AsyncHandle", "SyncHandle"]
 
 
 def _refuse(owner: str, expected: str, given: object) -> TypeError:
@@ -139,26 +133,3 @@ class AsyncHandle:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
-
-
-def sync_method(build: Callable[P, Call[R]]) -> Callable[Concatenate[SyncHandle, P], R]:
-    """A method of a sync handle that builds a call with ``build`` (same arguments and
-    docstring) and runs it on the handle's connection."""
-
-    @functools.wraps(build)
-    def method(self: SyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return run(self.connection, build(*args, **kwargs))
-
-    return method
-
-
-def async_method(
-    build: Callable[P, Call[R]],
-) -> Callable[Concatenate[AsyncHandle, P], Coroutine[Any, Any, R]]:
-    """The async twin of :func:`sync_method`."""
-
-    @functools.wraps(build)
-    async def method(self: AsyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await arun(await self.connection(), build(*args, **kwargs))
-
-    return method

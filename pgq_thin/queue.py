@@ -33,7 +33,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pgq_thin import admin_calls, calls
-from pgq_thin.handle import AsyncHandle, SyncHandle, async_method, sync_method
+from pgq_thin.admin_calls import async_method, sync_method
+from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.otel import in_use as otel_in_use
 from pgq_thin.otel import with_trace_context
 from pgq_thin.payloads import encode_payload
