@@ -14,14 +14,13 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgq_thin import calls
 from pgq_thin.connection import AsyncSession, short_id
 from pgq_thin.dsn import resolve_dsn
 from pgq_thin.errors import SetupError
 from pgq_thin.listener import CancelRequested, Enqueued, Event, Listener, SchedulesChanged
-from pgq_thin.records import Rollup
 from pgq_thin.scheduler import Scheduler
 from pgq_thin.worker import _maintenance, _presence
 from pgq_thin.worker._attempts import Attempts
@@ -32,6 +31,9 @@ from pgq_thin.worker._registry import Registry
 from pgq_thin.worker._results import Result, ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from pgq_thin.records import Rollup
 
 T = TypeVar("T")
 
