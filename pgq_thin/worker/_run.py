@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgq_thin import calls
-from pgq_thin.connection import AsyncSession, short_id
+from pgq_thin.connection import AsyncSession, aconnect, short_id
 from pgq_thin.dsn import resolve_dsn
 from pgq_thin.errors import SetupError
 from pgq_thin.listener import CancelRequested, Enqueued, Event, Listener, SchedulesChanged
@@ -58,6 +58,7 @@ class Run:
         self.log = telemetry.log
         self._registry = registry
         self.session = session
+        self._dsn = dsn
         self.loop = asyncio.get_running_loop()
         self.executor = ThreadPoolExecutor(
             max_workers=settings.concurrency, thread_name_prefix="pgq-thin-job"
@@ -236,7 +237,11 @@ class Run:
         return await _maintenance.compact_once(self.call, self.log)
 
     async def rollup_once(self) -> Rollup:
-        return await _maintenance.rollup_once(self.call, self.log)
+        """On a connection of its own, opened for the step: a rollup can take a second at
+        high job rates, and on the session it would hold up the claims for that long."""
+        name = f"pgq-thin worker {short_id(self.settings.worker_id)} rollup"
+        async with await aconnect(self._dsn, application_name=name) as conn:
+            return await _maintenance.rollup_once(lambda fn: fn(conn), self.log)
 
     async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
         scheduler = self.scheduler

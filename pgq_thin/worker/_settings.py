@@ -49,7 +49,8 @@ class WorkerSettings:
     :param rollup_interval: seconds between two steps of ``pgq.rollup_metrics`` (jittered by
         +-20 %), which folds the jobs finished since the last step into the queue's metrics
         (``pgq.metrics``; one worker at a time, the others skip), together with
-        ``pgq.prune_workers``. None: leave both to readers of the metrics and to operators.
+        ``pgq.prune_workers``, on a connection opened for the step (never holding up claims).
+        None: leave both to readers of the metrics and to operators.
     :param run_schedules: fire every due schedule in the database (``pgq.schedules``: those
         added with ``pgq-thin schedules add`` or ``pgq.schedule(...)`` too), sleeping until the
         next one is due; False: fire none (the worker still registers its own
