@@ -33,6 +33,7 @@ def _add_enqueue(parser: argparse.ArgumentParser) -> None:
         "--dedupe-key", default=None, help="unique among live jobs; a clash is an error"
     )
     parser.add_argument("--headers", default=None, metavar="JSON", help="headers, a JSON object")
+    parser.add_argument("--json", action="store_true", help='{"id": N} rather than N')
 
 
 def _cmd_enqueue(args: argparse.Namespace) -> int:
@@ -51,7 +52,10 @@ def _cmd_enqueue(args: argparse.Namespace) -> int:
             dedupe_key=args.dedupe_key,
             headers=headers,
         )
-    out(str(job_id))
+    if wants_json(args):
+        print_json({"id": job_id})
+    else:
+        out(str(job_id))
     return EXIT_OK
 
 

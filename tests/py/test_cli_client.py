@@ -348,3 +348,8 @@ def test_prune_and_workers(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["workers", "--plain", *d]) == 0
     out = capsys.readouterr().out
     assert "7f0e8d5a-0000-4000-8000-000000000001" in out and "active" in out and "box" in out
+
+
+def test_enqueue_json(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    data = cli_json(capsys, "enqueue", "js.e", '{"a": 1}', "--dsn", pgq_dsn)
+    assert isinstance(data, dict) and isinstance(data["id"], int)

@@ -9,7 +9,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -164,3 +164,22 @@ def test_top_once_prints_one_screen(pgq_dsn: str) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert row(result.stdout, "top.o")[1:3] == ["2", "0"]
+
+
+def test_top_without_pgq_reader_shows_the_numbers_and_says_why_not_the_failures(
+    pgq_dsn: str, login_role: Callable[..., str]
+) -> None:
+    producer = login_role("pgq_producer")
+    with Queue(pgq_dsn) as queue:
+        queue.enqueue("top.r")
+    result = subprocess.run(
+        [sys.executable, "-m", "pgq_thin", "top", "--once", "--dsn", producer],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert row(result.stdout, "top.r")[1:2] == ["1"]
+    assert "last failures: role pgq_t_" in result.stdout
+    assert "lacks pgq_reader (or pgq_admin)" in result.stdout
