@@ -15,6 +15,7 @@ own registry, or serve it with :func:`serve`::
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -52,6 +53,8 @@ HELP = {
 }
 QUANTILES = (("0.5", "p50"), ("0.95", "p95"), ("0.99", "p99"))
 
+log = logging.getLogger(__name__)
+
 
 class QueueCollector:
     """A Prometheus collector reading the queue at each scrape (one scrape at a time)."""
@@ -73,6 +76,7 @@ class QueueCollector:
                 workers = self.admin.workers()
             except Exception as err:  # a scrape reports the database down, never crashes
                 self.last_error = one_line(err)
+                log.warning("pgq-thin metrics: the scrape could not read the database: %s", err)
                 yield _gauge("pgq_up", [], [((), 0.0)])
                 return
             self.last_error = None

@@ -139,7 +139,9 @@ def test_quantiles_are_the_percentile_columns(pgq_dsn: str) -> None:
     assert samples == {"0.5": 0.5, "0.95": 1.5, "0.99": 2.5}
 
 
-def test_a_database_that_cannot_be_read_is_pgq_up_0(empty_db_dsn: str) -> None:
+def test_a_database_that_cannot_be_read_is_pgq_up_0(
+    empty_db_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
     with Admin(empty_db_dsn) as admin:
         collector = QueueCollector(admin)
         families = list(collector.collect())
