@@ -325,7 +325,8 @@ class JobListing:
 @dataclass(frozen=True)
 class JobPage:
     """One page of a listing: its jobs and ``next_cursor``, the cursor to pass as ``after``
-    for the next page (None when this page is the last: shorter than asked for, or empty)."""
+    for the next page (None when this page is empty, or shorter than the page size asked for;
+    without a page size, the last page is the empty one)."""
 
     jobs: list[JobListing]
     next_cursor: str | None

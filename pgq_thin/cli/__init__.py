@@ -3,10 +3,10 @@
 Each command module of this package (one per group of commands, listed in ``COMMANDS``)
 parses its arguments, calls :mod:`pgq_thin.migrate`, :class:`~pgq_thin.queue.Queue`,
 :class:`~pgq_thin.admin.Admin` or the worker (or serves the dashboard), and prints; it holds
-no query of its own. This module only assembles the parser
-and maps errors to exit codes: a user mistake or an error from the database prints one line on
-stderr (``pgq-thin COMMAND: message``, with what to do when the database is not set up) and
-exits non-zero; tracebacks are for bugs.
+no query of its own. This module only assembles the parser and maps errors to exit codes: a
+user mistake or an error from the database prints one line on stderr (``pgq-thin COMMAND:
+message``, with what to do when the database is not set up) and exits non-zero; tracebacks are
+for bugs.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pgq_thin.cli import (
     demo,
     embedded,
     jobs,
+    listing,
     metrics,
     run,
     schedules,
@@ -49,6 +50,7 @@ COMMANDS: dict[str, Command] = {
     **run.COMMANDS,
     **jobs.COMMANDS,
     **steer.COMMANDS,
+    **listing.COMMANDS,
     **top.COMMANDS,
     **metrics.COMMANDS,
     **schedules.COMMANDS,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timedelta
 from typing import Any
 
 from pgq_thin.admin import Admin
@@ -18,41 +17,12 @@ from pgq_thin.cli._common import (
     UsageError,
     application_name,
     dsn,
+    duration,
+    moment,
     out,
 )
 from pgq_thin.cli._output import add_format_options, fmt, print_json, table, wants_json
 from pgq_thin.records import to_json
-
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def duration(text: str) -> timedelta:
-    """``90``, ``90s``, ``15m``, ``2h``, ``7d``, ``1w`` (a number without a unit: seconds)."""
-    number, unit = (text[:-1], text[-1]) if text and text[-1] in UNITS else (text, "s")
-    try:
-        seconds = float(number) * UNITS[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a duration: {text!r} (for example 90, 30s, 15m, 2h, 7d)"
-        ) from None
-    if seconds < 0:
-        raise argparse.ArgumentTypeError(f"a duration must not be negative, got {text!r}")
-    return timedelta(seconds=seconds)
-
-
-def moment(text: str) -> datetime | timedelta:
-    """An ISO 8601 time, or a duration meaning that long before the database's clock."""
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        pass
-    try:
-        return duration(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"not a time: {text!r} (an ISO 8601 time such as 2026-11-30T08:00+00:00, or how "
-            "long ago: 30m, 2h, 1d)"
-        ) from None
 
 
 def _admin(args: argparse.Namespace) -> Admin:

@@ -353,3 +353,28 @@ def test_prune_and_workers(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> 
 def test_enqueue_json(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     data = cli_json(capsys, "enqueue", "js.e", '{"a": 1}', "--dsn", pgq_dsn)
     assert isinstance(data, dict) and isinstance(data["id"], int)
+
+
+def test_jobs_and_history_pages(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = ("--dsn", pgq_dsn)
+    for n in range(5):
+        main(["enqueue", "ls.a", json.dumps({"n": n}), "--priority", str(n), *d])
+    ids = [int(i) for i in capsys.readouterr().out.split()]
+    first = cli_json(capsys, "jobs", "ls.a", "queued", "--page-size", "3", *d)
+    assert isinstance(first, dict)
+    assert [j["id"] for j in first["jobs"]] == ids[::-1][:3]  # claim order: priority first
+    after = ("--after", first["next_cursor"], "--page-size", "3")
+    rest = cli_json(capsys, "jobs", "ls.a", "queued", *after, *d)
+    assert isinstance(rest, dict) and [j["id"] for j in rest["jobs"]] == ids[::-1][3:]
+    assert rest["next_cursor"] is None
+    assert main(["jobs", "ls.a", "queued", "--page-size", "2", "--plain", *d]) == 0
+    out, err = capsys.readouterr()
+    assert str(ids[-1]) in out and "next page: --after " in err
+
+    dead = fail_all(pgq_dsn, "ls.a", "Timeout", "slow smtp")
+    page = cli_json(capsys, "history", "--entrypoint", "ls.a", "--error", "smtp", *d)
+    assert isinstance(page, dict) and sorted(j["id"] for j in page["jobs"]) == dead
+    none = cli_json(capsys, "history", "--status", "successful", "--since", "1h", *d)
+    assert none == {"jobs": [], "next_cursor": None}
+    bad = run_cli("jobs", "ls.a", "sleeping", "--dsn", pgq_dsn)
+    assert bad.returncode == 2 and "invalid choice: 'sleeping'" in bad.stderr
