@@ -194,8 +194,7 @@ def uninstall(target: Target, *, lock_timeout: float = LOCK_TIMEOUT) -> Uninstal
     """Drop schema ``pgq`` with everything in it, then try to drop the roles ``pgq_producer``,
     ``pgq_worker``, ``pgq_reader`` and ``pgq_admin``.
 
-    It tries every role of :data:`ROLES`, so ``pgq_reader`` and ``pgq_admin`` too. Roles are
-    cluster-wide: a role still granted something in another database (another
+    Roles are cluster-wide: a role still granted something in another database (another
     install of pgq-thin) cannot be dropped, and is kept. Dropping a role also removes its
     memberships, so applications granted a pgq role lose it and need the grant again after a
     reinstall. Raises :class:`ForeignSchemaError` rather than drop a ``pgq`` schema that is
