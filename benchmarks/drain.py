@@ -2,7 +2,9 @@
 
 Usage: python benchmarks/drain.py [--dsn DSN] [--jobs 20000] [--processes 1] [--repeat 1]
                                   [--systems thin,sql,pgqueuer] [--no-ceiling]
-                                  [--settings TEXT] [--log-level L] [--log-format F] [--metrics]
+                                  [--settings TEXT] [--only NAMES] [--thin B:C,...]
+                                  [--drivers asyncpg,psycopg]
+                                  [--log-level L] [--log-format F] [--metrics]
 
 Every (system, setting) run gets a fresh scratch database with its own schema (pgq-thin via
 pgq_thin.migrate, PgQueuer via its own `pgq install`), N jobs enqueued through the system's own
@@ -12,13 +14,17 @@ for the SQL loop)); the database count of finished jobs must equal N. Repeats ar
 and the table shows the median (all values are in the JSON).
 
 Systems and settings:
-  pgq-thin            ThinWorker, async no-op handler, batch_size / concurrency as listed.
+  pgq-thin            ThinWorker, async no-op handler, batch_size / concurrency as listed;
+                      "defaults" is ThinWorker(dsn) with nothing tuned.
   pgq-thin sql-loop   "thin client floor": bare psycopg loop of pgq.claim + pgq.complete using
                       the client's own statements (no worker machinery); pipeline variant sends
                       complete(previous) and claim(next) in one round trip.
-  pgqueuer-asyncpg / pgqueuer-psycopg   PgQueuer 1.6.0 QueueManager, drain mode, batch 10/100/500.
+  pgqueuer-asyncpg / pgqueuer-psycopg   PgQueuer 1.6.0 QueueManager, drain mode, batch 10/100/500
+                      (batch 10 is QueueManager.run()'s default); --drivers picks the drivers.
 The SQL ceiling (pgbench, pgq-1tx script, same batch, 1 client per process) runs in the same
-invocation unless --no-ceiling. --settings keeps the settings whose name contains TEXT.
+invocation unless --no-ceiling. --settings keeps the settings whose name contains TEXT; --only
+keeps those named exactly (separated by |: `--only "defaults|batch 10|batch 500"`). --thin B:C,...
+adds ThinWorker settings "batch B, concurrency C" (B:C:F also sets flush_size F).
 --log-level (with --log-format text|json) makes the ThinWorker log as `pgq-thin run` does, to a
 pipe; --metrics makes it serve its Prometheus metrics: the cost of observing the drain.
 """
@@ -39,6 +45,8 @@ import psycopg
 import sql_ceiling
 
 THIN_SETTINGS = [
+    # ThinWorker(dsn): nothing tuned (see WorkerSettings for what that is)
+    ("defaults", ["--defaults"]),
     ("batch 10, concurrency 10", ["--batch", "10", "--concurrency", "10"]),
     ("batch 100, concurrency 100", ["--batch", "100", "--concurrency", "100"]),
     ("batch 500, concurrency 500", ["--batch", "500", "--concurrency", "500"]),
@@ -54,7 +62,7 @@ SQL_SETTINGS = [
 PEER_BATCHES = [10, 100, 500]
 
 
-def configs(systems: set[str]) -> list[tuple[str, str, str, list[str]]]:
+def configs(systems: set[str], drivers: list[str]) -> list[tuple[str, str, str, list[str]]]:
     """(system, setting, kind, agent args)."""
     out = []
     if "thin" in systems:
@@ -64,7 +72,7 @@ def configs(systems: set[str]) -> list[tuple[str, str, str, list[str]]]:
             ("pgq-thin sql-loop (floor)", s, "thin", ["drain-sql", *a]) for s, a in SQL_SETTINGS
         ]
     if "pgqueuer" in systems:
-        for driver in ("asyncpg", "psycopg"):
+        for driver in drivers:
             out += [
                 (
                     f"pgqueuer-{driver}",
@@ -75,6 +83,17 @@ def configs(systems: set[str]) -> list[tuple[str, str, str, list[str]]]:
                 for b in PEER_BATCHES
             ]
     return out
+
+
+def thin_setting(spec: str) -> tuple[str, list[str]]:
+    """--thin B:C[:F]: (setting name, agent args)."""
+    batch, concurrency, *flush = spec.split(":")
+    name = f"batch {batch}, concurrency {concurrency}"
+    agent_args = ["--batch", batch, "--concurrency", concurrency]
+    if flush:
+        name += f", flush {flush[0]}"
+        agent_args += ["--flush-size", flush[0]]
+    return name, agent_args
 
 
 def fill(db: str, kind: str, jobs: int) -> None:
@@ -149,6 +168,9 @@ def main() -> None:
     parser.add_argument("--no-ceiling", action="store_true")
     parser.add_argument("--timeout", type=float, default=300.0, help="per run, seconds")
     parser.add_argument("--settings", default="", help="only settings whose name contains this")
+    parser.add_argument("--only", default="", help="only these settings (exact names, a|b)")
+    parser.add_argument("--thin", default="", help="more ThinWorker settings: B:C[:F],...")
+    parser.add_argument("--drivers", default="asyncpg,psycopg", help="PgQueuer's drivers")
     parser.add_argument("--log-level", default=None, help="ThinWorker logs at this level")
     parser.add_argument("--log-format", default="text", help="text or json (with --log-level)")
     parser.add_argument("--metrics", action="store_true", help="ThinWorker serves metrics")
@@ -159,10 +181,16 @@ def main() -> None:
         observe += ["--log-level", args.log_level, "--log-format", args.log_format]
     if args.metrics:
         observe.append("--metrics")
+    extra = [thin_setting(spec) for spec in args.thin.split(",") if spec]
     todo = [
+        ("pgq-thin ThinWorker", name, "thin", ["drain-worker", *agent_args, *observe])
+        for name, agent_args in extra
+    ] + [
         (system, setting, kind, agent_args + observe * (agent_args[0] == "drain-worker"))
-        for system, setting, kind, agent_args in configs(set(args.systems.split(",")))
-        if args.settings in setting
+        for system, setting, kind, agent_args in configs(
+            set(args.systems.split(",")), args.drivers.split(",")
+        )
+        if args.settings in setting and (not args.only or setting in args.only.split("|"))
     ]
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {(s, st): [] for s, st, _, _ in todo}
     ceiling: list[dict[str, Any]] = []
@@ -211,11 +239,20 @@ def main() -> None:
         return max(cands) if cands else None
 
     ratios: dict[str, float] = {}
+    defaults = med.get(("pgq-thin ThinWorker", "defaults"))
+    lines = []
+    for driver in args.drivers.split(","):
+        peer_default = med.get((f"pgqueuer-{driver}", "batch 10"))
+        if defaults and peer_default:
+            ratios[f"ThinWorker defaults/pgqueuer-{driver} defaults"] = defaults / peer_default
+            lines.append(
+                f"ThinWorker defaults / PgQueuer {driver} defaults (batch 10): "
+                f"{defaults / peer_default:.2f}x"
+            )
     ours = best("pgq-thin ThinWorker")
     floor = best("pgq-thin sql-loop")
     peer = best("pgqueuer-asyncpg")
     peer_all = best("pgqueuer")
-    lines = []
     for name, mine in (("ThinWorker", ours), ("sql-loop", floor)):
         if mine is None:
             continue

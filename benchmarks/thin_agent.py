@@ -3,6 +3,7 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
 
   drain-worker  --dsn D --batch B --concurrency C --timeout S
         ThinWorker (async no-op handler) until a claim finds nothing and nothing runs.
+        --defaults: ThinWorker(dsn) with its defaults (--batch, --concurrency ignored).
   drain-sql     --dsn D --batch B [--pipeline] --timeout S
         The "thin client floor": a bare psycopg loop over the client's own statements
         (pgq_thin.calls.CLAIM / COMPLETE), no worker machinery. --pipeline sends
@@ -56,16 +57,19 @@ def compact_interval(value: str) -> float | None:
 def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
     if args.log_level:
         logs.configure(args.log_level.upper(), args.log_format)
-    worker = ThinWorker(
-        args.dsn,
-        concurrency=args.concurrency,
-        batch_size=args.batch,
-        poll_interval=1.0,
-        flush_size=args.flush_size,
-        listen=not args.no_listen,
-        compact_interval=compact_interval(args.compact_interval),
-        metrics_port=0 if args.metrics else None,
-    )
+    if args.defaults:  # out of the box: nothing tuned
+        worker = ThinWorker(args.dsn, metrics_port=0 if args.metrics else None)
+    else:
+        worker = ThinWorker(
+            args.dsn,
+            concurrency=args.concurrency,
+            batch_size=args.batch,
+            poll_interval=1.0,
+            flush_size=args.flush_size,
+            listen=not args.no_listen,
+            compact_interval=compact_interval(args.compact_interval),
+            metrics_port=0 if args.metrics else None,
+        )
     state = {"first": 0, "last": 0, "n": 0}
 
     @worker.entrypoint(ENTRYPOINT)
@@ -304,6 +308,9 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--concurrency", type=int, default=100)
     p.add_argument("--flush-size", type=int, default=None)
+    p.add_argument(
+        "--defaults", action="store_true", help="drain-worker: ThinWorker(dsn), nothing tuned"
+    )
     p.add_argument("--no-listen", action="store_true")
     p.add_argument("--pipeline", action="store_true")
     p.add_argument("--max-jobs", type=int, default=0, help="stop after this many (0: drain)")
