@@ -138,6 +138,11 @@ class Attempts:
     def running(self) -> int:
         return len(self._tasks)
 
+    @property
+    def running_sync(self) -> int:
+        """Those of sync handlers (each holds a thread of the pool, or waits for one)."""
+        return sum(1 for a in self._tasks if not a.handler.is_async)
+
     def tasks(self) -> list[asyncio.Task[None]]:
         return list(self._tasks.values())
 

@@ -1,12 +1,15 @@
 """Claiming: the claim loop, claim-ahead, the idle wait, wake-ups, and giving jobs back.
 
 When it has free slots the loop claims ``min(batch_size, free slots)`` jobs of its entrypoints
-and starts them. It claims again at once while claims come back full; otherwise it waits for a
-notification about one of its entrypoints, a slot to free up, the (jittered) poll, or the next
-delayed job being due (``pgq.next_run_at``, asked after every claim that did not come back
-full), whichever is first. A full claim that leaves slots free sends the claim of the next
-batch before its own jobs are taken in (claim ahead: the server claims while the process runs
-jobs; ``concurrency = 2 * batch_size`` gives it room). Buffered results ride along with a
+and starts them. A job is claimed only when it can start at once: a worker that claims sync
+entrypoints also counts its free threads (``threads``), so it never holds jobs waiting for a
+thread that another worker could be running. It claims again at once while claims come back
+full; otherwise it waits for a notification about one of its entrypoints, a slot to free up,
+the (jittered) poll, or the next delayed job being due (``pgq.next_run_at``, asked after every
+claim that did not come back full), whichever is first. A full claim that leaves slots free
+sends the claim of the next batch before its own jobs are taken in (claim ahead: the server
+claims while the process runs jobs; ``concurrency = 2 * batch_size`` gives it room), sized to
+the slots left once the jobs just claimed have started. Buffered results ride along with a
 claim (``ResultBuffer.batch``). A claimed row that cannot be turned into Python values fails
 that job alone; the rest of the batch runs.
 """
@@ -36,6 +39,7 @@ class Claimer:
         settings: WorkerSettings,
         stats: WorkerStats,
         entrypoints: frozenset[str],
+        sync: bool,
         attempts: Attempts,
         results: ResultBuffer,
         call: Call,
@@ -48,6 +52,7 @@ class Claimer:
         self._stats = stats
         self._claimed = entrypoints
         self._entrypoints = sorted(entrypoints)
+        self._sync = sync  # some of them have sync handlers: each needs a thread to start
         self._attempts = attempts
         self._results = results
         self._call = call
@@ -59,8 +64,15 @@ class Claimer:
 
     def _will_claim(self) -> bool:
         """About to claim again at once: the claim carries the buffered results."""
-        free = self._attempts.running < self._settings.concurrency
-        return self._more and free and not self._stopping.is_set()
+        return self._more and self._free() > 0 and not self._stopping.is_set()
+
+    def _free(self) -> int:
+        """Jobs that could start now: free slots and, for a worker with sync entrypoints,
+        free threads. A claim never asks for more (claim ahead included)."""
+        free = self._settings.concurrency - self._attempts.running
+        if self._sync:
+            free = min(free, self._settings.threads - self._attempts.running_sync)
+        return free
 
     def kick(self) -> None:
         self._tick.set()
@@ -78,7 +90,7 @@ class Claimer:
     # --- run-once steps -----------------------------------------------------------------------
 
     async def claim_once(self, *, start: bool = True) -> list[Job[Any]]:
-        asked = min(self._settings.batch_size, self._settings.concurrency - self._attempts.running)
+        asked = min(self._settings.batch_size, self._free())
         if asked <= 0 or not self._entrypoints:
             return []
         return await self._take_in(await self._claim_rows(asked), start=start)
@@ -165,7 +177,7 @@ class Claimer:
             while not self._stopping.is_set():
                 check()
                 self._tick.clear()
-                free = settings.concurrency - attempts.running
+                free = self._free()
                 drained = until_empty and not attempts.running
                 due = self._notified or self._more or time.monotonic() >= next_poll or drained
                 if ahead is None and not (free > 0 and due):
@@ -184,7 +196,7 @@ class Claimer:
                         announce()
                         announce = None
                     self._more = len(rows) == asked
-                    spare = settings.concurrency - attempts.running - len(rows)
+                    spare = self._free() - len(rows)  # once these rows have started
                     if self._more and spare > 0 and not self._stopping.is_set():
                         # Claim the next batch now: the database works on it while this
                         # process starts and runs the jobs just claimed. Let it send first.

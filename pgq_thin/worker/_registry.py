@@ -106,6 +106,11 @@ class Registry:
         """The entrypoints the worker claims: all registered, or the restricted set."""
         return frozenset(self.handlers) if self._only is None else self._only
 
+    @property
+    def claims_sync(self) -> bool:
+        """Some entrypoint the worker claims has a sync handler (it runs on a thread)."""
+        return any(not self.handlers[name].is_async for name in self.claimed)
+
     def restrict(self, names: Iterable[str]) -> None:
         wanted = frozenset(names)
         unknown = sorted(wanted - self.handlers.keys())

@@ -61,7 +61,8 @@ class Run:
         self._dsn = dsn
         self.loop = asyncio.get_running_loop()
         self.executor = ThreadPoolExecutor(
-            max_workers=settings.concurrency, thread_name_prefix="pgq-thin-job"
+            max_workers=min(settings.threads, settings.concurrency),
+            thread_name_prefix="pgq-thin-job",
         )
         self.stopping = asyncio.Event()
         self.schedule_wake = asyncio.Event()
@@ -80,6 +81,7 @@ class Run:
             settings,
             stats,
             registry.claimed,
+            registry.claims_sync,
             self.attempts,
             self.results,
             self.call,

@@ -66,6 +66,7 @@ class WorkerSettings:
 
     dsn: str | None = None
     concurrency: int = 10
+    threads: int = 10
     batch_size: int = 10
     poll_interval: float = 5.0
     worker_id: uuid.UUID = field(default_factory=uuid.uuid4)
@@ -95,6 +96,7 @@ class WorkerSettings:
             wid = self.worker_id
             object.__setattr__(self, "worker_id", uuid.UUID(str(wid)) if wid else uuid.uuid4())
         _check(self.concurrency >= 1, "concurrency", self.concurrency, "at least 1")
+        _check(self.threads >= 1, "threads", self.threads, "at least 1")
         _check(self.batch_size >= 1, "batch_size", self.batch_size, "at least 1")
         for name in ("poll_interval", "grace_period", "flush_interval", "restart_delay"):
             _check(getattr(self, name) >= 0, name, getattr(self, name), "0 or more")

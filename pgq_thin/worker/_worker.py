@@ -63,6 +63,7 @@ class ThinWorker:
 
     dsn = _Setting[str | None]()
     concurrency = _Setting[int]()
+    threads = _Setting[int]()
     batch_size = _Setting[int]()
     poll_interval = _Setting[float]()
     worker_id = _Setting[uuid.UUID]()
@@ -92,6 +93,7 @@ class ThinWorker:
         dsn: str | None = None,
         *,
         concurrency: int = 10,
+        threads: int = 10,
         batch_size: int = 10,
         poll_interval: float = 5.0,
         worker_id: uuid.UUID | str | None = None,
