@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/latency.py [--dsn DSN] [--jobs 1000] [--interval-ms 20]
                                     [--systems thin,pgqueuer-asyncpg,pgqueuer-psycopg]
+                                    [--thin-defaults]
 
 Per system: a fresh scratch database, one worker process started idle (given --settle seconds
 to connect and LISTEN), then one producer process enqueuing --jobs jobs at a fixed offered rate
@@ -11,7 +12,8 @@ handler takes time.time_ns() when it starts. Both processes run on this machine,
 the same clock. Latencies go into a bounded log-bucket histogram (1 % buckets, HDR-style);
 p50/p95/p99/max are reported.
 
-  pgq-thin           ThinWorker (LISTEN on pgq_events, poll 5 s), Queue.enqueue
+  pgq-thin           ThinWorker (LISTEN on pgq_events, poll 5 s, batch 100, concurrency 100;
+                     --thin-defaults: ThinWorker(dsn), nothing tuned), Queue.enqueue
   pgqueuer-<driver>  QueueManager.run (batch 10), Queries.enqueue, same driver both sides
 """
 
@@ -48,7 +50,9 @@ SYSTEMS = {
 }
 
 
-def run_system(dsn: str, key: str, jobs: int, interval_ms: float, settle: float) -> dict[str, Any]:
+def run_system(
+    dsn: str, key: str, jobs: int, interval_ms: float, settle: float, worker_args: list[str]
+) -> dict[str, Any]:
     label, kind, wcmd, pcmd, extra = SYSTEMS[key]
     timeout = jobs * interval_ms / 1000.0 + 60
     with common.scratch_db(dsn, "latency") as db:
@@ -59,7 +63,16 @@ def run_system(dsn: str, key: str, jobs: int, interval_ms: float, settle: float)
 
         worker = subprocess.Popen(
             common.agent(
-                kind, wcmd, "--dsn", db, "--jobs", str(jobs), "--timeout", str(timeout), *extra
+                kind,
+                wcmd,
+                "--dsn",
+                db,
+                "--jobs",
+                str(jobs),
+                "--timeout",
+                str(timeout),
+                *extra,
+                *(worker_args if kind == "thin" else []),
             ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -119,11 +132,15 @@ def main() -> None:
     parser.add_argument("--interval-ms", type=float, default=20.0)
     parser.add_argument("--settle", type=float, default=3.0)
     parser.add_argument("--systems", default="thin,pgqueuer-asyncpg,pgqueuer-psycopg")
+    parser.add_argument(
+        "--thin-defaults", action="store_true", help="the ThinWorker with its defaults"
+    )
     args = parser.parse_args()
     common.check_local(args.dsn)
     rows = []
     for key in args.systems.split(","):
-        r = run_system(args.dsn, key, args.jobs, args.interval_ms, args.settle)
+        worker_args = ["--defaults"] if args.thin_defaults else []
+        r = run_system(args.dsn, key, args.jobs, args.interval_ms, args.settle, worker_args)
         rows.append(r)
         print(
             f"  {r['system']}: p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms",

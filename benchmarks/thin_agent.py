@@ -8,7 +8,8 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
         The "thin client floor": a bare psycopg loop over the client's own statements
         (pgq_thin.calls.CLAIM / COMPLETE), no worker machinery. --pipeline sends
         complete(previous batch) and claim(next batch) in one round trip (two transactions).
-  latency-worker   --dsn D --jobs N --timeout S   idle ThinWorker; records pickup latencies.
+  latency-worker   --dsn D --jobs N --timeout S   idle ThinWorker; records pickup latencies
+        (--defaults: ThinWorker(dsn)).
   latency-producer --dsn D --jobs N --interval-ms MS   Queue.enqueue at a fixed offered rate.
   steady-worker   --dsn D --jobs N --batch B --concurrency C --timeout S
         ThinWorker; records pickup latency per phase (payload "p") into a bounded histogram.
@@ -164,12 +165,15 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def latency_worker(args: argparse.Namespace) -> dict[str, Any]:
-    worker = ThinWorker(
-        args.dsn,
-        concurrency=args.concurrency,
-        batch_size=args.batch,
-        poll_interval=args.poll_interval,
-    )
+    if args.defaults:  # out of the box: nothing tuned
+        worker = ThinWorker(args.dsn)
+    else:
+        worker = ThinWorker(
+            args.dsn,
+            concurrency=args.concurrency,
+            batch_size=args.batch,
+            poll_interval=args.poll_interval,
+        )
     lat_ns: list[int] = []
 
     @worker.entrypoint(ENTRYPOINT)
@@ -308,9 +312,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--concurrency", type=int, default=100)
     p.add_argument("--flush-size", type=int, default=None)
-    p.add_argument(
-        "--defaults", action="store_true", help="drain-worker: ThinWorker(dsn), nothing tuned"
-    )
+    p.add_argument("--defaults", action="store_true", help="drain-/latency-worker: ThinWorker(dsn)")
     p.add_argument("--no-listen", action="store_true")
     p.add_argument("--pipeline", action="store_true")
     p.add_argument("--max-jobs", type=int, default=0, help="stop after this many (0: drain)")
