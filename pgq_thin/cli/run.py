@@ -35,6 +35,12 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         "--concurrency", type=int, default=None, help="jobs run at once (default: the worker's)"
     )
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="sync handlers run at once, on that many threads (default: the worker's)",
+    )
+    parser.add_argument(
         "--batch-size", type=int, default=None, help="jobs per claim (default: the worker's)"
     )
     parser.add_argument(
@@ -129,7 +135,7 @@ def configure_worker(worker: ThinWorker, args: argparse.Namespace) -> None:
     """
     if getattr(args, "dsn", None):
         worker.dsn = args.dsn
-    for name in ("concurrency", "batch_size", "poll_interval", "grace_period"):
+    for name in ("concurrency", "threads", "batch_size", "poll_interval", "grace_period"):
         value = getattr(args, name)
         if value is not None:
             if value <= 0 and name != "poll_interval":

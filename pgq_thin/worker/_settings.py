@@ -65,9 +65,9 @@ class WorkerSettings:
     """
 
     dsn: str | None = None
-    concurrency: int = 10
+    concurrency: int = 100
     threads: int = 10
-    batch_size: int = 10
+    batch_size: int = 50
     poll_interval: float = 5.0
     worker_id: uuid.UUID = field(default_factory=uuid.uuid4)
     grace_period: float = 30.0

@@ -97,7 +97,7 @@ def test_help_lists_every_command() -> None:
     ):
         assert command in result.stdout
     run_help = run_cli("run", "--help").stdout
-    for option in ("--concurrency", "--batch-size", "--drain", "--entrypoint", "MODULE:ATTR"):
+    for option in ("--concurrency", "--threads", "--batch-size", "--drain", "--entrypoint"):
         assert option in run_help
 
 
