@@ -238,6 +238,21 @@ def main() -> None:
         cands = [(v, f"{s}, {st}") for (s, st), v in med.items() if s.startswith(prefix)]
         return max(cands) if cands else None
 
+    def per_round(mine: list[tuple[str, str]], theirs: list[tuple[str, str]]) -> str:
+        """The ratio of the best of ``mine`` to the best of ``theirs`` in each round (runs of
+        one round are the closest in time), then the median and the spread."""
+        if not all(k in runs for k in mine + theirs):
+            return ""
+        each = [
+            max(runs[k][i]["jobs_per_s"] for k in mine)
+            / max(runs[k][i]["jobs_per_s"] for k in theirs)
+            for i in range(args.repeat)
+        ]
+        if len(each) < 2:
+            return ""
+        listed = " / ".join(f"{r:.2f}" for r in each)
+        return f"; per round {listed}, median {statistics.median(each):.2f}x"
+
     ratios: dict[str, float] = {}
     defaults = med.get(("pgq-thin ThinWorker", "defaults"))
     lines = []
@@ -245,9 +260,12 @@ def main() -> None:
         peer_default = med.get((f"pgqueuer-{driver}", "batch 10"))
         if defaults and peer_default:
             ratios[f"ThinWorker defaults/pgqueuer-{driver} defaults"] = defaults / peer_default
+            rounds = per_round(
+                [("pgq-thin ThinWorker", "defaults")], [(f"pgqueuer-{driver}", "batch 10")]
+            )
             lines.append(
                 f"ThinWorker defaults / PgQueuer {driver} defaults (batch 10): "
-                f"{defaults / peer_default:.2f}x"
+                f"{defaults / peer_default:.2f}x{rounds}"
             )
     ours = best("pgq-thin ThinWorker")
     floor = best("pgq-thin sql-loop")
@@ -258,9 +276,14 @@ def main() -> None:
             continue
         if peer_all:
             ratios[f"{name}/pgqueuer_best"] = mine[0] / peer_all[0]
+            prefix = "pgq-thin ThinWorker" if name == "ThinWorker" else "pgq-thin sql-loop"
+            rounds = per_round(
+                [k for k in runs if k[0].startswith(prefix)],
+                [k for k in runs if k[0].startswith("pgqueuer")],
+            )
             lines.append(
                 f"{name} best ({mine[1]}) / PgQueuer best ({peer_all[1]}): "
-                f"{mine[0] / peer_all[0]:.2f}x"
+                f"{mine[0] / peer_all[0]:.2f}x{rounds}"
             )
         if ceil:
             ratios[f"{name}/sql_ceiling"] = mine[0] / ceil
