@@ -8,7 +8,7 @@ each in its own module:
 
 * ``_claimer``: the claim loop (claim ahead, idle wait, wake-ups), releasing unstarted jobs;
 * ``_attempts``: one attempt per claimed job, with an explicit phase and stop reason; async
-  handlers run on the event loop, sync handlers on a thread pool of ``concurrency`` threads;
+  handlers run on the event loop, sync handlers on a thread pool of ``threads`` threads;
 * ``_results``: finished attempts buffered and written with one ``pgq.complete``, by the next
   claim in the same round trip or by the flush loop;
 * ``_heartbeat``: one ``pgq.heartbeat`` for every owned job per interval;

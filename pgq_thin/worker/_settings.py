@@ -17,9 +17,24 @@ class WorkerSettings:
     the settings once, when it opens; change them with ``dataclasses.replace`` (or by assigning
     the attribute of the same name on the worker) between runs.
 
+    The defaults are chosen for a worker nobody tuned (measured in ``docs/performance.md``,
+    "Defaults"): ``batch_size`` 50 with ``concurrency`` 100 leaves room for two batches, so
+    the claim of the next batch goes out while the last one runs (claim ahead), which drains
+    no-op jobs several times faster than 10/10 and PgQueuer's defaults; 100 async jobs at once
+    stays modest in memory and in what the handlers hold (connections, sockets). Sync handlers
+    get their own, smaller limit, ``threads`` (10): each holds an OS thread and usually a
+    database or HTTP connection, and the GIL gains nothing from more. Whatever the settings,
+    a claim asks only for jobs that can start at once, so a worker never holds jobs that
+    another worker could be running.
+
     :param dsn: the database (default: see :mod:`pgq_thin.connection`).
-    :param concurrency: jobs run at once (also the size of the thread pool for sync handlers).
-    :param batch_size: most jobs claimed by one ``pgq.claim`` call.
+    :param concurrency: jobs run at once, async and sync handlers together.
+    :param threads: sync handlers run at once (the size of their thread pool; at most
+        ``concurrency`` count). A worker claiming any sync entrypoint claims no more jobs than
+        it has free threads, so give async and sync entrypoints separate workers (``restrict``,
+        ``pgq-thin run --entrypoint``) when the async ones need more than ``threads`` at once.
+    :param batch_size: most jobs claimed by one ``pgq.claim`` call (a claim asks for
+        ``min(batch_size, jobs that could start now)``).
     :param poll_interval: seconds between polls when idle (jittered by +-20 %); the worker
         also wakes on notifications and when the next delayed job is due.
     :param worker_id: this worker's UUID in the database (default: a new random one).

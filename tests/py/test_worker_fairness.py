@@ -169,3 +169,12 @@ def test_two_default_workers_split_slow_sync_jobs(pgq_dsn: str) -> None:
     """A worker with sync handlers claims only what its free threads can start, though its
     concurrency would let it claim more: the other worker runs the rest."""
     asyncio.run(split_slow_jobs(pgq_dsn, sync=True))
+
+
+def test_threads_is_a_setting_of_its_own() -> None:
+    worker = ThinWorker("postgresql://unused", threads=3)
+    assert (worker.threads, worker.concurrency) == (3, 100)
+    worker.threads = 5
+    assert worker.settings.threads == 5
+    with pytest.raises(ValueError, match="threads must be at least 1, got 0"):
+        ThinWorker("postgresql://unused", threads=0)
