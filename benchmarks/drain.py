@@ -10,8 +10,9 @@ Every (system, setting) run gets a fresh scratch database with its own schema (p
 pgq_thin.migrate, PgQueuer via its own `pgq install`), N jobs enqueued through the system's own
 batch enqueue, VACUUM (ANALYZE), then --processes worker processes start together.
 jobs/s = N / (last completion as recorded in the database - first handler start (first claim
-for the SQL loop)); the database count of finished jobs must equal N. Repeats are interleaved
-and the table shows the median (all values are in the JSON).
+for the SQL loop)); the database count of finished jobs must equal N. Repeats are interleaved,
+every other round in reverse order (A B, B A, A B), and the table shows the median (all values
+are in the JSON); ratios are also given per round.
 
 Systems and settings:
   pgq-thin            ThinWorker, async no-op handler, batch_size / concurrency as listed;
@@ -195,7 +196,9 @@ def main() -> None:
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {(s, st): [] for s, st, _, _ in todo}
     ceiling: list[dict[str, Any]] = []
     for rnd in range(args.repeat):
-        for system, setting, kind, agent_args in todo:
+        # every other round in reverse order (ABBA), so a drift in the load of the machine
+        # weighs on every setting alike
+        for system, setting, kind, agent_args in todo if rnd % 2 == 0 else todo[::-1]:
             r = run_one(args.dsn, kind, agent_args, args.jobs, args.processes, args.timeout)
             runs[(system, setting)].append(r)
             print(
