@@ -30,9 +30,10 @@ class WorkerSettings:
     :param dsn: the database (default: see :mod:`pgq_thin.connection`).
     :param concurrency: jobs run at once, async and sync handlers together.
     :param threads: sync handlers run at once (the size of their thread pool; at most
-        ``concurrency`` count). A worker claiming any sync entrypoint claims no more jobs than
-        it has free threads, so give async and sync entrypoints separate workers (``restrict``,
-        ``pgq-thin run --entrypoint``) when the async ones need more than ``threads`` at once.
+        ``concurrency`` count). A worker claiming any sync entrypoint claims no more jobs at a
+        time than it has free threads (any might be sync); its async jobs still run up to
+        ``concurrency`` at once, in smaller claims (give them a worker of their own, with
+        ``restrict`` or ``pgq-thin run --entrypoint``, for full batches).
     :param batch_size: most jobs claimed by one ``pgq.claim`` call (a claim asks for
         ``min(batch_size, jobs that could start now)``).
     :param poll_interval: seconds between polls when idle (jittered by +-20 %); the worker
