@@ -178,3 +178,46 @@ def test_threads_is_a_setting_of_its_own() -> None:
     assert worker.settings.threads == 5
     with pytest.raises(ValueError, match="threads must be at least 1, got 0"):
         ThinWorker("postgresql://unused", threads=0)
+
+
+def test_a_worker_with_sync_entrypoints_still_runs_concurrency_async_jobs(pgq_dsn: str) -> None:
+    """Claims of a worker with a sync entrypoint are as small as its free threads, but async
+    jobs hold no thread: it runs up to ``concurrency`` of them, and a sync job never waits."""
+
+    async def main() -> None:
+        gates, tally = Gates(sync=False), Tally()
+        worker = ThinWorker(pgq_dsn, concurrency=6, threads=2, batch_size=6)
+        register(worker, "async", gates, tally, sync=False)
+        sync_gates = Gates(sync=True)
+
+        @worker.entrypoint("blocking")
+        def blocking(job: Job[Any]) -> None:
+            gate = sync_gates.current
+            tally.begin("sync", job.id)
+            try:
+                assert gate.wait(timeout=60), "the test never opened the gate"
+            finally:
+                tally.end("sync")
+
+        with Queue(pgq_dsn) as q:
+            q.enqueue_many("slow", [None] * 5)
+            q.enqueue_many("blocking", [None] * 3)
+        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        try:
+
+            async def full() -> bool:
+                return sum(tally.running.values()) == 6
+
+            await await_for(full, timeout=20, what="six jobs running")
+            state = await database_state(pgq_dsn, {"w": worker})
+            assert tally.running["sync"] <= 2
+            # Six run, and the worker holds only those: at most two are sync (its threads).
+            assert state == {"w": 6, "queued": 2, "finished": 0}
+        finally:
+            gates.open_all()
+            sync_gates.open_all()
+            worker.stop()
+            await run
+        assert tally.started["async"] + tally.started["sync"] >= 6
+
+    asyncio.run(main())
