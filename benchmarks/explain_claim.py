@@ -74,7 +74,7 @@ def main() -> None:
             wid = uuid.uuid4()
             # warm up (plans cached, catalog loaded) without explain
             for _ in range(3):
-                rows = conn.execute(calls.CLAIM, (wid, ["noop"], 100)).fetchall()
+                rows = conn.execute(calls.CLAIM, (wid, ["noop"], 100, None)).fetchall()
                 conn.execute(
                     calls.COMPLETE,
                     calls.complete_args(
@@ -91,7 +91,7 @@ def main() -> None:
                     notices.clear()
                     t0 = time.perf_counter()
                     if name == "claim":
-                        rows = conn.execute(calls.CLAIM, (wid, ["noop"], batch)).fetchall()
+                        rows = conn.execute(calls.CLAIM, (wid, ["noop"], batch, None)).fetchall()
                     else:
                         conn.execute(
                             calls.COMPLETE,

@@ -30,7 +30,8 @@ def measure(dsn: str, jobs: int, rounds: int) -> tuple[int, int]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(
             "SELECT pgq.enqueue_many(array_fill('hot'::text, ARRAY[%s]), "
-            'array_fill(\'{"to": "someone@example.com", "n": 42}\'::jsonb, ARRAY[%s]))',
+            '(SELECT jsonb_agg(\'{"to": "someone@example.com", "n": 42}\'::jsonb)'
+            " FROM generate_series(1, %s)))",
             (jobs, jobs),
         )
         claimed = conn.execute(

@@ -128,7 +128,7 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
         first = time.time_ns()
         if not args.pipeline:
             while time.monotonic() < deadline and not (args.max_jobs and n >= args.max_jobs):
-                rows = conn.execute(calls.CLAIM, (wid, eps, args.batch)).fetchall()
+                rows = conn.execute(calls.CLAIM, (wid, eps, args.batch, None)).fetchall()
                 if not rows:
                     break
                 ids = [r[0] for r in rows]
@@ -138,7 +138,7 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
                 ).fetchall()
                 n += len(ids)
         else:
-            rows = conn.execute(calls.CLAIM, (wid, eps, args.batch)).fetchall()
+            rows = conn.execute(calls.CLAIM, (wid, eps, args.batch, None)).fetchall()
             while rows and time.monotonic() < deadline:
                 if args.max_jobs and n + len(rows) >= args.max_jobs:
                     break
@@ -149,7 +149,7 @@ def drain_sql(args: argparse.Namespace) -> dict[str, Any]:
                         calls.COMPLETE,
                         calls.complete_args(wid, ids, leases, ["successful"] * len(ids)),
                     )
-                    nxt = conn.execute(calls.CLAIM, (wid, eps, args.batch))
+                    nxt = conn.execute(calls.CLAIM, (wid, eps, args.batch, None))
                 done.fetchall()
                 rows = nxt.fetchall()
                 n += len(ids)

@@ -133,8 +133,9 @@ class Build:
     def list_jobs(
         entrypoint: str, state: str, *, after: str | None = None, page_size: int | None = None
     ) -> Call[JobPage]:
-        """One page of the jobs of an entrypoint in a state (queued in claim order, running by
-        id, successful/failed/canceled newest first; ``pgq.list_jobs``). Pass the page's
+        """One page of the jobs of an entrypoint in a state (queued: due, in claim order;
+        scheduled: not due yet, by due time; running by id; successful/failed/canceled newest
+        first; ``pgq.list_jobs``). Pass the page's
         ``next_cursor`` as ``after`` for the next page."""
         return ac.list_jobs(entrypoint, state, after, page_size)
 

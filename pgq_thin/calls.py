@@ -19,53 +19,58 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
+from pgq_thin._call_args import (
+    Decision,
+    complete_args,
+    configure_args,
+    decisions,
+    enqueue_args,
+    enqueue_many_args,
+    jsonb,
+    schedule_args,
+)
 from pgq_thin.errors import PgqThinError, from_psycopg, setup_error
 
+# A delay travels as an interval and is resolved on the server's clock.
 ENQUEUE = (
     "SELECT pgq.enqueue(%s::text, %s::jsonb, %s::int, %s::timestamptz, %s::text, %s::jsonb,"
-    " %s::text)"
+    " %s::text, %s::interval)"
 )
-# Payloads and headers travel as one JSON array each (one parameter, adapted far faster than a
-# list of jsonb values) and are unpacked in order; a JSON null element means no payload/headers.
+# Payloads and headers travel as one JSON array each (element i for job i, null for none).
 ENQUEUE_MANY = (
-    "SELECT * FROM pgq.enqueue_many(%s::text[],"
-    " ARRAY(SELECT nullif(e, 'null') FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY t(e, i)"
-    " ORDER BY i), %s::int[], %s::timestamptz[], %s::text[],"
-    " ARRAY(SELECT nullif(e, 'null') FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY t(e, i)"
-    " ORDER BY i), %s::text)"
+    "SELECT id FROM pgq.enqueue_many(%s::text[], %s::jsonb, %s::int[], %s::timestamptz[],"
+    " %s::text[], %s::jsonb, %s::text, %s::interval[])"
 )
-CANCEL = "SELECT * FROM pgq.cancel(%s::bigint[])"
+CANCEL = "SELECT id FROM pgq.cancel(%s::bigint[])"
 # The columns of pgq.claimed_job in their declared order (Job.from_claimed unpacks tuples), in
-# forms that cannot fail for the whole batch: JSON as text (decoded per job), the heartbeat
-# timeout in seconds, and a timestamp outside what Python's datetime can hold (infinity, BC
-# dates; a day of margin for the session's time zone) as NULL with a note in a last column.
-# A value Python cannot hold then fails its own job, not the claim.
+# forms that cannot fail for the whole batch: JSON as text (decoded per job), and a timestamp
+# outside what Python's datetime can hold (infinity, BC dates; a day of margin for the
+# session's time zone) as NULL with a note in a last column. A value Python cannot hold then
+# fails its own job, not the claim. The request id makes a re-sent claim answer the same jobs.
 CLAIM = (
     "SELECT id, lease, entrypoint, payload::text, headers::text, priority, attempt,"
     " CASE WHEN e THEN enqueued_at END, CASE WHEN r THEN run_at END, dedupe_key, max_attempts,"
-    " extract(epoch FROM heartbeat_timeout)::float8,"
+    " heartbeat_timeout_s, last_attempt,"
     " nullif(concat_ws(', ', CASE WHEN NOT e THEN 'enqueued_at ' || enqueued_at END,"
     " CASE WHEN NOT r THEN 'run_at ' || run_at END), '')"
-    " FROM pgq.claim(%s::uuid, %s::text[], %s::int) c,"
+    " FROM pgq.claim(%s::uuid, %s::text[], %s::int, request_id => %s::uuid) c,"
     " LATERAL (SELECT c.enqueued_at BETWEEN '0001-01-02+00' AND '9999-12-30+00' AS e,"
     " coalesce(c.run_at BETWEEN '0001-01-02+00' AND '9999-12-30+00', true) AS r) holdable"
 )
 HEARTBEAT = "SELECT id, state FROM pgq.heartbeat(%s::uuid, %s::bigint[], %s::bigint[])"
-# details travel as one JSON array (NULL when there are none), unpacked in order.
-# ids, leases and statuses travel as comma-separated text (joined in C: a tenth of the cost of
+# ids, leases and outcomes travel as comma-separated text (joined in C: a tenth of the cost of
 # dumping three lists), details as one JSON array (NULL when there are none); see complete_args.
+# The answer: what SQL decided per job accepted (see Decision).
 COMPLETE = (
-    "SELECT * FROM pgq.complete(%s::uuid, string_to_array(%s, ',')::bigint[],"
-    " string_to_array(%s, ',')::bigint[], string_to_array(%s, ','),"
-    " (SELECT array_agg(nullif(e, 'null') ORDER BY i)"
-    " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY t(e, i)))"
+    "SELECT id, status, attempt, max_attempts, retry_in_s FROM pgq.complete(%s::uuid,"
+    " string_to_array(%s, ',')::bigint[], string_to_array(%s, ',')::bigint[],"
+    " string_to_array(%s, ','), %s::jsonb)"
 )
-RELEASE = "SELECT * FROM pgq.release(%s::uuid, %s::bigint[], %s::bigint[])"
+RELEASE = "SELECT id FROM pgq.release(%s::uuid, %s::bigint[], %s::bigint[])"
 # Seconds until the next delayed job is due, measured on the server's clock (NULL: none waits).
 NEXT_DUE_IN = "SELECT extract(epoch FROM pgq.next_run_at(%s::text[]) - now())::float8"
-REQUEUE = "SELECT * FROM pgq.requeue(%s::bigint[])"
+REQUEUE = "SELECT id FROM pgq.requeue(%s::bigint[])"
 CONFIGURE = (
     "SELECT * FROM pgq.configure(%s::text, %s::int, %s::int, %s::interval, %s::interval,"
     " %s::interval, %s::boolean)"
@@ -140,112 +145,21 @@ NEEDS: dict[str, tuple[str, str]] = {
 }
 
 Row = dict[str, Any]
+# The argument builders live in pgq_thin._call_args (no SQL there); callers use them as calls.X.
+__all__ = [
+    "Decision",
+    "complete_args",
+    "configure_args",
+    "decisions",
+    "enqueue_args",
+    "enqueue_many_args",
+    "jsonb",
+    "schedule_args",
+]
+
+
 Conn = psycopg.Connection[Any]
 AConn = psycopg.AsyncConnection[Any]
-
-
-def jsonb(value: Any) -> Jsonb | None:
-    """A JSON value for a ``jsonb`` parameter; None stays SQL NULL."""
-    return None if value is None else Jsonb(value)
-
-
-def enqueue_args(
-    entrypoint: str,
-    payload: Any,
-    priority: int,
-    run_at: datetime | None,
-    dedupe_key: str | None,
-    headers: dict[str, Any] | None,
-    on_conflict: str,
-) -> tuple[Any, ...]:
-    return (entrypoint, jsonb(payload), priority, run_at, dedupe_key, jsonb(headers), on_conflict)
-
-
-def enqueue_many_args(
-    entrypoints: Sequence[str],
-    payloads: Sequence[Any] | None,
-    priorities: Sequence[int] | None,
-    run_ats: Sequence[datetime | None] | None,
-    dedupe_keys: Sequence[str | None] | None,
-    headers: Sequence[dict[str, Any] | None] | None,
-    on_conflict: str,
-) -> tuple[Any, ...]:
-    n = len(entrypoints)
-    return (
-        list(entrypoints),
-        Jsonb([None] * n if payloads is None else list(payloads)),
-        None if priorities is None else list(priorities),
-        None if run_ats is None else list(run_ats),
-        None if dedupe_keys is None else list(dedupe_keys),
-        Jsonb([None] * n if headers is None else list(headers)),
-        on_conflict,
-    )
-
-
-def complete_args(
-    worker_id: uuid.UUID,
-    ids: Sequence[int],
-    leases: Sequence[int],
-    statuses: Sequence[str],
-    details: Sequence[Any] | None = None,
-) -> tuple[Any, ...]:
-    """Parameters of :data:`COMPLETE`."""
-    packed = None if details is None or all(d is None for d in details) else Jsonb(list(details))
-    return (
-        worker_id,
-        ",".join(map(str, ids)),
-        ",".join(map(str, leases)),
-        ",".join(statuses),
-        packed,
-    )
-
-
-def schedule_args(
-    name: str,
-    entrypoint: str,
-    cron: str,
-    next_run_at: datetime,
-    timezone: str,
-    payload: Any,
-    priority: int,
-    headers: dict[str, Any] | None,
-    catch_up: str,
-    misfire_grace: timedelta | None = None,
-    fire_timeout: timedelta | None = None,
-) -> tuple[Any, ...]:
-    return (
-        name,
-        entrypoint,
-        cron,
-        next_run_at,
-        timezone,
-        jsonb(payload),
-        priority,
-        jsonb(headers),
-        catch_up,
-        misfire_grace,
-        fire_timeout,
-    )
-
-
-def configure_args(
-    entrypoint: str,
-    concurrency_limit: int | None,
-    max_attempts: int | None,
-    backoff_base: timedelta | None,
-    backoff_max: timedelta | None,
-    heartbeat_timeout: timedelta | None,
-    reset: bool,
-) -> tuple[Any, ...]:
-    return (
-        entrypoint,
-        concurrency_limit,
-        max_attempts,
-        backoff_base,
-        backoff_max,
-        heartbeat_timeout,
-        reset,
-    )
 
 
 # --- sync ---------------------------------------------------------------------------------------
@@ -399,12 +313,17 @@ async def aunschedule(conn: AConn, name: str) -> bool:
 
 
 async def aclaim(
-    conn: AConn, worker_id: uuid.UUID, entrypoints: Sequence[str], batch_size: int
+    conn: AConn,
+    worker_id: uuid.UUID,
+    entrypoints: Sequence[str],
+    batch_size: int,
+    request_id: uuid.UUID | None = None,
 ) -> list[tuple[Any, ...]]:
-    """``pgq.claim``: rows of ``pgq.claimed_job`` as tuples (see :data:`CLAIM`)."""
+    """``pgq.claim``: rows of ``pgq.claimed_job`` as tuples (see :data:`CLAIM`). Sent again
+    with the same ``request_id`` (its answer was lost), it answers the same jobs."""
     with _translated(conn, CLAIM):
         async with conn.cursor() as cur:
-            await cur.execute(CLAIM, (worker_id, list(entrypoints), batch_size))
+            await cur.execute(CLAIM, (worker_id, list(entrypoints), batch_size, request_id))
             return await cur.fetchall()
 
 
@@ -423,12 +342,16 @@ async def acomplete(
     worker_id: uuid.UUID,
     ids: Sequence[int],
     leases: Sequence[int],
-    statuses: Sequence[str],
+    outcomes: Sequence[str],
     details: Sequence[Any],
-) -> list[int]:
-    """``pgq.complete``: the ids accepted (a stale lease is ignored by the server)."""
-    args = complete_args(worker_id, ids, leases, statuses, details)
-    return [int(i) for i in await _acolumn(conn, COMPLETE, args)]
+) -> dict[int, Decision]:
+    """``pgq.complete``: what SQL decided for each job accepted (a stale lease is ignored by
+    the server and gets no answer)."""
+    args = complete_args(worker_id, ids, leases, outcomes, details)
+    with _translated(conn, COMPLETE):
+        async with conn.cursor() as cur:
+            await cur.execute(COMPLETE, args)
+            return decisions(await cur.fetchall())
 
 
 async def acomplete_and_claim(
@@ -437,16 +360,17 @@ async def acomplete_and_claim(
     done: tuple[Sequence[int], Sequence[int], Sequence[str], Sequence[Any]],
     entrypoints: Sequence[str],
     batch_size: int,
-) -> tuple[list[int], list[tuple[Any, ...]]]:
+    request_id: uuid.UUID | None = None,
+) -> tuple[dict[int, Decision], list[tuple[Any, ...]]]:
     """``pgq.complete`` of finished jobs and ``pgq.claim`` of the next batch in one round trip
-    (a pipeline: both statements commit together). Returns (ids accepted, claimed rows)."""
+    (a pipeline). Returns (what SQL decided per job accepted, claimed rows)."""
     with _translated(conn, CLAIM):
         async with conn.pipeline():
             finished = conn.cursor()
             claimed = conn.cursor()
             await finished.execute(COMPLETE, complete_args(worker_id, *done))
-            await claimed.execute(CLAIM, (worker_id, list(entrypoints), batch_size))
-        accepted = [int(r[0]) for r in await finished.fetchall()]
+            await claimed.execute(CLAIM, (worker_id, list(entrypoints), batch_size, request_id))
+        accepted = decisions(await finished.fetchall())
         return accepted, await claimed.fetchall()
 
 

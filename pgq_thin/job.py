@@ -83,6 +83,8 @@ class Job(Generic[P]):
     run_at: datetime | None = None
     dedupe_key: str | None = None
     lease: int = 0
+    #: whether a failure of this attempt makes the job dead, as the claim returned it
+    last_attempt: bool = False
     raw_payload: Any = None
     _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
 
@@ -96,7 +98,8 @@ class Job(Generic[P]):
 
     @property
     def is_last_attempt(self) -> bool:
-        return self.attempt >= self.max_attempts
+        """Whether a failure of this attempt makes the job dead (SQL's answer at the claim)."""
+        return self.last_attempt
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`CancelJob` when the job was asked to stop."""
@@ -106,7 +109,8 @@ class Job(Generic[P]):
     @classmethod
     def from_claimed(cls, row: Sequence[Any]) -> Job[Any]:
         """A job from one claimed row, in the column order of ``pgq_thin.calls.CLAIM``: JSON
-        columns as text, the heartbeat timeout in seconds, and a last column naming the
+        columns as text, the heartbeat timeout in seconds, whether it is the last attempt, and
+        a last column naming the
         timestamps Python cannot hold (NULL in their place). Decoded here, one job at a time,
         so that a value Python cannot hold fails this job alone: :class:`UndecodableJob`."""
         (
@@ -122,6 +126,7 @@ class Job(Generic[P]):
             dedupe_key,
             max_attempts,
             heartbeat_seconds,
+            last_attempt,
             unholdable,
         ) = row
         if unholdable is not None:
@@ -147,6 +152,7 @@ class Job(Generic[P]):
             dedupe_key=dedupe_key,
             lease=lease,
             raw_payload=decoded_payload,
+            last_attempt=last_attempt,
         )
 
 

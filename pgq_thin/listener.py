@@ -40,6 +40,14 @@ class Enqueued:
 
 
 @dataclass(frozen=True)
+class Scheduled:
+    """``{"kind": "scheduled", "entrypoints": [...]}``: jobs of these were queued to run later
+    (a delayed enqueue, a retry after its backoff): ask ``pgq.next_run_at`` when to look."""
+
+    entrypoints: frozenset[str]
+
+
+@dataclass(frozen=True)
 class CancelRequested:
     """``{"kind": "cancel", "ids": [...]}``: running jobs were flagged for cancellation."""
 
@@ -51,7 +59,7 @@ class SchedulesChanged:
     """``{"kind": "schedules"}``: a schedule was added, changed or removed."""
 
 
-Event = Enqueued | CancelRequested | SchedulesChanged
+Event = Enqueued | Scheduled | CancelRequested | SchedulesChanged
 
 #: PostgreSQL's NOTIFY payload limit; anything longer cannot be ours.
 MAX_PAYLOAD = 8000
@@ -68,10 +76,10 @@ def parse_event(payload: str) -> Event | None:
     if not isinstance(data, dict):
         return None
     kind = data.get("kind")
-    if kind == "enqueued":
+    if kind in ("enqueued", "scheduled"):
         names = data.get("entrypoints")
         if isinstance(names, list) and all(isinstance(n, str) for n in names):
-            return Enqueued(frozenset(names))
+            return (Enqueued if kind == "enqueued" else Scheduled)(frozenset(names))
     elif kind == "cancel":
         ids = data.get("ids")
         if isinstance(ids, list) and all(type(i) is int for i in ids):

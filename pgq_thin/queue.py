@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pgq_thin import admin_calls, calls
@@ -44,12 +44,12 @@ OnConflict = Literal["raise", "existing"]
 When = datetime | timedelta | float | None
 
 
-def _run_at(when: When) -> datetime | None:
-    """An absolute due time: a datetime as given, a delay (timedelta or seconds) from now."""
+def _split(when: When) -> tuple[datetime | None, timedelta | None]:
+    """``(run_at, delay)``: a datetime is a due time; a timedelta or a number of seconds is a
+    delay, sent as an interval and added to the server's clock (never to this one's)."""
     if when is None or isinstance(when, datetime):
-        return when
-    delay = when if isinstance(when, timedelta) else timedelta(seconds=float(when))
-    return datetime.now(UTC) + delay
+        return when, None
+    return None, when if isinstance(when, timedelta) else timedelta(seconds=float(when))
 
 
 def _one(
@@ -61,14 +61,16 @@ def _one(
     headers: dict[str, Any] | None,
     on_conflict: OnConflict,
 ) -> tuple[Any, ...]:
+    due, delay = _split(run_at)
     return calls.enqueue_args(
         entrypoint,
         encode_payload(payload),
         priority,
-        _run_at(run_at),
+        due,
         dedupe_key,
         with_trace_context(headers),
         on_conflict,
+        delay,
     )
 
 
@@ -88,12 +90,12 @@ def _many(
         prios = None if priorities is None else [priorities] * n
     else:
         prios = list(priorities)
-    whens: list[datetime | None] | None
     if run_ats is None or isinstance(run_ats, datetime | timedelta | float | int):
-        single = _run_at(run_ats)
-        whens = None if single is None else [single] * n
+        pairs = [_split(run_ats)] * n
     else:
-        whens = [_run_at(w) for w in run_ats]
+        pairs = [_split(w) for w in run_ats]
+    whens = None if all(p[0] is None for p in pairs) else [p[0] for p in pairs]
+    delays = None if all(p[1] is None for p in pairs) else [p[1] for p in pairs]
     hdrs: list[dict[str, Any] | None] | None
     if headers is None or isinstance(headers, dict):
         shared = with_trace_context(headers)
@@ -108,6 +110,7 @@ def _many(
         None if dedupe_keys is None else list(dedupe_keys),
         hdrs,
         on_conflict,
+        delays,
     )
 
 
@@ -116,9 +119,10 @@ FIRST_POLL, LAST_POLL = 0.01, 1.0
 
 
 def result_call(job_id: int) -> admin_calls.Call[JobResult]:
-    """Where a job is and what it returned (``pgq.job_results``): status ``queued``,
-    ``running``, ``successful`` (``result`` is the handler's return value), ``failed`` or
-    ``canceled`` (``error`` holds the final details), or ``unknown`` (never there, or pruned)."""
+    """Where a job is and what it returned (``pgq.job_results``): status ``scheduled`` (not
+    due yet), ``queued``, ``running``, ``successful`` (``result`` is the handler's return
+    value), ``failed`` or ``canceled`` (``error`` holds the final details), or ``unknown``
+    (never there, or pruned)."""
     return admin_calls.job_results([job_id]).then(lambda rows: rows[0])
 
 

@@ -22,15 +22,16 @@ LISTEN pgq_events;
 -- 1. Enqueue one job (named arguments read naturally).
 SELECT pgq.enqueue('send_email', '{"to": "a@example.com"}', priority => 5) AS id;
 
--- 2. Enqueue many in one statement; ids come back in input order.
+-- 2. Enqueue many in one statement; ids come back in input order. Payloads (and headers) are
+--    one JSON array, element i for job i.
 SELECT * FROM pgq.enqueue_many(
     ARRAY['send_email', 'send_email', 'resize_image'],
-    ARRAY['{"to": "b@example.com"}', '{"to": "c@example.com"}', '{"path": "img/1.png"}']::jsonb[]
-) AS id;
+    '[{"to": "b@example.com"}, {"to": "c@example.com"}, {"path": "img/1.png"}]'
+);
 
--- 3. A delayed job: due in one hour.
+-- 3. A delayed job: due in one hour on the server's clock (or run_at => a timestamp).
 SELECT pgq.enqueue('send_email', '{"to": "later@example.com"}',
-                   run_at => now() + interval '1 hour') AS id;
+                   delay => interval '1 hour') AS id;
 
 -- 4. Dedupe: a key is unique among live jobs.
 SELECT pgq.enqueue('daily_report', '{"day": "2026-11-29"}', dedupe_key => 'report:2026-11-29') AS id;
@@ -64,24 +65,36 @@ SELECT entrypoint, max_attempts
 SELECT now() AS t0 \gset
 
 -- 6. Claim: highest priority first, then earliest due, then id. The delayed job is not due.
-SELECT id, lease, entrypoint, payload, priority, attempt, max_attempts, heartbeat_timeout
-  FROM pgq.claim(:'worker_a', ARRAY['send_email'], 2, :'t0');
+--    The answer carries the policy a worker needs: the heartbeat timeout (also in seconds)
+--    and whether a failure of this attempt is final. A request_id (new for every claim) lets a
+--    worker send the claim again when the answer was lost: it answers the same jobs.
+SELECT id, lease, entrypoint, payload, priority, attempt, max_attempts, heartbeat_timeout_s,
+       last_attempt
+  FROM pgq.claim(:'worker_a', ARRAY['send_email'], 2, :'t0',
+                 request_id => '00000000-0000-0000-0000-00000000000a');
+--    Sent again (its answer lost with the connection): the same jobs, nothing new claimed.
+SELECT id, attempt
+  FROM pgq.claim(:'worker_a', ARRAY['send_email'], 2, :'t0',
+                 request_id => '00000000-0000-0000-0000-00000000000a');
 SELECT lease AS lease1 FROM pgq.jobs WHERE id = 1 \gset
 SELECT lease AS lease2 FROM pgq.jobs WHERE id = 2 \gset
 
 -- 7. Heartbeat: one row per id. A wrong lease (or a job that is gone) answers 'lost'.
 SELECT * FROM pgq.heartbeat(:'worker_a', ARRAY[1, 2, 3], ARRAY[:lease1, :lease2, 999], :'t0');
 
--- 8. Complete successfully: the job leaves pgq.jobs for pgq.job_history with its details.
+-- 8. Complete: the worker reports what happened (successful, failed, interrupted, canceled)
+--    with details as one JSON array; SQL answers what it decided for each job. Successful:
+--    the job leaves pgq.jobs for pgq.job_history with its details.
 SELECT * FROM pgq.complete(:'worker_a', ARRAY[1], ARRAY[:lease1], ARRAY['successful'],
-                           ARRAY['{"message_id": "m-1"}'::jsonb], :'t0') AS accepted;
+                           '[{"message_id": "m-1"}]', :'t0');
 SELECT id, entrypoint, status, attempt, details FROM pgq.job_history WHERE id = 1;
 
 -- 9. Fail into retry: queued again after backoff_base * 2^(attempt-1), capped at backoff_max,
 --    with equal jitter: for attempt 1 and a 10 s base, between 5 s and 10 s after `at`.
 SELECT id, status, attempt, lease FROM pgq.jobs WHERE id = 2;
-SELECT * FROM pgq.complete(:'worker_a', ARRAY[2], ARRAY[:lease2], ARRAY['failed'],
-                           ARRAY['{"error": "SMTP timeout"}'::jsonb], :'t0') AS accepted;
+SELECT id, status, attempt, max_attempts, retry_in_s BETWEEN 5 AND 10 AS retry_in_5_to_10s
+  FROM pgq.complete(:'worker_a', ARRAY[2], ARRAY[:lease2], ARRAY['failed'],
+                    '[{"error": "SMTP timeout"}]', :'t0');
 SELECT id, status, attempt, lease,
        run_at - :'t0' BETWEEN interval '5 seconds' AND interval '10 seconds' AS backoff_5_to_10s,
        errors -> 0 -> 'details' AS last_error
@@ -97,9 +110,10 @@ SELECT id, attempt, lease FROM pgq.claim(:'worker_a', ARRAY['send_email'], 1,
 SELECT lease AS lease2b FROM pgq.jobs WHERE id = 2 \gset
 
 --    A handler may ask for its own delay: details->'retry_after' in seconds.
-SELECT * FROM pgq.complete(:'worker_a', ARRAY[2], ARRAY[:lease2b], ARRAY['failed'],
-                           ARRAY['{"error": "rate limited", "retry_after": 60}'::jsonb],
-                           :'t0'::timestamptz + interval '12 seconds') AS accepted;
+SELECT id, status, attempt, max_attempts, retry_in_s
+  FROM pgq.complete(:'worker_a', ARRAY[2], ARRAY[:lease2b], ARRAY['failed'],
+                    '[{"error": "rate limited", "retry_after": 60}]',
+                    :'t0'::timestamptz + interval '12 seconds');
 SELECT id, attempt, run_at - :'t0' AS due_after_t0, jsonb_array_length(errors) AS failures
   FROM pgq.jobs WHERE id = 2;
 
@@ -118,27 +132,27 @@ SELECT id, status, worker_id = :'worker_b' AS owned_by_b, attempt,
 -- 11. Dead after max attempts: resize_image allows one attempt, so a failure is final.
 SELECT id, attempt, max_attempts FROM pgq.claim(:'worker_a', ARRAY['resize_image']);
 SELECT lease AS lease4 FROM pgq.jobs WHERE id = 4 \gset
-SELECT * FROM pgq.complete(:'worker_a', ARRAY[4], ARRAY[:lease4], ARRAY['failed'],
-                           ARRAY['{"error": "corrupt image"}'::jsonb]) AS accepted;
+SELECT id, status, attempt, max_attempts, retry_in_s
+  FROM pgq.complete(:'worker_a', ARRAY[4], ARRAY[:lease4], ARRAY['failed'],
+                    '[{"error": "corrupt image"}]');
 SELECT id, entrypoint, attempt, details, jsonb_array_length(errors) AS failures
   FROM pgq.failed_jobs;
 
 -- 12. Cancel a queued job: it goes to history as canceled at once.
 SELECT pgq.enqueue('send_email', '{"to": "oops@example.com"}') AS oops \gset
-SELECT * FROM pgq.cancel(ARRAY[:oops]) AS canceled;
+SELECT * FROM pgq.cancel(ARRAY[:oops]);
 SELECT id, status, attempt FROM pgq.job_history WHERE id = :oops;
 
 -- 13. Cancel a running job: it is flagged, its worker gets {"kind": "cancel"} and sees
 --     'cancel_requested' in its next heartbeat, then completes it as canceled.
 SELECT lease AS lease3b FROM pgq.jobs WHERE id = 3 \gset
-SELECT * FROM pgq.cancel(ARRAY[3]) AS flagged;
+SELECT * FROM pgq.cancel(ARRAY[3]);
 SELECT * FROM pgq.heartbeat(:'worker_b', ARRAY[3], ARRAY[:lease3b]);
-SELECT * FROM pgq.complete(:'worker_b', ARRAY[3], ARRAY[:lease3b], ARRAY['canceled']) AS accepted;
+SELECT id, status, attempt FROM pgq.complete(:'worker_b', ARRAY[3], ARRAY[:lease3b], ARRAY['canceled']);
 SELECT id, status, attempt FROM pgq.job_history WHERE id = 3;
 
 -- 14. Requeue dead jobs from pgq.failed_jobs: same id, attempt 0, errors kept.
-SELECT * FROM pgq.requeue(ARRAY(SELECT id FROM pgq.failed_jobs WHERE entrypoint = 'resize_image'))
-    AS requeued;
+SELECT * FROM pgq.requeue(ARRAY(SELECT id FROM pgq.failed_jobs WHERE entrypoint = 'resize_image'));
 SELECT id, entrypoint, status, attempt, jsonb_array_length(errors) AS failures
   FROM pgq.jobs WHERE id = 4;
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXCEPTION_HANDLERS", "ROUTES", "parse_time"]
 
-STATES = ("queued", "running", "successful", "failed", "canceled")
+STATES = ("queued", "scheduled", "running", "successful", "failed", "canceled")
 HISTORY_STATES = ("failed", "canceled")
 
 

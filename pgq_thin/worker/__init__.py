@@ -32,7 +32,8 @@ first heartbeats the jobs it owns, then claims once and flushes what it buffered
 original leases; handlers keep running throughout.
 
 Shutdown (``stop()``, SIGTERM, SIGINT): stop claiming, let running jobs finish within
-``grace_period``, then stop the rest and fail them with ``retry_after`` 0; ``pgq.release``
+``grace_period``, then stop the rest and report them ``interrupted`` (SQL puts them back in the
+queue at once, the attempt not counted); ``pgq.release``
 claimed jobs that never started; flush; return. A second signal exits the process at once.
 """
 

@@ -14,15 +14,15 @@ releasing or stopping the same attempt: whichever comes first wins, the other se
 The worker reports what happened and SQL decides the rest: a handler that returned is
 ``successful`` (also after a cancel request), one that gave up because of the cancel (its
 task cancelled, or :class:`~pgq_thin.job.CancelJob`) is ``canceled``, any other exception is
-``failed`` (``pgq.complete`` turns a failure of a job whose cancel was requested into
-``canceled``, and applies the retry policy). An attempt that lost its lease reports nothing.
+``failed``, and one cut off by the shutdown is ``interrupted`` (``pgq.complete`` turns a
+failure of a job whose cancel was requested into ``canceled``, applies the retry policy, and
+puts an interrupted job back in the queue). An attempt that lost its lease reports nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
 import threading
 import time
@@ -41,7 +41,15 @@ from pgq_thin.job import (
     validate_payload,
 )
 from pgq_thin.worker._registry import Handler
-from pgq_thin.worker._results import Details, Result, ResultBuffer
+from pgq_thin.worker._results import (
+    CANCELED,
+    FAILED,
+    INTERRUPTED,
+    SUCCESSFUL,
+    Result,
+    ResultBuffer,
+    result_details,
+)
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._telemetry import Ending, Telemetry, job_fields
 
@@ -310,25 +318,25 @@ class Attempts:
                     )
                 if result is _NOT_STARTED:
                     return self._stopped_before_start(attempt)
-            ending = Ending("successful", result_details(result), "successful")
+            ending = Ending(SUCCESSFUL, result_details(result), "successful")
             if attempt.stop is None:  # the common case, without a detour
                 return ending if attempt.finish() else None
         except asyncio.CancelledError:
             if attempt.stop is None:
                 raise  # the run is closing
             details: dict[str, Any] = {"error": "CancelledError", "message": "cancelled"}
-            ending = Ending("canceled", details, "canceled")
+            ending = Ending(CANCELED, details, "canceled")
         except CancelJob as err:
             details = {"error": "CancelJob", "message": str(err)}
-            ending = Ending("canceled", details, "canceled", err)
+            ending = Ending(CANCELED, details, "canceled", err)
         except RetryAfter as err:
             details = {"error": "RetryAfter", "message": str(err), "retry_after": err.seconds}
-            ending = Ending("failed", details, "retry_after", err)
+            ending = Ending(FAILED, details, "retry_after", err)
         except PayloadValidationError as err:
             details = {"error": "PayloadValidationError", "message": str(err)}
-            ending = Ending("failed", details, "invalid_payload", err)
+            ending = Ending(FAILED, details, "invalid_payload", err)
         except Exception as err:
-            ending = Ending("failed", failure_details(err), "failed", err)
+            ending = Ending(FAILED, failure_details(err), "failed", err)
         return self._finished(attempt, ending)
 
     def _call_sync(self, attempt: Attempt) -> Any:
@@ -344,13 +352,13 @@ class Attempts:
         if attempt.phase is Phase.RELEASED:
             return None
         details = {"error": "CancelledError", "message": "cancelled before it started"}
-        return self._finished(attempt, Ending("canceled", details, "canceled"))
+        return self._finished(attempt, Ending(CANCELED, details, "canceled"))
 
     def _finished(self, attempt: Attempt, ending: Ending) -> Ending | None:
         """What to report: the handler's outcome, plus what stopped it."""
         if attempt.stop is Stop.LOST or not attempt.finish():
             return None  # lost: never written; finished already: reported at the abort
-        if attempt.stop is Stop.ABORT and ending.status != "successful":
+        if attempt.stop is Stop.ABORT and ending.status != SUCCESSFUL:
             return aborted(self._settings.grace_period)
         if attempt.stop is Stop.CANCEL:
             ending.details = {**(ending.details or {}), "cancel_requested": True}
@@ -368,11 +376,14 @@ class Attempts:
         self._results.report(result, alone=alone)
 
 
+#: The span outcome of an attempt still running when the run closes.
+CLOSING = "interrupted"
+
+
 def aborted_details(grace_period: float) -> dict[str, Any]:
     return {
         "error": "WorkerShutdown",
         "message": f"the worker shut down and the job ran past its {grace_period:g} s grace period",
-        "retry_after": 0,
     }
 
 
@@ -380,20 +391,8 @@ def left_as(attempt: Attempt) -> str:
     """The outcome of an attempt whose task ended without an ending of its own."""
     if attempt.stop is Stop.LOST:
         return "lost"
-    return "released" if attempt.phase is Phase.RELEASED else "interrupted"
+    return "released" if attempt.phase is Phase.RELEASED else CLOSING
 
 
 def aborted(grace_period: float) -> Ending:
-    return Ending("failed", aborted_details(grace_period), "aborted")
-
-
-def result_details(result: Any) -> Details:
-    """A handler's return value is stored as ``{"result": ...}`` when it is plain JSON."""
-    if result is None:
-        return None
-    try:
-        json.dumps(result, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        log.debug("pgq-thin: handler result %r is not JSON; not stored", result)
-        return None
-    return {"result": result}
+    return Ending(INTERRUPTED, aborted_details(grace_period), "aborted")

@@ -17,7 +17,9 @@ that job alone; the rest of the batch runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +28,7 @@ from pgq_thin.connection import Backoff
 from pgq_thin.job import Job, UndecodableJob
 from pgq_thin.worker._attempts import Attempts
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, jittered, one_line, wait_event
-from pgq_thin.worker._results import Result, ResultBuffer
+from pgq_thin.worker._results import FAILED, Result, ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._telemetry import Telemetry
 
@@ -60,6 +62,7 @@ class Claimer:
         self._tick = tick  # something changed (a slot freed, a result written): look again
         self._notified = False  # a notification (or a reconnect) asks for one claim
         self._more = False  # the last claim came back full: claim again at once
+        self._replan = False  # a job was scheduled: ask when the next one is due
         results.carried_by(self._will_claim)
 
     def _will_claim(self) -> bool:
@@ -87,6 +90,13 @@ class Claimer:
         if entrypoints & self._claimed:
             self.wake()
 
+    def on_scheduled(self, entrypoints: frozenset[str]) -> None:
+        """A notification: jobs of these entrypoints will be due later. Nothing to claim now;
+        ask ``pgq.next_run_at`` again, in case one is due before the loop would look."""
+        if entrypoints & self._claimed:
+            self._replan = True
+            self._tick.set()
+
     # --- run-once steps -----------------------------------------------------------------------
 
     async def claim_once(self, *, start: bool = True) -> list[Job[Any]]:
@@ -109,17 +119,22 @@ class Claimer:
 
     async def _claim_rows(self, asked: int) -> Rows:
         """One ``pgq.claim`` of up to ``asked`` jobs, with buffered results written in the same
-        round trip (unless a flush is writing them already)."""
+        round trip (unless a flush is writing them already). The claim carries a request id of
+        its own: when the connection drops, the session sends the same call again, and a claim
+        whose answer was lost answers the same jobs (not new ones, leaving those to go stale)."""
         worker_id, entrypoints, tel = self._settings.worker_id, self._entrypoints, self._tel
+        request = uuid.uuid4()
         async with self._results.batch(wait=False) as batch:
             if batch is None:
                 return await self._call(
-                    lambda conn: tel.claim(calls.aclaim(conn, worker_id, entrypoints, asked))
+                    lambda conn: tel.claim(
+                        calls.aclaim(conn, worker_id, entrypoints, asked, request)
+                    )
                 )
             done = batch.args
             accepted, rows = await self._call(
                 lambda conn: tel.complete_and_claim(
-                    calls.acomplete_and_claim(conn, worker_id, done, entrypoints, asked)
+                    calls.acomplete_and_claim(conn, worker_id, done, entrypoints, asked, request)
                 )
             )
             batch.settle(accepted)
@@ -149,7 +164,7 @@ class Claimer:
         self._tel.undecodable(str(err), fields)
         self._stats.undecodable += 1
         details = {"error": "UndecodableJob", "message": str(err)}
-        result = Result(err.job_id, err.lease, "failed", details, err.entrypoint, "undecodable")
+        result = Result(err.job_id, err.lease, FAILED, details, err.entrypoint, "undecodable")
         self._results.report(result, alone=self._attempts.running == 0)
 
     # --- the loop -----------------------------------------------------------------------------
@@ -177,6 +192,10 @@ class Claimer:
             while not self._stopping.is_set():
                 check()
                 self._tick.clear()
+                if self._replan:
+                    self._replan = False
+                    with contextlib.suppress(*LOOP_ERRORS):  # else the next poll looks
+                        next_poll = min(next_poll, time.monotonic() + await self._idle())
                 free = self._free()
                 drained = until_empty and not attempts.running
                 due = self._notified or self._more or time.monotonic() >= next_poll or drained

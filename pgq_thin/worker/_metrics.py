@@ -27,7 +27,8 @@ from prometheus_client.core import (
 
 from pgq_thin import __version__
 from pgq_thin.errors import PgqThinError
-from pgq_thin.worker._settings import WorkerStats
+from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+from pgq_thin.worker._telemetry import worker_log
 
 #: Seconds; handlers run from microseconds to hours.
 HANDLER_BUCKETS = (
@@ -208,6 +209,16 @@ class WorkerMetrics:
             return None
         host, port = self._server.server_address[:2]
         return str(host), int(port)
+
+    def serve_for(self, settings: WorkerSettings) -> None:
+        """Serve on the settings' address and port, and say where in one line."""
+        host, port = self.serve(settings.metrics_addr, settings.metrics_port or 0)
+        worker_log(settings.worker_id).info(
+            "pgq-thin worker %s serves metrics on http://%s:%d/metrics",
+            settings.worker_id,
+            host,
+            port,
+        )
 
     def serve(self, addr: str, port: int) -> tuple[str, int]:
         """Serve ``/metrics`` (any path) on ``addr:port`` in a daemon thread until :meth:`close`."""

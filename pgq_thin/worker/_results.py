@@ -18,6 +18,8 @@ refused (its job then goes stale and is retried by SQL's rules).
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
@@ -25,6 +27,7 @@ from typing import Any, NamedTuple
 import psycopg
 
 from pgq_thin import calls
+from pgq_thin.calls import Decision
 from pgq_thin.connection import Backoff
 from pgq_thin.errors import PgqError
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, one_line, wait_event
@@ -35,13 +38,22 @@ MAX_FLUSH = 1000  # results per pgq.complete call
 UNSTORABLE = "UnstorableDetails"
 #: What the server refuses because of a value in the call (rather than the connection).
 REFUSED: tuple[type[Exception], ...] = (psycopg.DataError, PgqError)
+log = logging.getLogger("pgq_thin.worker")
 
 Details = dict[str, Any] | None
 
+# What a worker reports to pgq.complete: what it observed, never a decision.
+SUCCESSFUL = "successful"  # the handler returned
+FAILED = "failed"  # the handler raised
+INTERRUPTED = "interrupted"  # the worker cut the attempt off (shutdown)
+CANCELED = "canceled"  # the handler gave up because the job was canceled
+
 
 class Result(NamedTuple):
-    """How one attempt ended, to be written under its lease (``status``, ``details``), and
-    what the worker tells the outside about it once written (``entrypoint``, ``outcome``)."""
+    """How one attempt ended, to be written under its lease (``status``: what the worker
+    observed, one of :data:`SUCCESSFUL`, :data:`FAILED`, :data:`INTERRUPTED`,
+    :data:`CANCELED`; ``details``), and what the worker tells the outside about it once
+    written (``entrypoint``, ``outcome``)."""
 
     job_id: int
     lease: int
@@ -74,9 +86,10 @@ class Batch:
             [r.details for r in rs],
         )
 
-    def settle(self, accepted: list[int]) -> None:
+    def settle(self, accepted: dict[int, Decision]) -> None:
+        """Account for the write: ``accepted`` is what SQL decided per job it accepted."""
         self.settled = True
-        self._buffer._settle(self.results, set(accepted))
+        self._buffer._settle(self.results, accepted)
 
 
 class ResultBuffer:
@@ -190,24 +203,27 @@ class ResultBuffer:
         self._pending[:0] = back
         self._ready.set()
 
-    def _settle(self, batch: list[Result], accepted: set[int]) -> None:
-        """Account for written results: accepted ones by status, the rest as lost leases."""
+    def _settle(self, batch: list[Result], accepted: dict[int, Decision]) -> None:
+        """Account for written results: accepted ones by what SQL decided (an interrupted
+        attempt sent back to the queue is counted as aborted already), the rest as lost
+        leases."""
         if self._solo:
             self._solo = max(0, self._solo - len(batch))
         rejected: list[int] = []
         stats = self._stats
         for r in batch:
-            if r.job_id not in accepted:
+            decided = accepted.get(r.job_id)
+            if decided is None:
                 rejected.append(r.job_id)
                 stats.rejected += 1
                 if (r.job_id, r.lease) not in self._dropped:  # else a heartbeat said so already
                     stats.lost += 1
-            elif r.status == "successful":
+            elif decided.status == SUCCESSFUL:
                 stats.successful += 1
-            elif r.status == "failed":
-                stats.failed += 1
-            else:
+            elif decided.status == CANCELED:
                 stats.canceled += 1
+            elif r.status == FAILED:
+                stats.failed += 1
         self._tel.written(batch, accepted, self._dropped)
         if rejected:
             self._tel.log.warning(
@@ -263,3 +279,15 @@ class ResultBuffer:
                 )
                 await asyncio.sleep(delay)
                 self._ready.set()
+
+
+def result_details(result: Any) -> Details:
+    """A handler's return value is stored as ``{"result": ...}`` when it is plain JSON."""
+    if result is None:
+        return None
+    try:
+        json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        log.debug("pgq-thin: handler result %r is not JSON; not stored", result)
+        return None
+    return {"result": result}

@@ -10,6 +10,7 @@ concerns) and runs the background loops beside the claim loop, whose failure end
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,14 @@ from pgq_thin import calls
 from pgq_thin.connection import AsyncSession, aconnect, short_id
 from pgq_thin.dsn import resolve_dsn
 from pgq_thin.errors import SetupError
-from pgq_thin.listener import CancelRequested, Enqueued, Event, Listener, SchedulesChanged
+from pgq_thin.listener import (
+    CancelRequested,
+    Enqueued,
+    Event,
+    Listener,
+    Scheduled,
+    SchedulesChanged,
+)
 from pgq_thin.scheduler import Scheduler
 from pgq_thin.worker import _maintenance, _presence
 from pgq_thin.worker._attempts import Attempts
@@ -251,6 +259,19 @@ class Run:
 
     # --- stopping -----------------------------------------------------------------------------
 
+    def request_stop_from_any_thread(self) -> None:
+        """:meth:`request_stop`, from the loop's own thread or any other."""
+        if self.loop.is_closed():
+            return
+        try:
+            on_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop and threading.current_thread() is threading.main_thread():
+            self.request_stop()
+        else:
+            self.loop.call_soon_threadsafe(self.request_stop)
+
     def request_stop(self) -> None:
         if not self.stopping.is_set():
             self.log.info("pgq-thin worker %s stopping: no new claims", self.settings.worker_id)
@@ -313,6 +334,8 @@ class Run:
     def _on_event(self, event: Event) -> None:
         if isinstance(event, Enqueued):
             self.claimer.on_enqueued(event.entrypoints)
+        elif isinstance(event, Scheduled):
+            self.claimer.on_scheduled(event.entrypoints)
         elif isinstance(event, CancelRequested):
             if not event.ids.isdisjoint(self.attempts.owned):
                 self.heartbeat.wake()

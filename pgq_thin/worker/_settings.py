@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from pgq_thin.errors import require_extra
 
@@ -185,3 +185,32 @@ class WorkerStats:
     @property
     def finished(self) -> int:
         return self.successful + self.failed + self.canceled
+
+
+V = TypeVar("V")
+
+
+class HasSettings(Protocol):
+    settings: WorkerSettings
+
+
+class Setting(Generic[V]):
+    """A worker attribute that reads and replaces one field of its frozen settings (the
+    replacement is validated; a run in progress keeps the settings it opened with)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, worker: None, owner: type | None = None) -> Setting[V]: ...
+    @overload
+    def __get__(self, worker: HasSettings, owner: type | None = None) -> V: ...
+    def __get__(self, worker: HasSettings | None, owner: type | None = None) -> V | Setting[V]:
+        if worker is None:
+            return self
+        value: V = getattr(worker.settings, self._name)
+        return value
+
+    def __set__(self, worker: HasSettings, value: V) -> None:
+        changes: dict[str, Any] = {self._name: value}
+        worker.settings = replace(worker.settings, **changes)

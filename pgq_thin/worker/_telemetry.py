@@ -18,9 +18,13 @@ Log lines (logger ``pgq_thin.worker``; every record carries ``worker_id``, and a
     pgq-thin job 42 (send_email) attempt 2 of 5: aborted in 30.002 s: ...          WARNING
 
 The line that ends an attempt carries ``outcome`` and ``duration`` too, and is written when
-the handler ends. What SQL decides next for a failed attempt (a retry in N s, or dead) is known
-only once its result is written (``pgq.complete``): that is :meth:`Telemetry.written`'s to say,
-on a line of its own after the failure's.
+the handler ends. What SQL decides next for a failed or interrupted attempt is known only once
+its result is written: ``pgq.complete`` answers it, and :meth:`Telemetry.written` says it on a
+line of its own (fields ``decided`` and, for a retry, ``retry_in``), word for word from that
+answer::
+
+    pgq-thin job 42 (send_email): retry in 1.7 s, attempt 1 of 5                 INFO
+    pgq-thin job 42 (send_email): dead, attempt 5 of 5                           WARNING
 
 The per-job work costs nothing that is switched off: a DEBUG line is formatted only when DEBUG
 is enabled, metrics only exist with ``metrics_port``, spans only with OpenTelemetry imported.
@@ -38,10 +42,12 @@ from pgq_thin.errors import one_line
 from pgq_thin.job import Job, RetryAfter
 
 if TYPE_CHECKING:
+    from pgq_thin.calls import Decision
     from pgq_thin.otel import JobTracer
     from pgq_thin.worker._attempts import Attempt
     from pgq_thin.worker._metrics import WorkerMetrics
     from pgq_thin.worker._results import Result
+    from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 
 T = TypeVar("T")
 
@@ -58,6 +64,11 @@ OUTCOMES = (
     "undecodable",  # the claimed row could not be turned into Python values
     "lost",  # the lease was lost (the job went stale and was claimed again): nothing written
 )
+#: SQL's answer for a job that failed for good (``pgq.complete``'s status), and how the
+#: decision line words SQL's answers.
+DEAD = "failed"
+DEAD_TEXT = "dead"
+RETRY_TEXT = "retry in {:.3g} s"
 #: The level of the line that ends an attempt, by outcome.
 LEVELS = {
     "successful": logging.DEBUG,
@@ -134,6 +145,17 @@ class Telemetry:
         self.metrics = metrics
         self.tracer = tracer
 
+    @classmethod
+    def for_run(cls, settings: WorkerSettings, metrics: WorkerMetrics | None) -> Telemetry:
+        """What a run logs, measures and traces with: spans when tracing is on and
+        OpenTelemetry is in use."""
+        from pgq_thin import otel
+
+        tracer = None
+        if settings.tracing and otel.in_use():
+            tracer = otel.JobTracer(settings.worker_id)
+        return cls(settings.worker_id, metrics, tracer)
+
     # --- jobs -------------------------------------------------------------------------------
 
     def claimed(self, jobs: Iterable[Job[Any]]) -> None:
@@ -204,12 +226,21 @@ class Telemetry:
             )
 
     def written(
-        self, results: list[Result], accepted: set[int], dropped: set[tuple[int, int]]
+        self,
+        results: list[Result],
+        accepted: Mapping[int, Decision],
+        dropped: set[tuple[int, int]],
     ) -> None:
-        """Results were written with ``pgq.complete``: those accepted count under their
+        """Results were written with ``pgq.complete``: what SQL decided for a job that goes
+        back to the queue or dies is logged from its answer; those accepted count under their
         outcome, the others (their lease was lost) as ``lost`` unless a heartbeat said so
-        already (``dropped``). The place where what SQL decided for each job will be logged
-        once ``pgq.complete`` returns it."""
+        already (``dropped``)."""
+        for r in results:
+            decided = accepted.get(r.job_id)
+            if decided is not None and decided.retry_in_s is not None:
+                self._decided(r, decided, logging.INFO, RETRY_TEXT.format(decided.retry_in_s))
+            elif decided is not None and decided.status == DEAD:
+                self._decided(r, decided, logging.WARNING, DEAD_TEXT)
         metrics = self.metrics
         if metrics is None:
             return
@@ -218,6 +249,26 @@ class Telemetry:
                 metrics.job_written(r.entrypoint, r.outcome)
             elif (r.job_id, r.lease) not in dropped:
                 metrics.job_written(r.entrypoint, "lost")
+
+    def _decided(self, result: Result, decided: Decision, level: int, what: str) -> None:
+        if log.isEnabledFor(level):
+            self.log.log(
+                level,
+                "pgq-thin job %s (%s): %s, attempt %d of %d",
+                result.job_id,
+                result.entrypoint,
+                what,
+                decided.attempt,
+                decided.max_attempts,
+                extra={
+                    "job_id": result.job_id,
+                    "entrypoint": result.entrypoint,
+                    "attempt": decided.attempt,
+                    "max_attempts": decided.max_attempts,
+                    "decided": decided.status,
+                    "retry_in": decided.retry_in_s,
+                },
+            )
 
     # --- round trips --------------------------------------------------------------------------
 
@@ -242,3 +293,28 @@ async def _timed(call: Awaitable[T], done: Any) -> T:
     result = await call
     done(time.perf_counter() - began)
     return result
+
+
+def log_summary(worker_id: object, s: WorkerStats, uptime: float) -> None:
+    """The one INFO line that sums a run up."""
+    from dataclasses import asdict
+
+    rate = s.finished / uptime if uptime > 0 else 0.0
+    worker_log(worker_id).info(
+        "pgq-thin worker %s stopped after %.1f s: %d claimed, %d successful, %d failed, "
+        "%d canceled, %d lost, %d released, %d aborted, %d reconnects, %d restarts; "
+        "%.1f jobs/s",
+        worker_id,
+        uptime,
+        s.claimed,
+        s.successful,
+        s.failed,
+        s.canceled,
+        s.lost,
+        s.released,
+        s.aborted,
+        s.reconnects + s.listener_reconnects,
+        s.restarts,
+        rate,
+        extra={"stats": asdict(s), "uptime": uptime, "jobs_per_second": rate},
+    )

@@ -3,57 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, replace
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any
 
-from pgq_thin import calls, otel
+from pgq_thin import calls
 from pgq_thin.errors import SetupError
 from pgq_thin.job import Job
 from pgq_thin.records import Rollup
 from pgq_thin.scheduler import ScheduleSpec
 from pgq_thin.worker._registry import H, Registry
-from pgq_thin.worker._run import SCHEDULER_TASK, Run
-from pgq_thin.worker._settings import WorkerSettings, WorkerStats
+from pgq_thin.worker._run import Run
+from pgq_thin.worker._settings import Setting, WorkerSettings, WorkerStats
 from pgq_thin.worker._supervisor import Signals, abandon_stuck_threads, supervise
-from pgq_thin.worker._telemetry import Telemetry, worker_log
+from pgq_thin.worker._telemetry import Telemetry, log_summary
+from pgq_thin.worker._view import WorkerView
 
 if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
 
     from pgq_thin.worker._metrics import WorkerMetrics
 
-V = TypeVar("V")
 
-
-class _Setting(Generic[V]):
-    """A worker attribute that reads and replaces one field of its frozen settings (the
-    replacement is validated; a run in progress keeps the settings it opened with)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._name = name
-
-    @overload
-    def __get__(self, worker: None, owner: type | None = None) -> _Setting[V]: ...
-    @overload
-    def __get__(self, worker: ThinWorker, owner: type | None = None) -> V: ...
-    def __get__(self, worker: ThinWorker | None, owner: type | None = None) -> V | _Setting[V]:
-        if worker is None:
-            return self
-        value: V = getattr(worker.settings, self._name)
-        return value
-
-    def __set__(self, worker: ThinWorker, value: V) -> None:
-        changes: dict[str, Any] = {self._name: value}
-        worker.settings = replace(worker.settings, **changes)
-
-
-class ThinWorker:
+class ThinWorker(WorkerView):
     """Runs handlers for jobs of the entrypoints registered with :meth:`entrypoint`.
 
     The keyword arguments are the fields of :class:`WorkerSettings` (documented there), kept
@@ -61,32 +35,32 @@ class ThinWorker:
     assigning one replaces the settings (a run in progress keeps those it opened with).
     """
 
-    dsn = _Setting[str | None]()
-    concurrency = _Setting[int]()
-    threads = _Setting[int]()
-    batch_size = _Setting[int]()
-    poll_interval = _Setting[float]()
-    worker_id = _Setting[uuid.UUID]()
-    grace_period = _Setting[float]()
-    flush_interval = _Setting[float]()
-    flush_size = _Setting[int | None]()
-    listen = _Setting[bool]()
-    listen_dsn = _Setting[str | None]()
-    ping_interval = _Setting[float]()
-    ping_timeout = _Setting[float]()
-    reconnect_timeout = _Setting[float | None]()
-    restart_on_failure = _Setting[bool]()
-    max_restarts = _Setting[int]()
-    restart_delay = _Setting[float]()
-    restart_reset_after = _Setting[float]()
-    history_retention = _Setting[timedelta | None]()
-    maintenance_interval = _Setting[float]()
-    compact_interval = _Setting[float | None]()
-    rollup_interval = _Setting[float | None]()
-    run_schedules = _Setting[bool]()
-    metrics_port = _Setting[int | None]()
-    metrics_addr = _Setting[str]()
-    tracing = _Setting[bool]()
+    dsn = Setting[str | None]()
+    concurrency = Setting[int]()
+    threads = Setting[int]()
+    batch_size = Setting[int]()
+    poll_interval = Setting[float]()
+    worker_id = Setting[uuid.UUID]()
+    grace_period = Setting[float]()
+    flush_interval = Setting[float]()
+    flush_size = Setting[int | None]()
+    listen = Setting[bool]()
+    listen_dsn = Setting[str | None]()
+    ping_interval = Setting[float]()
+    ping_timeout = Setting[float]()
+    reconnect_timeout = Setting[float | None]()
+    restart_on_failure = Setting[bool]()
+    max_restarts = Setting[int]()
+    restart_delay = Setting[float]()
+    restart_reset_after = Setting[float]()
+    history_retention = Setting[timedelta | None]()
+    maintenance_interval = Setting[float]()
+    compact_interval = Setting[float | None]()
+    rollup_interval = Setting[float | None]()
+    run_schedules = Setting[bool]()
+    metrics_port = Setting[int | None]()
+    metrics_addr = Setting[str]()
+    tracing = Setting[bool]()
 
     def __init__(
         self,
@@ -204,11 +178,7 @@ class ThinWorker:
 
     def _telemetry(self) -> Telemetry:
         """What the next run logs, measures and traces with (settings as they are now)."""
-        settings = self.settings
-        tracer = None
-        if settings.tracing and otel.in_use():
-            tracer = otel.JobTracer(settings.worker_id)
-        return Telemetry(settings.worker_id, self._metrics_made(), tracer)
+        return Telemetry.for_run(self.settings, self._metrics_made())
 
     def _metrics_made(self) -> WorkerMetrics | None:
         """The worker's metrics (one registry for its whole life, across restarts), made once
@@ -246,17 +216,8 @@ class ThinWorker:
     def stop(self) -> None:
         """Ask a running worker to shut down gracefully; safe to call from any thread."""
         self._halted = True
-        run = self._run
-        if run is None or run.loop.is_closed():
-            return
-        try:
-            on_loop = asyncio.get_running_loop() is run.loop
-        except RuntimeError:
-            on_loop = False
-        if on_loop and threading.current_thread() is threading.main_thread():
-            run.request_stop()
-        else:
-            run.loop.call_soon_threadsafe(run.request_stop)
+        if self._run is not None:
+            self._run.request_stop_from_any_thread()
 
     def run(self, *, until_empty: bool = False) -> None:
         """Run until stopped (SIGTERM/SIGINT) or, with ``until_empty``, until a claim finds
@@ -284,13 +245,7 @@ class ThinWorker:
         self._started_at = time.time()
         metrics = self._metrics_made()
         if metrics is not None and settings.metrics_port is not None:
-            host, port = metrics.serve(settings.metrics_addr, settings.metrics_port)
-            worker_log(settings.worker_id).info(
-                "pgq-thin worker %s serves metrics on http://%s:%d/metrics",
-                settings.worker_id,
-                host,
-                port,
-            )
+            metrics.serve_for(settings)
 
         async def run_once() -> None:
             self._connected = False
@@ -322,29 +277,7 @@ class ThinWorker:
             if metrics is not None:
                 await asyncio.to_thread(metrics.close)  # waits for the server's loop to end
             if ran:
-                self._log_summary(time.monotonic() - began)
-
-    def _log_summary(self, uptime: float) -> None:
-        s = self.stats
-        rate = s.finished / uptime if uptime > 0 else 0.0
-        worker_log(self.settings.worker_id).info(
-            "pgq-thin worker %s stopped after %.1f s: %d claimed, %d successful, %d failed, "
-            "%d canceled, %d lost, %d released, %d aborted, %d reconnects, %d restarts; "
-            "%.1f jobs/s",
-            self.settings.worker_id,
-            uptime,
-            s.claimed,
-            s.successful,
-            s.failed,
-            s.canceled,
-            s.lost,
-            s.released,
-            s.aborted,
-            s.reconnects + s.listener_reconnects,
-            s.restarts,
-            rate,
-            extra={"stats": asdict(s), "uptime": uptime, "jobs_per_second": rate},
-        )
+                log_summary(self.settings.worker_id, self.stats, time.monotonic() - began)
 
     def _halt_and_stop(self) -> None:
         self._halted = True
@@ -383,8 +316,8 @@ class ThinWorker:
 
     async def shutdown(self) -> None:
         """Graceful end: no new claims, running jobs get ``grace_period`` to finish, the rest
-        are cancelled and failed for an immediate retry elsewhere, unstarted ones released,
-        results flushed."""
+        are cancelled and reported ``interrupted`` (SQL queues them again at once), unstarted
+        ones released, results flushed."""
         await self._opened().shutdown()
 
     async def maintain_once(self, at: datetime | None = None) -> int:
@@ -404,63 +337,3 @@ class ThinWorker:
     async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
         """Fire the due ticks of all schedules (run-once step of the scheduler loop)."""
         return await self._opened().schedule_once(at)
-
-    # --- what can be seen from outside ------------------------------------------------------
-
-    @property
-    def stopping(self) -> bool:
-        return self._run is not None and self._run.stopping.is_set()
-
-    @property
-    def backend_pids(self) -> dict[str, int | None]:
-        """Server process ids of the ``session`` and ``listener`` connections (or None)."""
-        run = self._run
-        if run is None:
-            return {"session": None, "listener": None}
-        return {"session": run.session.backend_pid, "listener": run.listener.backend_pid}
-
-    @property
-    def owned_job_ids(self) -> frozenset[int]:
-        """Jobs claimed, running, or finished but not written: what the heartbeats cover."""
-        return frozenset(self._run.attempts.owned) if self._run is not None else frozenset()
-
-    @property
-    def running_jobs(self) -> int:
-        """Handlers running now (the slots taken)."""
-        return self._run.attempts.running if self._run is not None else 0
-
-    @property
-    def buffered_results(self) -> int:
-        """Finished attempts whose result is not written yet."""
-        return len(self._run.results) if self._run is not None else 0
-
-    @property
-    def listening(self) -> bool:
-        """The listener has LISTEN in place on a live connection."""
-        return self._run is not None and self._run.listener.listening
-
-    @property
-    def scheduling(self) -> bool:
-        """The scheduler loop runs (it fires every due schedule; see ``run_schedules``)."""
-        run = self._run
-        if run is None or not self.settings.run_schedules:
-            return False
-        return any(t.get_name() == SCHEDULER_TASK and not t.done() for t in run.tasks)
-
-    @property
-    def metrics_address(self) -> tuple[str, int] | None:
-        """``(host, port)`` of the metrics endpoint while it serves (the port chosen when
-        ``metrics_port`` is 0), else None."""
-        return None if self._metrics is None else self._metrics.address
-
-    @property
-    def metrics_registry(self) -> CollectorRegistry | None:
-        """This worker's Prometheus registry (with ``metrics_port`` set), e.g. to serve it from
-        an application's own endpoint; None without metrics."""
-        metrics = self._metrics_made()
-        return None if metrics is None else metrics.registry
-
-    @property
-    def listener_pings(self) -> int:
-        """Health-check pings the listener got answered (in this run)."""
-        return self._run.listener.pings if self._run is not None else 0

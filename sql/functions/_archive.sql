@@ -1,6 +1,7 @@
 -- pgq._archive(ids, statuses, details, at, worker_id, leases): move live jobs to pgq.job_history.
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
---   status (successful, failed or canceled), details and finished_at = at. Returns the ids moved.
+--   status (successful, failed or canceled), details and finished_at = at. Returns one row per
+--   job moved: its id, entrypoint, final status and attempt.
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
 --   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
@@ -19,7 +20,7 @@ CREATE OR REPLACE FUNCTION pgq._archive(
     worker_id  uuid     DEFAULT NULL,
     leases     bigint[] DEFAULT NULL
 )
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint, entrypoint text, status text, attempt int)
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
@@ -59,8 +60,8 @@ BEGIN
                          || jsonb_build_object('details', g.final_details))
                 ELSE g.errors END
       FROM gone g
-    RETURNING h.id;
+    RETURNING h.id, h.entrypoint, h.status, h.attempt;
 END
 $$;
 COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS
-    'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status (lease-checked when leases are given); returns the ids moved.';
+    'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status (lease-checked when leases are given); returns the jobs moved (id, entrypoint, status, attempt).';

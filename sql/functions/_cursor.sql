@@ -26,7 +26,7 @@ BEGIN
         ELSIF v_parts[1] = kind AND kind = 'r' AND cardinality(v_parts) = 2 THEN
             RETURN QUERY SELECT NULL::int, NULL::timestamptz, v_parts[2]::bigint;
             RETURN;
-        ELSIF v_parts[1] = kind AND kind = 'h' AND cardinality(v_parts) = 3 THEN
+        ELSIF v_parts[1] = kind AND kind IN ('h', 's') AND cardinality(v_parts) = 3 THEN
             RETURN QUERY SELECT NULL::int, v_parts[2]::timestamptz, v_parts[3]::bigint;
             RETURN;
         END IF;
@@ -39,4 +39,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq._cursor(text, text) IS
-    'Private. Decodes a paging cursor (q: priority, run_at, id; r: id; h: finished_at, id); PQ009 when it does not parse.';
+    'Private. Decodes a paging cursor (q: priority, run_at, id; r: id; h: finished_at, id; s: run_at, id); PQ009 when it does not parse.';

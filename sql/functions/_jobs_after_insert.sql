@@ -2,7 +2,9 @@
 -- Contract: registers every new entrypoint in pgq.entrypoints with the default policy (at most
 --   100 new ones per statement, so one producer call cannot flood the policy table, the
 --   notifications and pgq.queue_stats), then
---   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got queued jobs.
+--   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got jobs due
+--   now, and {"kind": "scheduled", "entrypoints": [...]} naming those that got jobs due later
+--   (a worker then asks pgq.next_run_at when to look, instead of claiming nothing now).
 --   Never carries payload data (any role may LISTEN).
 -- Locking: a first-time entrypoint briefly holds its new pgq.entrypoints key until commit.
 -- Errors: PQ001 more than 100 new entrypoints in one statement (the statement adds nothing).
@@ -12,8 +14,9 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 DECLARE
-    v_eps jsonb;
-    v_new bigint;
+    v_eps   jsonb;
+    v_later jsonb;
+    v_new   bigint;
 BEGIN
     WITH added AS (
         INSERT INTO pgq.entrypoints (entrypoint)
@@ -28,14 +31,14 @@ BEGIN
                   HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
     END IF;
 
-    SELECT jsonb_agg(DISTINCT n.entrypoint) INTO v_eps
-      FROM new_rows n
-     WHERE n.status = 'queued';
-    IF v_eps IS NOT NULL THEN
-        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
-    END IF;
+    SELECT jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'queued'),
+           jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'scheduled')
+      INTO v_eps, v_later
+      FROM new_rows n;
+    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    PERFORM pgq._notify('scheduled', 'entrypoints', v_later);
     RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION pgq._jobs_after_insert() IS
-    'Private trigger: registers new entrypoints and sends {"kind":"enqueued"} on pgq_events.';
+    'Private trigger: registers new entrypoints and sends {"kind":"enqueued"} (due now) or {"kind":"scheduled"} (due later) on pgq_events.';

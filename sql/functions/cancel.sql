@@ -2,13 +2,14 @@
 -- Contract: queued jobs move to history as canceled at once; running jobs are flagged
 --   (cancel_requested) and their worker is told through pgq_events ({"kind": "cancel"}) and
 --   through the next heartbeat answer; the worker then completes them as canceled (or the claim
---   path archives them once their heartbeat goes stale). Returns the ids canceled or flagged;
+--   path archives them once their heartbeat goes stale). Returns the ids canceled or flagged
+--   (one column, id);
 --   ids that are unknown or already finished are ignored. Calling it again is harmless.
 --   at NULL means now().
 -- Locking: row locks on the affected jobs; waits for a transaction that holds one of them.
 -- Errors: PQ009 NULL ids or NULL element.
 CREATE OR REPLACE FUNCTION pgq.cancel(ids bigint[], at timestamptz DEFAULT NULL)
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -27,12 +28,13 @@ BEGIN
 
     SELECT array_agg(l.id) INTO v_queued
       FROM (SELECT j.id FROM pgq.jobs j
-             WHERE j.id = ANY (cancel.ids) AND j.status = 'queued'
+             WHERE j.id = ANY (cancel.ids) AND j.status IN ('queued', 'scheduled')
              ORDER BY j.id
                FOR UPDATE) AS l;
     IF v_queued IS NOT NULL THEN
-        RETURN QUERY SELECT pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
-                                         NULL, coalesce(cancel.at, now()));
+        RETURN QUERY SELECT a.id
+                       FROM pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
+                                         NULL, coalesce(cancel.at, now())) AS a;
     END IF;
 
     RETURN QUERY

@@ -1,4 +1,4 @@
--- pgq.claim(worker_id, entrypoints, batch_size, at)
+-- pgq.claim(worker_id, entrypoints, batch_size, at, request_id)
 -- Contract: claims up to batch_size runnable jobs of the given entrypoints, highest priority
 --   first, then earliest due, then enqueue order. Runnable: queued with run_at <= at, or running
 --   with a heartbeat older than the entrypoint's heartbeat_timeout (stale: its worker is gone).
@@ -11,6 +11,18 @@
 --   claims nothing at all. An entrypoint paused with pgq.pause is skipped entirely (no queued
 --   job, no stale re-claim) until pgq.resume.
 --   at NULL means now(); tests pass a time to move the clock.
+--   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
+--   the same request_id by the same worker (its answer was lost with the connection) answers
+--   the jobs the first one claimed that this worker still runs under those leases (heartbeat
+--   refreshed), and claims nothing new. A lost answer costs a round trip, not a heartbeat
+--   timeout.
+--   Jobs not due yet are 'scheduled' (outside the claim index, so a claim never walks them);
+--   the claim first promotes the scheduled jobs of its entrypoints that are due at `at` to
+--   'queued' (at most 1000 per call, earliest first; SKIP LOCKED), a cheap probe of their own
+--   index when none is due.
+--   Each row carries the entrypoint's policy as the worker needs it: max_attempts,
+--   heartbeat_timeout (also in seconds, heartbeat_timeout_s: heartbeat well within it) and
+--   last_attempt (a failure of this attempt makes the job dead).
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
 --   never waits for another claimer. Must run in READ COMMITTED so each step sees the last commit.
 -- Errors: PQ001 bad entrypoints, PQ002 batch_size outside 1..10000, PQ009 NULL worker_id,
@@ -19,7 +31,8 @@ CREATE OR REPLACE FUNCTION pgq.claim(
     worker_id    uuid,
     entrypoints  text[],
     batch_size   int         DEFAULT 1,
-    at           timestamptz DEFAULT NULL
+    at           timestamptz DEFAULT NULL,
+    request_id   uuid        DEFAULT NULL
 )
 RETURNS SETOF pgq.claimed_job
 LANGUAGE plpgsql
@@ -59,6 +72,41 @@ BEGIN
             current_setting('transaction_isolation')
             USING ERRCODE = 'PQ010';
     END IF;
+
+    -- The same request again: its answer was lost. Answer the jobs it claimed, still ours.
+    IF claim.request_id IS NOT NULL THEN
+        RETURN QUERY
+        WITH again AS (
+            UPDATE pgq.jobs j
+               SET heartbeat_at = greatest(j.heartbeat_at, v_now)
+              FROM pgq.entrypoints c
+             WHERE j.entrypoint = ANY (claim.entrypoints)
+               AND j.claim_request = claim.request_id
+               AND j.status = 'running'
+               AND j.worker_id = claim.worker_id
+               AND c.entrypoint = j.entrypoint
+            RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
+                      j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
+                      extract(epoch FROM c.heartbeat_timeout)::float8, j.attempt >= c.max_attempts
+        )
+        SELECT a.* FROM again a ORDER BY a.priority DESC, a.run_at, a.id;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    -- Due scheduled jobs become queued (the trigger tells the other workers).
+    UPDATE pgq.jobs j
+       SET status = 'queued'
+     WHERE j.id IN (SELECT s.id
+                      FROM pgq.jobs s
+                     WHERE s.entrypoint = ANY (claim.entrypoints)
+                       AND s.status = 'scheduled'
+                       AND s.run_at <= v_now
+                     ORDER BY s.run_at
+                     LIMIT 1000
+                       FOR UPDATE SKIP LOCKED)
+       AND j.status = 'scheduled';
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
     SELECT array_agg(c.entrypoint) INTO v_limited
@@ -156,6 +204,7 @@ BEGIN
                worker_id = claim.worker_id,
                started_at = v_now,
                heartbeat_at = v_now,
+               claim_request = claim.request_id,
                attempt = j.attempt + 1,
                -- A re-claimed stale job notes the timeout; no lease in the entry: a lease in
                -- the error list means that attempt's result was applied (see pgq.complete).
@@ -170,10 +219,11 @@ BEGIN
          WHERE j.id = ANY (v_ids)
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
-                  j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout
+                  j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
+                  extract(epoch FROM c.heartbeat_timeout)::float8, j.attempt >= c.max_attempts
     )
     SELECT c.* FROM claimed c ORDER BY c.priority DESC, c.run_at, c.id;
 END
 $$;
-COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz) IS
-    'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease.';
+COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz, uuid) IS
+    'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease. A claim re-sent with the same request_id answers the same jobs.';

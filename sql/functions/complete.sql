@@ -1,28 +1,43 @@
--- pgq.complete(worker_id, ids, leases, statuses, details, at)
--- Contract: ends the attempts this worker still owns under those leases; returns the ids
---   accepted. A stale lease (the job was re-claimed, or is gone) is ignored, never applied.
---   statuses: 'successful' and 'canceled' move the job to history with its details.
---   'failed' applies the entrypoint's retry policy: while attempt < max_attempts the job is
---   queued again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal jitter
---   (a delay between half and all of that; computed in seconds, a month counting as 30 days),
---   or after details->'retry_after' seconds when the handler asked for it; otherwise it moves
---   to history as failed (dead). A failed job whose cancellation was requested (pgq.cancel)
---   is not retried: it moves to history as canceled. Every failure's details are kept in the
---   job's error list. at NULL means now(). Idempotent: repeating a call whose answer was lost
---   (the connection dropped after the commit) finds the results already applied under the same
---   leases, returns those ids again and changes nothing.
+-- pgq.complete(worker_id, ids, leases, outcomes, details, at)
+-- Contract: ends the attempts this worker still owns under those leases. The worker reports
+--   what it observed; SQL decides what follows and answers it, one row per job accepted:
+--   id, status (what SQL decided), attempt (the attempt that ended), max_attempts, and for a
+--   job going back to the queue run_at and retry_in_s (seconds from at, on the server's clock).
+--   A stale lease (the job was re-claimed, or is gone) is ignored, never applied, and gets no row.
+--   outcomes, element i for job i:
+--   'successful'  the handler returned: history as successful (also when a cancel was
+--                 requested meanwhile: the work is done).
+--   'failed'      the handler raised: the entrypoint's retry policy decides. While
+--                 attempt < max_attempts and no cancel was requested, status 'retry': queued
+--                 again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal
+--                 jitter (a delay between half and all of that; computed in seconds, a month
+--                 counting as 30 days), or after details->'retry_after' seconds when the handler
+--                 asked for it (due later: status 'scheduled', see pgq.claim). Else history
+--                 as 'failed' (dead), or 'canceled' when a cancel
+--                 was requested.
+--   'interrupted' the worker cut the attempt off (shutdown): status 'retry', queued again at
+--                 once (run_at = at), and the attempt is not counted (as pgq.release); the
+--                 error list notes it. A job whose cancel was requested ends 'canceled'.
+--   'canceled'    the handler gave up because the job was canceled (or chose to): history as
+--                 canceled.
+--   details: one JSON array (element i for job i, JSON null for none) or NULL for none at all;
+--   each failure's details are kept in the job's error list. at NULL means now().
+--   Idempotent: repeating a call whose answer was lost (the connection dropped after the
+--   commit) finds the results already applied under the same leases, answers the same
+--   decisions (a retry's run_at as stored) and changes nothing.
 -- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
 --   this instant, and then sees its new lease (and leaves the job alone).
--- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
+-- Errors: PQ009, PQ003 (arguments), PQ004 unknown outcome, PQ009 bad details or retry_after.
 CREATE OR REPLACE FUNCTION pgq.complete(
     worker_id  uuid,
     ids        bigint[],
     leases     bigint[],
-    statuses   text[],
-    details    jsonb[]     DEFAULT NULL,
+    outcomes   text[],
+    details    jsonb       DEFAULT NULL,
     at         timestamptz DEFAULT NULL
 )
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint, status text, attempt int, max_attempts int, run_at timestamptz,
+               retry_in_s float8)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -34,35 +49,50 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now   timestamptz := coalesce(complete.at, now());
-    v_n     int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
-    v_bad   record;
-    v_accepted bigint[];
+    v_now      timestamptz := coalesce(complete.at, now());
+    v_n        int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
+    v_details  jsonb[];
+    v_bad      record;
+    -- The answer, built as parallel arrays (one element per job accepted).
+    a_id       bigint[] := '{}';
+    a_status   text[] := '{}';
+    a_attempt  int[] := '{}';
+    a_max      int[] := '{}';
+    a_run      timestamptz[] := '{}';
 BEGIN
     PERFORM pgq._check_time(complete.at, 'at');
-    PERFORM pgq._check_details(complete.statuses, complete.details);
-    IF complete.statuses IS NULL THEN
-        RAISE EXCEPTION 'statuses must not be NULL' USING ERRCODE = 'PQ009';
+    IF complete.outcomes IS NULL THEN
+        RAISE EXCEPTION 'outcomes must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
-    IF cardinality(complete.statuses) <> v_n THEN
-        RAISE EXCEPTION 'statuses has % elements but ids has %', coalesce(cardinality(complete.statuses)::text, 'NULL'), v_n
+    IF cardinality(complete.outcomes) <> v_n THEN
+        RAISE EXCEPTION 'outcomes has % elements but ids has %', coalesce(cardinality(complete.outcomes)::text, 'NULL'), v_n
             USING ERRCODE = 'PQ003';
     END IF;
-    IF complete.details IS NOT NULL AND cardinality(complete.details) <> v_n THEN
-        RAISE EXCEPTION 'details has % elements but ids has %', cardinality(complete.details), v_n
-            USING ERRCODE = 'PQ003';
+    IF complete.details IS NOT NULL THEN
+        IF jsonb_typeof(complete.details) <> 'array' THEN
+            RAISE EXCEPTION 'details must be a JSON array (element i for job i) or NULL, got %', jsonb_typeof(complete.details)
+                USING ERRCODE = 'PQ009';
+        END IF;
+        IF jsonb_array_length(complete.details) <> v_n THEN
+            RAISE EXCEPTION 'details has % elements but ids has %', jsonb_array_length(complete.details), v_n
+                USING ERRCODE = 'PQ003';
+        END IF;
+        v_details := ARRAY(SELECT nullif(e.value, 'null'::jsonb)
+                             FROM jsonb_array_elements(complete.details) WITH ORDINALITY AS e(value, ord)
+                            ORDER BY e.ord);
     END IF;
+    PERFORM pgq._check_details(complete.outcomes, v_details);
     SELECT u.s, u.d, u.ord INTO v_bad
-      FROM unnest(complete.statuses, complete.details) WITH ORDINALITY AS u(s, d, ord)
-     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'canceled')
+      FROM unnest(complete.outcomes, v_details) WITH ORDINALITY AS u(s, d, ord)
+     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'interrupted', 'canceled')
         OR (jsonb_typeof(u.d) = 'object' AND u.d ? 'retry_after'
             AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
                  OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
      ORDER BY u.ord
      LIMIT 1;
     IF FOUND THEN
-        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'canceled') THEN
-            RAISE EXCEPTION 'unknown status % at position %: use successful, failed or canceled',
+        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'interrupted', 'canceled') THEN
+            RAISE EXCEPTION 'unknown outcome % at position %: use successful, failed, interrupted or canceled',
                 coalesce(quote_literal(v_bad.s), 'NULL'), v_bad.ord
                 USING ERRCODE = 'PQ004';
         END IF;
@@ -71,15 +101,21 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Failures with attempts left go back to the queue. Each step is one statement whose
-    -- WHERE clause is the lease fence, re-checked by PostgreSQL on concurrent updates: no
-    -- separate locking pass.
-    IF 'failed' = ANY (complete.statuses) THEN
+    -- Back to the queue: failures with attempts left, and interrupted attempts (not counted).
+    -- One statement whose WHERE clause is the lease fence, re-checked by PostgreSQL on
+    -- concurrent updates: no separate locking pass.
+    IF 'failed' = ANY (complete.outcomes) OR 'interrupted' = ANY (complete.outcomes) THEN
         WITH retried AS (
             UPDATE pgq.jobs j
-               SET status = 'queued',
+               -- Due later: 'scheduled' until a claim promotes it (see pgq.claim).
+               SET status = CASE WHEN i.outcome = 'interrupted' THEN 'queued'
+                                 WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                                 THEN CASE WHEN (i.details ->> 'retry_after')::numeric > 0 THEN 'scheduled' ELSE 'queued' END
+                                 WHEN c.backoff_base > interval '0' THEN 'scheduled'
+                                 ELSE 'queued' END,
                    run_at = v_now
-                            + CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                            + CASE WHEN i.outcome = 'interrupted' THEN interval '0'
+                                   WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
                                    THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
                                    -- In seconds (numeric): base * 2^40 as an interval overflows
                                    -- for a base of a few seconds or more.
@@ -87,48 +123,79 @@ BEGIN
                                                                     extract(epoch FROM c.backoff_base)
                                                                     * 2::numeric ^ least(j.attempt - 1, 40))::double precision
                                                               * (0.5 + random() * 0.5)) END,
+                   attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
                    lease = NULL,
                    worker_id = NULL,
                    started_at = NULL,
                    heartbeat_at = NULL,
-                   errors = j.errors || jsonb_build_array(jsonb_build_object(
-                                'attempt', j.attempt, 'at', v_now, 'lease', j.lease, 'details', i.details))
-              FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
-                   AS i(id, lease, status, details),
+                   claim_request = NULL,
+                   errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+                                'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
+                                'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END))
+                                || jsonb_build_object('details', i.details))
+              FROM unnest(complete.ids, complete.leases, complete.outcomes, v_details)
+                   AS i(id, lease, outcome, details),
                    pgq.entrypoints c
              WHERE j.id = i.id
                AND j.lease = i.lease
                AND j.status = 'running'
                AND j.worker_id = complete.worker_id
-               AND i.status = 'failed'
                AND c.entrypoint = j.entrypoint
-               AND j.attempt < c.max_attempts
                AND NOT j.cancel_requested
-            RETURNING j.id
+               AND (i.outcome = 'interrupted' OR (i.outcome = 'failed' AND j.attempt < c.max_attempts))
+            RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
         )
-        SELECT array_agg(r.id) INTO v_accepted FROM retried r;
+        SELECT coalesce(array_agg(r.id), '{}'), coalesce(array_agg('retry'::text), '{}'),
+               coalesce(array_agg(CASE WHEN r.outcome = 'interrupted' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
+               coalesce(array_agg(r.max_attempts), '{}'), coalesce(array_agg(r.run_at), '{}')
+          INTO a_id, a_status, a_attempt, a_max, a_run
+          FROM retried r;
     END IF;
 
     -- Everything else this worker still owns moves to history (retried jobs are queued now,
-    -- so the lease fence of _archive leaves them alone).
-    SELECT coalesce(v_accepted, '{}') || coalesce(array_agg(a.id), '{}') INTO v_accepted
-      FROM pgq._archive(complete.ids, complete.statuses, complete.details, v_now,
-                        complete.worker_id, complete.leases) AS a(id);
+    -- so the lease fence of _archive leaves them alone). An interrupted job that gets here was
+    -- canceled meanwhile.
+    SELECT a_id || coalesce(array_agg(a.id), '{}'), a_status || coalesce(array_agg(a.status), '{}'),
+           a_attempt || coalesce(array_agg(a.attempt), '{}'), a_max || coalesce(array_agg(c.max_attempts), '{}'),
+           a_run || coalesce(array_agg(NULL::timestamptz), '{}')
+      INTO a_id, a_status, a_attempt, a_max, a_run
+      FROM pgq._archive(complete.ids,
+                        ARRAY(SELECT CASE WHEN u.o = 'interrupted' THEN 'canceled' ELSE u.o END
+                                FROM unnest(complete.outcomes) WITH ORDINALITY AS u(o, ord) ORDER BY u.ord),
+                        v_details, v_now, complete.worker_id, complete.leases) AS a
+      JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint;
 
     -- A repeated call (its first answer was lost with the connection) finds its own results
-    -- already applied under the same lease: accepted again, nothing changes.
-    IF cardinality(v_accepted) < v_n THEN
-        SELECT v_accepted || coalesce(array_agg(i.id), '{}') INTO v_accepted
-          FROM unnest(complete.ids, complete.leases) AS i(id, lease)
-         WHERE i.id <> ALL (v_accepted)
-           AND (EXISTS (SELECT 1 FROM pgq.job_history h
-                         WHERE h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id)
-                OR EXISTS (SELECT 1 FROM pgq.jobs j
-                            WHERE j.id = i.id AND j.lease IS DISTINCT FROM i.lease
-                              AND j.errors @> jsonb_build_array(jsonb_build_object('lease', i.lease))));
+    -- already applied under the same lease: the same decisions are answered, nothing changes.
+    IF cardinality(a_id) < v_n THEN
+        SELECT a_id || coalesce(array_agg(x.id), '{}'), a_status || coalesce(array_agg(x.status), '{}'),
+               a_attempt || coalesce(array_agg(x.attempt), '{}'), a_max || coalesce(array_agg(x.max_attempts), '{}'),
+               a_run || coalesce(array_agg(x.run_at), '{}')
+          INTO a_id, a_status, a_attempt, a_max, a_run
+          FROM (SELECT i.id, h.status, h.attempt, c.max_attempts, NULL::timestamptz AS run_at
+                  FROM unnest(complete.ids, complete.leases) AS i(id, lease)
+                  JOIN pgq.job_history h ON h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id
+                  JOIN pgq.entrypoints c ON c.entrypoint = h.entrypoint
+                 WHERE i.id <> ALL (a_id)
+                UNION ALL
+                SELECT i.id, 'retry', (e.value ->> 'attempt')::int, c.max_attempts, j.run_at
+                  FROM unnest(complete.ids, complete.leases) AS i(id, lease)
+                  JOIN pgq.jobs j ON j.id = i.id AND j.lease IS DISTINCT FROM i.lease
+                  JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+                 CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(j.errors) AS x(value)
+                                      WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e
+                 WHERE i.id <> ALL (a_id)) AS x;
     END IF;
-    RETURN QUERY SELECT unnest(v_accepted);
+
+    -- One row per job accepted, in input order.
+    RETURN QUERY
+    SELECT r.id, r.status, r.attempt, r.max_attempts, r.run_at,
+           CASE WHEN r.run_at IS NOT NULL THEN greatest(0, extract(epoch FROM r.run_at - v_now))::float8 END
+      FROM unnest(complete.ids) WITH ORDINALITY AS i(id, ord)
+      JOIN unnest(a_id, a_status, a_attempt, a_max, a_run) AS r(id, status, attempt, max_attempts, run_at)
+        ON r.id = i.id
+     ORDER BY i.ord;
 END
 $$;
-COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz) IS
-    'Ends attempts owned under these leases: successful/canceled go to history; failed is retried with capped, jittered exponential backoff until max_attempts, then dead. Returns the ids accepted; stale leases are ignored.';
+COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz) IS
+    'Ends attempts owned under these leases with what the worker observed (successful, failed, interrupted, canceled); answers per job what SQL decided: status successful, failed (dead), canceled or retry, attempt, max_attempts, and for a retry run_at and retry_in_s. Stale leases are ignored.';

@@ -6,7 +6,7 @@
 -- Locking: row locks on the history rows it deletes (SKIP LOCKED).
 -- Errors: PQ009 NULL ids or a NULL element; PQ002 more than 10000 ids.
 CREATE OR REPLACE FUNCTION pgq.delete_jobs(ids bigint[])
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER

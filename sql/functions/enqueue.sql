@@ -1,9 +1,11 @@
--- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+-- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay)
 -- Contract: adds one job and returns its id; the same rules, defaults and errors as
 --   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
---   its array handling: one INSERT. run_at NULL means now.
+--   its array handling: one INSERT. Due at run_at, or delay after now() (the server's clock),
+--   or now when both are NULL; giving both is an error.
 -- Locking: as pgq.enqueue_many.
--- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md). Any error adds nothing.
+-- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md; PQ009 also for run_at and delay
+--   together). Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue(
     entrypoint   text,
     payload      jsonb       DEFAULT NULL,
@@ -11,7 +13,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue(
     run_at       timestamptz DEFAULT NULL,
     dedupe_key   text        DEFAULT NULL,
     headers      jsonb       DEFAULT NULL,
-    on_conflict  text        DEFAULT 'raise'
+    on_conflict  text        DEFAULT 'raise',
+    delay        interval    DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -29,6 +32,10 @@ BEGIN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
             USING ERRCODE = 'PQ009';
     END IF;
+    IF enqueue.run_at IS NOT NULL AND enqueue.delay IS NOT NULL THEN
+        RAISE EXCEPTION 'give run_at or delay, not both (run_at %, delay %)', enqueue.run_at, enqueue.delay
+            USING ERRCODE = 'PQ009';
+    END IF;
     IF enqueue.entrypoint IS NULL OR enqueue.entrypoint = '' OR octet_length(enqueue.entrypoint) > 200
        OR enqueue.entrypoint ~ '[[:cntrl:]]' OR enqueue.priority NOT BETWEEN -32768 AND 32767
        OR pg_column_size(enqueue.payload) > 1048576
@@ -37,9 +44,12 @@ BEGIN
     END IF;
     PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
 
-    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers)
-    VALUES (enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0),
-            coalesce(enqueue.run_at, now()), enqueue.dedupe_key, enqueue.headers)
+    -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
+    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers, status)
+    SELECT enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), d.due,
+           enqueue.dedupe_key, enqueue.headers,
+           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END
+      FROM (SELECT coalesce(enqueue.run_at, now() + enqueue.delay, now()) AS due) AS d
         ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
     RETURNING id INTO v_id;
     IF v_id IS NOT NULL THEN
@@ -62,5 +72,5 @@ BEGIN
     RETURN v_id;
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text) IS
-    'Adds one job; returns its id. run_at NULL means now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval) IS
+    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';

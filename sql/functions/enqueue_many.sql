@@ -1,25 +1,31 @@
--- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+-- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict,
+--   delays)
 -- Contract: adds one job per element of entrypoints in one statement and returns their ids in
---   input order. Every other array is optional (NULL: defaults for all) and, when given, must
---   have the same length. Element defaults: payload NULL, priority 0, run_at now(), no dedupe
---   key, headers NULL. Jobs are due at run_at and claimed by priority (higher first), then due
+--   input order (one column, id). Every other argument is optional (NULL: defaults for all) and,
+--   when given, must have the same length. payloads and headers are one JSON array each
+--   (element i for job i; JSON null: none), so any driver can pass them as one JSON value.
+--   Element defaults: payload NULL, priority 0, due now, no dedupe key, headers NULL. A job is
+--   due at its run_ats element, or its delays element after now() (the server's clock); one
+--   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then due
 --   time, then enqueue order. A dedupe key is unique among live (queued or running) jobs:
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
 --   the live job that holds the key instead of adding one.
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
---   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict.
+--   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
+--   payloads or headers not a JSON array, a job with both run_at and delay.
 --   Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     entrypoints  text[],
-    payloads     jsonb[]       DEFAULT NULL,
+    payloads     jsonb         DEFAULT NULL,
     priorities   int[]         DEFAULT NULL,
     run_ats      timestamptz[] DEFAULT NULL,
     dedupe_keys  text[]        DEFAULT NULL,
-    headers      jsonb[]       DEFAULT NULL,
-    on_conflict  text          DEFAULT 'raise'
+    headers      jsonb         DEFAULT NULL,
+    on_conflict  text          DEFAULT 'raise',
+    delays       interval[]    DEFAULT NULL
 )
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -36,6 +42,8 @@ DECLARE
     v_ids      bigint[];
     v_missing  text[];
     v_count    bigint;
+    v_payloads jsonb[];
+    v_headers  jsonb[];
 BEGIN
     IF v_n = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(enqueue_many.entrypoints::text, 'NULL')
@@ -45,23 +53,54 @@ BEGIN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue_many.on_conflict), 'NULL')
             USING ERRCODE = 'PQ009';
     END IF;
+    SELECT a.name, a.kind INTO v_bad
+      FROM (VALUES ('payloads', jsonb_typeof(enqueue_many.payloads)),
+                   ('headers', jsonb_typeof(enqueue_many.headers))) AS a(name, kind)
+     WHERE a.kind <> 'array'
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '% must be a JSON array (element i for job i) or NULL, got %', v_bad.name, v_bad.kind
+            USING ERRCODE = 'PQ009';
+    END IF;
     SELECT a.name, a.len INTO v_bad
-      FROM (VALUES ('payloads', cardinality(enqueue_many.payloads)),
+      FROM (VALUES ('payloads', jsonb_array_length(enqueue_many.payloads)),
                    ('priorities', cardinality(enqueue_many.priorities)),
                    ('run_ats', cardinality(enqueue_many.run_ats)),
                    ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
-                   ('headers', cardinality(enqueue_many.headers))) AS a(name, len)
+                   ('headers', jsonb_array_length(enqueue_many.headers)),
+                   ('delays', cardinality(enqueue_many.delays))) AS a(name, len)
      WHERE a.len IS NOT NULL AND a.len <> v_n
      LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION '% has % elements but entrypoints has %', v_bad.name, v_bad.len, v_n
             USING ERRCODE = 'PQ003';
     END IF;
+    IF enqueue_many.run_ats IS NOT NULL AND enqueue_many.delays IS NOT NULL THEN
+        SELECT u.ord, u.r, u.d INTO v_bad
+          FROM unnest(enqueue_many.run_ats, enqueue_many.delays) WITH ORDINALITY AS u(r, d, ord)
+         WHERE u.r IS NOT NULL AND u.d IS NOT NULL
+         ORDER BY u.ord
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'give run_at or delay, not both (position %: run_at %, delay %)', v_bad.ord, v_bad.r, v_bad.d
+                USING ERRCODE = 'PQ009';
+        END IF;
+    END IF;
+    IF enqueue_many.payloads IS NOT NULL THEN
+        v_payloads := ARRAY(SELECT nullif(e.value, 'null'::jsonb)
+                              FROM jsonb_array_elements(enqueue_many.payloads) WITH ORDINALITY AS e(value, ord)
+                             ORDER BY e.ord);
+    END IF;
+    IF enqueue_many.headers IS NOT NULL THEN
+        v_headers := ARRAY(SELECT nullif(e.value, 'null'::jsonb)
+                             FROM jsonb_array_elements(enqueue_many.headers) WITH ORDINALITY AS e(value, ord)
+                            ORDER BY e.ord);
+    END IF;
 
     -- One pass over the input finds the first bad element, if any.
     SELECT u.ord, u.e, u.p, u.pr, u.h INTO v_bad
-      FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
-                  enqueue_many.headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
+      FROM unnest(enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
+                  v_headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
      WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
         OR u.pr NOT BETWEEN -32768 AND 32767
         OR pg_column_size(u.p) > 1048576
@@ -91,11 +130,14 @@ BEGIN
 
     -- Ids first, in input order, so the insert needs no join to report them.
     v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
-    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers)
-    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), coalesce(u.ra, now()), u.dk, u.h
-      FROM unnest(v_ids, enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
-                  enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers)
-           AS u(id, e, p, pr, ra, dk, h)
+    -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
+    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status)
+    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h,
+           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END
+      FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
+           AS u(id, e, p, pr, ra, dk, h, dl)
+     CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
         ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING;
     GET DIAGNOSTICS v_count = ROW_COUNT;
 
@@ -127,5 +169,5 @@ BEGIN
     RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text) IS
-    'Adds many jobs in one statement; returns their ids in input order. Optional arrays must match entrypoints in length. on_conflict: raise (PQ007) or existing.';
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[]) IS
+    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job. on_conflict: raise (PQ007) or existing.';

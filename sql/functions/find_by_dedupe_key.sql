@@ -29,6 +29,8 @@ BEGIN
             j.errors -> -1 -> 'details' ->> 'error', j.errors -> -1 -> 'details' ->> 'message',
             CASE WHEN j.status = 'queued'
                  THEN 'q,' || j.priority || ',' || (to_json(j.run_at) #>> '{}') || ',' || j.id
+                 WHEN j.status = 'scheduled'
+                 THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
                  ELSE 'r,' || j.id END
        FROM pgq.jobs j
       WHERE j.dedupe_key = find_by_dedupe_key.dedupe_key)

@@ -1,6 +1,6 @@
 -- pgq.job(id)
 -- Contract: everything about one job, live (queued or running, from pgq.jobs) or finished
---   (from pgq.job_history): one row, or none for an unknown (or pruned) id. status is queued,
+--   (from pgq.job_history): one row, or none for an unknown (or pruned) id. status is scheduled, queued,
 --   running, successful, failed or canceled. Timings: enqueued_at (first enqueue), run_at (when
 --   the current attempt is or was due; live jobs only), started_at and heartbeat_at (the current
 --   or last attempt), finished_at; wait_s = started_at - enqueued_at and run_s = finished_at (a

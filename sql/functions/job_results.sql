@@ -1,6 +1,6 @@
 -- pgq.job_results(ids)
 -- Contract: what a producer needs to wait for its jobs: one row per id, in input order:
---   status (queued, running, successful, failed, canceled, or unknown for an id that is not
+--   status (scheduled, queued, running, successful, failed, canceled, or unknown for an id that is not
 --   there: never enqueued, or pruned from history), finished (the job is in history), result
 --   (what a successful handler returned: details->'result'), error (the details of the final
 --   failure or cancellation), attempt and finished_at. No payload or headers. A caller that

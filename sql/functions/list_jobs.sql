@@ -1,8 +1,8 @@
 -- pgq.list_jobs(entrypoint, state, after, page_size)
 -- Contract: one page of the jobs of one entrypoint in one state, with keyset paging (pass the
 --   cursor column of the last row as `after` for the next page; never OFFSET):
---   - queued: in claim order (priority desc, run_at, id), due and delayed alike, read from the
---     claim index;
+--   - queued: jobs due, in claim order (priority desc, run_at, id), read from the claim index;
+--   - scheduled: jobs not due yet, by due time (run_at, id);
 --   - running: by id;
 --   - successful, failed, canceled: newest first (finished_at desc, id desc), as
 --     pgq.find_history.
@@ -32,8 +32,8 @@ DECLARE
     v_after record;
 BEGIN
     PERFORM pgq._check_name(list_jobs.entrypoint, 'entrypoint', 'PQ001');
-    IF list_jobs.state IS NULL OR list_jobs.state NOT IN ('queued', 'running', 'successful', 'failed', 'canceled') THEN
-        RAISE EXCEPTION 'state must be queued, running, successful, failed or canceled, got %',
+    IF list_jobs.state IS NULL OR list_jobs.state NOT IN ('scheduled', 'queued', 'running', 'successful', 'failed', 'canceled') THEN
+        RAISE EXCEPTION 'state must be scheduled, queued, running, successful, failed or canceled, got %',
             coalesce(quote_literal(list_jobs.state), 'NULL')
             USING ERRCODE = 'PQ009';
     END IF;
@@ -50,7 +50,7 @@ BEGIN
         RETURN;
     END IF;
 
-    SELECT * INTO v_after FROM pgq._cursor(list_jobs.after, CASE list_jobs.state WHEN 'queued' THEN 'q' ELSE 'r' END);
+    SELECT * INTO v_after FROM pgq._cursor(list_jobs.after, CASE list_jobs.state WHEN 'queued' THEN 'q' WHEN 'scheduled' THEN 's' ELSE 'r' END);
     RETURN QUERY
     WITH page AS (
         -- queued, first page
@@ -81,6 +81,14 @@ BEGIN
         UNION ALL
         (SELECT j.*
            FROM pgq.jobs j
+          WHERE list_jobs.state = 'scheduled'
+            AND j.entrypoint = list_jobs.entrypoint AND j.status = 'scheduled'
+            AND (v_after.id IS NULL OR (j.run_at, j.id) > (v_after.at, v_after.id))
+          ORDER BY j.run_at, j.id
+          LIMIT list_jobs.page_size)
+        UNION ALL
+        (SELECT j.*
+           FROM pgq.jobs j
           WHERE list_jobs.state = 'running'
             AND j.entrypoint = list_jobs.entrypoint AND j.status = 'running'
             AND (v_after.id IS NULL OR j.id > v_after.id)
@@ -92,11 +100,13 @@ BEGIN
            p.errors -> -1 -> 'details' ->> 'error', p.errors -> -1 -> 'details' ->> 'message',
            CASE WHEN p.status = 'queued'
                 THEN 'q,' || p.priority || ',' || (to_json(p.run_at) #>> '{}') || ',' || p.id
+                WHEN p.status = 'scheduled'
+                THEN 's,' || (to_json(p.run_at) #>> '{}') || ',' || p.id
                 ELSE 'r,' || p.id END
       FROM page p
-     ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status = 'queued' THEN p.run_at END, p.id
+     ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status <> 'running' THEN p.run_at END, p.id
      LIMIT list_jobs.page_size;
 END
 $$;
 COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
-    'One page of the jobs of an entrypoint in a state (queued in claim order, running by id, finished newest first), keyset-paged through the cursor column.';
+    'One page of the jobs of an entrypoint in a state (queued in claim order, scheduled by due time, running by id, finished newest first), keyset-paged through the cursor column.';

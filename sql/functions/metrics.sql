@@ -105,7 +105,7 @@ BEGIN
                       count(*) FILTER (WHERE j.run_at <= v_now) AS due,
                       min(j.run_at) FILTER (WHERE j.run_at <= v_now) AS oldest_due
                  FROM pgq.jobs j
-                WHERE j.entrypoint = e.entrypoint AND j.status = 'queued') AS x
+                WHERE j.entrypoint = e.entrypoint AND j.status IN ('queued', 'scheduled')) AS x
     ), running AS (
         SELECT j.entrypoint, count(*) AS running,
                count(*) FILTER (WHERE j.heartbeat_at < v_now - e.heartbeat_timeout) AS stale

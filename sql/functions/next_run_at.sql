@@ -1,5 +1,5 @@
 -- pgq.next_run_at(entrypoints, at)
--- Contract: the earliest run_at after `at` among queued jobs of the given entrypoints, or NULL
+-- Contract: the earliest run_at after `at` among waiting (scheduled) jobs of the given entrypoints, or NULL
 --   when none is waiting. An idle worker sleeps until then (or until a notification) instead of
 --   polling at a fixed interval. Jobs already due are not considered: claim takes those.
 --   at NULL means now().
@@ -23,7 +23,7 @@ BEGIN
     RETURN (SELECT min(j.run_at)
               FROM pgq.jobs j
              WHERE j.entrypoint = ANY (next_run_at.entrypoints)
-               AND j.status = 'queued'
+               AND j.status = 'scheduled'
                AND j.run_at > coalesce(next_run_at.at, now()));
 END
 $$;

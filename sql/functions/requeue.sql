@@ -7,7 +7,7 @@
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
 --   (nothing is requeued).
 CREATE OR REPLACE FUNCTION pgq.requeue(ids bigint[], at timestamptz DEFAULT NULL)
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -32,9 +32,10 @@ BEGIN
         RETURNING h.*
     ), ins AS (
         INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors)
+                              dedupe_key, errors, status)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
-               b.payload, b.headers, b.dedupe_key, b.errors
+               b.payload, b.headers, b.dedupe_key, b.errors,
+               CASE WHEN requeue.at > now() THEN 'scheduled' ELSE 'queued' END
           FROM back b
          ORDER BY b.id
             ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING

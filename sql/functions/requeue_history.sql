@@ -18,7 +18,7 @@ CREATE OR REPLACE FUNCTION pgq.requeue_history(
     max_jobs    int         DEFAULT 1000,
     at          timestamptz DEFAULT NULL
 )
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER

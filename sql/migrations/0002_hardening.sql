@@ -171,8 +171,113 @@ REVOKE ALL ON TYPE pgq.job_info, pgq.job_listing FROM PUBLIC;
 ALTER TABLE pgq.schedules ADD COLUMN retry_at timestamptz;
 ALTER TABLE pgq.schedules ADD COLUMN last_error text;
 
+-- Policy back in SQL, a SQL API drivers like (docs/sql-api.md). pgq.complete takes what the
+-- worker observed (outcomes, with 'interrupted') and answers what SQL decided per job; delays
+-- travel as intervals (enqueue delay, enqueue_many delays); payloads, headers and details are
+-- one JSON array each instead of jsonb[]; set-returning functions name their columns; a claim
+-- re-sent with the same request_id answers the same jobs. Re-signed functions are dropped here
+-- and created again in the functions section (grants after it).
+DROP FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text);
+DROP FUNCTION pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text);
+DROP FUNCTION pgq.claim(uuid, text[], int, timestamptz);
+DROP FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz);
+DROP FUNCTION pgq.release(uuid, bigint[], bigint[]);
+DROP FUNCTION pgq.cancel(bigint[], timestamptz);
+DROP FUNCTION pgq.requeue(bigint[], timestamptz);
+DROP FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]);
+
+-- The claim answer carries the heartbeat timeout in seconds and whether this is the last
+-- attempt, so no client computes either.
+ALTER TYPE pgq.claimed_job ADD ATTRIBUTE heartbeat_timeout_s float8, ADD ATTRIBUTE last_attempt boolean;
+
+-- Claims stay fast with far-future jobs: a job not due yet is 'scheduled' (indexed by due time
+-- alone) and becomes 'queued' when due (pgq.claim promotes the due ones of its entrypoints
+-- first, a cheap probe of this index), so the claim index holds due jobs only and a claim never
+-- walks jobs that are not due. Queued jobs not due yet at upgrade time become scheduled.
+ALTER TABLE pgq.jobs DROP CONSTRAINT jobs_status_check;
+ALTER TABLE pgq.jobs ADD CONSTRAINT jobs_status_check CHECK (status IN ('scheduled', 'queued', 'running'));
+CREATE INDEX jobs_scheduled_idx ON pgq.jobs (entrypoint, run_at) WHERE status = 'scheduled';
+UPDATE pgq.jobs SET status = 'scheduled' WHERE status = 'queued' AND run_at > now();
+
+-- The request a running job was claimed by (pgq.claim's request_id): a claim sent again with
+-- it answers the same jobs. It joins the running-jobs index (no fifth index on the hot table;
+-- the claim changes status anyway, and heartbeats leave both columns alone: still HOT).
+ALTER TABLE pgq.jobs ADD COLUMN claim_request uuid;
+DROP INDEX pgq.jobs_running_idx;
+CREATE INDEX jobs_running_idx ON pgq.jobs (entrypoint, claim_request)
+    WHERE status = 'running';
+
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
+
+-- sql/functions/_archive.sql
+-- pgq._archive(ids, statuses, details, at, worker_id, leases): move live jobs to pgq.job_history.
+-- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
+--   status (successful, failed or canceled), details and finished_at = at. Returns one row per
+--   job moved: its id, entrypoint, final status and attempt.
+--   Without worker_id and leases, callers must already hold the row locks (a vanished row is
+--   skipped). With them, only jobs still running under that worker and lease move (the lease
+--   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
+--   'failed' job whose cancellation was requested ends as 'canceled', and the history row keeps
+--   the lease (pgq.complete recognises a repeated call by it). Without leases (cancel, release,
+--   the claim path archiving a stale job) no lease is recorded: an attempt that did not finish
+--   the job cannot pass for one that did. A failed job's details are also appended to its error
+--   list. One statement: no separate locking pass.
+-- Locking: row locks on the deleted jobs.
+-- Errors: none of its own; the history CHECK constraint rejects an unknown status.
+CREATE OR REPLACE FUNCTION pgq._archive(
+    ids        bigint[],
+    statuses   text[],
+    details    jsonb[],
+    at         timestamptz,
+    worker_id  uuid     DEFAULT NULL,
+    leases     bigint[] DEFAULT NULL
+)
+RETURNS TABLE (id bigint, entrypoint text, status text, attempt int)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH input AS (
+        SELECT u.id, u.lease, u.status, u.details
+          FROM unnest(_archive.ids, _archive.leases, _archive.statuses, _archive.details)
+               AS u(id, lease, status, details)
+    ), gone AS (
+        DELETE FROM pgq.jobs j
+         USING input i
+         WHERE j.id = i.id
+           AND (_archive.leases IS NULL
+                OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
+        RETURNING j.*,
+                  CASE WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
+                       ELSE i.status END AS final_status,
+                  i.details AS final_details
+    )
+    INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
+                                      dedupe_key, enqueued_at, started_at, finished_at, worker_id,
+                                      lease, details, errors)
+    SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
+           g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
+           CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END, g.final_details,
+           CASE WHEN g.final_status = 'failed'
+                THEN g.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+                         'attempt', g.attempt, 'at', _archive.at,
+                         'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END))
+                         || jsonb_build_object('details', g.final_details))
+                ELSE g.errors END
+      FROM gone g
+    RETURNING h.id, h.entrypoint, h.status, h.attempt;
+END
+$$;
+COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS
+    'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status (lease-checked when leases are given); returns the jobs moved (id, entrypoint, status, attempt).';
 
 -- sql/functions/_check_batch.sql
 -- pgq._check_batch(worker_id, ids, leases): validate the arguments every lease-guarded call takes.
@@ -656,7 +761,7 @@ BEGIN
         ELSIF v_parts[1] = kind AND kind = 'r' AND cardinality(v_parts) = 2 THEN
             RETURN QUERY SELECT NULL::int, NULL::timestamptz, v_parts[2]::bigint;
             RETURN;
-        ELSIF v_parts[1] = kind AND kind = 'h' AND cardinality(v_parts) = 3 THEN
+        ELSIF v_parts[1] = kind AND kind IN ('h', 's') AND cardinality(v_parts) = 3 THEN
             RETURN QUERY SELECT NULL::int, v_parts[2]::timestamptz, v_parts[3]::bigint;
             RETURN;
         END IF;
@@ -669,7 +774,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq._cursor(text, text) IS
-    'Private. Decodes a paging cursor (q: priority, run_at, id; r: id; h: finished_at, id); PQ009 when it does not parse.';
+    'Private. Decodes a paging cursor (q: priority, run_at, id; r: id; h: finished_at, id; s: run_at, id); PQ009 when it does not parse.';
 
 -- sql/functions/_find_history.sql
 -- pgq._find_history(entrypoint, statuses, since, until, error, after_at, after_id, n,
@@ -783,7 +888,9 @@ COMMENT ON FUNCTION pgq._hist_quantiles(int[], bigint[], float8[]) IS
 -- Contract: registers every new entrypoint in pgq.entrypoints with the default policy (at most
 --   100 new ones per statement, so one producer call cannot flood the policy table, the
 --   notifications and pgq.queue_stats), then
---   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got queued jobs.
+--   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got jobs due
+--   now, and {"kind": "scheduled", "entrypoints": [...]} naming those that got jobs due later
+--   (a worker then asks pgq.next_run_at when to look, instead of claiming nothing now).
 --   Never carries payload data (any role may LISTEN).
 -- Locking: a first-time entrypoint briefly holds its new pgq.entrypoints key until commit.
 -- Errors: PQ001 more than 100 new entrypoints in one statement (the statement adds nothing).
@@ -793,8 +900,9 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 DECLARE
-    v_eps jsonb;
-    v_new bigint;
+    v_eps   jsonb;
+    v_later jsonb;
+    v_new   bigint;
 BEGIN
     WITH added AS (
         INSERT INTO pgq.entrypoints (entrypoint)
@@ -809,17 +917,60 @@ BEGIN
                   HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
     END IF;
 
-    SELECT jsonb_agg(DISTINCT n.entrypoint) INTO v_eps
-      FROM new_rows n
-     WHERE n.status = 'queued';
-    IF v_eps IS NOT NULL THEN
-        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
-    END IF;
+    SELECT jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'queued'),
+           jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'scheduled')
+      INTO v_eps, v_later
+      FROM new_rows n;
+    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    PERFORM pgq._notify('scheduled', 'entrypoints', v_later);
     RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION pgq._jobs_after_insert() IS
-    'Private trigger: registers new entrypoints and sends {"kind":"enqueued"} on pgq_events.';
+    'Private trigger: registers new entrypoints and sends {"kind":"enqueued"} (due now) or {"kind":"scheduled"} (due later) on pgq_events.';
+
+-- sql/functions/_jobs_after_update.sql
+-- pgq._jobs_after_update(): statement-level AFTER UPDATE trigger on pgq.jobs.
+-- Contract: when a statement puts running jobs back in the queue (retry, release), sends
+--   {"kind": "enqueued", "entrypoints": [...]} for jobs due now, and {"kind": "scheduled",
+--   "entrypoints": [...]} for jobs due later (a retry after its backoff: workers ask
+--   pgq.next_run_at when to look, rather than wake now and claim nothing); when a claim
+--   promotes scheduled jobs that became due, {"kind": "enqueued"} for them; when it flags running jobs for cancellation,
+--   sends {"kind": "cancel", "ids": [...]}. Claims and heartbeats (rows left running, no new
+--   cancel flag) return after one scan of the transition table and send nothing.
+-- Locking: none.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._jobs_after_update()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_eps   jsonb;
+    v_later jsonb;
+    v_ids   jsonb;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.status <> 'running' OR n.cancel_requested) THEN
+        RETURN NULL;
+    END IF;
+
+    SELECT jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'queued' AND o.status <> 'queued'),
+           jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'scheduled' AND o.status = 'running'),
+           jsonb_agg(n.id ORDER BY n.id) FILTER (WHERE n.cancel_requested AND NOT o.cancel_requested)
+      INTO v_eps, v_later, v_ids
+      FROM new_rows n
+      JOIN old_rows o ON o.id = n.id;
+
+    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    PERFORM pgq._notify('scheduled', 'entrypoints', v_later);
+    IF v_ids IS NOT NULL THEN
+        PERFORM pgq._notify('cancel', 'ids', v_ids);
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION pgq._jobs_after_update() IS
+    'Private trigger: notifies pgq_events when jobs become runnable again or are flagged for cancellation.';
 
 -- sql/functions/_json_ok.sql
 -- pgq._json_ok(value, max_bytes): the fast test of pgq._json_problem, for the hot path.
@@ -920,13 +1071,14 @@ COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
 -- Contract: queued jobs move to history as canceled at once; running jobs are flagged
 --   (cancel_requested) and their worker is told through pgq_events ({"kind": "cancel"}) and
 --   through the next heartbeat answer; the worker then completes them as canceled (or the claim
---   path archives them once their heartbeat goes stale). Returns the ids canceled or flagged;
+--   path archives them once their heartbeat goes stale). Returns the ids canceled or flagged
+--   (one column, id);
 --   ids that are unknown or already finished are ignored. Calling it again is harmless.
 --   at NULL means now().
 -- Locking: row locks on the affected jobs; waits for a transaction that holds one of them.
 -- Errors: PQ009 NULL ids or NULL element.
 CREATE OR REPLACE FUNCTION pgq.cancel(ids bigint[], at timestamptz DEFAULT NULL)
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -945,12 +1097,13 @@ BEGIN
 
     SELECT array_agg(l.id) INTO v_queued
       FROM (SELECT j.id FROM pgq.jobs j
-             WHERE j.id = ANY (cancel.ids) AND j.status = 'queued'
+             WHERE j.id = ANY (cancel.ids) AND j.status IN ('queued', 'scheduled')
              ORDER BY j.id
                FOR UPDATE) AS l;
     IF v_queued IS NOT NULL THEN
-        RETURN QUERY SELECT pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
-                                         NULL, coalesce(cancel.at, now()));
+        RETURN QUERY SELECT a.id
+                       FROM pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
+                                         NULL, coalesce(cancel.at, now())) AS a;
     END IF;
 
     RETURN QUERY
@@ -965,7 +1118,7 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
     'Cancels jobs: queued ones go to history as canceled, running ones are flagged and their worker notified. Returns the ids affected.';
 
 -- sql/functions/claim.sql
--- pgq.claim(worker_id, entrypoints, batch_size, at)
+-- pgq.claim(worker_id, entrypoints, batch_size, at, request_id)
 -- Contract: claims up to batch_size runnable jobs of the given entrypoints, highest priority
 --   first, then earliest due, then enqueue order. Runnable: queued with run_at <= at, or running
 --   with a heartbeat older than the entrypoint's heartbeat_timeout (stale: its worker is gone).
@@ -978,6 +1131,18 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
 --   claims nothing at all. An entrypoint paused with pgq.pause is skipped entirely (no queued
 --   job, no stale re-claim) until pgq.resume.
 --   at NULL means now(); tests pass a time to move the clock.
+--   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
+--   the same request_id by the same worker (its answer was lost with the connection) answers
+--   the jobs the first one claimed that this worker still runs under those leases (heartbeat
+--   refreshed), and claims nothing new. A lost answer costs a round trip, not a heartbeat
+--   timeout.
+--   Jobs not due yet are 'scheduled' (outside the claim index, so a claim never walks them);
+--   the claim first promotes the scheduled jobs of its entrypoints that are due at `at` to
+--   'queued' (at most 1000 per call, earliest first; SKIP LOCKED), a cheap probe of their own
+--   index when none is due.
+--   Each row carries the entrypoint's policy as the worker needs it: max_attempts,
+--   heartbeat_timeout (also in seconds, heartbeat_timeout_s: heartbeat well within it) and
+--   last_attempt (a failure of this attempt makes the job dead).
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
 --   never waits for another claimer. Must run in READ COMMITTED so each step sees the last commit.
 -- Errors: PQ001 bad entrypoints, PQ002 batch_size outside 1..10000, PQ009 NULL worker_id,
@@ -986,7 +1151,8 @@ CREATE OR REPLACE FUNCTION pgq.claim(
     worker_id    uuid,
     entrypoints  text[],
     batch_size   int         DEFAULT 1,
-    at           timestamptz DEFAULT NULL
+    at           timestamptz DEFAULT NULL,
+    request_id   uuid        DEFAULT NULL
 )
 RETURNS SETOF pgq.claimed_job
 LANGUAGE plpgsql
@@ -1026,6 +1192,41 @@ BEGIN
             current_setting('transaction_isolation')
             USING ERRCODE = 'PQ010';
     END IF;
+
+    -- The same request again: its answer was lost. Answer the jobs it claimed, still ours.
+    IF claim.request_id IS NOT NULL THEN
+        RETURN QUERY
+        WITH again AS (
+            UPDATE pgq.jobs j
+               SET heartbeat_at = greatest(j.heartbeat_at, v_now)
+              FROM pgq.entrypoints c
+             WHERE j.entrypoint = ANY (claim.entrypoints)
+               AND j.claim_request = claim.request_id
+               AND j.status = 'running'
+               AND j.worker_id = claim.worker_id
+               AND c.entrypoint = j.entrypoint
+            RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
+                      j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
+                      extract(epoch FROM c.heartbeat_timeout)::float8, j.attempt >= c.max_attempts
+        )
+        SELECT a.* FROM again a ORDER BY a.priority DESC, a.run_at, a.id;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    -- Due scheduled jobs become queued (the trigger tells the other workers).
+    UPDATE pgq.jobs j
+       SET status = 'queued'
+     WHERE j.id IN (SELECT s.id
+                      FROM pgq.jobs s
+                     WHERE s.entrypoint = ANY (claim.entrypoints)
+                       AND s.status = 'scheduled'
+                       AND s.run_at <= v_now
+                     ORDER BY s.run_at
+                     LIMIT 1000
+                       FOR UPDATE SKIP LOCKED)
+       AND j.status = 'scheduled';
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
     SELECT array_agg(c.entrypoint) INTO v_limited
@@ -1123,6 +1324,7 @@ BEGIN
                worker_id = claim.worker_id,
                started_at = v_now,
                heartbeat_at = v_now,
+               claim_request = claim.request_id,
                attempt = j.attempt + 1,
                -- A re-claimed stale job notes the timeout; no lease in the entry: a lease in
                -- the error list means that attempt's result was applied (see pgq.complete).
@@ -1137,13 +1339,14 @@ BEGIN
          WHERE j.id = ANY (v_ids)
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
-                  j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout
+                  j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
+                  extract(epoch FROM c.heartbeat_timeout)::float8, j.attempt >= c.max_attempts
     )
     SELECT c.* FROM claimed c ORDER BY c.priority DESC, c.run_at, c.id;
 END
 $$;
-COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz) IS
-    'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease.';
+COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz, uuid) IS
+    'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease. A claim re-sent with the same request_id answers the same jobs.';
 
 -- sql/functions/claim_schedules.sql
 -- pgq.claim_schedules(worker_id, batch_size, at)
@@ -1366,31 +1569,46 @@ COMMENT ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) IS
     'Rewrites pgq.jobs and its indexes to their compact size (CLUSTER) when bloated; waits at most lock_wait for the lock. Returns compacted, reason, rows, bytes before and after.';
 
 -- sql/functions/complete.sql
--- pgq.complete(worker_id, ids, leases, statuses, details, at)
--- Contract: ends the attempts this worker still owns under those leases; returns the ids
---   accepted. A stale lease (the job was re-claimed, or is gone) is ignored, never applied.
---   statuses: 'successful' and 'canceled' move the job to history with its details.
---   'failed' applies the entrypoint's retry policy: while attempt < max_attempts the job is
---   queued again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal jitter
---   (a delay between half and all of that; computed in seconds, a month counting as 30 days),
---   or after details->'retry_after' seconds when the handler asked for it; otherwise it moves
---   to history as failed (dead). A failed job whose cancellation was requested (pgq.cancel)
---   is not retried: it moves to history as canceled. Every failure's details are kept in the
---   job's error list. at NULL means now(). Idempotent: repeating a call whose answer was lost
---   (the connection dropped after the commit) finds the results already applied under the same
---   leases, returns those ids again and changes nothing.
+-- pgq.complete(worker_id, ids, leases, outcomes, details, at)
+-- Contract: ends the attempts this worker still owns under those leases. The worker reports
+--   what it observed; SQL decides what follows and answers it, one row per job accepted:
+--   id, status (what SQL decided), attempt (the attempt that ended), max_attempts, and for a
+--   job going back to the queue run_at and retry_in_s (seconds from at, on the server's clock).
+--   A stale lease (the job was re-claimed, or is gone) is ignored, never applied, and gets no row.
+--   outcomes, element i for job i:
+--   'successful'  the handler returned: history as successful (also when a cancel was
+--                 requested meanwhile: the work is done).
+--   'failed'      the handler raised: the entrypoint's retry policy decides. While
+--                 attempt < max_attempts and no cancel was requested, status 'retry': queued
+--                 again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal
+--                 jitter (a delay between half and all of that; computed in seconds, a month
+--                 counting as 30 days), or after details->'retry_after' seconds when the handler
+--                 asked for it (due later: status 'scheduled', see pgq.claim). Else history
+--                 as 'failed' (dead), or 'canceled' when a cancel
+--                 was requested.
+--   'interrupted' the worker cut the attempt off (shutdown): status 'retry', queued again at
+--                 once (run_at = at), and the attempt is not counted (as pgq.release); the
+--                 error list notes it. A job whose cancel was requested ends 'canceled'.
+--   'canceled'    the handler gave up because the job was canceled (or chose to): history as
+--                 canceled.
+--   details: one JSON array (element i for job i, JSON null for none) or NULL for none at all;
+--   each failure's details are kept in the job's error list. at NULL means now().
+--   Idempotent: repeating a call whose answer was lost (the connection dropped after the
+--   commit) finds the results already applied under the same leases, answers the same
+--   decisions (a retry's run_at as stored) and changes nothing.
 -- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
 --   this instant, and then sees its new lease (and leaves the job alone).
--- Errors: PQ009, PQ003 (arguments), PQ004 unknown status, PQ009 bad retry_after.
+-- Errors: PQ009, PQ003 (arguments), PQ004 unknown outcome, PQ009 bad details or retry_after.
 CREATE OR REPLACE FUNCTION pgq.complete(
     worker_id  uuid,
     ids        bigint[],
     leases     bigint[],
-    statuses   text[],
-    details    jsonb[]     DEFAULT NULL,
+    outcomes   text[],
+    details    jsonb       DEFAULT NULL,
     at         timestamptz DEFAULT NULL
 )
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint, status text, attempt int, max_attempts int, run_at timestamptz,
+               retry_in_s float8)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -1402,35 +1620,50 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now   timestamptz := coalesce(complete.at, now());
-    v_n     int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
-    v_bad   record;
-    v_accepted bigint[];
+    v_now      timestamptz := coalesce(complete.at, now());
+    v_n        int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
+    v_details  jsonb[];
+    v_bad      record;
+    -- The answer, built as parallel arrays (one element per job accepted).
+    a_id       bigint[] := '{}';
+    a_status   text[] := '{}';
+    a_attempt  int[] := '{}';
+    a_max      int[] := '{}';
+    a_run      timestamptz[] := '{}';
 BEGIN
     PERFORM pgq._check_time(complete.at, 'at');
-    PERFORM pgq._check_details(complete.statuses, complete.details);
-    IF complete.statuses IS NULL THEN
-        RAISE EXCEPTION 'statuses must not be NULL' USING ERRCODE = 'PQ009';
+    IF complete.outcomes IS NULL THEN
+        RAISE EXCEPTION 'outcomes must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
-    IF cardinality(complete.statuses) <> v_n THEN
-        RAISE EXCEPTION 'statuses has % elements but ids has %', coalesce(cardinality(complete.statuses)::text, 'NULL'), v_n
+    IF cardinality(complete.outcomes) <> v_n THEN
+        RAISE EXCEPTION 'outcomes has % elements but ids has %', coalesce(cardinality(complete.outcomes)::text, 'NULL'), v_n
             USING ERRCODE = 'PQ003';
     END IF;
-    IF complete.details IS NOT NULL AND cardinality(complete.details) <> v_n THEN
-        RAISE EXCEPTION 'details has % elements but ids has %', cardinality(complete.details), v_n
-            USING ERRCODE = 'PQ003';
+    IF complete.details IS NOT NULL THEN
+        IF jsonb_typeof(complete.details) <> 'array' THEN
+            RAISE EXCEPTION 'details must be a JSON array (element i for job i) or NULL, got %', jsonb_typeof(complete.details)
+                USING ERRCODE = 'PQ009';
+        END IF;
+        IF jsonb_array_length(complete.details) <> v_n THEN
+            RAISE EXCEPTION 'details has % elements but ids has %', jsonb_array_length(complete.details), v_n
+                USING ERRCODE = 'PQ003';
+        END IF;
+        v_details := ARRAY(SELECT nullif(e.value, 'null'::jsonb)
+                             FROM jsonb_array_elements(complete.details) WITH ORDINALITY AS e(value, ord)
+                            ORDER BY e.ord);
     END IF;
+    PERFORM pgq._check_details(complete.outcomes, v_details);
     SELECT u.s, u.d, u.ord INTO v_bad
-      FROM unnest(complete.statuses, complete.details) WITH ORDINALITY AS u(s, d, ord)
-     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'canceled')
+      FROM unnest(complete.outcomes, v_details) WITH ORDINALITY AS u(s, d, ord)
+     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'interrupted', 'canceled')
         OR (jsonb_typeof(u.d) = 'object' AND u.d ? 'retry_after'
             AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
                  OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
      ORDER BY u.ord
      LIMIT 1;
     IF FOUND THEN
-        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'canceled') THEN
-            RAISE EXCEPTION 'unknown status % at position %: use successful, failed or canceled',
+        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'interrupted', 'canceled') THEN
+            RAISE EXCEPTION 'unknown outcome % at position %: use successful, failed, interrupted or canceled',
                 coalesce(quote_literal(v_bad.s), 'NULL'), v_bad.ord
                 USING ERRCODE = 'PQ004';
         END IF;
@@ -1439,15 +1672,21 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Failures with attempts left go back to the queue. Each step is one statement whose
-    -- WHERE clause is the lease fence, re-checked by PostgreSQL on concurrent updates: no
-    -- separate locking pass.
-    IF 'failed' = ANY (complete.statuses) THEN
+    -- Back to the queue: failures with attempts left, and interrupted attempts (not counted).
+    -- One statement whose WHERE clause is the lease fence, re-checked by PostgreSQL on
+    -- concurrent updates: no separate locking pass.
+    IF 'failed' = ANY (complete.outcomes) OR 'interrupted' = ANY (complete.outcomes) THEN
         WITH retried AS (
             UPDATE pgq.jobs j
-               SET status = 'queued',
+               -- Due later: 'scheduled' until a claim promotes it (see pgq.claim).
+               SET status = CASE WHEN i.outcome = 'interrupted' THEN 'queued'
+                                 WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                                 THEN CASE WHEN (i.details ->> 'retry_after')::numeric > 0 THEN 'scheduled' ELSE 'queued' END
+                                 WHEN c.backoff_base > interval '0' THEN 'scheduled'
+                                 ELSE 'queued' END,
                    run_at = v_now
-                            + CASE WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                            + CASE WHEN i.outcome = 'interrupted' THEN interval '0'
+                                   WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
                                    THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
                                    -- In seconds (numeric): base * 2^40 as an interval overflows
                                    -- for a base of a few seconds or more.
@@ -1455,51 +1694,82 @@ BEGIN
                                                                     extract(epoch FROM c.backoff_base)
                                                                     * 2::numeric ^ least(j.attempt - 1, 40))::double precision
                                                               * (0.5 + random() * 0.5)) END,
+                   attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
                    lease = NULL,
                    worker_id = NULL,
                    started_at = NULL,
                    heartbeat_at = NULL,
-                   errors = j.errors || jsonb_build_array(jsonb_build_object(
-                                'attempt', j.attempt, 'at', v_now, 'lease', j.lease, 'details', i.details))
-              FROM unnest(complete.ids, complete.leases, complete.statuses, complete.details)
-                   AS i(id, lease, status, details),
+                   claim_request = NULL,
+                   errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+                                'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
+                                'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END))
+                                || jsonb_build_object('details', i.details))
+              FROM unnest(complete.ids, complete.leases, complete.outcomes, v_details)
+                   AS i(id, lease, outcome, details),
                    pgq.entrypoints c
              WHERE j.id = i.id
                AND j.lease = i.lease
                AND j.status = 'running'
                AND j.worker_id = complete.worker_id
-               AND i.status = 'failed'
                AND c.entrypoint = j.entrypoint
-               AND j.attempt < c.max_attempts
                AND NOT j.cancel_requested
-            RETURNING j.id
+               AND (i.outcome = 'interrupted' OR (i.outcome = 'failed' AND j.attempt < c.max_attempts))
+            RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
         )
-        SELECT array_agg(r.id) INTO v_accepted FROM retried r;
+        SELECT coalesce(array_agg(r.id), '{}'), coalesce(array_agg('retry'::text), '{}'),
+               coalesce(array_agg(CASE WHEN r.outcome = 'interrupted' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
+               coalesce(array_agg(r.max_attempts), '{}'), coalesce(array_agg(r.run_at), '{}')
+          INTO a_id, a_status, a_attempt, a_max, a_run
+          FROM retried r;
     END IF;
 
     -- Everything else this worker still owns moves to history (retried jobs are queued now,
-    -- so the lease fence of _archive leaves them alone).
-    SELECT coalesce(v_accepted, '{}') || coalesce(array_agg(a.id), '{}') INTO v_accepted
-      FROM pgq._archive(complete.ids, complete.statuses, complete.details, v_now,
-                        complete.worker_id, complete.leases) AS a(id);
+    -- so the lease fence of _archive leaves them alone). An interrupted job that gets here was
+    -- canceled meanwhile.
+    SELECT a_id || coalesce(array_agg(a.id), '{}'), a_status || coalesce(array_agg(a.status), '{}'),
+           a_attempt || coalesce(array_agg(a.attempt), '{}'), a_max || coalesce(array_agg(c.max_attempts), '{}'),
+           a_run || coalesce(array_agg(NULL::timestamptz), '{}')
+      INTO a_id, a_status, a_attempt, a_max, a_run
+      FROM pgq._archive(complete.ids,
+                        ARRAY(SELECT CASE WHEN u.o = 'interrupted' THEN 'canceled' ELSE u.o END
+                                FROM unnest(complete.outcomes) WITH ORDINALITY AS u(o, ord) ORDER BY u.ord),
+                        v_details, v_now, complete.worker_id, complete.leases) AS a
+      JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint;
 
     -- A repeated call (its first answer was lost with the connection) finds its own results
-    -- already applied under the same lease: accepted again, nothing changes.
-    IF cardinality(v_accepted) < v_n THEN
-        SELECT v_accepted || coalesce(array_agg(i.id), '{}') INTO v_accepted
-          FROM unnest(complete.ids, complete.leases) AS i(id, lease)
-         WHERE i.id <> ALL (v_accepted)
-           AND (EXISTS (SELECT 1 FROM pgq.job_history h
-                         WHERE h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id)
-                OR EXISTS (SELECT 1 FROM pgq.jobs j
-                            WHERE j.id = i.id AND j.lease IS DISTINCT FROM i.lease
-                              AND j.errors @> jsonb_build_array(jsonb_build_object('lease', i.lease))));
+    -- already applied under the same lease: the same decisions are answered, nothing changes.
+    IF cardinality(a_id) < v_n THEN
+        SELECT a_id || coalesce(array_agg(x.id), '{}'), a_status || coalesce(array_agg(x.status), '{}'),
+               a_attempt || coalesce(array_agg(x.attempt), '{}'), a_max || coalesce(array_agg(x.max_attempts), '{}'),
+               a_run || coalesce(array_agg(x.run_at), '{}')
+          INTO a_id, a_status, a_attempt, a_max, a_run
+          FROM (SELECT i.id, h.status, h.attempt, c.max_attempts, NULL::timestamptz AS run_at
+                  FROM unnest(complete.ids, complete.leases) AS i(id, lease)
+                  JOIN pgq.job_history h ON h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id
+                  JOIN pgq.entrypoints c ON c.entrypoint = h.entrypoint
+                 WHERE i.id <> ALL (a_id)
+                UNION ALL
+                SELECT i.id, 'retry', (e.value ->> 'attempt')::int, c.max_attempts, j.run_at
+                  FROM unnest(complete.ids, complete.leases) AS i(id, lease)
+                  JOIN pgq.jobs j ON j.id = i.id AND j.lease IS DISTINCT FROM i.lease
+                  JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+                 CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(j.errors) AS x(value)
+                                      WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e
+                 WHERE i.id <> ALL (a_id)) AS x;
     END IF;
-    RETURN QUERY SELECT unnest(v_accepted);
+
+    -- One row per job accepted, in input order.
+    RETURN QUERY
+    SELECT r.id, r.status, r.attempt, r.max_attempts, r.run_at,
+           CASE WHEN r.run_at IS NOT NULL THEN greatest(0, extract(epoch FROM r.run_at - v_now))::float8 END
+      FROM unnest(complete.ids) WITH ORDINALITY AS i(id, ord)
+      JOIN unnest(a_id, a_status, a_attempt, a_max, a_run) AS r(id, status, attempt, max_attempts, run_at)
+        ON r.id = i.id
+     ORDER BY i.ord;
 END
 $$;
-COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz) IS
-    'Ends attempts owned under these leases: successful/canceled go to history; failed is retried with capped, jittered exponential backoff until max_attempts, then dead. Returns the ids accepted; stale leases are ignored.';
+COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz) IS
+    'Ends attempts owned under these leases with what the worker observed (successful, failed, interrupted, canceled); answers per job what SQL decided: status successful, failed (dead), canceled or retry, attempt, max_attempts, and for a retry run_at and retry_in_s. Stale leases are ignored.';
 
 -- sql/functions/configure.sql
 -- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
@@ -1641,7 +1911,7 @@ COMMENT ON FUNCTION pgq.delete_history(text, text[], timestamptz, timestamptz, t
 -- Locking: row locks on the history rows it deletes (SKIP LOCKED).
 -- Errors: PQ009 NULL ids or a NULL element; PQ002 more than 10000 ids.
 CREATE OR REPLACE FUNCTION pgq.delete_jobs(ids bigint[])
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -1671,12 +1941,14 @@ COMMENT ON FUNCTION pgq.delete_jobs(bigint[]) IS
     'Deletes finished jobs (history rows) by id, skipping live jobs, unknown ids and rows locked right now; returns the ids deleted.';
 
 -- sql/functions/enqueue.sql
--- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+-- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay)
 -- Contract: adds one job and returns its id; the same rules, defaults and errors as
 --   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
---   its array handling: one INSERT. run_at NULL means now.
+--   its array handling: one INSERT. Due at run_at, or delay after now() (the server's clock),
+--   or now when both are NULL; giving both is an error.
 -- Locking: as pgq.enqueue_many.
--- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md). Any error adds nothing.
+-- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md; PQ009 also for run_at and delay
+--   together). Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue(
     entrypoint   text,
     payload      jsonb       DEFAULT NULL,
@@ -1684,7 +1956,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue(
     run_at       timestamptz DEFAULT NULL,
     dedupe_key   text        DEFAULT NULL,
     headers      jsonb       DEFAULT NULL,
-    on_conflict  text        DEFAULT 'raise'
+    on_conflict  text        DEFAULT 'raise',
+    delay        interval    DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -1702,6 +1975,10 @@ BEGIN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
             USING ERRCODE = 'PQ009';
     END IF;
+    IF enqueue.run_at IS NOT NULL AND enqueue.delay IS NOT NULL THEN
+        RAISE EXCEPTION 'give run_at or delay, not both (run_at %, delay %)', enqueue.run_at, enqueue.delay
+            USING ERRCODE = 'PQ009';
+    END IF;
     IF enqueue.entrypoint IS NULL OR enqueue.entrypoint = '' OR octet_length(enqueue.entrypoint) > 200
        OR enqueue.entrypoint ~ '[[:cntrl:]]' OR enqueue.priority NOT BETWEEN -32768 AND 32767
        OR pg_column_size(enqueue.payload) > 1048576
@@ -1710,9 +1987,12 @@ BEGIN
     END IF;
     PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
 
-    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers)
-    VALUES (enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0),
-            coalesce(enqueue.run_at, now()), enqueue.dedupe_key, enqueue.headers)
+    -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
+    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers, status)
+    SELECT enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), d.due,
+           enqueue.dedupe_key, enqueue.headers,
+           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END
+      FROM (SELECT coalesce(enqueue.run_at, now() + enqueue.delay, now()) AS due) AS d
         ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
     RETURNING id INTO v_id;
     IF v_id IS NOT NULL THEN
@@ -1735,32 +2015,38 @@ BEGIN
     RETURN v_id;
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text) IS
-    'Adds one job; returns its id. run_at NULL means now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval) IS
+    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';
 
 -- sql/functions/enqueue_many.sql
--- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+-- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict,
+--   delays)
 -- Contract: adds one job per element of entrypoints in one statement and returns their ids in
---   input order. Every other array is optional (NULL: defaults for all) and, when given, must
---   have the same length. Element defaults: payload NULL, priority 0, run_at now(), no dedupe
---   key, headers NULL. Jobs are due at run_at and claimed by priority (higher first), then due
+--   input order (one column, id). Every other argument is optional (NULL: defaults for all) and,
+--   when given, must have the same length. payloads and headers are one JSON array each
+--   (element i for job i; JSON null: none), so any driver can pass them as one JSON value.
+--   Element defaults: payload NULL, priority 0, due now, no dedupe key, headers NULL. A job is
+--   due at its run_ats element, or its delays element after now() (the server's clock); one
+--   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then due
 --   time, then enqueue order. A dedupe key is unique among live (queued or running) jobs:
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
 --   the live job that holds the key instead of adding one.
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
---   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict.
+--   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
+--   payloads or headers not a JSON array, a job with both run_at and delay.
 --   Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     entrypoints  text[],
-    payloads     jsonb[]       DEFAULT NULL,
+    payloads     jsonb         DEFAULT NULL,
     priorities   int[]         DEFAULT NULL,
     run_ats      timestamptz[] DEFAULT NULL,
     dedupe_keys  text[]        DEFAULT NULL,
-    headers      jsonb[]       DEFAULT NULL,
-    on_conflict  text          DEFAULT 'raise'
+    headers      jsonb         DEFAULT NULL,
+    on_conflict  text          DEFAULT 'raise',
+    delays       interval[]    DEFAULT NULL
 )
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -1777,6 +2063,8 @@ DECLARE
     v_ids      bigint[];
     v_missing  text[];
     v_count    bigint;
+    v_payloads jsonb[];
+    v_headers  jsonb[];
 BEGIN
     IF v_n = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(enqueue_many.entrypoints::text, 'NULL')
@@ -1786,23 +2074,54 @@ BEGIN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue_many.on_conflict), 'NULL')
             USING ERRCODE = 'PQ009';
     END IF;
+    SELECT a.name, a.kind INTO v_bad
+      FROM (VALUES ('payloads', jsonb_typeof(enqueue_many.payloads)),
+                   ('headers', jsonb_typeof(enqueue_many.headers))) AS a(name, kind)
+     WHERE a.kind <> 'array'
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '% must be a JSON array (element i for job i) or NULL, got %', v_bad.name, v_bad.kind
+            USING ERRCODE = 'PQ009';
+    END IF;
     SELECT a.name, a.len INTO v_bad
-      FROM (VALUES ('payloads', cardinality(enqueue_many.payloads)),
+      FROM (VALUES ('payloads', jsonb_array_length(enqueue_many.payloads)),
                    ('priorities', cardinality(enqueue_many.priorities)),
                    ('run_ats', cardinality(enqueue_many.run_ats)),
                    ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
-                   ('headers', cardinality(enqueue_many.headers))) AS a(name, len)
+                   ('headers', jsonb_array_length(enqueue_many.headers)),
+                   ('delays', cardinality(enqueue_many.delays))) AS a(name, len)
      WHERE a.len IS NOT NULL AND a.len <> v_n
      LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION '% has % elements but entrypoints has %', v_bad.name, v_bad.len, v_n
             USING ERRCODE = 'PQ003';
     END IF;
+    IF enqueue_many.run_ats IS NOT NULL AND enqueue_many.delays IS NOT NULL THEN
+        SELECT u.ord, u.r, u.d INTO v_bad
+          FROM unnest(enqueue_many.run_ats, enqueue_many.delays) WITH ORDINALITY AS u(r, d, ord)
+         WHERE u.r IS NOT NULL AND u.d IS NOT NULL
+         ORDER BY u.ord
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'give run_at or delay, not both (position %: run_at %, delay %)', v_bad.ord, v_bad.r, v_bad.d
+                USING ERRCODE = 'PQ009';
+        END IF;
+    END IF;
+    IF enqueue_many.payloads IS NOT NULL THEN
+        v_payloads := ARRAY(SELECT nullif(e.value, 'null'::jsonb)
+                              FROM jsonb_array_elements(enqueue_many.payloads) WITH ORDINALITY AS e(value, ord)
+                             ORDER BY e.ord);
+    END IF;
+    IF enqueue_many.headers IS NOT NULL THEN
+        v_headers := ARRAY(SELECT nullif(e.value, 'null'::jsonb)
+                             FROM jsonb_array_elements(enqueue_many.headers) WITH ORDINALITY AS e(value, ord)
+                            ORDER BY e.ord);
+    END IF;
 
     -- One pass over the input finds the first bad element, if any.
     SELECT u.ord, u.e, u.p, u.pr, u.h INTO v_bad
-      FROM unnest(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
-                  enqueue_many.headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
+      FROM unnest(enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
+                  v_headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
      WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
         OR u.pr NOT BETWEEN -32768 AND 32767
         OR pg_column_size(u.p) > 1048576
@@ -1832,11 +2151,14 @@ BEGIN
 
     -- Ids first, in input order, so the insert needs no join to report them.
     v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
-    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers)
-    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), coalesce(u.ra, now()), u.dk, u.h
-      FROM unnest(v_ids, enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities,
-                  enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers)
-           AS u(id, e, p, pr, ra, dk, h)
+    -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
+    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status)
+    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h,
+           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END
+      FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
+           AS u(id, e, p, pr, ra, dk, h, dl)
+     CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
         ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING;
     GET DIAGNOSTICS v_count = ROW_COUNT;
 
@@ -1868,8 +2190,8 @@ BEGIN
     RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text) IS
-    'Adds many jobs in one statement; returns their ids in input order. Optional arrays must match entrypoints in length. on_conflict: raise (PQ007) or existing.';
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[]) IS
+    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job. on_conflict: raise (PQ007) or existing.';
 
 -- sql/functions/entrypoint_config.sql
 -- pgq.entrypoint_config(entrypoints)
@@ -1933,6 +2255,8 @@ BEGIN
             j.errors -> -1 -> 'details' ->> 'error', j.errors -> -1 -> 'details' ->> 'message',
             CASE WHEN j.status = 'queued'
                  THEN 'q,' || j.priority || ',' || (to_json(j.run_at) #>> '{}') || ',' || j.id
+                 WHEN j.status = 'scheduled'
+                 THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
                  ELSE 'r,' || j.id END
        FROM pgq.jobs j
       WHERE j.dedupe_key = find_by_dedupe_key.dedupe_key)
@@ -2224,7 +2548,7 @@ COMMENT ON FUNCTION pgq.history_summary(text[], bigint) IS
 -- sql/functions/job.sql
 -- pgq.job(id)
 -- Contract: everything about one job, live (queued or running, from pgq.jobs) or finished
---   (from pgq.job_history): one row, or none for an unknown (or pruned) id. status is queued,
+--   (from pgq.job_history): one row, or none for an unknown (or pruned) id. status is scheduled, queued,
 --   running, successful, failed or canceled. Timings: enqueued_at (first enqueue), run_at (when
 --   the current attempt is or was due; live jobs only), started_at and heartbeat_at (the current
 --   or last attempt), finished_at; wait_s = started_at - enqueued_at and run_s = finished_at (a
@@ -2282,7 +2606,7 @@ COMMENT ON FUNCTION pgq.job(bigint) IS
 -- sql/functions/job_results.sql
 -- pgq.job_results(ids)
 -- Contract: what a producer needs to wait for its jobs: one row per id, in input order:
---   status (queued, running, successful, failed, canceled, or unknown for an id that is not
+--   status (scheduled, queued, running, successful, failed, canceled, or unknown for an id that is not
 --   there: never enqueued, or pruned from history), finished (the job is in history), result
 --   (what a successful handler returned: details->'result'), error (the details of the final
 --   failure or cancellation), attempt and finished_at. No payload or headers. A caller that
@@ -2330,8 +2654,8 @@ COMMENT ON FUNCTION pgq.job_results(bigint[]) IS
 -- pgq.list_jobs(entrypoint, state, after, page_size)
 -- Contract: one page of the jobs of one entrypoint in one state, with keyset paging (pass the
 --   cursor column of the last row as `after` for the next page; never OFFSET):
---   - queued: in claim order (priority desc, run_at, id), due and delayed alike, read from the
---     claim index;
+--   - queued: jobs due, in claim order (priority desc, run_at, id), read from the claim index;
+--   - scheduled: jobs not due yet, by due time (run_at, id);
 --   - running: by id;
 --   - successful, failed, canceled: newest first (finished_at desc, id desc), as
 --     pgq.find_history.
@@ -2361,8 +2685,8 @@ DECLARE
     v_after record;
 BEGIN
     PERFORM pgq._check_name(list_jobs.entrypoint, 'entrypoint', 'PQ001');
-    IF list_jobs.state IS NULL OR list_jobs.state NOT IN ('queued', 'running', 'successful', 'failed', 'canceled') THEN
-        RAISE EXCEPTION 'state must be queued, running, successful, failed or canceled, got %',
+    IF list_jobs.state IS NULL OR list_jobs.state NOT IN ('scheduled', 'queued', 'running', 'successful', 'failed', 'canceled') THEN
+        RAISE EXCEPTION 'state must be scheduled, queued, running, successful, failed or canceled, got %',
             coalesce(quote_literal(list_jobs.state), 'NULL')
             USING ERRCODE = 'PQ009';
     END IF;
@@ -2379,7 +2703,7 @@ BEGIN
         RETURN;
     END IF;
 
-    SELECT * INTO v_after FROM pgq._cursor(list_jobs.after, CASE list_jobs.state WHEN 'queued' THEN 'q' ELSE 'r' END);
+    SELECT * INTO v_after FROM pgq._cursor(list_jobs.after, CASE list_jobs.state WHEN 'queued' THEN 'q' WHEN 'scheduled' THEN 's' ELSE 'r' END);
     RETURN QUERY
     WITH page AS (
         -- queued, first page
@@ -2410,6 +2734,14 @@ BEGIN
         UNION ALL
         (SELECT j.*
            FROM pgq.jobs j
+          WHERE list_jobs.state = 'scheduled'
+            AND j.entrypoint = list_jobs.entrypoint AND j.status = 'scheduled'
+            AND (v_after.id IS NULL OR (j.run_at, j.id) > (v_after.at, v_after.id))
+          ORDER BY j.run_at, j.id
+          LIMIT list_jobs.page_size)
+        UNION ALL
+        (SELECT j.*
+           FROM pgq.jobs j
           WHERE list_jobs.state = 'running'
             AND j.entrypoint = list_jobs.entrypoint AND j.status = 'running'
             AND (v_after.id IS NULL OR j.id > v_after.id)
@@ -2421,14 +2753,16 @@ BEGIN
            p.errors -> -1 -> 'details' ->> 'error', p.errors -> -1 -> 'details' ->> 'message',
            CASE WHEN p.status = 'queued'
                 THEN 'q,' || p.priority || ',' || (to_json(p.run_at) #>> '{}') || ',' || p.id
+                WHEN p.status = 'scheduled'
+                THEN 's,' || (to_json(p.run_at) #>> '{}') || ',' || p.id
                 ELSE 'r,' || p.id END
       FROM page p
-     ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status = 'queued' THEN p.run_at END, p.id
+     ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status <> 'running' THEN p.run_at END, p.id
      LIMIT list_jobs.page_size;
 END
 $$;
 COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
-    'One page of the jobs of an entrypoint in a state (queued in claim order, running by id, finished newest first), keyset-paged through the cursor column.';
+    'One page of the jobs of an entrypoint in a state (queued in claim order, scheduled by due time, running by id, finished newest first), keyset-paged through the cursor column.';
 
 -- sql/functions/metrics.sql
 -- pgq.metrics(entrypoints, percentile_window, at)
@@ -2538,7 +2872,7 @@ BEGIN
                       count(*) FILTER (WHERE j.run_at <= v_now) AS due,
                       min(j.run_at) FILTER (WHERE j.run_at <= v_now) AS oldest_due
                  FROM pgq.jobs j
-                WHERE j.entrypoint = e.entrypoint AND j.status = 'queued') AS x
+                WHERE j.entrypoint = e.entrypoint AND j.status IN ('queued', 'scheduled')) AS x
     ), running AS (
         SELECT j.entrypoint, count(*) AS running,
                count(*) FILTER (WHERE j.heartbeat_at < v_now - e.heartbeat_timeout) AS stale
@@ -2631,7 +2965,7 @@ COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
 
 -- sql/functions/next_run_at.sql
 -- pgq.next_run_at(entrypoints, at)
--- Contract: the earliest run_at after `at` among queued jobs of the given entrypoints, or NULL
+-- Contract: the earliest run_at after `at` among waiting (scheduled) jobs of the given entrypoints, or NULL
 --   when none is waiting. An idle worker sleeps until then (or until a notification) instead of
 --   polling at a fixed interval. Jobs already due are not considered: claim takes those.
 --   at NULL means now().
@@ -2655,7 +2989,7 @@ BEGIN
     RETURN (SELECT min(j.run_at)
               FROM pgq.jobs j
              WHERE j.entrypoint = ANY (next_run_at.entrypoints)
-               AND j.status = 'queued'
+               AND j.status = 'scheduled'
                AND j.run_at > coalesce(next_run_at.at, now()));
 END
 $$;
@@ -2979,6 +3313,74 @@ $$;
 COMMENT ON FUNCTION pgq.register_worker(uuid, text[], text, int, text, text, jsonb, interval, timestamptz) IS
     'Announces a worker in the registry (pgq.workers); idempotent, keeps started_at. pgq.heartbeat keeps it fresh; returns started_at, last_seen_at, gone_after (the timeout) and heartbeat_interval (timeout / 3).';
 
+-- sql/functions/release.sql
+-- pgq.release(worker_id, ids, leases)
+-- Contract: gives back claimed jobs that never started (a shutting-down worker): each job this
+--   worker still owns under that lease returns to queued, keeps its place (run_at unchanged) and
+--   its attempt count is restored (a release is not an attempt). A job whose cancellation was
+--   requested moves to history as canceled instead. Returns one row per job given back: id and
+--   status, 'queued' (back in the queue) or 'canceled' (in history); a stale lease is ignored.
+--   at NULL means now().
+-- Locking: row locks on the released jobs.
+-- Errors: PQ009, PQ003 (see pgq._check_batch).
+CREATE OR REPLACE FUNCTION pgq.release(
+    worker_id  uuid,
+    ids        bigint[],
+    leases     bigint[],
+    at         timestamptz DEFAULT NULL
+)
+RETURNS TABLE (id bigint, status text)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans: planning these statements on every call cost more than running them. No JIT:
+-- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_canceled bigint[];
+BEGIN
+    PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
+
+    -- A job whose cancellation was requested is not queued again: it ends as canceled.
+    SELECT array_agg(l.id) INTO v_canceled
+      FROM (SELECT j.id
+              FROM pgq.jobs j
+              JOIN unnest(release.ids, release.leases) AS u(id, lease) ON j.id = u.id AND j.lease = u.lease
+             WHERE j.status = 'running'
+               AND j.worker_id = release.worker_id
+               AND j.cancel_requested
+             ORDER BY j.id
+               FOR UPDATE OF j) AS l;
+    IF v_canceled IS NOT NULL THEN
+        RETURN QUERY SELECT a.id, a.status
+                       FROM pgq._archive(v_canceled, array_fill('canceled'::text, ARRAY[cardinality(v_canceled)]),
+                                         NULL, coalesce(release.at, now())) AS a;
+    END IF;
+
+    RETURN QUERY
+    UPDATE pgq.jobs j
+       SET status = 'queued',
+           attempt = j.attempt - 1,
+           lease = NULL,
+           worker_id = NULL,
+           started_at = NULL,
+           heartbeat_at = NULL,
+           claim_request = NULL
+      FROM unnest(release.ids, release.leases) AS u(id, lease)
+     WHERE j.id = u.id
+       AND j.lease = u.lease
+       AND j.status = 'running'
+       AND j.worker_id = release.worker_id
+    RETURNING j.id, j.status;
+END
+$$;
+COMMENT ON FUNCTION pgq.release(uuid, bigint[], bigint[], timestamptz) IS
+    'Returns claimed, never-started jobs to the queue without counting an attempt (a job whose cancel was requested ends canceled); returns id and status per job.';
+
 -- sql/functions/release_schedule.sql
 -- pgq.release_schedule(worker_id, name, lease, error, retry_after, at)
 -- Contract: gives back a schedule this worker claimed with pgq.claim_schedules but cannot fire
@@ -3042,7 +3444,7 @@ COMMENT ON FUNCTION pgq.release_schedule(uuid, text, bigint, text, interval, tim
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
 --   (nothing is requeued).
 CREATE OR REPLACE FUNCTION pgq.requeue(ids bigint[], at timestamptz DEFAULT NULL)
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -3067,9 +3469,10 @@ BEGIN
         RETURNING h.*
     ), ins AS (
         INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors)
+                              dedupe_key, errors, status)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
-               b.payload, b.headers, b.dedupe_key, b.errors
+               b.payload, b.headers, b.dedupe_key, b.errors,
+               CASE WHEN requeue.at > now() THEN 'scheduled' ELSE 'queued' END
           FROM back b
          ORDER BY b.id
             ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
@@ -3113,7 +3516,7 @@ CREATE OR REPLACE FUNCTION pgq.requeue_history(
     max_jobs    int         DEFAULT 1000,
     at          timestamptz DEFAULT NULL
 )
-RETURNS SETOF bigint
+RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -3548,12 +3951,13 @@ COMMENT ON VIEW pgq.worker_status IS
 -- queue_stats gains a last column: paused (pgq.pause).
 CREATE OR REPLACE VIEW pgq.queue_stats AS
 SELECT c.entrypoint,
-       count(j.id) FILTER (WHERE j.status = 'queued')                             AS queued,
-       count(j.id) FILTER (WHERE j.status = 'queued' AND j.run_at <= now())       AS due,
+       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled'))            AS queued,
+       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled')
+                             AND j.run_at <= now())                               AS due,
        count(j.id) FILTER (WHERE j.status = 'running')                            AS running,
        count(j.id) FILTER (WHERE j.status = 'running'
                              AND j.heartbeat_at < now() - c.heartbeat_timeout)     AS stale,
-       now() - min(j.enqueued_at) FILTER (WHERE j.status = 'queued')              AS oldest_queued_age,
+       now() - min(j.enqueued_at) FILTER (WHERE j.status IN ('queued', 'scheduled')) AS oldest_queued_age,
        c.concurrency_limit,
        c.max_attempts,
        c.heartbeat_timeout,
@@ -3625,3 +4029,15 @@ REVOKE EXECUTE ON FUNCTION
     FROM pgq_worker;
 GRANT EXECUTE ON FUNCTION pgq.release_schedule(uuid, text, bigint, text, interval, timestamptz) TO pgq_worker;
 GRANT EXECUTE ON FUNCTION pgq.prune_entrypoints(interval, interval, timestamptz) TO pgq_worker, pgq_admin;
+
+-- Re-signed functions (policy back in SQL): their grants again.
+GRANT EXECUTE ON FUNCTION
+    pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval),
+    pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[]),
+    pgq.cancel(bigint[], timestamptz)
+    TO pgq_producer;
+GRANT EXECUTE ON FUNCTION
+    pgq.claim(uuid, text[], int, timestamptz, uuid),
+    pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz),
+    pgq.release(uuid, bigint[], bigint[], timestamptz)
+    TO pgq_worker;

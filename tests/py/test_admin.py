@@ -42,7 +42,7 @@ def kill(dsn: str, entrypoint: str, message: str = "it broke") -> None:
         ).fetchall():
             conn.execute(
                 "SELECT pgq.complete(%s, ARRAY[%s::bigint], ARRAY[%s::bigint], ARRAY['failed'],"
-                " ARRAY[jsonb_build_object('error', 'Boom', 'message', %s::text)])",
+                " jsonb_build_array(jsonb_build_object('error', 'Boom', 'message', %s::text)))",
                 (worker[0], job_id, lease, message),
             )
 
@@ -247,7 +247,7 @@ def finish(dsn: str, entrypoint: str, status: str, details: Any = None, n: int =
         for job_id, lease in claimed:
             conn.execute(
                 "SELECT pgq.complete(%s, ARRAY[%s::bigint], ARRAY[%s::bigint], ARRAY[%s],"
-                " ARRAY[%s::jsonb])",
+                " jsonb_build_array(%s::jsonb))",
                 (worker[0], job_id, lease, status, psycopg.types.json.Jsonb(details)),
             )
     return [job_id for job_id, _ in claimed]

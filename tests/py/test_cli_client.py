@@ -56,7 +56,7 @@ def test_enqueue_status_failed_requeue(pgq_dsn: str, capsys: pytest.CaptureFixtu
         conn.execute("SELECT pgq.configure('cli.job', max_attempts => 1)")
         conn.execute(
             "SELECT pgq.complete(c.worker, ARRAY[c.id], ARRAY[c.lease], ARRAY['failed'],"
-            ' ARRAY[\'{"error": "Boom", "message": "it broke"}\'::jsonb])'
+            ' \'[{"error": "Boom", "message": "it broke"}]\')'
             " FROM (SELECT gen_random_uuid() AS worker) w,"
             " LATERAL (SELECT w.worker, j.id, j.lease"
             "          FROM pgq.claim(w.worker, ARRAY['cli.job'], 1) j) c"

@@ -44,7 +44,7 @@ def make_dead(dsn: str, entrypoint: str, message: str) -> int:
         conn.execute("SELECT pgq.configure(%s, max_attempts => 1)", (entrypoint,))
         conn.execute(
             "SELECT pgq.complete(c.worker, ARRAY[c.id], ARRAY[c.lease], ARRAY['failed'],"
-            " ARRAY[jsonb_build_object('error', 'Boom', 'message', %s::text)])"
+            " jsonb_build_array(jsonb_build_object('error', 'Boom', 'message', %s::text)))"
             " FROM (SELECT gen_random_uuid() AS worker) w,"
             " LATERAL (SELECT w.worker, j.id, j.lease FROM pgq.claim(w.worker, ARRAY[%s], 1) j) c",
             (message, entrypoint),

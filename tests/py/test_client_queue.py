@@ -121,3 +121,25 @@ def test_unknown_pq_code_maps_to_the_base_class() -> None:
     assert errors.from_psycopg(psycopg.errors.UniqueViolation("x")) is None
     assert not hasattr(errors, "ForeignSchema")  # one name, the one the docs use too
     assert errors.BY_SQLSTATE["PQ900"] is errors.ForeignSchemaError
+
+
+def test_delays_are_resolved_on_the_server_clock(pgq_dsn: str) -> None:
+    """A timedelta or a number of seconds travels as an interval: run_at is the server's
+    now() (the same as enqueued_at, in one statement) plus exactly the delay."""
+    with Queue(pgq_dsn) as q:
+        one = q.enqueue("cq.delay", run_at=timedelta(minutes=5))
+        many = q.enqueue_many("cq.delay", [1, 2], run_ats=[90.5, None])
+        shared = q.enqueue_many("cq.delay", [3], run_ats=timedelta(seconds=7))
+    with psycopg.connect(pgq_dsn) as conn:
+        got = dict(
+            conn.execute(
+                "SELECT id, run_at - enqueued_at FROM pgq.jobs WHERE entrypoint = 'cq.delay'"
+            ).fetchall()
+        )
+    assert got == {
+        one: timedelta(minutes=5),
+        many[0]: timedelta(seconds=90.5),
+        many[1]: timedelta(0),
+        shared[0]: timedelta(seconds=7),
+    }
+

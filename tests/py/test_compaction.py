@@ -180,7 +180,7 @@ def test_every_job_completed_exactly_once_while_compacting(pgq_dsn: str) -> None
                 if any(s != ("ok",) for s in states):
                     problems.append(f"heartbeat lost a lease: {states}")
                 accepted = conn.execute(
-                    "SELECT * FROM pgq.complete(%s, %s, %s,"
+                    "SELECT id FROM pgq.complete(%s, %s, %s,"
                     " array_fill('successful'::text, ARRAY[%s]))",
                     (worker, ids, leases, len(ids)),
                 ).fetchall()

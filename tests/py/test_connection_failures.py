@@ -158,6 +158,57 @@ async def test_backend_killed_as_a_claim_goes_out(
     assert history(pgq_dsn) == dict.fromkeys(ids, ("successful", 1))
 
 
+class LoseAnswer:
+    """Wraps ``calls.aclaim``: once armed, the next claim runs and commits, then its backend
+    is terminated before the answer is handed back (the answer is lost with the connection)."""
+
+    def __init__(self, dsn: str, real: Callable[..., Awaitable[Any]]) -> None:
+        self.dsn = dsn
+        self.real = real
+        self.armed = False
+        self.lost: list[list[tuple[Any, ...]]] = []
+        self.resent: list[list[tuple[Any, ...]]] = []
+
+    async def __call__(self, conn: calls.AConn, *args: Any) -> Any:
+        answer = await self.real(conn, *args)
+        if self.armed and answer:
+            self.armed = False
+            self.lost.append(answer)
+            await asyncio.to_thread(terminate_and_wait, self.dsn, conn.info.backend_pid)
+            await conn.execute("SELECT 1")  # raises: the connection is gone, the answer too
+        elif self.lost and not self.resent:
+            self.resent.append(answer)
+        return answer
+
+
+@aio
+async def test_a_claim_whose_answer_was_lost_is_sent_again_and_answers_the_same_jobs(
+    pgq_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lose = LoseAnswer(pgq_dsn, calls.aclaim)
+    monkeypatch.setattr(calls, "aclaim", lose)
+    runs: Counter[int] = Counter()
+    worker = ThinWorker(pgq_dsn, poll_interval=60, batch_size=5)
+
+    @worker.entrypoint("cf.lost_answer")
+    async def handle(job: Job[Any]) -> None:
+        runs[job.id] += 1
+
+    async with running(worker):
+        await until(lambda: not lose.lost, 5, "idle")
+        lose.armed = True
+        with Queue(pgq_dsn) as q:
+            ids = q.enqueue_many("cf.lost_answer", [None] * 3)
+        # Without the request id the re-sent claim would find nothing, and the three jobs
+        # would wait for the 30 s heartbeat timeout.
+        await until(lambda: worker.stats.successful == 3, 10, "3 jobs done")
+    ((claimed,),) = [[sorted((r[0], r[1], r[6]) for r in answer)] for answer in lose.lost]
+    assert [sorted((r[0], r[1], r[6]) for r in lose.resent[0])] == [claimed]
+    assert {job_id for job_id, _, _ in claimed} == set(ids)
+    assert runs == dict.fromkeys(ids, 1)
+    assert history(pgq_dsn) == dict.fromkeys(ids, ("successful", 1))
+
+
 @aio
 async def test_backend_killed_during_a_heartbeat_keeps_the_job(
     pgq_dsn: str, monkeypatch: pytest.MonkeyPatch

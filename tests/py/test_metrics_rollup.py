@@ -94,7 +94,7 @@ def test_concurrent_drain_and_scrapers_count_every_job_once(pgq_dsn: str) -> Non
                         [r[0] for r in rows],
                         [r[1] for r in rows],
                         statuses,
-                        [Jsonb({"error": "E"}) if s == "failed" else None for s in statuses],
+                        Jsonb([{"error": "E"} if s == "failed" else None for s in statuses]),
                     ),
                 )
 

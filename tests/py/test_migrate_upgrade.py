@@ -191,7 +191,7 @@ def test_upgrade_with_live_jobs_and_schedules(
         assert [(int(r[0]), str(r[1])) for r in beats] == [(done, "ok"), (released, "ok")]
         assert column(
             conn,
-            "SELECT * FROM pgq.complete(%s, %s, %s, %s)",
+            "SELECT id FROM pgq.complete(%s, %s, %s, %s)",
             w,
             [done],
             [leases[done]],
@@ -235,7 +235,7 @@ def test_upgrade_with_live_jobs_and_schedules(
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert column(
             conn,
-            "SELECT * FROM pgq.complete(%s, %s, %s, %s)",
+            "SELECT id FROM pgq.complete(%s, %s, %s, %s)",
             w,
             [seeded["stale"]],
             [seeded["stale_lease"]],

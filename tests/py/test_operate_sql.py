@@ -96,7 +96,7 @@ def test_upgrade_from_0001_with_live_jobs_and_history(empty_db_dsn: str) -> None
         ).fetchone() == (None,)
         conn.execute("SELECT * FROM pgq.register_worker(%s, ARRAY['up.a'])", (me,)).fetchall()
         accepted = conn.execute(
-            "SELECT * FROM pgq.complete(%s, %s, %s, '{successful}', ARRAY[%s::jsonb])",
+            "SELECT id FROM pgq.complete(%s, %s, %s, '{successful}', jsonb_build_array(%s::jsonb))",
             (me, [running[0]], [running[1]], '{"result": 7}'),
         ).fetchall()
         assert accepted == [(running[0],)]

@@ -46,7 +46,7 @@ def run_threads(n: int, target: Callable[[int], None]) -> None:
 def enqueue_n(conn: psycopg.Connection[Any], entrypoint: str, n: int) -> list[int]:
     rows = conn.execute(
         "SELECT pgq.enqueue_many(array_fill(%s::text, ARRAY[%s]), "
-        "(SELECT array_agg(jsonb_build_object('n', g)) FROM generate_series(1, %s) g))",
+        "(SELECT jsonb_agg(jsonb_build_object('n', g)) FROM generate_series(1, %s) g))",
         (entrypoint, n, n),
     ).fetchall()
     return [r[0] for r in rows]
@@ -157,7 +157,7 @@ def test_stale_job_is_reclaimed_and_the_zombie_is_fenced(pgq_dsn: str) -> None:
         ).fetchone()[0]
         assert beat == "lost"
         accepted = a.execute(
-            "SELECT * FROM pgq.complete(%s, %s, %s, %s)",
+            "SELECT id FROM pgq.complete(%s, %s, %s, %s)",
             (zombie, [job_id], [lease_a], ["successful"]),
         ).fetchall()
         assert accepted == []
@@ -165,7 +165,7 @@ def test_stale_job_is_reclaimed_and_the_zombie_is_fenced(pgq_dsn: str) -> None:
             "SELECT status, lease, worker_id FROM pgq.jobs WHERE id = %s", (job_id,)
         ).fetchone() == ("running", lease_b, rescuer)
         accepted = b.execute(
-            "SELECT * FROM pgq.complete(%s, %s, %s, %s)",
+            "SELECT id FROM pgq.complete(%s, %s, %s, %s)",
             (rescuer, [job_id], [lease_b], ["successful"]),
         ).fetchall()
         assert accepted == [(job_id,)]
@@ -194,7 +194,7 @@ def test_complete_and_reclaim_race_never_both_win(pgq_dsn: str) -> None:
             for k in range(0, len(jobs), 20):
                 part = jobs[k : k + 20]
                 rows = conn.execute(
-                    "SELECT * FROM pgq.complete(%s, %s, %s, %s)",
+                    "SELECT id FROM pgq.complete(%s, %s, %s, %s)",
                     (first, [j[0] for j in part], [j[1] for j in part], ["successful"] * len(part)),
                 ).fetchall()
                 results.setdefault("completed", set()).update(r[0] for r in rows)

@@ -155,7 +155,7 @@ def test_worker_can_run_jobs_but_not_enqueue(pgq_dsn: str, as_role: Any) -> None
     ) == [("ok",)]
     assert as_role(
         "pgq_worker",
-        "SELECT * FROM pgq.complete(%s, %s, %s, ARRAY['successful'])",
+        "SELECT id FROM pgq.complete(%s, %s, %s, ARRAY['successful'])",
         (worker, [job_id], [lease]),
     ) == [(job_id,)]
     with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -97,7 +97,7 @@ def fail_with_traceback(dsn: str, entrypoint: str, message: str) -> None:
             }
             conn.execute(
                 "SELECT pgq.complete(%s, ARRAY[%s::bigint], ARRAY[%s::bigint], ARRAY['failed'],"
-                " ARRAY[%s::jsonb])",
+                " jsonb_build_array(%s::jsonb))",
                 (worker, job_id, lease, psycopg.types.json.Jsonb(details)),
             )
 

@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import observe_app
@@ -88,12 +89,49 @@ def test_one_line_per_job_ending_with_its_fields(
         ]
         assert text in line.getMessage(), line.getMessage()
 
+    # What SQL decided, from pgq.complete's answer: max_attempts 1, so every failure is dead.
+    decided = {r.job_id: r for r in records if hasattr(r, "decided")}
+    for name in ("obs.fail", "obs.retry", "obs.typed"):
+        line = decided.pop(ids[name])
+        assert (line.decided, line.retry_in, line.levelno) == ("failed", None, logging.WARNING)
+        assert line.getMessage() == f"pgq-thin job {ids[name]} ({name}): dead, attempt 1 of 1"
+    assert decided == {}, "no decision line for successful or canceled jobs"
+
     (summary,) = [r for r in records if "stopped after" in r.getMessage()]
     assert summary.levelno == logging.INFO
     assert summary.stats["claimed"] == 5 and summary.stats["successful"] == 1
     assert summary.stats["failed"] == 3 and summary.stats["canceled"] == 1
     assert "5 claimed, 1 successful, 3 failed, 1 canceled, 0 lost" in summary.getMessage()
     assert summary.uptime > 0 and summary.jobs_per_second > 0
+
+
+def test_a_retry_is_logged_from_what_sql_answered(
+    pgq_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Queue(pgq_dsn) as q:
+        q.configure("obs.fail", max_attempts=3, backoff_base=timedelta(seconds=40))
+        job_id = q.enqueue("obs.fail", {"n": 1})
+    worker = fresh_worker(pgq_dsn)
+    caplog.set_level(logging.INFO, logger="pgq_thin")
+    worker.run(until_empty=True)  # one attempt: the retry is not due before the run ends
+    (line,) = [r for r in caplog.records if getattr(r, "decided", None)]
+    with psycopg.connect(pgq_dsn) as conn:
+        row = conn.execute(
+            "SELECT extract(epoch FROM run_at - (errors -> -1 ->> 'at')::timestamptz)"
+            " FROM pgq.jobs WHERE id = %s",
+            (job_id,),
+        ).fetchone()
+    assert row is not None
+    assert (line.decided, line.levelno, line.attempt, line.max_attempts) == (
+        "retry",
+        logging.INFO,
+        1,
+        3,
+    )
+    assert 20 <= line.retry_in <= 40 and line.retry_in == pytest.approx(float(row[0]), abs=1e-3)
+    assert line.getMessage() == (
+        f"pgq-thin job {job_id} (obs.fail): retry in {line.retry_in:.3g} s, attempt 1 of 3"
+    )
 
 
 def test_at_info_a_successful_job_logs_nothing(

@@ -83,7 +83,9 @@ def test_sigterm_finishes_running_jobs_and_leaves_nothing_running(pgq_dsn: str) 
     assert sorted(i for i, *_ in done + left) == ids
 
 
-def test_sigterm_past_grace_period_fails_jobs_for_immediate_retry(pgq_dsn: str) -> None:
+def test_sigterm_past_grace_period_reports_jobs_interrupted_for_immediate_retry(
+    pgq_dsn: str,
+) -> None:
     with Queue(pgq_dsn) as q:
         q.enqueue_many("proc.work", [{"sleep": 60}] * 2)
         q.enqueue_many("proc.sync_sleep", [{"sleep": 60}] * 2)
@@ -101,9 +103,12 @@ def test_sigterm_past_grace_period_fails_jobs_for_immediate_retry(pgq_dsn: str) 
     assert proc.returncode == 0, err
     with psycopg.connect(pgq_dsn) as conn:
         rows = conn.execute(
-            "SELECT status, attempt, errors -> 0 -> 'details' ->> 'error' FROM pgq.jobs"
+            "SELECT status, attempt, run_at <= now(), errors -> 0 ->> 'outcome',"
+            " errors -> 0 -> 'details' ->> 'error' FROM pgq.jobs"
         ).fetchall()
-    assert rows and {r for r in rows} == {("queued", 1, "WorkerShutdown")}
+    # Reported interrupted: SQL put them back in the queue, due at once, the attempt not
+    # counted (no retry_after chosen by the worker).
+    assert rows and {r for r in rows} == {("queued", 0, True, "interrupted", "WorkerShutdown")}
     assert len(rows) == 4
 
 

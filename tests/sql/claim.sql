@@ -4,7 +4,7 @@
 -- cannot change after its first query, and this whole file is one transaction; the Python tests
 -- call claim from a REPEATABLE READ transaction.
 BEGIN;
-SELECT plan(60);
+SELECT plan(71);
 
 -- Argument errors (nothing is claimed) ---------------------------------------------------------
 SELECT pgq.enqueue('cl_err') AS err_id \gset
@@ -50,8 +50,8 @@ SELECT c.*, c.ordinality AS pos
 SELECT results_eq($$SELECT payload ->> 'n' FROM ord_got ORDER BY pos$$,
                   ARRAY['b', 'a', 'd', 'e'],
                   'then priority desc, run_at, id; the future job f is not due');
-SELECT is((SELECT status FROM pgq.jobs WHERE id = (SELECT id FROM ord_jobs WHERE name = 'f')), 'queued',
-          'a job due in the future stays queued');
+SELECT is((SELECT status FROM pgq.jobs WHERE id = (SELECT id FROM ord_jobs WHERE name = 'f')), 'scheduled',
+          'a job due in the future stays scheduled (outside the claim index)');
 SELECT is((SELECT count(*)::int FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cl_ord}', 10,
                                                now() + interval '999 milliseconds')), 0,
           'not claimed before its run_at');
@@ -213,6 +213,45 @@ SELECT is((SELECT count(*)::int FROM pgq.claim('11111111-1111-1111-1111-11111111
                                                now() - interval '1 hour')), 0, 'nothing due yet');
 SELECT is((SELECT count(*)::int FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cl_twice}', 1)), 1,
           'a later claim in the same transaction still sees its limited entrypoint');
+
+-- request_id: a claim sent again (its answer lost) answers the same jobs ------------------------
+SELECT pgq.configure('cl_req', max_attempts => 2, heartbeat_timeout => interval '90 seconds');
+SELECT count(*) FROM pgq.enqueue_many(ARRAY['cl_req', 'cl_req', 'cl_req']);
+CREATE TEMP TABLE rq1 AS SELECT * FROM pgq.claim('44444444-4444-4444-4444-444444444444', '{cl_req}', 2,
+                                                 request_id => 'aaaaaaaa-0000-0000-0000-000000000001');
+SELECT is((SELECT count(*)::int FROM rq1), 2, 'the first claim takes two jobs');
+SELECT set_eq($$SELECT id, lease, attempt FROM pgq.claim('44444444-4444-4444-4444-444444444444', '{cl_req}', 2,
+                                                         request_id => 'aaaaaaaa-0000-0000-0000-000000000001')$$,
+              'SELECT id, lease, attempt FROM rq1', 'sent again with the same request_id: the same jobs, leases and attempts');
+SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE entrypoint = 'cl_req' AND status = 'running'), 2,
+          'and nothing more was claimed');
+SELECT is((SELECT count(*)::int FROM pgq.claim('55555555-5555-5555-5555-555555555555', '{cl_req}', 2,
+                                               request_id => 'aaaaaaaa-0000-0000-0000-000000000001')), 1,
+          'another worker with that request_id claims anew (the one job left)');
+SELECT results_eq($$SELECT heartbeat_timeout_s, last_attempt FROM rq1 LIMIT 1$$,
+                  $$VALUES (90::float8, false)$$, 'the answer carries heartbeat_timeout_s and last_attempt');
+SELECT pgq.complete('44444444-4444-4444-4444-444444444444', ARRAY[id], ARRAY[lease], '{interrupted}')
+  FROM rq1 ORDER BY id LIMIT 1;
+SELECT is((SELECT count(*)::int FROM pgq.claim('44444444-4444-4444-4444-444444444444', '{cl_req}', 2,
+                                               request_id => 'aaaaaaaa-0000-0000-0000-000000000001')), 1,
+          'a job of that request that was completed meanwhile is not answered again');
+SELECT pgq.complete('55555555-5555-5555-5555-555555555555', ARRAY[id], ARRAY[lease], '{failed}')
+  FROM pgq.jobs WHERE entrypoint = 'cl_req' AND worker_id = '55555555-5555-5555-5555-555555555555';
+SELECT is((SELECT array_agg(attempt || ':' || last_attempt ORDER BY attempt)
+             FROM pgq.claim('66666666-6666-6666-6666-666666666666', '{cl_req}', 5, now() + interval '1 hour')),
+          ARRAY['1:false', '2:true', '2:true'], 'max_attempts 2: the second attempt is the last (the interrupted one was not counted; the stale one was)');
+
+-- Jobs not due are 'scheduled' (outside the claim index); a claim promotes them once due ----------
+SELECT pgq.enqueue('cl_sched', '{"n": 1}', priority => 32767, delay => interval '1 hour') AS sc1 \gset
+SELECT pgq.enqueue('cl_sched', '{"n": 2}') AS sc2 \gset
+SELECT is((SELECT array_agg(status ORDER BY id) FROM pgq.jobs WHERE entrypoint = 'cl_sched'),
+          ARRAY['scheduled', 'queued'], 'a delayed job is scheduled, a due one queued');
+SELECT results_eq($$SELECT id FROM pgq.claim('77777777-7777-7777-7777-777777777777', '{cl_sched}', 5)$$,
+                  format('VALUES (%s::bigint)', :sc2), 'a claim now takes the due job only');
+SELECT is(pgq.next_run_at('{cl_sched}'), now() + interval '1 hour', 'next_run_at: when the scheduled job is due');
+SELECT results_eq($$SELECT id, attempt FROM pgq.claim('77777777-7777-7777-7777-777777777777', '{cl_sched}', 1,
+                                                     now() + interval '1 hour')$$,
+                  format('VALUES (%s::bigint, 1)', :sc1), 'once due, the claim promotes it and claims it');
 
 SELECT * FROM finish();
 ROLLBACK;

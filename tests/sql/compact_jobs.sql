@@ -28,9 +28,9 @@ SELECT results_eq($$SELECT compacted, reason, bytes_after FROM pgq.compact_jobs(
 
 -- Live jobs that must survive: queued (one delayed, one deduplicated), running with leases ------
 SELECT count(*) FROM pgq.enqueue_many(array_fill('cj_keep'::text, ARRAY[30]),
-    payloads => ARRAY(SELECT jsonb_build_object('n', g, 'pad', repeat('x', g)) FROM generate_series(1, 30) g),
+    payloads => (SELECT jsonb_agg(jsonb_build_object('n', g, 'pad', repeat('x', g)) ORDER BY g) FROM generate_series(1, 30) g),
     priorities => ARRAY(SELECT g % 3 FROM generate_series(1, 30) g),
-    headers => ARRAY(SELECT jsonb_build_object('h', g) FROM generate_series(1, 30) g));
+    headers => (SELECT jsonb_agg(jsonb_build_object('h', g) ORDER BY g) FROM generate_series(1, 30) g));
 SELECT pgq.enqueue('cj_keep', '{"later": true}', run_at => now() + interval '1 day', dedupe_key => 'cj-later') AS later_id \gset
 SELECT pgq.configure('cj_run', max_attempts => 3);
 SELECT count(*) FROM pgq.enqueue_many(array_fill('cj_run'::text, ARRAY[6]));
@@ -40,7 +40,7 @@ CREATE TEMP TABLE run AS SELECT id, lease, :wa::uuid AS worker, NULL::bigint AS 
 SELECT min(id) AS moved FROM run \gset
 CREATE TEMP TABLE v AS SELECT :wa::uuid AS wa, :wb::uuid AS wb, :t0::timestamptz AS t0, :moved::bigint AS moved;
 SELECT count(*) FROM pgq.complete(:wa, ARRAY[:moved]::bigint[], ARRAY(SELECT lease FROM run WHERE id = :moved),
-                                  '{failed}', ARRAY['{"error": "boom", "retry_after": 0}'::jsonb]);
+                                  '{failed}', jsonb_build_array('{"error": "boom", "retry_after": 0}'::jsonb));
 UPDATE run SET old_lease = lease, worker = :wb,
                lease = (SELECT c.lease FROM pgq.claim(:wb, '{cj_run}', 1, now() + interval '1 second') c)
  WHERE id = :moved;

@@ -1,14 +1,14 @@
 -- pgq.complete: successful / canceled to history, failed retried with capped jittered backoff or
 -- dead, retry_after, status and argument errors, stale leases and zombies.
 BEGIN;
-SELECT plan(70);
+SELECT plan(81);
 
 -- successful -> history with details --------------------------------------------------------
 SELECT pgq.enqueue('cp_ok', '{"p": 1}', priority => 3, dedupe_key => 'cp-ok', headers => '{"h": 1}') AS ok_id \gset
 SELECT lease AS ok_lease FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ok}', 1, now()) \gset
 SELECT results_eq(
-    format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
-                                         '{successful}', ARRAY['{"result": 42}']::jsonb[], now() + interval '5 seconds')$$,
+    format($$SELECT id FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                         '{successful}', '[{"result": 42}]', now() + interval '5 seconds')$$,
            :ok_id, :ok_lease),
     format('VALUES (%s::bigint)', :ok_id), 'successful: the id is accepted');
 SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :ok_id), 'the job left pgq.jobs');
@@ -35,13 +35,13 @@ SELECT pgq.enqueue('cp_retry', '{"r": 1}') AS r_id \gset
 -- attempt 1 fails at T1 = now() + 1 min: delay in [5 s, 10 s]
 SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now()) \gset
 SELECT results_eq(
-    format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
-                                         '{failed}', ARRAY['{"error": "boom 1"}']::jsonb[], now() + interval '1 minute')$$,
+    format($$SELECT id FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                         '{failed}', '[{"error": "boom 1"}]', now() + interval '1 minute')$$,
            :r_id, :r_l),
     format('VALUES (%s::bigint)', :r_id), 'failed with attempts left: accepted');
 SELECT row_eq(format('SELECT status, attempt, lease, worker_id, heartbeat_at, started_at FROM pgq.jobs WHERE id = %s', :r_id),
-              ROW('queued'::text, 1, NULL::bigint, NULL::uuid, NULL::timestamptz, NULL::timestamptz),
-              'queued again, attempt kept, lease and owner cleared');
+              ROW('scheduled'::text, 1, NULL::bigint, NULL::uuid, NULL::timestamptz, NULL::timestamptz),
+              'back in the queue due after its backoff (scheduled), attempt kept, lease and owner cleared');
 SELECT ok((SELECT run_at BETWEEN now() + interval '1 minute 5 seconds' AND now() + interval '1 minute 10 seconds'
              FROM pgq.jobs WHERE id = :r_id),
           'attempt 1: run_at = at + a delay between base/2 and base');
@@ -56,19 +56,19 @@ SELECT is((SELECT count(*)::int FROM pgq.claim('11111111-1111-1111-1111-11111111
 -- attempt 2 fails at T2 = now() + 1 h: delay in [10 s, 20 s]
 SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now() + interval '1 hour') \gset
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:r_id]::bigint[], ARRAY[:r_l]::bigint[],
-                    '{failed}', ARRAY['{"error": "boom 2"}']::jsonb[], now() + interval '1 hour');
+                    '{failed}', '[{"error": "boom 2"}]', now() + interval '1 hour');
 SELECT ok((SELECT run_at BETWEEN now() + interval '1 hour 10 seconds' AND now() + interval '1 hour 20 seconds'
              FROM pgq.jobs WHERE id = :r_id), 'attempt 2: delay between base and 2 * base');
 -- attempt 3 at T3 = now() + 2 h: delay in [20 s, 40 s]
 SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now() + interval '2 hours') \gset
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:r_id]::bigint[], ARRAY[:r_l]::bigint[],
-                    '{failed}', ARRAY['{"error": "boom 3"}']::jsonb[], now() + interval '2 hours');
+                    '{failed}', '[{"error": "boom 3"}]', now() + interval '2 hours');
 SELECT ok((SELECT run_at BETWEEN now() + interval '2 hours 20 seconds' AND now() + interval '2 hours 40 seconds'
              FROM pgq.jobs WHERE id = :r_id), 'attempt 3: delay between 2 * base and 4 * base');
 -- attempt 4 at T4 = now() + 3 h: base * 8 = 80 s, capped at 60 s: delay in [30 s, 60 s]
 SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now() + interval '3 hours') \gset
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:r_id]::bigint[], ARRAY[:r_l]::bigint[],
-                    '{failed}', ARRAY['{"error": "boom 4"}']::jsonb[], now() + interval '3 hours');
+                    '{failed}', '[{"error": "boom 4"}]', now() + interval '3 hours');
 SELECT ok((SELECT run_at BETWEEN now() + interval '3 hours 30 seconds' AND now() + interval '3 hours 60 seconds'
              FROM pgq.jobs WHERE id = :r_id), 'attempt 4: capped at backoff_max, delay between max/2 and max');
 SELECT results_eq(format($$SELECT e ->> 'attempt', e -> 'details' ->> 'error'
@@ -78,8 +78,8 @@ SELECT results_eq(format($$SELECT e ->> 'attempt', e -> 'details' ->> 'error'
 -- attempt 5 (the last) fails: dead
 SELECT lease AS r_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1, now() + interval '4 hours') \gset
 SELECT results_eq(
-    format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
-                                         '{failed}', ARRAY['{"error": "boom 5"}']::jsonb[], now() + interval '4 hours')$$,
+    format($$SELECT id FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                         '{failed}', '[{"error": "boom 5"}]', now() + interval '4 hours')$$,
            :r_id, :r_l),
     format('VALUES (%s::bigint)', :r_id), 'failed at the last attempt: accepted');
 SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :r_id), 'a dead job leaves pgq.jobs');
@@ -106,17 +106,17 @@ SELECT is((SELECT errors -> 0 -> 'details' FROM pgq.job_history WHERE id = :o_id
 SELECT pgq.enqueue('cp_ra') AS ra_id \gset
 SELECT lease AS ra_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ra}', 1, now()) \gset
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:ra_id]::bigint[], ARRAY[:ra_l]::bigint[],
-                    '{failed}', ARRAY['{"retry_after": 90, "error": "rate limited"}']::jsonb[], now() + interval '1 minute');
+                    '{failed}', '[{"retry_after": 90, "error": "rate limited"}]', now() + interval '1 minute');
 SELECT is((SELECT run_at FROM pgq.jobs WHERE id = :ra_id), now() + interval '1 minute 90 seconds',
           'retry_after 90: run_at = at + 90 s exactly');
 SELECT lease AS ra_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ra}', 1, now() + interval '1 hour') \gset
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:ra_id]::bigint[], ARRAY[:ra_l]::bigint[],
-                    '{failed}', ARRAY['{"retry_after": 1.5}']::jsonb[], now() + interval '1 hour');
+                    '{failed}', '[{"retry_after": 1.5}]', now() + interval '1 hour');
 SELECT is((SELECT run_at FROM pgq.jobs WHERE id = :ra_id), now() + interval '1 hour 1.5 seconds',
           'retry_after may be fractional');
 SELECT lease AS ra_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ra}', 1, now() + interval '2 hours') \gset
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:ra_id]::bigint[], ARRAY[:ra_l]::bigint[],
-                    '{failed}', ARRAY['{"retry_after": 0}']::jsonb[], now() + interval '2 hours');
+                    '{failed}', '[{"retry_after": 0}]', now() + interval '2 hours');
 SELECT is((SELECT run_at FROM pgq.jobs WHERE id = :ra_id), now() + interval '2 hours', 'retry_after 0: due at once');
 
 -- Large attempts and a large base do not overflow the backoff -------------------------------
@@ -129,7 +129,7 @@ BEGIN
     FOR i IN 1..44 LOOP
         SELECT * INTO STRICT c FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_big}', 1, now() + i * interval '1 day');
         PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease], '{failed}',
-                             ARRAY['{"retry_after": 0}'::jsonb], now() + i * interval '1 day');
+                             jsonb_build_array('{"retry_after": 0}'::jsonb), now() + i * interval '1 day');
     END LOOP;
 END
 $$;
@@ -149,7 +149,7 @@ BEGIN
     FOR i IN 1..34 LOOP
         SELECT * INTO STRICT c FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_days}', 1, now() + i * interval '1 day');
         PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease], '{failed}',
-                             ARRAY['{"retry_after": 0}'::jsonb], now() + i * interval '1 day');
+                             jsonb_build_array('{"retry_after": 0}'::jsonb), now() + i * interval '1 day');
     END LOOP;
 END
 $$;
@@ -169,35 +169,35 @@ SELECT lease AS e_l2 FROM ce WHERE id = :e_id2 \gset
 CREATE TEMP TABLE before_err AS SELECT * FROM pgq.jobs WHERE entrypoint = 'cp_err';
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
                                               ARRAY[%s, %s]::bigint[], '{successful,done}')$$, :e_id, :e_id2, :e_l, :e_l2),
-    'PQ004', 'unknown status ''done'' at position 2: use successful, failed or canceled',
+    'PQ004', 'unknown outcome ''done'' at position 2: use successful, failed, interrupted or canceled',
     'unknown status: PQ004 naming the status and its position');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
                                               ARRAY[%s]::bigint[], ARRAY[NULL]::text[])$$, :e_id, :e_l),
-    'PQ004', 'unknown status NULL at position 1: use successful, failed or canceled', 'NULL status: PQ004');
+    'PQ004', 'unknown outcome NULL at position 1: use successful, failed, interrupted or canceled', 'NULL status: PQ004');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
                                               ARRAY[%s]::bigint[], '{Successful}')$$, :e_id, :e_l),
     'PQ004', NULL, 'statuses are case-sensitive: PQ004');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
-                                              ARRAY[%s]::bigint[], '{failed}', ARRAY['{"retry_after": "soon"}']::jsonb[])$$, :e_id, :e_l),
+                                              ARRAY[%s]::bigint[], '{failed}', '[{"retry_after": "soon"}]')$$, :e_id, :e_l),
     'PQ009', 'retry_after at position 1 must be a number of seconds from 0 to 31536000, got "soon"',
     'retry_after not a number: PQ009');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
-                                              ARRAY[%s]::bigint[], '{failed}', ARRAY['{"retry_after": -1}']::jsonb[])$$, :e_id, :e_l),
+                                              ARRAY[%s]::bigint[], '{failed}', '[{"retry_after": -1}]')$$, :e_id, :e_l),
     'PQ009', NULL, 'negative retry_after: PQ009');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
-                                              ARRAY[%s]::bigint[], '{failed}', ARRAY['{"retry_after": 31536001}']::jsonb[])$$, :e_id, :e_l),
+                                              ARRAY[%s]::bigint[], '{failed}', '[{"retry_after": 31536001}]')$$, :e_id, :e_l),
     'PQ009', NULL, 'retry_after over a year: PQ009');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
-                                              ARRAY[%s]::bigint[], '{failed}', ARRAY['{"retry_after": null}']::jsonb[])$$, :e_id, :e_l),
+                                              ARRAY[%s]::bigint[], '{failed}', '[{"retry_after": null}]')$$, :e_id, :e_l),
     'PQ009', NULL, 'retry_after JSON null: PQ009');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
                                               ARRAY[%s]::bigint[], '{successful,successful}')$$, :e_id, :e_l),
-    'PQ003', 'statuses has 2 elements but ids has 1', 'statuses longer than ids: PQ003');
+    'PQ003', 'outcomes has 2 elements but ids has 1', 'statuses longer than ids: PQ003');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
                                               ARRAY[%s]::bigint[], NULL)$$, :e_id, :e_l),
     'PQ009', NULL, 'NULL statuses: PQ009');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
-                                              ARRAY[%s]::bigint[], '{successful}', ARRAY['{}', '{}']::jsonb[])$$, :e_id, :e_l),
+                                              ARRAY[%s]::bigint[], '{successful}', '[{}, {}]')$$, :e_id, :e_l),
     'PQ003', 'details has 2 elements but ids has 1', 'details of another length: PQ003');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
                                               ARRAY[%s, %s]::bigint[], '{successful}')$$, :e_id, :e_l, :e_l2),
@@ -223,7 +223,7 @@ SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-11111
 SELECT set_eq($$SELECT * FROM pgq.jobs WHERE entrypoint = 'cp_err'$$, $$SELECT * FROM before_err$$,
               'ignored completions changed nothing');
 SELECT results_eq(
-    format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s, -5]::bigint[],
+    format($$SELECT id FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s, -5]::bigint[],
                                          ARRAY[%s, %s, 1]::bigint[], '{successful,successful,successful}')$$,
            :e_id, :e_id2, :e_l + 1000000, :e_l2),
     format('VALUES (%s::bigint)', :e_id2), 'in a mixed batch only the owned job is accepted');
@@ -254,7 +254,7 @@ SELECT is((SELECT worker_id FROM pgq.job_history WHERE id = :z), '22222222-2222-
 -- A batch with every status at once ---------------------------------------------------------
 SELECT count(*) FROM (SELECT pgq.enqueue('cp_batch', jsonb_build_object('n', g)) FROM generate_series(1, 3) g) e;
 CREATE TEMP TABLE cb AS SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_batch}', 3, now());
-SELECT set_eq($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111',
+SELECT set_eq($$SELECT id FROM pgq.complete('11111111-1111-1111-1111-111111111111',
                                             (SELECT array_agg(id ORDER BY id) FROM cb),
                                             (SELECT array_agg(lease ORDER BY id) FROM cb),
                                             '{successful,failed,canceled}')$$,
@@ -262,14 +262,14 @@ SELECT set_eq($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111
 SELECT results_eq($$SELECT coalesce(h.status, j.status) FROM cb
                       LEFT JOIN pgq.job_history h ON h.id = cb.id
                       LEFT JOIN pgq.jobs j ON j.id = cb.id ORDER BY cb.id$$,
-                  ARRAY['successful', 'queued', 'canceled'], 'each status applied to its own job');
+                  ARRAY['successful', 'scheduled', 'canceled'], 'each status applied to its own job');
 
 -- A failed attempt of a job flagged for cancellation is not retried.
 SELECT pgq.enqueue('cp_cancel') AS cc \gset
 SELECT lease AS ccl FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_cancel}', 1, now()) \gset
 SELECT pgq.cancel(ARRAY[:cc]::bigint[]);
-SELECT is((SELECT array_agg(r) FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:cc]::bigint[], ARRAY[:ccl]::bigint[],
-                                                  '{failed}', ARRAY['{"error": "interrupted"}'::jsonb]) r),
+SELECT is((SELECT array_agg(r.id) FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:cc]::bigint[], ARRAY[:ccl]::bigint[],
+                                                  '{failed}', jsonb_build_array('{"error": "interrupted"}'::jsonb)) r),
           ARRAY[:cc]::bigint[], 'a failed attempt of a flagged job is accepted');
 SELECT row_eq(format('SELECT status, details FROM pgq.job_history WHERE id = %s', :cc),
               ROW('canceled'::text, '{"error": "interrupted"}'::jsonb), 'it ends as canceled with its details, no retry');
@@ -278,7 +278,7 @@ SELECT row_eq(format('SELECT status, details FROM pgq.job_history WHERE id = %s'
 SELECT pgq.enqueue('cp_str') AS cs \gset
 SELECT lease AS csl FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_str}', 1, now()) \gset
 SELECT lives_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
-                                             '{failed}', ARRAY['"retry_after"'::jsonb])$$, :cs, :csl),
+                                             '{failed}', jsonb_build_array('"retry_after"'::jsonb))$$, :cs, :csl),
                 'string details mentioning retry_after: an ordinary failure (retried with backoff)');
 
 -- Idempotent: a repeated call (its first answer lost) is accepted again and changes nothing.
@@ -287,13 +287,13 @@ SELECT pgq.enqueue('cp_idem') AS ib \gset
 CREATE TEMP TABLE idem AS SELECT id, lease FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_idem}', 2, now());
 SELECT lease AS ial FROM idem WHERE id = :ia \gset
 SELECT lease AS ibl FROM idem WHERE id = :ib \gset
-SELECT set_eq(format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
+SELECT set_eq(format($$SELECT id FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
                                                   ARRAY[%s, %s]::bigint[], '{successful,failed}')$$, :ia, :ib, :ial, :ibl),
               ARRAY[:ia, :ib]::bigint[], 'first call: both accepted (one done, one retried)');
 CREATE TEMP TABLE idem_before AS
 SELECT 'h' AS t, id, status, attempt, finished_at AS ts, errors FROM pgq.job_history WHERE id IN (:ia, :ib)
 UNION ALL SELECT 'j', id, status, attempt, run_at, errors FROM pgq.jobs WHERE id IN (:ia, :ib);
-SELECT set_eq(format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
+SELECT set_eq(format($$SELECT id FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
                                                   ARRAY[%s, %s]::bigint[], '{successful,failed}', at => now() + interval '1 minute')$$,
                      :ia, :ib, :ial, :ibl),
               ARRAY[:ia, :ib]::bigint[], 'the same call again: the same ids accepted');
@@ -316,6 +316,80 @@ SELECT is((SELECT count(*)::int FROM pgq.claim('22222222-2222-2222-2222-22222222
 SELECT is((SELECT count(*)::int FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:rp]::bigint[],
                                                  ARRAY[:rpl]::bigint[], '{successful}')), 0,
           '... and its zombie''s late complete is not accepted');
+
+-- The answer: what SQL decided, per job, in input order ---------------------------------------
+SELECT pgq.configure('cp_ans', max_attempts => 2, backoff_base => interval '10 seconds', backoff_max => interval '10 seconds');
+SELECT pgq.enqueue('cp_ans') AS an1 \gset
+SELECT pgq.enqueue('cp_ans') AS an2 \gset
+SELECT pgq.enqueue('cp_ans') AS an3 \gset
+CREATE TEMP TABLE an_c AS SELECT id, lease FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{cp_ans}', 3, now());
+SELECT results_eq(
+    format($$SELECT id, status, attempt, max_attempts, run_at = now() + interval '2 minutes', retry_in_s
+               FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s, %s, %s]::bigint[],
+                                 (SELECT array_agg(lease ORDER BY array_position(ARRAY[%s, %s, %s]::bigint[], id)) FROM an_c),
+                                 '{canceled,failed,successful}', '[null, {"retry_after": 120}, {"result": 1}]',
+                                 now())$$, :an3, :an2, :an1, :an3, :an2, :an1),
+    format($$VALUES (%s::bigint, 'canceled'::text, 1, 2, NULL::boolean, NULL::float8),
+                    (%s, 'retry', 1, 2, true, 120::float8),
+                    (%s, 'successful', 1, 2, NULL, NULL)$$, :an3, :an2, :an1),
+    'complete answers id, status, attempt, max_attempts, run_at and retry_in_s per job, in input order');
+SELECT lease AS an2l FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{cp_ans}', 1, now() + interval '3 minutes') \gset
+SELECT results_eq(
+    format($$SELECT id, status, attempt, max_attempts, run_at, retry_in_s
+               FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                 '{failed}', '[{"error": "again"}]', now() + interval '3 minutes')$$, :an2, :an2l),
+    format($$VALUES (%s::bigint, 'failed'::text, 2, 2, NULL::timestamptz, NULL::float8)$$, :an2),
+    'the last attempt failing: status failed (dead), no run_at');
+SELECT results_eq(
+    format($$SELECT id, status, attempt FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
+                                                           ARRAY[%s]::bigint[], '{failed}', '[{"error": "again"}]')$$, :an2, :an2l),
+    format($$VALUES (%s::bigint, 'failed'::text, 2)$$, :an2),
+    'repeated (its answer lost): the same decision, from history');
+
+-- interrupted: back to the queue at once, the attempt not counted, noted in the error list.
+SELECT pgq.configure('cp_int', max_attempts => 1);
+SELECT pgq.enqueue('cp_int') AS it \gset
+SELECT lease AS itl FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{cp_int}', 1, now()) \gset
+SELECT results_eq(
+    format($$SELECT status, attempt, max_attempts, run_at, retry_in_s
+               FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[],
+                                 '{interrupted}', '[{"error": "WorkerShutdown"}]', now() + interval '1 minute')$$, :it, :itl),
+    $$VALUES ('retry'::text, 1, 1, now() + interval '1 minute', 0::float8)$$,
+    'interrupted on its last attempt: retry at once (not dead)');
+SELECT row_eq(format('SELECT status, attempt, run_at FROM pgq.jobs WHERE id = %s', :it),
+              ROW('queued'::text, 0, now() + interval '1 minute'),
+              'queued, due at once, its attempt not counted');
+SELECT is((SELECT (errors -> -1) - 'at' FROM pgq.jobs WHERE id = :it),
+          jsonb_build_object('attempt', 1, 'lease', :itl::bigint, 'outcome', 'interrupted', 'details', '{"error": "WorkerShutdown"}'::jsonb),
+          'the error list notes the interrupted attempt');
+SELECT results_eq(
+    format($$SELECT status, attempt, retry_in_s FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
+                                                                  ARRAY[%s]::bigint[], '{interrupted}', at => now() + interval '1 minute')$$, :it, :itl),
+    $$VALUES ('retry'::text, 1, 0::float8)$$,
+    'repeated: the same answer, from the error list');
+SELECT lease AS itl2 FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{cp_int}', 1, now() + interval '1 minute') \gset
+SELECT pgq.cancel(ARRAY[:it]::bigint[]);
+SELECT results_eq(
+    format($$SELECT status, attempt FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
+                                                      ARRAY[%s]::bigint[], '{interrupted}')$$, :it, :itl2),
+    $$VALUES ('canceled'::text, 1)$$,
+    'interrupted after a cancel request: canceled');
+
+-- A cancel request on a job that then succeeds: it stays successful.
+SELECT pgq.enqueue('cp_int') AS cs2 \gset
+SELECT lease AS cs2l FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{cp_int}', 1, now()) \gset
+SELECT pgq.cancel(ARRAY[:cs2]::bigint[]);
+SELECT results_eq(
+    format($$SELECT status FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
+                                             ARRAY[%s]::bigint[], '{successful}')$$, :cs2, :cs2l),
+    $$VALUES ('successful'::text)$$, 'successful after a cancel request: successful (the work is done)');
+
+-- details: one JSON array.
+SELECT throws_ok($$SELECT pgq.complete('33333333-3333-3333-3333-333333333333', '{1}', '{1}', '{failed}', '{"error": "x"}')$$,
+                 'PQ009', 'details must be a JSON array (element i for job i) or NULL, got object',
+                 'details not a JSON array: PQ009');
+SELECT throws_ok($$SELECT pgq.complete('33333333-3333-3333-3333-333333333333', '{1}', '{1}', '{failed}', '[1, 2]')$$,
+                 'PQ003', 'details has 2 elements but ids has 1', 'details of another length: PQ003');
 
 SELECT * FROM finish();
 ROLLBACK;

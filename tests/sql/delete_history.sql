@@ -10,7 +10,7 @@ BEGIN
     FOR c IN SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{dh}', 5) LOOP
         PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease],
                              ARRAY[CASE WHEN c.id % 5 = 0 THEN 'successful' ELSE 'failed' END],
-                             ARRAY[jsonb_build_object('error', CASE WHEN c.id % 2 = 0 THEN 'Even' ELSE 'Odd' END)]);
+                             jsonb_build_array(jsonb_build_object('error', CASE WHEN c.id % 2 = 0 THEN 'Even' ELSE 'Odd' END)));
     END LOOP;
 END
 $$;

@@ -1,6 +1,6 @@
 -- pgq.enqueue: one job, defaults, validation (PQ001, PQ005, PQ006, PQ009), dedupe keys (PQ007).
 BEGIN;
-SELECT plan(49);
+SELECT plan(51);
 
 -- Defaults ------------------------------------------------------------------------------------
 SELECT pgq.enqueue('enq_defaults') AS id_def \gset
@@ -115,6 +115,12 @@ SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:c_id]::bigint
 SELECT pgq.enqueue('enq_dd', '{"n": 4}', dedupe_key => 'dd-1') AS id_dd2 \gset
 SELECT isnt(:id_dd2::bigint, :id_dd::bigint, 'once the holder finished, the key can be used again');
 SELECT is((SELECT payload FROM pgq.jobs WHERE dedupe_key = 'dd-1'), '{"n": 4}'::jsonb, 'the new job holds the key');
+
+-- delay: resolved on the server's clock -----------------------------------------------------------
+SELECT pgq.enqueue('enq_delay', delay => interval '90 seconds') AS dl \gset
+SELECT is((SELECT run_at FROM pgq.jobs WHERE id = :dl), now() + interval '90 seconds', 'delay: due that long after now()');
+SELECT throws_ok($$SELECT pgq.enqueue('enq_delay', run_at => now(), delay => interval '1 second')$$, 'PQ009', NULL,
+                 'run_at and delay together: PQ009');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,13 +1,13 @@
 -- pgq.enqueue_many: batches, input order, per-element defaults, array lengths (PQ003),
 -- element validation naming the position, dedupe keys within and across batches.
 BEGIN;
-SELECT plan(40);
+SELECT plan(44);
 
 -- Ids come back in input order, one per element ----------------------------------------------
 CREATE TEMP TABLE got AS
 SELECT t.id, t.ord
   FROM pgq.enqueue_many(ARRAY['em_b', 'em_a', 'em_c', 'em_a'],
-                        payloads => ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}', '{"n": 4}']::jsonb[],
+                        payloads => '[{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}]',
                         priorities => ARRAY[1, 2, 3, 4]) WITH ORDINALITY AS t(id, ord);
 
 SELECT is((SELECT count(*)::int FROM got), 4, 'one id per element');
@@ -25,7 +25,7 @@ SELECT set_eq($$SELECT entrypoint FROM pgq.entrypoints WHERE entrypoint LIKE 'em
 CREATE TEMP TABLE rev AS
 SELECT t.id, t.ord
   FROM pgq.enqueue_many(ARRAY['em_o', 'em_o', 'em_o'],
-                        payloads => ARRAY['{"k": "x"}', '{"k": "y"}', '{"k": "z"}']::jsonb[],
+                        payloads => '[{"k": "x"}, {"k": "y"}, {"k": "z"}]',
                         run_ats => ARRAY[now() + interval '3 s', now() + interval '2 s', now() + interval '1 s'],
                         priorities => ARRAY[-1, 0, 1]) WITH ORDINALITY AS t(id, ord);
 SELECT results_eq($$SELECT j.payload ->> 'k' FROM rev r JOIN pgq.jobs j ON j.id = r.id ORDER BY r.ord$$,
@@ -35,11 +35,11 @@ SELECT results_eq($$SELECT j.payload ->> 'k' FROM rev r JOIN pgq.jobs j ON j.id 
 CREATE TEMP TABLE dflt AS
 SELECT t.id, t.ord
   FROM pgq.enqueue_many(ARRAY['em_d', 'em_d'],
-                        payloads => ARRAY[NULL, '{"p": 1}']::jsonb[],
+                        payloads => '[null, {"p": 1}]',
                         priorities => ARRAY[NULL, 5]::int[],
                         run_ats => ARRAY[NULL, now() + interval '1 minute']::timestamptz[],
                         dedupe_keys => ARRAY[NULL, 'em-d-2'],
-                        headers => ARRAY[NULL, '{"h": 1}']::jsonb[]) WITH ORDINALITY AS t(id, ord);
+                        headers => '[null, {"h": 1}]') WITH ORDINALITY AS t(id, ord);
 SELECT row_eq($$SELECT j.payload, j.priority, j.run_at, j.dedupe_key, j.headers, j.status
                  FROM dflt d JOIN pgq.jobs j ON j.id = d.id WHERE d.ord = 1$$,
               ROW(NULL::jsonb, 0, now(), NULL::text, NULL::jsonb, 'queued'::text),
@@ -53,7 +53,7 @@ SELECT is((SELECT count(*)::int FROM pgq.enqueue_many(ARRAY['em_only', 'em_only'
 
 -- Arrays of unequal length: PQ003 naming the array --------------------------------------------
 SELECT count(*)::int AS n0 FROM pgq.jobs \gset
-SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'], payloads => ARRAY['{}']::jsonb[])$$, 'PQ003',
+SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'], payloads => '[{}]')$$, 'PQ003',
     'payloads has 1 elements but entrypoints has 2', 'short payloads: PQ003 naming payloads');
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'], priorities => ARRAY[1, 2, 3])$$, 'PQ003',
     'priorities has 3 elements but entrypoints has 2', 'long priorities: PQ003 naming priorities');
@@ -61,7 +61,7 @@ SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'], run_ats => ARRAY[now
     'run_ats has 1 elements but entrypoints has 2', 'short run_ats: PQ003 naming run_ats');
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'], dedupe_keys => ARRAY['k'])$$, 'PQ003',
     'dedupe_keys has 1 elements but entrypoints has 2', 'short dedupe_keys: PQ003 naming dedupe_keys');
-SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'], headers => '{}'::jsonb[])$$, 'PQ003',
+SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'], headers => '[]')$$, 'PQ003',
     'headers has 0 elements but entrypoints has 2', 'empty headers array: PQ003 naming headers');
 SELECT is((SELECT count(*)::int FROM pgq.jobs), :n0, 'unequal arrays added nothing');
 
@@ -82,12 +82,12 @@ SELECT throws_ok(format('SELECT pgq.enqueue_many(ARRAY[%L, %L])', 'ok', repeat('
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b', 'c'], priorities => ARRAY[0, 40000, -40000])$$, 'PQ005',
     'priority 40000 at position 2 is out of range (-32768 to 32767)', 'priority out of range: PQ005 naming the first bad one');
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'],
-                                           payloads => ARRAY['{}'::jsonb, jsonb_build_object('x', repeat('x', 1100000))])$$,
+                                           payloads => jsonb_build_array('{}'::jsonb, jsonb_build_object('x', repeat('x', 1100000))))$$,
     'PQ006', NULL, 'payload over 1 MiB: PQ006');
 SELECT throws_like($$SELECT pgq.enqueue_many(ARRAY['a', 'b'],
-                                             payloads => ARRAY['{}'::jsonb, jsonb_build_object('x', repeat('x', 1100000))])$$,
+                                             payloads => jsonb_build_array('{}'::jsonb, jsonb_build_object('x', repeat('x', 1100000))))$$,
     'payload at position 2 is %', 'PQ006 names position 2');
-SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'], headers => ARRAY['{}', '[1]']::jsonb[])$$, 'PQ009',
+SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b'], headers => '[{}, [1]]')$$, 'PQ009',
     'headers at position 2 must be a JSON object, got array', 'headers not an object: PQ009 naming position 2');
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a'], on_conflict => 'skip')$$, 'PQ009', NULL,
     'bad on_conflict: PQ009');
@@ -126,6 +126,23 @@ SELECT pgq.cancel(ARRAY[:holder]::bigint[]);
 SELECT is((SELECT count(*)::int FROM pgq.enqueue_many(ARRAY['em_dd'], dedupe_keys => ARRAY['em-k1'])), 1,
           'after the holder finished the key is free again');
 SELECT isnt((SELECT id FROM pgq.jobs WHERE dedupe_key = 'em-k1'), :holder::bigint, 'and a new job holds it');
+
+-- delays, and payloads/headers as one JSON array -------------------------------------------------
+CREATE TEMP TABLE em_dl AS
+SELECT * FROM pgq.enqueue_many(ARRAY['em_dl', 'em_dl', 'em_dl'], '[{"a": 1}, null, 2]',
+                               run_ats => ARRAY[NULL, now() + interval '1 day', NULL],
+                               headers => '[null, {"h": 1}, null]',
+                               delays => ARRAY[interval '1 minute', NULL, NULL]) WITH ORDINALITY AS e(id, ord);
+SELECT results_eq($$SELECT j.run_at - now(), j.payload, j.headers FROM em_dl e JOIN pgq.jobs j ON j.id = e.id ORDER BY e.ord$$,
+                  $$VALUES (interval '1 minute', '{"a": 1}'::jsonb, NULL::jsonb), (interval '1 day', NULL, '{"h": 1}'),
+                           (interval '0', '2', NULL)$$,
+                  'delays per job on the server clock; JSON null elements mean none');
+SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a'], run_ats => ARRAY[now()], delays => ARRAY[interval '1 second'])$$,
+                 'PQ009', NULL, 'run_at and delay for one job: PQ009');
+SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a'], payloads => '{"a": 1}')$$,
+                 'PQ009', 'payloads must be a JSON array (element i for job i) or NULL, got object', 'payloads not an array: PQ009');
+SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a'], delays => ARRAY[interval '1 s', interval '2 s'])$$,
+                 'PQ003', 'delays has 2 elements but entrypoints has 1', 'delays of another length: PQ003');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -9,7 +9,7 @@ DECLARE c record;
 BEGIN
     FOR c IN SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{fk}', 1) LOOP
         PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease],
-                             ARRAY['failed'], ARRAY['{"error": "Boom", "message": "no stock"}'::jsonb]);
+                             ARRAY['failed'], jsonb_build_array('{"error": "Boom", "message": "no stock"}'::jsonb));
     END LOOP;
 END
 $$;

@@ -25,7 +25,7 @@ BEGIN
             SELECT * INTO c FROM pgq.jobs WHERE id = r.id;
         END IF;
         PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[r.id], ARRAY[c.lease], ARRAY[r.st],
-                             ARRAY[r.details], now() - r.fin);
+                             jsonb_build_array(r.details), now() - r.fin);
     END LOOP;
 END
 $$;

@@ -22,16 +22,16 @@ SELECT row_eq(format('SELECT status, attempt, started_at, heartbeat_at, wait_s, 
 
 -- failed once: queued again with the error in errors
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:q]::bigint[], ARRAY[:ql]::bigint[], '{failed}',
-                    ARRAY['{"error": "ValueError", "message": "boom", "traceback": "Traceback ..."}'::jsonb],
+                    jsonb_build_array('{"error": "ValueError", "message": "boom", "traceback": "Traceback ..."}'::jsonb),
                     now() - interval '19 seconds');
 SELECT row_eq(format($$SELECT status, attempt, started_at, errors -> 0 -> 'details' ->> 'message', jsonb_array_length(errors) FROM pgq.job(%s)$$, :q),
-              ROW('queued'::text, 1, NULL::timestamptz, 'boom'::text, 1),
-              'after a failed attempt: queued again, attempt 1, the error in errors');
+              ROW('scheduled'::text, 1, NULL::timestamptz, 'boom'::text, 1),
+              'after a failed attempt: back in the queue due later (scheduled), attempt 1, the error in errors');
 
 -- second attempt fails: dead
 SELECT lease AS ql2 FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{jb}', 1, now() + interval '1 hour') \gset
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:q]::bigint[], ARRAY[:ql2]::bigint[], '{failed}',
-                    ARRAY['{"error": "ValueError", "message": "boom again"}'::jsonb], now() + interval '1 hour 2 seconds');
+                    jsonb_build_array('{"error": "ValueError", "message": "boom again"}'::jsonb), now() + interval '1 hour 2 seconds');
 SELECT row_eq(format($$SELECT status, attempt, finished_at, run_s, result, details ->> 'message', jsonb_array_length(errors) FROM pgq.job(%s)$$, :q),
               ROW('failed'::text, 2, now() + interval '1 hour 2 seconds', 2::float8, NULL::jsonb, 'boom again'::text, 2),
               'dead: finished, run 2 s, no result, the last details, both errors');
@@ -41,7 +41,7 @@ SELECT is((SELECT run_at FROM pgq.job(:q)), NULL, 'a finished job has no run_at'
 SELECT pgq.enqueue('jb', '{"n": 2}') AS s \gset
 SELECT lease AS sl FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{jb}', 1, now()) \gset
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:s]::bigint[], ARRAY[:sl]::bigint[], '{successful}',
-                    ARRAY['{"result": {"sent": 3}}'::jsonb], now() + interval '1.5 seconds');
+                    jsonb_build_array('{"result": {"sent": 3}}'::jsonb), now() + interval '1.5 seconds');
 SELECT row_eq(format('SELECT status, result, details, run_s, wait_s FROM pgq.job(%s)', :s),
               ROW('successful'::text, '{"sent": 3}'::jsonb, '{"result": {"sent": 3}}'::jsonb, 1.5::float8, 0::float8),
               'successful: the handler''s result');

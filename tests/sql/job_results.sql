@@ -11,7 +11,7 @@ CREATE TEMP TABLE c AS SELECT * FROM pgq.claim('11111111-1111-1111-1111-11111111
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111',
                     ARRAY(SELECT id FROM c WHERE id IN (:ok_id, :bad_id) ORDER BY id),
                     ARRAY(SELECT lease FROM c WHERE id IN (:ok_id, :bad_id) ORDER BY id),
-                    '{successful,failed}', ARRAY['{"result": [1, 2]}', '{"error": "KeyError", "message": "k"}']::jsonb[]);
+                    '{successful,failed}', '[{"result": [1, 2]}, {"error": "KeyError", "message": "k"}]');
 SELECT pgq.enqueue('jr') AS can_id \gset
 SELECT pgq.cancel(ARRAY[:can_id]::bigint[]);
 

@@ -1,7 +1,7 @@
 -- pgq.list_jobs: jobs of one entrypoint by state, keyset-paged: queued in claim order, running by
 -- id, finished newest first; every page continues exactly where the last one stopped.
 BEGIN;
-SELECT plan(18);
+SELECT plan(20);
 
 -- 7 queued jobs over three priorities, some sharing run_at (ties by id)
 CREATE TEMP TABLE q AS
@@ -66,7 +66,7 @@ BEGIN
     FOR c IN SELECT * FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{lj.h}', 5) LOOP
         -- job k finishes at now() + k seconds (jobs 4 and 5 at the same time)
         PERFORM pgq.complete('22222222-2222-2222-2222-222222222222', ARRAY[c.id], ARRAY[c.lease], '{failed}',
-                             ARRAY[jsonb_build_object('error', 'E' || (c.payload ->> 'k'), 'message', 'm')],
+                             jsonb_build_array(jsonb_build_object('error', 'E' || (c.payload ->> 'k'), 'message', 'm')),
                              now() + least((c.payload ->> 'k')::int, 4) * interval '1 second');
     END LOOP;
 END
@@ -82,7 +82,7 @@ SELECT is((SELECT count(*)::int FROM pgq.list_jobs('lj.h', 'successful')), 0, 'n
 
 -- Errors --------------------------------------------------------------------------------------------
 SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'dead')$$, 'PQ009',
-                 'state must be queued, running, successful, failed or canceled, got ''dead''', 'unknown state: PQ009');
+                 'state must be scheduled, queued, running, successful, failed or canceled, got ''dead''', 'unknown state: PQ009');
 SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'queued', 'garbage')$$, 'PQ009',
                  'invalid cursor ''garbage'': pass the cursor column of the previous page of the same listing', 'a bad cursor: PQ009');
 SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'queued', 'r,5')$$, 'PQ009', NULL, 'a cursor of another state: PQ009');
@@ -90,6 +90,15 @@ SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'queued', 'q,x,2026-01-01,1
 SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'queued', NULL, 0)$$, 'PQ002', 'page_size must be between 1 and 1000, got 0',
                  'page_size 0: PQ002');
 SELECT throws_ok($$SELECT * FROM pgq.list_jobs(NULL, 'queued')$$, 'PQ001', NULL, 'NULL entrypoint: PQ001');
+
+-- scheduled: jobs not due yet, by due time, keyset-paged ------------------------------------------
+SELECT pgq.enqueue('lj.s', delay => interval '2 hours') AS ls2 \gset
+SELECT pgq.enqueue('lj.s', delay => interval '1 hour') AS ls1 \gset
+SELECT results_eq($$SELECT id, status FROM pgq.list_jobs('lj.s', 'scheduled', page_size => 1)$$,
+                  format($$VALUES (%s::bigint, 'scheduled'::text)$$, :ls1), 'scheduled: earliest due first');
+SELECT results_eq(format($$SELECT id FROM pgq.list_jobs('lj.s', 'scheduled',
+                                    (SELECT cursor FROM pgq.list_jobs('lj.s', 'scheduled', page_size => 1)))$$),
+                  format('VALUES (%s::bigint)', :ls2), 'the next page from its cursor');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -8,7 +8,7 @@ CREATE TEMP TABLE c AS SELECT * FROM pgq.claim('11111111-1111-1111-1111-11111111
 SELECT lease AS l1 FROM c WHERE id = :r1 \gset
 SELECT lease AS l2 FROM c WHERE id = :r2 \gset
 
-SELECT results_eq(format($$SELECT * FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[])$$,
+SELECT results_eq(format($$SELECT id FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[])$$,
                          :r1, :l1),
                   format('VALUES (%s::bigint)', :r1), 'release returns the id released');
 SELECT row_eq(format('SELECT status, attempt, lease, worker_id, heartbeat_at, started_at, run_at FROM pgq.jobs WHERE id = %s', :r1),
@@ -54,7 +54,7 @@ SELECT row_eq(format('SELECT status, lease, attempt FROM pgq.jobs WHERE id = %s'
 SELECT pgq.enqueue('rl_cancel') AS rc \gset
 SELECT lease AS rcl FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{rl_cancel}', 1, now()) \gset
 SELECT pgq.cancel(ARRAY[:rc]::bigint[]);
-SELECT is((SELECT array_agg(r) FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[:rc]::bigint[], ARRAY[:rcl]::bigint[]) r),
+SELECT is((SELECT array_agg(r.id) FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[:rc]::bigint[], ARRAY[:rcl]::bigint[]) r),
           ARRAY[:rc]::bigint[], 'releasing a job flagged for cancellation returns its id');
 SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :rc)
           AND (SELECT status FROM pgq.job_history WHERE id = :rc) = 'canceled',

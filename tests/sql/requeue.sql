@@ -10,7 +10,7 @@ SELECT pgq.enqueue('rq', '{"s": 1}', priority => 0) AS ok_ \gset
 CREATE TEMP TABLE c AS SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{rq}', 1, now());
 SELECT is((SELECT id FROM c), :dead::bigint, 'setup: the job to fail is claimed');
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:dead]::bigint[], (SELECT array_agg(lease) FROM c),
-                    '{failed}', ARRAY['{"error": "boom"}']::jsonb[], now());
+                    '{failed}', '[{"error": "boom"}]', now());
 SELECT pgq.cancel(ARRAY[:cxl]::bigint[]);
 CREATE TEMP TABLE c2 AS SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{rq}', 1, now());
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:ok_]::bigint[], (SELECT array_agg(lease) FROM c2), '{successful}');
@@ -21,11 +21,11 @@ SELECT set_eq(format('SELECT * FROM pgq.requeue(ARRAY[%s, %s, %s, -3]::bigint[],
               format('VALUES (%s::bigint), (%s)', :dead, :cxl), 'returns the failed and canceled ids only');
 SELECT row_eq(format($$SELECT status, attempt, run_at, payload, headers, priority, dedupe_key, enqueued_at, lease, worker_id
                          FROM pgq.jobs WHERE id = %s$$, :dead),
-              ROW('queued'::text, 0, now() + interval '5 minutes', '{"d": 1}'::jsonb, '{"h": 1}'::jsonb, 4, 'rq-dead'::text,
+              ROW('scheduled'::text, 0, now() + interval '5 minutes', '{"d": 1}'::jsonb, '{"h": 1}'::jsonb, 4, 'rq-dead'::text,
                   now(), NULL::bigint, NULL::uuid),
               'the dead job is queued again: same id, payload, headers, priority, dedupe key; attempt 0, due at `at`');
 SELECT is((SELECT errors -> 0 -> 'details' ->> 'error' FROM pgq.jobs WHERE id = :dead), 'boom', 'its error list is kept');
-SELECT is((SELECT status FROM pgq.jobs WHERE id = :cxl), 'queued', 'the canceled job is queued again');
+SELECT is((SELECT status FROM pgq.jobs WHERE id = :cxl), 'scheduled', 'the canceled job is queued again (due in 5 minutes: scheduled)');
 SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.job_history WHERE id IN (:dead, :cxl)), 'both left history');
 SELECT is((SELECT status FROM pgq.job_history WHERE id = :ok_), 'successful', 'the successful job stays in history');
 SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :ok_), 'and is not queued');

@@ -12,7 +12,7 @@ BEGIN
     FOR c IN SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{rh}', 6) LOOP
         PERFORM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[c.id], ARRAY[c.lease],
                              ARRAY[CASE WHEN (c.payload ->> 'k')::int = 6 THEN 'successful' ELSE 'failed' END],
-                             ARRAY[jsonb_build_object('error', CASE WHEN (c.payload ->> 'k')::int <= 3 THEN 'Timeout' ELSE 'Other' END)],
+                             jsonb_build_array(jsonb_build_object('error', CASE WHEN (c.payload ->> 'k')::int <= 3 THEN 'Timeout' ELSE 'Other' END)),
                              now() - (10 - (c.payload ->> 'k')::int) * interval '1 minute');
     END LOOP;
 END

@@ -35,7 +35,7 @@ SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{ru.a}', 3, (SE
 SELECT count(*) FROM pgq.complete('11111111-1111-1111-1111-111111111111',
                                   ARRAY(SELECT id FROM ru_c c JOIN ru_ids i USING (id) WHERE i.n = 1),
                                   ARRAY(SELECT lease FROM ru_c c JOIN ru_ids i USING (id) WHERE i.n = 1),
-                                  '{successful}', ARRAY['{"result": 1}'::jsonb], (SELECT t0 FROM ru_t) + interval '2 seconds');
+                                  '{successful}', jsonb_build_array('{"result": 1}'::jsonb), (SELECT t0 FROM ru_t) + interval '2 seconds');
 SELECT count(*) FROM pgq.cancel(ARRAY(SELECT id FROM ru_ids WHERE n IN (3, 4)), (SELECT t0 FROM ru_t) + interval '15 seconds');
 SELECT count(*) FROM pgq.complete('11111111-1111-1111-1111-111111111111',
                                   ARRAY(SELECT id FROM ru_c c JOIN ru_ids i USING (id) WHERE i.n IN (2, 3) ORDER BY i.n),

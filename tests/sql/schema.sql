@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(68);
+SELECT plan(70);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -15,7 +15,7 @@ SELECT has_sequence('pgq', 'job_id_seq', 'sequence pgq.job_id_seq');
 SELECT has_sequence('pgq', 'lease_seq', 'sequence pgq.lease_seq');
 SELECT columns_are('pgq', 'jobs', ARRAY['id', 'entrypoint', 'status', 'priority', 'run_at', 'enqueued_at', 'attempt',
                                        'payload', 'headers', 'dedupe_key', 'lease', 'worker_id', 'started_at',
-                                       'heartbeat_at', 'cancel_requested', 'errors'], 'pgq.jobs columns');
+                                       'heartbeat_at', 'cancel_requested', 'errors', 'claim_request'], 'pgq.jobs columns');
 SELECT columns_are('pgq', 'job_history', ARRAY['id', 'entrypoint', 'status', 'priority', 'attempt', 'payload', 'headers',
                                               'dedupe_key', 'enqueued_at', 'started_at', 'finished_at', 'worker_id',
                                               'lease', 'details', 'errors', 'finished_xid'], 'pgq.job_history columns');
@@ -68,8 +68,8 @@ SELECT is(pg_get_indexdef('pgq.jobs_queued_idx'::regclass),
           'CREATE INDEX jobs_queued_idx ON pgq.jobs USING btree (entrypoint, priority DESC, run_at, id) WHERE (status = ''queued''::text)',
           'jobs_queued_idx: claim order of queued jobs per entrypoint');
 SELECT is(pg_get_indexdef('pgq.jobs_running_idx'::regclass),
-          'CREATE INDEX jobs_running_idx ON pgq.jobs USING btree (entrypoint) WHERE (status = ''running''::text)',
-          'jobs_running_idx: running jobs per entrypoint');
+          'CREATE INDEX jobs_running_idx ON pgq.jobs USING btree (entrypoint, claim_request) WHERE (status = ''running''::text)',
+          'jobs_running_idx: running jobs per entrypoint, and the claim request that took them (a re-sent claim finds them)');
 SELECT is(pg_get_indexdef('pgq.jobs_dedupe_key_idx'::regclass),
           'CREATE UNIQUE INDEX jobs_dedupe_key_idx ON pgq.jobs USING btree (dedupe_key) WHERE (dedupe_key IS NOT NULL)',
           'jobs_dedupe_key_idx: unique dedupe keys among live jobs');
@@ -85,8 +85,8 @@ SELECT ok(NOT EXISTS (SELECT 1 FROM pg_index i
                                 = ANY (i.indkey::int2[])
                               OR pg_get_indexdef(i.indexrelid) LIKE '%heartbeat_at%')),
           'heartbeat_at is in no index of pgq.jobs (key, expression or predicate): heartbeats stay HOT');
-SELECT is((SELECT count(*)::int FROM pg_index WHERE indrelid = 'pgq.jobs'::regclass), 4,
-          'pgq.jobs has exactly four indexes (every extra one costs on the hot path)');
+SELECT is((SELECT count(*)::int FROM pg_index WHERE indrelid = 'pgq.jobs'::regclass), 5,
+          'pgq.jobs has exactly five indexes (every extra one costs on the hot path; the scheduled one keeps claims off jobs not due)');
 SELECT ok((SELECT reloptions @> ARRAY['fillfactor=50'] FROM pg_class WHERE oid = 'pgq.jobs'::regclass),
           'pgq.jobs has fillfactor 50 (room on each page for HOT updates)');
 
@@ -104,8 +104,9 @@ SELECT results_eq($$SELECT attname::text COLLATE "default", format_type(atttypid
                   $$VALUES ('id', 'bigint'), ('lease', 'bigint'), ('entrypoint', 'text'), ('payload', 'jsonb'),
                            ('headers', 'jsonb'), ('priority', 'integer'), ('attempt', 'integer'),
                            ('enqueued_at', 'timestamp with time zone'), ('run_at', 'timestamp with time zone'),
-                           ('dedupe_key', 'text'), ('max_attempts', 'integer'), ('heartbeat_timeout', 'interval')$$,
-                  'claimed_job columns: the contract''s, then run_at, dedupe_key, max_attempts, heartbeat_timeout');
+                           ('dedupe_key', 'text'), ('max_attempts', 'integer'), ('heartbeat_timeout', 'interval'),
+                           ('heartbeat_timeout_s', 'double precision'), ('last_attempt', 'boolean')$$,
+                  'claimed_job columns: the contract''s, then run_at, dedupe_key, max_attempts, heartbeat_timeout, heartbeat_timeout_s, last_attempt');
 
 -- Functions: pinned search_path, a comment, SECURITY DEFINER for the public ones ---------------
 SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
@@ -152,34 +153,34 @@ SELECT ok((SELECT typacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM aclexplode(ty
 SELECT has_role('pgq_producer');
 SELECT has_role('pgq_worker');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
-              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text)',
-              'pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text)',
+              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval)',
+              'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[])',
               'pgq.cancel(bigint[], timestamptz)',
-              'pgq.claim(uuid, text[], int, timestamptz)',
+              'pgq.claim(uuid, text[], int, timestamptz, uuid)',
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz)',
-              'pgq.release(uuid, bigint[], bigint[])',
+              'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
+              'pgq.release(uuid, bigint[], bigint[], timestamptz)',
               'pgq.configure(text, int, int, interval, interval, interval, boolean)',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_producer', f, 'EXECUTE')),
           ARRAY['pgq.cancel(bigint[], timestamptz)',
-                'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text)',
-                'pgq.enqueue_many(text[], jsonb[], int[], timestamptz[], text[], jsonb[], text)'],
+                'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval)',
+                'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[])'],
           'pgq_producer executes enqueue, enqueue_many and cancel, nothing else of the API');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
-              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text)',
+              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval)',
               'pgq.cancel(bigint[], timestamptz)',
-              'pgq.claim(uuid, text[], int, timestamptz)',
+              'pgq.claim(uuid, text[], int, timestamptz, uuid)',
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz)',
-              'pgq.release(uuid, bigint[], bigint[])',
+              'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
+              'pgq.release(uuid, bigint[], bigint[], timestamptz)',
               'pgq.configure(text, int, int, interval, interval, interval, boolean)',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_worker', f, 'EXECUTE')),
-          ARRAY['pgq.claim(uuid, text[], int, timestamptz)',
-                'pgq.complete(uuid, bigint[], bigint[], text[], jsonb[], timestamptz)',
+          ARRAY['pgq.claim(uuid, text[], int, timestamptz, uuid)',
+                'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
                 'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
-                'pgq.release(uuid, bigint[], bigint[])'],
+                'pgq.release(uuid, bigint[], bigint[], timestamptz)'],
           'pgq_worker executes claim, heartbeat, complete and release (not enqueue, cancel, configure, requeue)');
 SELECT ok(NOT has_table_privilege('pgq_producer', 'pgq.jobs', 'SELECT') AND NOT has_table_privilege('pgq_worker', 'pgq.jobs', 'SELECT')
           AND NOT has_table_privilege('pgq_producer', 'pgq.job_history', 'SELECT')
@@ -216,5 +217,16 @@ SELECT throws_ok($q$DO $do$ BEGIN SET LOCAL ROLE pgq_worker; PERFORM pgq.configu
                  '42501', 'permission denied for function configure', 'as pgq_worker: configure is denied');
 SELECT is(current_user::text, 'postgres', 'back to the test''s own role');
 
+-- Drivers: every set-returning function names its columns (none returns SETOF a bare type, whose
+-- one column would be named after the function), and no public name is overloaded.
+SELECT is((SELECT array_agg(p.proname ORDER BY p.proname)
+             FROM pg_proc p JOIN pg_type t ON t.oid = p.prorettype
+            WHERE p.pronamespace = 'pgq'::regnamespace AND p.proretset AND t.typtype = 'b'
+              AND NOT coalesce(p.proargmodes::text[] && ARRAY['t', 'o'], false)),
+          NULL, 'no set-returning function returns an unnamed column');
+SELECT is((SELECT array_agg(DISTINCT p.proname) FROM pg_proc p
+            WHERE p.pronamespace = 'pgq'::regnamespace
+              AND (SELECT count(*) FROM pg_proc o WHERE o.pronamespace = p.pronamespace AND o.proname = p.proname) > 1),
+          NULL, 'no overloaded function names');
 SELECT * FROM finish();
 ROLLBACK;

@@ -3,7 +3,7 @@
 -- Here the payloads are observed by pointing pgq._notify at a recording pg_notify (pgq.pg_notify,
 -- found first through the function's search_path) for the rest of this transaction.
 BEGIN;
-SELECT plan(29);
+SELECT plan(31);
 
 -- The real pgq._notify: big inputs stay under the 8000-byte limit ----------------------------
 SELECT throws_ok($$SELECT pg_notify('pgq_events', (SELECT jsonb_build_object('kind', 'cancel', 'ids',
@@ -43,8 +43,8 @@ SELECT is((SELECT count(*)::int FROM pgq_test_notes), 0, 'NULL or empty values: 
 -- Insert: enqueued, with entrypoint names only -------------------------------------------------
 TRUNCATE pgq_test_notes;
 SELECT count(*) FROM pgq.enqueue_many(ARRAY['tn_b', 'tn_a', 'tn_b'],
-                                      payloads => ARRAY['{"secret": "s3cr3t"}', '{}', '{}']::jsonb[],
-                                      headers => ARRAY['{"token": "t0k3n"}', NULL, NULL]::jsonb[]);
+                                      payloads => '[{"secret": "s3cr3t"}, {}, {}]',
+                                      headers => '[{"token": "t0k3n"}, null, null]');
 SELECT results_eq('SELECT payload::jsonb FROM pgq_test_notes ORDER BY n',
                   $$VALUES ('{"kind": "enqueued", "entrypoints": ["tn_a", "tn_b"]}'::jsonb)$$,
                   'enqueue_many: one notification naming each entrypoint once');
@@ -63,8 +63,23 @@ SELECT id AS b2, lease AS b2_l FROM c WHERE entrypoint = 'tn_b' ORDER BY id DESC
 
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:a_id]::bigint[], ARRAY[:a_l]::bigint[], '{failed}');
 SELECT results_eq('SELECT payload::jsonb FROM pgq_test_notes ORDER BY n',
-                  $$VALUES ('{"kind": "enqueued", "entrypoints": ["tn_a"]}'::jsonb)$$,
-                  'a failed attempt queued for retry: enqueued');
+                  $$VALUES ('{"kind": "scheduled", "entrypoints": ["tn_a"]}'::jsonb)$$,
+                  'a failed attempt queued for a retry after its backoff: scheduled (not enqueued: nothing is due yet)');
+TRUNCATE pgq_test_notes;
+SELECT lease AS a_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{tn_a}', 1, now() + interval '1 hour') \gset
+SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:a_id]::bigint[], ARRAY[:a_l]::bigint[], '{interrupted}');
+SELECT results_eq('SELECT payload::jsonb FROM pgq_test_notes ORDER BY n',
+                  $$VALUES ('{"kind": "enqueued", "entrypoints": ["tn_a"]}'::jsonb),
+                           ('{"kind": "enqueued", "entrypoints": ["tn_a"]}'::jsonb)$$,
+                  'the claim promoting the due retry: enqueued; an interrupted attempt, due again at once: enqueued');
+TRUNCATE pgq_test_notes;
+SELECT count(*) FROM pgq.enqueue_many(ARRAY['tn_c', 'tn_d', 'tn_c'], delays => ARRAY[interval '1 minute', NULL, NULL]);
+SELECT pgq.enqueue('tn_e', delay => interval '1 second');
+SELECT results_eq('SELECT payload::jsonb FROM pgq_test_notes ORDER BY n',
+                  $$VALUES ('{"kind": "enqueued", "entrypoints": ["tn_c", "tn_d"]}'::jsonb),
+                           ('{"kind": "scheduled", "entrypoints": ["tn_c"]}'::jsonb),
+                           ('{"kind": "scheduled", "entrypoints": ["tn_e"]}'::jsonb)$$,
+                  'enqueue: jobs due now send enqueued, jobs due later scheduled');
 TRUNCATE pgq_test_notes;
 SELECT pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[:b1]::bigint[], ARRAY[:b1_l]::bigint[]);
 SELECT results_eq('SELECT payload::jsonb FROM pgq_test_notes ORDER BY n',
