@@ -43,6 +43,7 @@ BEGIN
         PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
     END IF;
     PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
+    PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
 
     -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
     INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers, status)

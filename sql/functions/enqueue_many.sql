@@ -126,7 +126,12 @@ BEGIN
         END IF;
     END IF;
 
-    PERFORM pgq._check_jobs(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities, enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers);
+    PERFORM pgq._check_jobs(enqueue_many.entrypoints, v_payloads, enqueue_many.priorities, enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers);
+    IF enqueue_many.delays IS NOT NULL THEN
+        PERFORM pgq._check_dims(enqueue_many.delays, 'delays');
+        PERFORM pgq._check_interval(u.d, 'delay at position ' || u.ord, interval '0', interval '36500 days', 'PQ009')
+           FROM unnest(enqueue_many.delays) WITH ORDINALITY AS u(d, ord);
+    END IF;
 
     -- Ids first, in input order, so the insert needs no join to report them.
     v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));

@@ -1986,6 +1986,7 @@ BEGIN
         PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
     END IF;
     PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
+    PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
 
     -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
     INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers, status)
@@ -2147,7 +2148,12 @@ BEGIN
         END IF;
     END IF;
 
-    PERFORM pgq._check_jobs(enqueue_many.entrypoints, enqueue_many.payloads, enqueue_many.priorities, enqueue_many.run_ats, enqueue_many.dedupe_keys, enqueue_many.headers);
+    PERFORM pgq._check_jobs(enqueue_many.entrypoints, v_payloads, enqueue_many.priorities, enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers);
+    IF enqueue_many.delays IS NOT NULL THEN
+        PERFORM pgq._check_dims(enqueue_many.delays, 'delays');
+        PERFORM pgq._check_interval(u.d, 'delay at position ' || u.ord, interval '0', interval '36500 days', 'PQ009')
+           FROM unnest(enqueue_many.delays) WITH ORDINALITY AS u(d, ord);
+    END IF;
 
     -- Ids first, in input order, so the insert needs no join to report them.
     v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));

@@ -47,7 +47,7 @@ SELECT throws_ok($$SELECT pgq.enqueue('hi.j', (SELECT p FROM big))$$, 'PQ006',
     'payload at position 1 is 2000009 bytes, over the 1048576-byte limit', 'payload measured uncompressed: PQ006');
 SELECT throws_ok($$SELECT pgq.enqueue('hi.j', headers => jsonb_build_object('h', repeat('b', 70000)))$$, 'PQ006',
     'headers at position 1 is 70009 bytes, over the 65536-byte limit', 'headers over 64 KiB: PQ006');
-SELECT throws_ok($$SELECT pgq.enqueue_many('{hi.j,hi.j}', headers => ARRAY['{}', (SELECT p FROM big)])$$, 'PQ006', NULL, 'enqueue_many headers: PQ006');
+SELECT throws_ok($$SELECT pgq.enqueue_many('{hi.j,hi.j}', headers => jsonb_build_array('{}'::jsonb, (SELECT p FROM big)))$$, 'PQ006', NULL, 'enqueue_many headers: PQ006');
 SELECT throws_ok($$SELECT pgq.schedule('hi.s', 'hi.j', '* * * * *', now(), payload => (SELECT p FROM big))$$, 'PQ006', NULL, 'schedule payload: the job limit');
 SELECT throws_ok($$SELECT pgq.enqueue('hi.j', (repeat('[', 3000) || repeat(']', 3000))::jsonb)$$, 'PQ009',
     'payload at position 1 is nested deeper than 64 levels', '3000 nested arrays: PQ009');
@@ -69,8 +69,8 @@ SELECT throws_ok($$SELECT pgq.enqueue('hi.d', dedupe_key => 'pgq:schedule:nightl
 SELECT throws_ok($$SELECT pgq.enqueue_many('{hi.d,hi.d}', dedupe_keys => '{a,pgq:schedule:x}')$$, 'PQ009', NULL, 'enqueue_many: reserved too');
 
 -- Multi-dimensional arrays ------------------------------------------------------------------------
-SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['hi.m','hi.m'], ARRAY[['{"x":1}'],['{"x":2}']]::jsonb[])$$, 'PQ009',
-    'payloads must be a one-dimensional array, got 2 dimensions [1:2][1:1]', 'enqueue_many no longer flattens 2-D payloads');
+SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY[['hi.m'],['hi.m']], '[{"x": 1}, {"x": 2}]')$$, 'PQ009',
+    'entrypoints must be a one-dimensional array, got 2 dimensions [1:2][1:1]', 'enqueue_many no longer flattens 2-D arrays');
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY[['hi.m'],['hi.m']])$$, 'PQ009', NULL, 'enqueue_many: 2-D entrypoints');
 SELECT throws_ok($$SELECT * FROM pgq.cancel(ARRAY[[1],[2]]::bigint[])$$, 'PQ009', NULL, 'cancel: 2-D ids (was 0A000)');
 SELECT throws_ok($$SELECT * FROM pgq.requeue(ARRAY[[1],[2]]::bigint[])$$, 'PQ009', NULL, 'requeue: 2-D ids');
@@ -85,7 +85,7 @@ SELECT throws_ok($$SELECT * FROM pgq.delete_jobs(ARRAY[[1],[2]]::bigint[])$$, 'P
 -- Details of complete -----------------------------------------------------------------------------
 SELECT pgq.enqueue('hi.r') AS rid \gset
 SELECT lease AS rlease FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{hi.r}', 1) \gset
-SELECT throws_ok(format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[], '{failed}', ARRAY['{"retry_after": 1e-400}'::jsonb])$$, :rid, :rlease),
+SELECT throws_ok(format($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[], '{failed}', jsonb_build_array('{"retry_after": 1e-400}'::jsonb))$$, :rid, :rlease),
     'PQ009', NULL, 'retry_after 1e-400: PQ009 (was 22003)');
 SELECT is((SELECT status FROM pgq.jobs WHERE id = :rid), 'running', 'the job is still running under its lease');
 
