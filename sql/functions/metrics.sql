@@ -4,7 +4,9 @@
 --   - live, from pgq.jobs at `at`: paused; queued, split into due (run_at <= at) and delayed;
 --     running; stale (running, heartbeat older than the entrypoint's heartbeat_timeout); lag_s,
 --     the age of the oldest due job in seconds (how long it has been waiting since it became
---     due; 0 when nothing is due);
+--     due; 0 when nothing is due). due and delayed are exact up to 10,000 each and read 10,000
+--     when there are more (queued = due + delayed, so at most 20,000): the read stays bounded
+--     whatever the backlog. lag_s, running and stale are always exact;
 --   - finished jobs per final status over the last 1, 5 and 15 minutes and throughput
 --     (finished jobs per second over each window), from the rollup (pgq.rollup_metrics),
 --     counted in whole 10-second buckets of finished_at: "the last minute" is the six complete
@@ -21,8 +23,11 @@
 --     waiting, the next calls catch up).
 --   First it advances the rollup by one bounded call (pgq.rollup_metrics, at most 100,000 rows;
 --   skipped when another caller is doing it, and in a read-only or non-READ COMMITTED
---   transaction). Cost: the live part reads the queued jobs of each entrypoint from the claim
---   index (it grows with the backlog), the rest reads at most 90 buckets per entrypoint.
+--   transaction). Cost: per entrypoint, the live part reads at most 10,000 entries of the
+--   claim index and 10,000 of the scheduled index per count (index-only once vacuum has set
+--   the visibility map), one probe per distinct priority of its queued jobs (a loose index scan:
+--   the oldest due job of each priority is the first entry) and its running jobs; the rest reads
+--   at most 90 buckets. It does not grow with the backlog or the history.
 --   at NULL means now().
 -- Locking: as pgq.rollup_metrics (never waits for another caller); otherwise reads.
 -- Errors: PQ009 percentile_window NULL or outside 10 seconds .. 1 hour.
@@ -77,6 +82,8 @@ DECLARE
     v_now    timestamptz := coalesce(pgq._check_time(metrics.at, 'at'), now());
     v_cur    timestamptz := date_bin(interval '10 seconds', coalesce(pgq._check_time(metrics.at, 'at'), now()), timestamptz '2000-01-01 00:00:00+00');
     v_pstart timestamptz;
+    -- Live counts are exact up to this many jobs (due and delayed each, per entrypoint).
+    v_cap    CONSTANT bigint := 10000;
 BEGIN
     PERFORM pgq._check_dims(metrics.entrypoints, 'entrypoints');
     IF metrics.percentile_window IS NULL
@@ -97,15 +104,63 @@ BEGIN
         SELECT e.entrypoint, e.paused_at, e.heartbeat_timeout
           FROM pgq.entrypoints e
          WHERE metrics.entrypoints IS NULL OR e.entrypoint = ANY (metrics.entrypoints)
-    ), queued AS (
-        SELECT e.entrypoint, x.queued, x.due, x.oldest_due
+    ), live AS (
+        -- Index-only scans of the partial indexes, each stopped at the cap: due jobs (queued,
+        -- then scheduled ones not promoted yet), delayed ones (scheduled, and queued ones not due
+        -- at `at`: one range per priority), and the oldest due job: the first entry of each
+        -- priority in the claim index (a loose index scan over the priorities) and the first of
+        -- the scheduled index.
+        SELECT e.entrypoint,
+               least(v_cap, qd.n + sd.n) AS due,
+               least(v_cap, qp.delayed + sl.n) AS delayed,
+               least(qp.oldest_due, so.oldest_due) AS oldest_due
           FROM eps e
          CROSS JOIN LATERAL (
-               SELECT count(*) AS queued,
-                      count(*) FILTER (WHERE j.run_at <= v_now) AS due,
-                      min(j.run_at) FILTER (WHERE j.run_at <= v_now) AS oldest_due
-                 FROM pgq.jobs j
-                WHERE j.entrypoint = e.entrypoint AND j.status IN ('queued', 'scheduled')) AS x
+               SELECT count(*) AS n
+                 FROM (SELECT 1 FROM pgq.jobs j
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'queued' AND j.run_at <= v_now
+                        LIMIT v_cap) AS x) AS qd
+         CROSS JOIN LATERAL (
+               SELECT count(*) AS n
+                 FROM (SELECT 1 FROM pgq.jobs j
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.run_at <= v_now
+                        LIMIT v_cap) AS x) AS sd
+         CROSS JOIN LATERAL (
+               SELECT count(*) AS n
+                 FROM (SELECT 1 FROM pgq.jobs j
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.run_at > v_now
+                        LIMIT v_cap) AS x) AS sl
+         CROSS JOIN LATERAL (
+               SELECT min(j.run_at) FILTER (WHERE j.run_at <= v_now) AS oldest_due
+                 FROM (SELECT j.run_at FROM pgq.jobs j
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled'
+                        ORDER BY j.run_at LIMIT 1) AS j) AS so
+         CROSS JOIN LATERAL (
+               WITH RECURSIVE prio(priority) AS (
+                   SELECT (SELECT j.priority FROM pgq.jobs j
+                            WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
+                            ORDER BY j.priority DESC LIMIT 1)
+                   UNION ALL
+                   SELECT (SELECT j.priority FROM pgq.jobs j
+                            WHERE j.entrypoint = e.entrypoint AND j.status = 'queued' AND j.priority < p.priority
+                            ORDER BY j.priority DESC LIMIT 1)
+                     FROM prio p
+                    WHERE p.priority IS NOT NULL
+               )
+               SELECT min(f.run_at) FILTER (WHERE f.run_at <= v_now) AS oldest_due,
+                      coalesce(sum(dl.n), 0)::bigint AS delayed
+                 FROM prio p
+                CROSS JOIN LATERAL (
+                      SELECT j.run_at FROM pgq.jobs j
+                       WHERE j.entrypoint = e.entrypoint AND j.status = 'queued' AND j.priority = p.priority
+                       ORDER BY j.run_at LIMIT 1) AS f
+                CROSS JOIN LATERAL (
+                      SELECT count(*) AS n
+                        FROM (SELECT 1 FROM pgq.jobs j
+                               WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
+                                 AND j.priority = p.priority AND j.run_at > v_now
+                               LIMIT v_cap) AS x) AS dl
+                WHERE p.priority IS NOT NULL) AS qp
     ), running AS (
         SELECT j.entrypoint, count(*) AS running,
                count(*) FILTER (WHERE j.heartbeat_at < v_now - e.heartbeat_timeout) AS stale
@@ -159,9 +214,9 @@ BEGIN
     )
     SELECT e.entrypoint,
            e.paused_at IS NOT NULL,
-           q.queued,
+           q.due + q.delayed,
            q.due,
-           q.queued - q.due,
+           q.delayed,
            coalesce(r.running, 0),
            coalesce(r.stale, 0),
            coalesce(greatest(0, date_part('epoch', v_now - q.oldest_due)), 0),
@@ -184,7 +239,7 @@ BEGIN
            coalesce(t.canceled_total, 0)::bigint,
            (SELECT s.caught_up FROM pgq.metrics_state s)
       FROM eps e
-      JOIN queued q ON q.entrypoint = e.entrypoint
+      JOIN live q ON q.entrypoint = e.entrypoint
       LEFT JOIN running r ON r.entrypoint = e.entrypoint
       LEFT JOIN windows w ON w.entrypoint = e.entrypoint
       LEFT JOIN wait_hist wh ON wh.entrypoint = e.entrypoint
@@ -194,4 +249,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
-    'Per entrypoint: paused, queued/due/delayed, running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first (bounded).';
+    'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first (bounded).';

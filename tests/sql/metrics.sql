@@ -1,7 +1,7 @@
 -- pgq.metrics: live counts and lag, finished jobs over 1/5/15 minutes in whole 10-second buckets,
 -- throughput, wait/run percentiles, totals, the entrypoint filter, read-only use. No BEGIN: the
 -- rollup counts committed transactions only (the database is a throw-away clone).
-SELECT plan(17);
+SELECT plan(20);
 
 CREATE TABLE me_t AS SELECT timestamptz '2030-01-01 00:00:00+00' AS t0;
 -- A finished job of entrypoint ep: enqueued at e, started at s (NULL: canceled while queued), finished at f.
@@ -79,6 +79,30 @@ BEGIN READ ONLY;
 SELECT is((SELECT successful_total FROM pgq.metrics('{me.b}')), 0::bigint, 'in a read-only transaction: read, no rollup');
 COMMIT;
 SELECT is((SELECT successful_total FROM pgq.metrics('{me.b}')), 1::bigint, 'the next read-write call rolls up first');
+
+-- Queued jobs of several priorities, one not due at `at` (its run_at moved past it) ------------------
+SELECT count(*) FROM pgq.enqueue_many('{mx.prio,mx.prio,mx.prio}', priorities => '{5,0,0}');
+UPDATE pgq.jobs j SET run_at = t.t0 + v.d
+  FROM me_t t, (SELECT id, (ARRAY[interval '-20 seconds', interval '-40 seconds', interval '30 seconds'])[row_number() OVER (ORDER BY id)] AS d
+                  FROM pgq.jobs WHERE entrypoint = 'mx.prio') AS v
+ WHERE j.id = v.id;
+SELECT row_eq($$SELECT queued, due, delayed, lag_s FROM pgq.metrics('{mx.prio}', at => (SELECT t0 + interval '5 seconds' FROM me_t))$$,
+              ROW(3::bigint, 2::bigint, 1::bigint, 45::float8),
+              'queued jobs: the oldest due one is found under a lower priority (lag 45 s), the one not due yet is delayed');
+
+-- The cap: due and delayed are exact up to 10,000 each ------------------------------------------------
+SELECT count(*) FROM pgq.enqueue_many(array_fill('mx.cap'::text, ARRAY[10000]));
+SELECT count(*) FROM pgq.enqueue_many(array_fill('mx.cap'::text, ARRAY[10000]), delays => array_fill(interval '1 hour', ARRAY[10000]));
+CREATE TABLE mx_t AS SELECT now() AS t1;
+UPDATE pgq.jobs SET run_at = (SELECT t1 - interval '1 minute' FROM mx_t)
+ WHERE id = (SELECT min(id) FROM pgq.jobs WHERE entrypoint = 'mx.cap');
+SELECT row_eq($$SELECT queued, due, delayed, lag_s FROM pgq.metrics('{mx.cap}', at => (SELECT t1 + interval '1 second' FROM mx_t))$$,
+              ROW(20000::bigint, 10000::bigint, 10000::bigint, 61::float8), '10,000 due and 10,000 delayed: exact');
+SELECT count(*) FROM pgq.enqueue_many(array_fill('mx.cap'::text, ARRAY[5]));
+SELECT count(*) FROM pgq.enqueue_many(array_fill('mx.cap'::text, ARRAY[5]), delays => array_fill(interval '1 hour', ARRAY[5]));
+SELECT row_eq($$SELECT queued, due, delayed, lag_s FROM pgq.metrics('{mx.cap}', at => (SELECT t1 + interval '1 second' FROM mx_t))$$,
+              ROW(20000::bigint, 10000::bigint, 10000::bigint, 61::float8),
+              'more than 10,000 due and delayed: each reads 10,000; lag_s stays exact');
 
 -- Errors ------------------------------------------------------------------------------------------
 SELECT throws_ok($$SELECT * FROM pgq.metrics(percentile_window => interval '2 hours')$$, 'PQ009',
