@@ -1,0 +1,135 @@
+// A pgq-thin worker in Node.js on the `pg` package: claim, heartbeat, complete, release.
+//
+//   node worker.js [ENTRYPOINT ...]      (default: every demo handler below)
+//
+// Connection: PGQ_DSN (a postgresql:// URL) or libpq's PGHOST, PGPORT, PGUSER, PGDATABASE...
+// PGQ_WORKER_ID (a uuid; default random), PGQ_BATCH (jobs per claim, default 4),
+// PGQ_POLL_MS (longest idle wait, default 5000).
+// SIGTERM/SIGINT: finish the job in hand, give back the claimed jobs not started, exit 0;
+// a second signal exits at once (the heartbeats stop, the leases expire, others take over).
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import * as SQL from './sql.js';
+
+// Demo handlers, chosen by entrypoint. A handler gets the payload and an AbortSignal (aborted
+// when the job was lost or cancelled); what it returns is stored as the job's result, what it
+// throws fails the attempt (SQL decides about the retry).
+const handlers = {
+  echo: async (payload) => payload,
+  fail: async (payload) => { throw new Error(`demo failure: ${JSON.stringify(payload)}`); },
+  sleep: async (payload, signal) => { await sleep(payload?.ms ?? 1000, null, { signal }); return 'slept'; },
+};
+
+const workerId = process.env.PGQ_WORKER_ID || randomUUID();
+const entrypoints = process.argv.length > 2 ? process.argv.slice(2) : Object.keys(handlers);
+const batchSize = Number(process.env.PGQ_BATCH || 4);
+const pollMs = Number(process.env.PGQ_POLL_MS || 5000);
+const unknown = entrypoints.filter((e) => !(e in handlers));
+if (unknown.length) throw new Error(`no handler for ${unknown.join(', ')}; known: ${Object.keys(handlers)}`);
+const log = (event, job) => console.log(job
+  ? `${event} job=${job.id} entrypoint=${job.entrypoint} attempt=${job.attempt}` : event);
+
+const config = { connectionString: process.env.PGQ_DSN, application_name: `node worker ${workerId}` };
+const db = new pg.Client(config);        // claim, heartbeat, complete, release (one at a time)
+const listener = new pg.Client(config);  // LISTEN only
+for (const client of [db, listener]) {
+  client.on('error', (err) => { console.error(`connection lost: ${err.message}`); process.exit(2); });
+}
+
+const held = new Map();  // id -> claimed job (started or not), with its AbortController
+let stopping = false;
+let woken = false;
+let wakeUp = () => {};
+const wake = () => { woken = true; wakeUp(); };
+
+for (const signal of ['SIGTERM', 'SIGINT']) {
+  process.on(signal, () => { if (stopping) process.exit(1); stopping = true; log('stopping'); wake(); });
+}
+
+// Heartbeat every job held, at a third of the shortest heartbeat timeout the claims answered.
+let beatTimer = null;
+function scheduleBeat() {
+  clearTimeout(beatTimer);
+  if (held.size === 0) return;
+  const timeoutS = Math.min(...[...held.values()].map((job) => job.heartbeat_timeout_s));
+  beatTimer = setTimeout(() => beat().finally(scheduleBeat), (timeoutS * 1000) / 3);
+}
+
+async function beat() {
+  const jobs = [...held.values()];
+  if (jobs.length === 0) return;
+  try {
+    const { rows } = await db.query(SQL.HEARTBEAT, [workerId, jobs.map((j) => j.id), jobs.map((j) => j.lease)]);
+    for (const { id, state } of rows) {
+      if (state !== 'ok') held.get(id)?.stop.abort(state);  // 'lost' or 'cancel_requested'
+    }
+  } catch (err) {
+    console.error(`heartbeat failed: ${err.message}`);
+  }
+}
+
+async function runJob(job) {
+  log('started', job);
+  const { signal } = job.stop;
+  let status, details;
+  try {
+    const result = await handlers[job.entrypoint](job.payload, signal);
+    [status, details] = ['successful', { result: result ?? null }];
+  } catch (err) {
+    [status, details] = signal.reason === 'cancel_requested'
+      ? ['canceled', { error: 'canceled' }]
+      : ['failed', { error: err.name, message: err.message, traceback: err.stack }];
+  }
+  held.delete(job.id);
+  const { rows } = await db.query(SQL.COMPLETE,
+    [workerId, [job.id], [job.lease], [status], JSON.stringify([details])]);
+  log(rows.length === 1 ? status : 'refused', job);  // refused: the lease was not ours any more
+}
+
+async function release() {
+  const jobs = [...held.values()];
+  held.clear();
+  if (jobs.length === 0) return;
+  await db.query(SQL.RELEASE, [workerId, jobs.map((j) => j.id), jobs.map((j) => j.lease)]);
+  for (const job of jobs) log('released', job);
+}
+
+// Idle: until a notification, the next delayed job (pgq.next_run_at) or the poll interval.
+async function idle() {
+  if (woken || stopping) return;
+  const { rows: [{ ms }] } = await db.query(SQL.NEXT_DUE_MS, [entrypoints]);
+  let timer;
+  await new Promise((resolve) => {
+    wakeUp = resolve;
+    timer = setTimeout(resolve, Math.max(0, Math.min(pollMs, ms ?? Infinity)));
+  });
+  clearTimeout(timer);
+}
+
+await db.connect();
+await listener.connect();
+listener.on('notification', ({ payload }) => {
+  const event = JSON.parse(payload);
+  if (event.kind === 'enqueued' && event.entrypoints.some((e) => entrypoints.includes(e))) wake();
+  if (event.kind === 'cancel') beat();  // the heartbeat answers which of ours to stop
+});
+await listener.query(SQL.LISTEN);
+log(`ready worker=${workerId} entrypoints=${entrypoints.join(',')}`);
+
+while (!stopping) {
+  woken = false;
+  const { rows } = await db.query(SQL.CLAIM, [workerId, entrypoints, batchSize]);
+  const jobs = rows.map((row) => ({ ...row, stop: new AbortController() }));
+  for (const job of jobs) held.set(job.id, job);
+  scheduleBeat();
+  for (const job of jobs) {
+    if (stopping) break;
+    await runJob(job);
+  }
+  await release();  // the claimed jobs a stop left unstarted
+  if (rows.length === 0) await idle();
+}
+clearTimeout(beatTimer);
+await Promise.all([db.end(), listener.end()]);
+log('stopped');
