@@ -8,6 +8,12 @@ ones from Debian's packages (one ``apt-get update``, then one quiet ``apt-get in
 runs ``npm ci`` in every ``examples/*`` folder with a ``package.json`` whose ``node_modules`` is
 out of date. Nothing is printed when nothing is missing.
 
+``npm ci`` installs exactly the committed ``package-lock.json``, and only packages of the npm
+registry with an integrity hash (a lock file naming a git, file or other URL source is refused).
+Whether ``node_modules`` is up to date is decided offline (a stamp with the lock file's hash, or
+npm's own record of what it installed), so a machine that has it needs no network; ``npm ci``
+runs with ``--prefer-offline`` (npm's cache first).
+
 Where it cannot install (not root, no ``apt-get``), it prints ONE line naming what to install
 and exits 1, unless ``PGQ_ALLOW_SKIP=1`` is set: then the line is a warning and the tests that
 need a missing tool skip (without it, the suite turns such skips into failures).
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import glob
 import hashlib
+import json
 import os
 import pwd
 import shutil
@@ -39,10 +46,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PG_MAJOR = 15  # Debian 12's PostgreSQL, used when no system PostgreSQL is installed
 STAMP = ".pgq-thin-npm-ci"  # in node_modules: the sha256 of the package-lock.json installed
+NPM_REGISTRY = "https://registry.npmjs.org/"
 
 
 @dataclass(frozen=True)
@@ -187,11 +196,47 @@ def npm_folders(root: Path) -> list[Path]:
 
 
 def npm_up_to_date(folder: Path) -> bool:
+    """``node_modules`` holds what the lock file names: our stamp says so, or npm's own record
+    of ``node_modules`` (a ``npm ci`` run by hand) equals the lock file. Checked offline."""
     lock = folder / "package-lock.json"
-    stamp = folder / "node_modules" / STAMP
-    if not lock.exists() or not stamp.exists():
+    modules = folder / "node_modules"
+    if not lock.exists() or not modules.is_dir():
         return False
-    return stamp.read_text().strip() == hashlib.sha256(lock.read_bytes()).hexdigest()
+    stamp = modules / STAMP
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text().strip() == digest:
+        return True
+    installed = _installed_packages(modules)
+    return installed is not None and installed == _locked_packages(lock)
+
+
+def _locked_packages(lock: Path) -> dict[str, Any]:
+    try:
+        packages = json.loads(lock.read_text()).get("packages")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {k: v for k, v in packages.items() if k} if isinstance(packages, dict) else {}
+
+
+def _installed_packages(modules: Path) -> dict[str, Any] | None:
+    """npm's record of what it installed (``node_modules/.package-lock.json``), when every
+    package it names is there."""
+    installed = _locked_packages(modules / ".package-lock.json")
+    if not installed or not all((modules.parent / n / "package.json").exists() for n in installed):
+        return None
+    return installed
+
+
+def npm_foreign_sources(folder: Path) -> list[str]:
+    """Packages of the lock file that would not come from the npm registry with a checked
+    integrity: a git, file or other URL source, a link, a missing integrity hash."""
+    foreign = []
+    for name, entry in _locked_packages(folder / "package-lock.json").items():
+        resolved = entry.get("resolved")
+        from_registry = resolved is None or str(resolved).startswith(NPM_REGISTRY)
+        if entry.get("link") or not from_registry or not entry.get("integrity"):
+            foreign.append(name.removeprefix("node_modules/"))
+    return foreign
 
 
 @dataclass
@@ -289,7 +334,16 @@ def apply(plan: Plan, root: Path, dry_run: bool, allow_skip: bool) -> int:
                 file=sys.stderr,
             )
             return 1
-        command = ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"]
+        foreign = npm_foreign_sources(folder)
+        if foreign:
+            print(
+                f"provision: {where}/package-lock.json takes {', '.join(foreign)} from outside "
+                f"the npm registry ({NPM_REGISTRY}, with an integrity hash): fix the lock file",
+                file=sys.stderr,
+            )
+            return 1
+        # --prefer-offline: what npm's cache holds is not fetched again
+        command = ["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
         if dry_run:
             print(f"would run: {' '.join(command)} (in {where})", file=out)
             continue

@@ -7,6 +7,7 @@ The "missing" paths are exercised without removing anything from the machine: th
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from helpers.server import REPO
 
 SCRIPT = REPO / "scripts" / "provision.py"
 LOCK_WAIT = "-o DPkg::Lock::Timeout=600"
+NPM_CI = "npm ci --prefer-offline --no-audit --no-fund --loglevel=error"
 
 
 def provision(
@@ -103,7 +105,7 @@ def test_node_examples_get_npm_ci_when_their_lock_file_changed(tmp_path: Path) -
     planned = provision("--dry-run", root=tmp_path)
     assert planned.returncode == 0, planned.stderr
     assert planned.stdout.splitlines() == [
-        "would run: npm ci --no-audit --no-fund --loglevel=error (in examples/node)"
+        f"would run: {NPM_CI} (in examples/node)"
     ]
     # After a successful `npm ci` the script leaves the lock file's hash in node_modules.
     import hashlib
@@ -112,6 +114,97 @@ def test_node_examples_get_npm_ci_when_their_lock_file_changed(tmp_path: Path) -
     digest = hashlib.sha256((folder / "package-lock.json").read_bytes()).hexdigest()
     (folder / "node_modules" / ".pgq-thin-npm-ci").write_text(digest + "\n")
     assert provision("--dry-run", root=tmp_path).stdout == "nothing to install\n"
+
+
+def copy_node_example(root: Path) -> Path:
+    """The committed examples/node package files (no node_modules) under ``root``."""
+    folder = root / "examples" / "node"
+    folder.mkdir(parents=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(REPO / "examples" / "node" / name, folder / name)
+    return folder
+
+
+def test_a_fresh_clone_gets_npm_ci_of_the_committed_lock_file(tmp_path: Path) -> None:
+    """The committed lock file passes the source check: a fresh clone runs `npm ci` on it."""
+    copy_node_example(tmp_path)
+    result = provision("--dry-run", root=tmp_path)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout.splitlines() == [f"would run: {NPM_CI} (in examples/node)"]
+
+
+def test_npm_ci_sets_up_the_node_example_of_a_fresh_clone(tmp_path: Path) -> None:
+    """For real, in a copy without node_modules (npm's cache first, else the registry): the
+    example's `pg` loads, the stamp is left, and the next run has nothing to do."""
+    folder = copy_node_example(tmp_path)
+    result = provision(root=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "provision: npm ci in examples/node ...\n", result.stdout
+    loads = subprocess.run(
+        ["node", "-e", "import('pg').then((m) => console.log(typeof m.default.Client))"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert loads.stdout == "function\n", loads.stderr
+    assert (folder / "node_modules" / ".pgq-thin-npm-ci").exists()
+    assert provision("--dry-run", root=tmp_path).stdout == "nothing to install\n"
+
+
+def test_the_node_example_takes_every_package_from_the_npm_registry() -> None:
+    lock = json.loads((REPO / "examples" / "node" / "package-lock.json").read_text())
+    packages = {k: v for k, v in lock["packages"].items() if k}
+    assert "node_modules/pg" in packages
+    for name, entry in packages.items():
+        assert entry["resolved"].startswith("https://registry.npmjs.org/"), (name, entry)
+        assert entry["integrity"].startswith("sha512-"), (name, entry)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "git+ssh://git@github.com/brianc/node-postgres.git#abc",
+        "https://example.com/pg-8.0.0.tgz",
+        "file:../pg",
+        None,  # no integrity hash
+    ],
+)
+def test_a_lock_file_with_a_package_from_elsewhere_is_refused(
+    tmp_path: Path, source: str | None
+) -> None:
+    folder = copy_node_example(tmp_path)
+    lock = json.loads((folder / "package-lock.json").read_text())
+    entry = lock["packages"]["node_modules/pg"]
+    if source is None:
+        del entry["integrity"]
+    else:
+        entry["resolved"] = source
+    (folder / "package-lock.json").write_text(json.dumps(lock))
+    result = provision("--dry-run", root=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "takes pg from outside the npm registry" in result.stderr
+
+
+def test_node_modules_installed_by_hand_is_up_to_date_offline(tmp_path: Path) -> None:
+    """npm's own record of node_modules (written by `npm ci`) matching the lock file is enough:
+    nothing runs, nothing is fetched. A package missing from node_modules is not."""
+    folder = copy_node_example(tmp_path)
+    lock = json.loads((folder / "package-lock.json").read_text())
+    hidden = {k: v for k, v in lock["packages"].items() if k}
+    (folder / "node_modules").mkdir()
+    (folder / "node_modules" / ".package-lock.json").write_text(
+        json.dumps({"name": lock["name"], "lockfileVersion": 3, "packages": hidden})
+    )
+    for name in hidden:
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        (folder / name / "package.json").write_text("{}")
+    assert provision("--dry-run", root=tmp_path).stdout == "nothing to install\n"
+    (folder / "node_modules" / "pg" / "package.json").unlink()
+    planned = provision("--dry-run", root=tmp_path).stdout
+    assert planned == f"would run: {NPM_CI} (in examples/node)\n"
 
 
 # --- no silent skips ----------------------------------------------------------------------------
