@@ -104,9 +104,7 @@ def test_node_examples_get_npm_ci_when_their_lock_file_changed(tmp_path: Path) -
     (folder / "package-lock.json").write_text('{"lockfileVersion": 3}\n')
     planned = provision("--dry-run", root=tmp_path)
     assert planned.returncode == 0, planned.stderr
-    assert planned.stdout.splitlines() == [
-        f"would run: {NPM_CI} (in examples/node)"
-    ]
+    assert planned.stdout.splitlines() == [f"would run: {NPM_CI} (in examples/node)"]
     # After a successful `npm ci` the script leaves the lock file's hash in node_modules.
     import hashlib
 
