@@ -77,9 +77,10 @@ trap 'STOP=1; echo stopping' TERM INT
 log() { echo "$1 job=$2 entrypoint=$3 attempt=$4"; }
 
 # Heartbeats the jobs given (comma-separated ids and leases) every $3 seconds in the background,
-# while this shell lives; reports what is not "ok" (lost, cancel_requested) on stderr.
+# while this shell lives; reports what is not "ok" (lost, cancel_requested) on stderr. (The
+# sleep holds no output open: it may outlive the loop by one pause.)
 beat() {
-    while sleep "$3" && kill -0 $$ 2>/dev/null; do
+    while sleep "$3" </dev/null &>/dev/null && kill -0 $$ 2>/dev/null; do
         sql_heartbeat "$1" "$2" | grep -v $'\tok$' >&2
     done
 }
