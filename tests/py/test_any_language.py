@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -364,3 +365,20 @@ def test_cancel_stops_a_running_node_job(pgq_dsn: str, spawn: Spawn) -> None:
     row = history(pgq_dsn)[job_id]
     assert (row["status"], row["attempt"], row["details"]) == ("canceled", 1, {"error": "canceled"})
     assert node.stop() == 0
+
+
+# --- the page that documents them -------------------------------------------------------------
+
+
+def test_any_language_page_states_the_examples_line_counts() -> None:
+    """docs/any-language.md lists each example with its length: kept true."""
+    page = (REPO / "docs" / "any-language.md").read_text()
+    rows = re.findall(r"^\| \[`(examples/[^`]+)`\]\([^)]*\) \| .* \| (\d+) \|$", page, re.M)
+    assert {path for path, _ in rows} == {
+        "examples/node/worker.js",
+        "examples/node/producer.js",
+        "examples/node/sql.js",
+        "examples/psql/worker.sh",
+    }
+    for path, lines in rows:
+        assert len((REPO / path).read_text().splitlines()) == int(lines), path
