@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -106,8 +107,18 @@ class Spawn(Protocol):
     def __call__(self, kind: str, *entrypoints: str, **env: str) -> Example: ...
 
 
+@pytest.fixture(scope="session")
+def node_example() -> Path:
+    """examples/node, set up: Node.js present and its `npm ci` done (`make test` does both)."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (make test installs it: scripts/provision.py)")
+    if not (NODE_DIR / "node_modules" / "pg" / "package.json").exists():
+        pytest.skip("examples/node has no node_modules: run `python3 scripts/provision.py`")
+    return NODE_DIR
+
+
 @pytest.fixture
-def spawn(pg_server: PgServer, pgq_dsn: str) -> Iterator[Spawn]:
+def spawn(pg_server: PgServer, pgq_dsn: str, node_example: Path) -> Iterator[Spawn]:
     """Start example workers (``node`` or ``psql``) on the test's database; each gets a known
     worker id. All are ended afterwards."""
     started: list[Example] = []
@@ -170,8 +181,9 @@ ECHO_PAYLOADS: list[Any] = [
 
 def test_python_enqueues_and_node_and_psql_workers_drain(pgq_dsn: str, spawn: Spawn) -> None:
     sql(pgq_dsn, "SELECT pgq.configure('fail', max_attempts => 2, backoff_base => '50 ms')")
-    node_a = spawn("node", "echo", "sleep", PGQ_BATCH="2", PGQ_POLL_MS="60000")
-    node_b = spawn("node", "echo", "sleep", PGQ_BATCH="2", PGQ_POLL_MS="60000")
+    # Node workers poll every ten minutes: only their LISTEN can wake them in time.
+    node_a = spawn("node", "echo", "sleep", PGQ_BATCH="2", PGQ_POLL_MS="600000")
+    node_b = spawn("node", "echo", "sleep", PGQ_BATCH="2", PGQ_POLL_MS="600000")
     psql = spawn("psql", "echo", "sleep", "fail", PGQ_POLL_S="0.2")  # the only one for "fail"
     with Queue(pgq_dsn) as q:
         echo = q.enqueue_many("echo", ECHO_PAYLOADS * 5)
@@ -210,7 +222,9 @@ def test_python_enqueues_and_node_and_psql_workers_drain(pgq_dsn: str, spawn: Sp
 # --- Node enqueues, ThinWorker drains ---------------------------------------------------------
 
 
-def test_node_producer_enqueues_and_thin_worker_drains(pg_server: PgServer, pgq_dsn: str) -> None:
+def test_node_producer_enqueues_and_thin_worker_drains(
+    pg_server: PgServer, pgq_dsn: str, node_example: Path
+) -> None:
     texts = [json.dumps(p) for p in ECHO_PAYLOADS]
     result = node_producer(pg_server, pgq_dsn, "from.node", *texts)
     assert result.returncode == 0, result.stderr
@@ -234,14 +248,18 @@ def test_node_producer_enqueues_and_thin_worker_drains(pg_server: PgServer, pgq_
     assert {(r["status"], r["attempt"]) for r in done.values()} == {("successful", 1)}
 
 
-def test_node_producer_sees_the_sqlstate_of_bad_input(pg_server: PgServer, pgq_dsn: str) -> None:
+def test_node_producer_sees_the_sqlstate_of_bad_input(
+    pg_server: PgServer, pgq_dsn: str, node_example: Path
+) -> None:
     result = node_producer(pg_server, pgq_dsn, "x" * 201, "{}")
     assert result.returncode == 1
     assert result.stderr.startswith("enqueue failed: PQ001 "), result.stderr  # err.code
     assert sql(pgq_dsn, "SELECT count(*) AS n FROM pgq.jobs") == [{"n": 0}]
 
 
-def test_node_producer_delays_jobs_by_the_server_clock(pg_server: PgServer, pgq_dsn: str) -> None:
+def test_node_producer_delays_jobs_by_the_server_clock(
+    pg_server: PgServer, pgq_dsn: str, node_example: Path
+) -> None:
     result = node_producer(pg_server, pgq_dsn, "echo", "1", "2", "--delay", "3600")
     assert result.returncode == 0, result.stderr
     rows = sql(pgq_dsn, "SELECT run_at - enqueued_at AS d FROM pgq.jobs")
