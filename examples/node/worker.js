@@ -13,12 +13,15 @@ import pg from 'pg';
 import * as SQL from './sql.js';
 
 // Demo handlers, chosen by entrypoint. A handler gets the payload and an AbortSignal (aborted
-// when the job was lost or cancelled); what it returns is stored as the job's result, what it
+// when the job was lost or canceled); what it returns is stored as the job's result, what it
 // throws fails the attempt (SQL decides about the retry).
 const handlers = {
   echo: async (payload) => payload,
   fail: async (payload) => { throw new Error(`demo failure: ${JSON.stringify(payload)}`); },
-  sleep: async (payload, signal) => { await sleep(payload?.ms ?? 1000, null, { signal }); return 'slept'; },
+  sleep: async (payload, signal) => {
+    await sleep(payload?.ms ?? 1000, null, { signal });
+    return 'slept';
+  },
 };
 
 const workerId = process.env.PGQ_WORKER_ID || randomUUID();
@@ -26,15 +29,21 @@ const entrypoints = process.argv.length > 2 ? process.argv.slice(2) : Object.key
 const batchSize = Number(process.env.PGQ_BATCH || 4);
 const pollMs = Number(process.env.PGQ_POLL_MS || 5000);
 const unknown = entrypoints.filter((e) => !(e in handlers));
-if (unknown.length) throw new Error(`no handler for ${unknown.join(', ')}; known: ${Object.keys(handlers)}`);
+if (unknown.length) throw new Error(`no handler for ${unknown}; known: ${Object.keys(handlers)}`);
 const log = (event, job) => console.log(job
   ? `${event} job=${job.id} entrypoint=${job.entrypoint} attempt=${job.attempt}` : event);
 
-const config = { connectionString: process.env.PGQ_DSN, application_name: `node worker ${workerId}` };
+const config = {
+  connectionString: process.env.PGQ_DSN,  // unset: libpq's PG* variables
+  application_name: `node worker ${workerId}`,
+};
 const db = new pg.Client(config);        // claim, heartbeat, complete, release (one at a time)
 const listener = new pg.Client(config);  // LISTEN only
 for (const client of [db, listener]) {
-  client.on('error', (err) => { console.error(`connection lost: ${err.message}`); process.exit(2); });
+  client.on('error', (err) => {
+    console.error(`connection lost: ${err.message}`);  // a supervisor restarts us; leases expire
+    process.exit(2);
+  });
 }
 
 const held = new Map();  // id -> claimed job (started or not), with its AbortController
@@ -44,7 +53,12 @@ let wakeUp = () => {};
 const wake = () => { woken = true; wakeUp(); };
 
 for (const signal of ['SIGTERM', 'SIGINT']) {
-  process.on(signal, () => { if (stopping) process.exit(1); stopping = true; log('stopping'); wake(); });
+  process.on(signal, () => {
+    if (stopping) process.exit(1);  // the second signal
+    stopping = true;
+    log('stopping');
+    wake();
+  });
 }
 
 // Heartbeat every job held, at a third of the shortest heartbeat timeout the claims answered.
@@ -60,7 +74,8 @@ async function beat() {
   const jobs = [...held.values()];
   if (jobs.length === 0) return;
   try {
-    const { rows } = await db.query(SQL.HEARTBEAT, [workerId, jobs.map((j) => j.id), jobs.map((j) => j.lease)]);
+    const { rows } = await db.query(SQL.HEARTBEAT,
+      [workerId, jobs.map((j) => j.id), jobs.map((j) => j.lease)]);
     for (const { id, state } of rows) {
       if (state !== 'ok') held.get(id)?.stop.abort(state);  // 'lost' or 'cancel_requested'
     }

@@ -99,7 +99,7 @@ while ((!STOP)); do
             done
             break
         fi
-        beat "$(col 1 "${jobs[@]:i}")" "$(col 2 "${jobs[@]:i}")" "$cadence" &  # this job and the rest
+        beat "$(col 1 "${jobs[@]:i}")" "$(col 2 "${jobs[@]:i}")" "$cadence" &  # this job, the rest
         beater=$!
         log started "$id" "$ep" "$attempt"
         errfile=$(mktemp)
