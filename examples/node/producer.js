@@ -17,7 +17,7 @@ if (!entrypoint || Number.isNaN(delayS)) {
 }
 const payloads = texts.length ? texts.map((text) => JSON.parse(text)) : [null];
 
-const db = new pg.Client({ connectionString: process.env.PGQ_DSN, application_name: 'producer.js' });
+const db = new pg.Client({ connectionString: process.env.PGQ_DSN, application_name: 'producer' });
 await db.connect();
 try {
   const { rows } = await db.query(SQL.ENQUEUE_MANY,
