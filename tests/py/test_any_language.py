@@ -293,18 +293,18 @@ def test_node_worker_sleeps_until_delayed_and_retried_jobs_are_due(
 
 @pytest.mark.parametrize("kind", ["node", "psql"])
 def test_heartbeats_keep_a_long_job_from_going_stale(pgq_dsn: str, spawn: Spawn, kind: str) -> None:
-    """A job three times as long as its heartbeat timeout stays with its worker, while another
-    worker polls for stale jobs every 100 ms."""
-    sql(pgq_dsn, "SELECT pgq.configure('sleep', heartbeat_timeout => '1 s')")
+    """A job twice as long as its heartbeat timeout stays with its worker, while another worker
+    polls for stale jobs every 100 ms."""
+    sql(pgq_dsn, "SELECT pgq.configure('sleep', heartbeat_timeout => '2 s')")
     worker = spawn(kind, "sleep", PGQ_BATCH="1")
-    job_id = sql(pgq_dsn, "SELECT pgq.enqueue('sleep', '{\"ms\": 3000}') AS id")[0]["id"]
+    job_id = sql(pgq_dsn, "SELECT pgq.enqueue('sleep', '{\"ms\": 4000}') AS id")[0]["id"]
     worker.line(f"started job={job_id} ")
     rival = spawn("node", "sleep", PGQ_POLL_MS="100")
     beats = "SELECT heartbeat_at - started_at AS d FROM pgq.jobs WHERE id = %s"
     wait_for(
-        lambda: [r for r in sql(pgq_dsn, beats, job_id) if r["d"].total_seconds() >= 1.5],
+        lambda: [r for r in sql(pgq_dsn, beats, job_id) if r["d"].total_seconds() >= 2.5],
         30,
-        "a heartbeat 1.5 s after the start",
+        "a heartbeat 2.5 s after the start",
     )
     worker.line(f"successful job={job_id} ")
     row = history(pgq_dsn)[job_id]
