@@ -39,7 +39,7 @@ q() {
 sql_claim() {  # -> id, lease, entrypoint, attempt, heartbeat cadence (s), payload
     q -v batch="$BATCH" <<'SQL'
 SELECT id, lease, entrypoint, attempt,
-       round(extract(epoch FROM min(heartbeat_timeout) OVER ()) / 3, 3), payload
+       round(extract(epoch FROM min(heartbeat_timeout) OVER ())::numeric / 3, 3), payload
   FROM pgq.claim(:'worker', string_to_array(:'eps', E'\n'), :'batch') WITH ORDINALITY
  ORDER BY ordinality;
 SQL
@@ -67,7 +67,7 @@ SQL
 sql_idle_seconds() {  # seconds to wait: until the next delayed job, at most POLL_S
     q -v poll="$POLL_S" <<'SQL'
 SELECT round(least(coalesce(extract(epoch FROM
-    pgq.next_run_at(string_to_array(:'eps', E'\n')) - now()), :'poll'), :'poll'), 3);
+    pgq.next_run_at(string_to_array(:'eps', E'\n')) - now())::numeric, :'poll'), :'poll'), 3);
 SQL
 }
 # -------------------------------------------------------------------------------------------
@@ -106,9 +106,12 @@ while ((!STOP)); do
         out=$("handle_$ep" "$payload" 2>"$errfile") && status=successful || status=failed
         kill "$beater" 2>/dev/null
         wait "$beater" 2>/dev/null
-        accepted=$(sql_complete "$id" "$lease" "$status" "$out" "$(<"$errfile")")
+        case $(sql_complete "$id" "$lease" "$status" "$out" "$(<"$errfile")") in
+            1) ;;                   # accepted
+            0) status=refused ;;    # the lease was not ours any more
+            *) status=unwritten ;;  # an error (on stderr): the lease runs out, the job runs again
+        esac
         rm -f "$errfile"
-        [[ $accepted == 1 ]] || status=refused  # the lease was not ours any more
         log "$status" "$id" "$ep" "$attempt"
     done
     if ((${#jobs[@]} == 0 && !STOP)); then
