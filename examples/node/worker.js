@@ -87,27 +87,29 @@ async function beat() {
 async function runJob(job) {
   log('started', job);
   const { signal } = job.stop;
-  let status, details;
+  let outcome, details;
   try {
     const result = await handlers[job.entrypoint](job.payload, signal);
-    [status, details] = ['successful', { result: result ?? null }];
+    [outcome, details] = ['successful', { result: result ?? null }];
   } catch (err) {
-    [status, details] = signal.reason === 'cancel_requested'
+    [outcome, details] = signal.reason === 'cancel_requested'
       ? ['canceled', { error: 'canceled' }]
       : ['failed', { error: err.name, message: err.message, traceback: err.stack }];
   }
   held.delete(job.id);
-  const { rows } = await db.query(SQL.COMPLETE,
-    [workerId, [job.id], [job.lease], [status], JSON.stringify([details])]);
-  log(rows.length === 1 ? status : 'refused', job);  // refused: the lease was not ours any more
+  const { rows: [decided] } = await db.query(SQL.COMPLETE,
+    [workerId, [job.id], [job.lease], [outcome], JSON.stringify([details])]);
+  log(decided?.status ?? 'refused', job);  // what SQL decided; refused: the lease was not ours
 }
 
 async function release() {
   const jobs = [...held.values()];
   held.clear();
   if (jobs.length === 0) return;
-  await db.query(SQL.RELEASE, [workerId, jobs.map((j) => j.id), jobs.map((j) => j.lease)]);
-  for (const job of jobs) log('released', job);
+  const { rows } = await db.query(SQL.RELEASE,
+    [workerId, jobs.map((j) => j.id), jobs.map((j) => j.lease)]);
+  const byId = new Map(jobs.map((job) => [job.id, job]));
+  for (const { id, status } of rows) log(status === 'queued' ? 'released' : status, byId.get(id));
 }
 
 // Idle: until a notification, the next delayed job (pgq.next_run_at) or the poll interval.
@@ -126,7 +128,9 @@ await db.connect();
 await listener.connect();
 listener.on('notification', ({ payload }) => {
   const event = JSON.parse(payload);
-  if (event.kind === 'enqueued' && event.entrypoints.some((e) => entrypoints.includes(e))) wake();
+  // enqueued: jobs due now; scheduled: jobs due later (the idle wait asks pgq.next_run_at again)
+  const ours = event.entrypoints?.some((e) => entrypoints.includes(e));
+  if (ours && ['enqueued', 'scheduled'].includes(event.kind)) wake();
   if (event.kind === 'cancel') beat();  // the heartbeat answers which of ours to stop
 });
 await listener.query(SQL.LISTEN);

@@ -39,7 +39,7 @@ q() {
 sql_claim() {  # -> id, lease, entrypoint, attempt, heartbeat cadence (s), payload
     q -v batch="$BATCH" <<'SQL'
 SELECT id, lease, entrypoint, attempt,
-       round(extract(epoch FROM min(heartbeat_timeout) OVER ())::numeric / 3, 3), payload
+       round((min(heartbeat_timeout_s) OVER () / 3)::numeric, 3), payload
   FROM pgq.claim(:'worker', string_to_array(:'eps', E'\n'), :'batch') WITH ORDINALITY
  ORDER BY ordinality;
 SQL
@@ -50,17 +50,17 @@ SELECT id, state FROM pgq.heartbeat(:'worker', string_to_array(:'ids', ',')::big
                                     string_to_array(:'leases', ',')::bigint[]);
 SQL
 }
-sql_complete() {  # id lease status output error -> 1 when accepted, 0 when fenced out
-    q -v id="$1" -v lease="$2" -v status="$3" -v out="$4" -v err="$5" <<'SQL'
-SELECT count(*) FROM pgq.complete(:'worker', ARRAY[:'id'::bigint], ARRAY[:'lease'::bigint],
-    ARRAY[:'status'], ARRAY[CASE :'status'
+sql_complete() {  # id lease outcome output error -> what SQL decided; nothing when fenced out
+    q -v id="$1" -v lease="$2" -v outcome="$3" -v out="$4" -v err="$5" <<'SQL'
+SELECT status FROM pgq.complete(:'worker', ARRAY[:'id'::bigint], ARRAY[:'lease'::bigint],
+    ARRAY[:'outcome'], jsonb_build_array(CASE :'outcome'
         WHEN 'successful' THEN jsonb_build_object('result', nullif(:'out', '')::jsonb)
-        ELSE jsonb_build_object('error', 'HandlerFailed', 'message', :'err') END]);
+        ELSE jsonb_build_object('error', 'HandlerFailed', 'message', :'err') END));
 SQL
 }
 sql_release() {  # ids leases (comma-separated) -> ids released
     q -v ids="$1" -v leases="$2" <<'SQL'
-SELECT * FROM pgq.release(:'worker', string_to_array(:'ids', ',')::bigint[],
+SELECT id FROM pgq.release(:'worker', string_to_array(:'ids', ',')::bigint[],
                           string_to_array(:'leases', ',')::bigint[]);
 SQL
 }
@@ -103,16 +103,12 @@ while ((!STOP)); do
         beater=$!
         log started "$id" "$ep" "$attempt"
         errfile=$(mktemp)
-        out=$("handle_$ep" "$payload" 2>"$errfile") && status=successful || status=failed
+        out=$("handle_$ep" "$payload" 2>"$errfile") && outcome=successful || outcome=failed
         kill "$beater" 2>/dev/null
         wait "$beater" 2>/dev/null
-        case $(sql_complete "$id" "$lease" "$status" "$out" "$(<"$errfile")") in
-            1) ;;                   # accepted
-            0) status=refused ;;    # the lease was not ours any more
-            *) status=unwritten ;;  # an error (on stderr): the lease runs out, the job runs again
-        esac
-        rm -f "$errfile"
-        log "$status" "$id" "$ep" "$attempt"
+        status=$(sql_complete "$id" "$lease" "$outcome" "$out" "$(<"$errfile")") || status=unwritten
+        rm -f "$errfile"  # unwritten: an error (on stderr); the lease runs out, the job runs again
+        log "${status:-refused}" "$id" "$ep" "$attempt"  # refused: the lease was not ours any more
     done
     if ((${#jobs[@]} == 0 && !STOP)); then
         sleep "$(sql_idle_seconds || echo "$POLL_S")" &

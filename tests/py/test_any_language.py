@@ -206,6 +206,7 @@ def test_python_enqueues_and_node_and_psql_workers_drain(pgq_dsn: str, spawn: Sp
         assert str(row["worker_id"]) == psql.worker_id
         assert [e["attempt"] for e in row["errors"]] == [1, 2]
         assert all("demo failure" in e["details"]["message"] for e in row["errors"])
+    assert sorted(psql.jobs("retry")) == sorted(fail)  # what SQL decided, as complete answered
 
     workers = {str(row["worker_id"]) for row in done.values()}
     assert workers == {node_a.worker_id, node_b.worker_id, psql.worker_id}  # all took part
@@ -284,6 +285,8 @@ def test_node_worker_sleeps_until_delayed_and_retried_jobs_are_due(
     assert (done[late["id"]]["status"], done[late["id"]]["attempt"]) == ("successful", 1)
     row = done[failing["id"]]
     assert (row["status"], row["attempt"], len(row["errors"])) == ("failed", 3, 3)
+    # complete answered SQL's decision each time: retry, retry, then dead
+    assert node.jobs("retry") == [failing["id"]] * 2 and node.jobs("failed") == [failing["id"]]
     assert done[late["id"]]["started_at"] >= done[late["id"]]["enqueued_at"]
     assert node.stop() == 0, node.output()
 
