@@ -100,7 +100,7 @@ def test_top_shows_what_sql_reports_refreshes_and_quits_on_q(
         conn.execute("SELECT pgq.configure('top.dead', max_attempts => 1)")
         conn.execute(
             "SELECT pgq.complete(c.worker, ARRAY[c.id], ARRAY[c.lease], ARRAY['failed'],"
-            " ARRAY['{\"error\": \"OSError\", \"message\": \"disk full\"}'::jsonb])"
+            " '[{\"error\": \"OSError\", \"message\": \"disk full\"}]'::jsonb)"
             " FROM (SELECT gen_random_uuid() AS worker) w,"
             " LATERAL (SELECT w.worker, j.id, j.lease"
             "          FROM pgq.claim(w.worker, ARRAY['top.dead'], 1) j) c"
