@@ -1,7 +1,7 @@
 -- pgq._check_job(entrypoint, payload, priority, headers, ord)
 -- Contract: raises the error for the first rule this job breaks, naming the value and its
 --   position in the call; returns nothing when the job is valid. The rules: entrypoint of 1 to
---   200 bytes without control characters (PQ001), priority within smallint range (PQ005),
+--   pgq._valid_name (PQ001), priority within smallint range (PQ005),
 --   payload of at most 1 MiB (PQ006), headers NULL or a JSON object (PQ009). One place for the
 --   messages of pgq.enqueue and pgq.enqueue_many.
 -- Locking: none.
@@ -19,9 +19,8 @@ IMMUTABLE
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 BEGIN
-    IF entrypoint IS NULL OR entrypoint = '' OR octet_length(entrypoint) > 200
-       OR entrypoint ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION 'invalid entrypoint % at position %: must be 1 to 200 bytes without control characters',
+    IF NOT coalesce(pgq._valid_name(entrypoint), false) THEN
+        RAISE EXCEPTION 'invalid entrypoint % at position %: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL',
             coalesce(quote_literal(left(entrypoint, 220)), 'NULL'), ord
             USING ERRCODE = 'PQ001';
     END IF;

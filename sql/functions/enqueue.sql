@@ -36,8 +36,7 @@ BEGIN
         RAISE EXCEPTION 'give run_at or delay, not both (run_at %, delay %)', enqueue.run_at, enqueue.delay
             USING ERRCODE = 'PQ009';
     END IF;
-    IF enqueue.entrypoint IS NULL OR enqueue.entrypoint = '' OR octet_length(enqueue.entrypoint) > 200
-       OR enqueue.entrypoint ~ '[[:cntrl:]]' OR enqueue.priority NOT BETWEEN -32768 AND 32767
+    IF NOT coalesce(pgq._valid_name(enqueue.entrypoint), false) OR enqueue.priority NOT BETWEEN -32768 AND 32767
        OR pg_column_size(enqueue.payload) > 1048576
        OR (enqueue.headers IS NOT NULL AND jsonb_typeof(enqueue.headers) <> 'object') THEN
         PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);

@@ -101,7 +101,7 @@ BEGIN
     SELECT u.ord, u.e, u.p, u.pr, u.h INTO v_bad
       FROM unnest(enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
                   v_headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
-     WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
+     WHERE NOT coalesce(pgq._valid_name(u.e), false)
         OR u.pr NOT BETWEEN -32768 AND 32767
         OR pg_column_size(u.p) > 1048576
         OR (u.h IS NOT NULL AND jsonb_typeof(u.h) <> 'object')

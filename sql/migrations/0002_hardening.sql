@@ -626,6 +626,51 @@ $$;
 COMMENT ON FUNCTION pgq._check_interval(interval, text, interval, interval, text) IS
     'Private. Raises errcode unless the interval is NULL or within lo .. hi; returns it.';
 
+-- sql/functions/_check_job.sql
+-- pgq._check_job(entrypoint, payload, priority, headers, ord)
+-- Contract: raises the error for the first rule this job breaks, naming the value and its
+--   position in the call; returns nothing when the job is valid. The rules: entrypoint of 1 to
+--   pgq._valid_name (PQ001), priority within smallint range (PQ005),
+--   payload of at most 1 MiB (PQ006), headers NULL or a JSON object (PQ009). One place for the
+--   messages of pgq.enqueue and pgq.enqueue_many.
+-- Locking: none.
+-- Errors: PQ001, PQ005, PQ006, PQ009.
+CREATE OR REPLACE FUNCTION pgq._check_job(
+    entrypoint  text,
+    payload     jsonb,
+    priority    int,
+    headers     jsonb,
+    ord         bigint
+)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    IF NOT coalesce(pgq._valid_name(entrypoint), false) THEN
+        RAISE EXCEPTION 'invalid entrypoint % at position %: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL',
+            coalesce(quote_literal(left(entrypoint, 220)), 'NULL'), ord
+            USING ERRCODE = 'PQ001';
+    END IF;
+    IF priority NOT BETWEEN -32768 AND 32767 THEN
+        RAISE EXCEPTION 'priority % at position % is out of range (-32768 to 32767)', priority, ord
+            USING ERRCODE = 'PQ005';
+    END IF;
+    IF pg_column_size(payload) > 1048576 THEN
+        RAISE EXCEPTION 'payload at position % is % bytes, over the 1048576-byte limit',
+            ord, pg_column_size(payload)
+            USING ERRCODE = 'PQ006';
+    END IF;
+    IF headers IS NOT NULL AND jsonb_typeof(headers) <> 'object' THEN
+        RAISE EXCEPTION 'headers at position % must be a JSON object, got %', ord, jsonb_typeof(headers)
+            USING ERRCODE = 'PQ009';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_job(text, jsonb, int, jsonb, bigint) IS
+    'Private. Raises PQ001/PQ005/PQ006/PQ009 for the first rule a job to enqueue breaks, naming its position.';
+
 -- sql/functions/_check_jobs.sql
 -- pgq._check_jobs(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers)
 -- Contract: the rules pgq.enqueue and pgq.enqueue_many check beyond pgq._check_job (which
@@ -703,6 +748,30 @@ END
 $$;
 COMMENT ON FUNCTION pgq._check_jobs(text[], jsonb[], int[], timestamptz[], text[], jsonb[]) IS
     'Private. Raises PQ006/PQ009 for the first job breaking the size, nesting, number, time, dedupe-key or dimension rules.';
+
+-- sql/functions/_check_name.sql
+-- pgq._check_name(value, what, errcode): validate an entrypoint or schedule name.
+-- Contract: raises errcode with a message naming the bad value unless pgq._valid_name(value)
+--   (the one name rule: 1 to 200 bytes without control characters, commas, braces, double
+--   quotes, backslashes or surrounding spaces, not the word NULL); returns nothing otherwise.
+-- Locking: none.
+-- Errors: errcode (PQ001 for entrypoints, PQ011 for schedule names).
+CREATE OR REPLACE FUNCTION pgq._check_name(value text, what text, errcode text)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    IF NOT coalesce(pgq._valid_name(value), false) THEN
+        RAISE EXCEPTION 'invalid % %: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL',
+            what, coalesce(quote_literal(left(value, 220)), 'NULL')
+            USING ERRCODE = errcode;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pgq._check_name(text, text, text) IS
+    'Private. Raises errcode unless pgq._valid_name(value).';
 
 -- sql/functions/_check_time.sql
 -- pgq._check_time(value, what): a time the queue can store, compute with and hand to clients.
@@ -1065,6 +1134,31 @@ END
 $$;
 COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
     'Private. Sends {"kind": kind, field: vals} on pgq_events in chunks well under the NOTIFY size limit.';
+
+-- sql/functions/_valid_name.sql
+-- pgq._valid_name(name): the one rule for entrypoint and schedule names.
+-- Contract: true when name is 1 to 200 bytes, not the word NULL (any case), and holds no
+--   control character, comma, brace, double quote or backslash, and neither starts nor ends
+--   with a space: then the name reads back unchanged as an element of an unquoted array
+--   literal ('{a.b,c.d}'), so a literal can never split one name into two, trim it or turn it
+--   into NULL. NULL for NULL. Used by pgq._check_name (the error), the hot-path checks of
+--   enqueue/enqueue_many and the CHECK constraints on pgq.jobs and pgq.schedules. LANGUAGE sql,
+--   IMMUTABLE and without a SET clause, so callers inline it; it names pg_catalog objects only,
+--   qualified.
+-- Locking: none.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._valid_name(name text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 200
+       AND name OPERATOR(pg_catalog.~) '^[^[:cntrl:],{}"\\ ]([^[:cntrl:],{}"\\]*[^[:cntrl:],{}"\\ ])?$'
+       AND pg_catalog.upper(name) OPERATOR(pg_catalog.<>) 'NULL';
+$$;
+COMMENT ON FUNCTION pgq._valid_name(text) IS
+    'Private. The name rule: 1 to 200 bytes, not NULL, no control characters, commas, braces, double quotes, backslashes or surrounding spaces.';
 
 -- sql/functions/cancel.sql
 -- pgq.cancel(ids, at)
@@ -1979,8 +2073,7 @@ BEGIN
         RAISE EXCEPTION 'give run_at or delay, not both (run_at %, delay %)', enqueue.run_at, enqueue.delay
             USING ERRCODE = 'PQ009';
     END IF;
-    IF enqueue.entrypoint IS NULL OR enqueue.entrypoint = '' OR octet_length(enqueue.entrypoint) > 200
-       OR enqueue.entrypoint ~ '[[:cntrl:]]' OR enqueue.priority NOT BETWEEN -32768 AND 32767
+    IF NOT coalesce(pgq._valid_name(enqueue.entrypoint), false) OR enqueue.priority NOT BETWEEN -32768 AND 32767
        OR pg_column_size(enqueue.payload) > 1048576
        OR (enqueue.headers IS NOT NULL AND jsonb_typeof(enqueue.headers) <> 'object') THEN
         PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
@@ -2123,7 +2216,7 @@ BEGIN
     SELECT u.ord, u.e, u.p, u.pr, u.h INTO v_bad
       FROM unnest(enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
                   v_headers) WITH ORDINALITY AS u(e, p, pr, h, ord)
-     WHERE u.e IS NULL OR u.e = '' OR octet_length(u.e) > 200 OR u.e ~ '[[:cntrl:]]'
+     WHERE NOT coalesce(pgq._valid_name(u.e), false)
         OR u.pr NOT BETWEEN -32768 AND 32767
         OR pg_column_size(u.p) > 1048576
         OR (u.h IS NOT NULL AND jsonb_typeof(u.h) <> 'object')
@@ -3984,6 +4077,34 @@ COMMENT ON FUNCTION pgq.unregister_worker(uuid) IS
 
 RESET check_function_bodies;
 -- END FUNCTIONS
+
+-- One name rule (pgq._valid_name) for entrypoints and schedule names, in the functions and in
+-- the constraints alike (0.1.0 counted bytes for jobs and characters for schedules): no control
+-- characters, commas, braces, double quotes, backslashes or surrounding spaces, not the word
+-- NULL, so a name reads back unchanged from an unquoted array literal. Live rows that break it
+-- stop the upgrade with their names (finish or cancel those jobs, re-register those schedules);
+-- finished jobs in pgq.job_history keep their names.
+DO $$
+DECLARE
+    v_bad text;
+BEGIN
+    SELECT string_agg(DISTINCT quote_literal(n), ', ') INTO v_bad
+      FROM (SELECT entrypoint FROM pgq.jobs
+            UNION ALL SELECT name FROM pgq.schedules
+            UNION ALL SELECT entrypoint FROM pgq.schedules) AS t(n)
+     WHERE NOT pgq._valid_name(n);
+    IF v_bad IS NOT NULL THEN
+        RAISE EXCEPTION 'live jobs or schedules use names the new rule refuses: %', v_bad
+            USING HINT = 'finish or cancel those jobs and remove those schedules, then upgrade again';
+    END IF;
+END
+$$;
+ALTER TABLE pgq.jobs DROP CONSTRAINT jobs_entrypoint_check;
+ALTER TABLE pgq.jobs ADD CONSTRAINT jobs_entrypoint_check CHECK (pgq._valid_name(entrypoint));
+ALTER TABLE pgq.schedules DROP CONSTRAINT schedules_name_check;
+ALTER TABLE pgq.schedules ADD CONSTRAINT schedules_name_check CHECK (pgq._valid_name(name));
+ALTER TABLE pgq.schedules DROP CONSTRAINT schedules_entrypoint_check;
+ALTER TABLE pgq.schedules ADD CONSTRAINT schedules_entrypoint_check CHECK (pgq._valid_name(entrypoint));
 
 -- Operate it: views and privileges (workers registry, metrics, pause/resume, job lookup).
 CREATE VIEW pgq.worker_status AS

@@ -242,7 +242,8 @@ def fail_all(dsn: str, entrypoint: str, error: str, message: str) -> list[int]:
             " LATERAL (SELECT w.worker, j.id, j.lease"
             "          FROM pgq.claim(w.worker, ARRAY[%s], 100) j) c,"
             " LATERAL pgq.complete(c.worker, ARRAY[c.id], ARRAY[c.lease], ARRAY['failed'],"
-            "   jsonb_build_array(jsonb_build_object('error', %s::text, 'message', %s::text))) done",
+            "   jsonb_build_array(jsonb_build_object('error', %s::text, 'message', %s::text)))"
+            " done",
             (entrypoint, error, message),
         ).fetchall()
     return sorted(r[0] for r in rows)

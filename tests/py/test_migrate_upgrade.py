@@ -258,3 +258,22 @@ def test_upgrade_with_live_jobs_and_schedules(
     assert runs[done] == 0, "the job completed with its old lease must not run again"
     assert max(runs.values()) == 1, f"a job ran twice: {runs}"
     assert tick_job in ticks and len(ticks) >= 2
+
+
+def test_upgrade_stops_on_live_names_the_one_name_rule_refuses(empty_db_dsn: str) -> None:
+    """0.1.0 accepted entrypoint names with commas and braces; head's name rule (pgq._valid_name,
+    also a CHECK constraint) refuses them. Live jobs with such a name stop the upgrade, naming
+    them, and leave the database at the released revision (nothing half done)."""
+    dsn = empty_db_dsn
+    first = RELEASED[0]
+    assert migrate.upgrade(dsn, first) == first
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pgq.enqueue('reports,daily')")
+        conn.execute("SELECT pgq.enqueue('fine.name')")
+    with pytest.raises(psycopg.errors.RaiseException, match=r"'reports,daily'") as raised:
+        migrate.upgrade(dsn)
+    assert "fine.name" not in str(raised.value)
+    assert migrate.current(dsn) == first
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM pgq.jobs WHERE entrypoint = 'reports,daily'")
+    assert migrate.upgrade(dsn) == migrate.head()

@@ -69,7 +69,7 @@ SELECT lives_ok($$SELECT pgq.configure('cf', backoff_base => interval '10 minute
 
 SELECT count(*)::int AS n0 FROM pgq.entrypoints \gset
 SELECT throws_ok($$SELECT pgq.configure(NULL)$$, 'PQ001',
-    'invalid entrypoint NULL: must be 1 to 200 bytes without control characters', 'NULL entrypoint: PQ001');
+    'invalid entrypoint NULL: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL', 'NULL entrypoint: PQ001');
 SELECT throws_ok($$SELECT pgq.configure('')$$, 'PQ001', NULL, 'empty entrypoint: PQ001');
 SELECT throws_ok(format('SELECT pgq.configure(%L)', repeat('e', 201)), 'PQ001', NULL, '201-byte entrypoint: PQ001');
 SELECT throws_ok($$SELECT pgq.configure(E'a\tb')$$, 'PQ001', NULL, 'control character: PQ001');

@@ -40,18 +40,18 @@ SELECT is(e.max_attempts, 9, 'enqueue keeps an existing policy row as it is')
 -- Entrypoint validation: PQ001 naming value and position ---------------------------------------
 SELECT count(*) AS n0 FROM pgq.jobs \gset
 SELECT throws_ok($$SELECT pgq.enqueue(NULL)$$, 'PQ001',
-    'invalid entrypoint NULL at position 1: must be 1 to 200 bytes without control characters',
+    'invalid entrypoint NULL at position 1: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL',
     'NULL entrypoint: PQ001');
 SELECT throws_ok($$SELECT pgq.enqueue('')$$, 'PQ001',
-    'invalid entrypoint '''' at position 1: must be 1 to 200 bytes without control characters',
+    'invalid entrypoint '''' at position 1: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL',
     'empty entrypoint: PQ001');
 SELECT throws_ok(format('SELECT pgq.enqueue(%L)', repeat('x', 201)), 'PQ001',
-    format('invalid entrypoint %L at position 1: must be 1 to 200 bytes without control characters', repeat('x', 201)),
+    format('invalid entrypoint %L at position 1: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL', repeat('x', 201)),
     '201-byte entrypoint: PQ001');
 SELECT throws_ok(format('SELECT pgq.enqueue(%L)', repeat('é', 101)), 'PQ001', NULL,
     '101 two-byte characters (202 bytes): PQ001, the limit is in bytes');
 SELECT throws_ok($$SELECT pgq.enqueue(E'send\nmail')$$, 'PQ001',
-    E'invalid entrypoint ''send\nmail'' at position 1: must be 1 to 200 bytes without control characters',
+    E'invalid entrypoint ''send\nmail'' at position 1: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL',
     'newline in entrypoint: PQ001');
 SELECT throws_ok($$SELECT pgq.enqueue(E'tab\there')$$, 'PQ001', NULL, 'tab in entrypoint: PQ001');
 SELECT throws_ok($$SELECT pgq.enqueue(E'nul\x01x')$$, 'PQ001', NULL, 'control character \x01 in entrypoint: PQ001');

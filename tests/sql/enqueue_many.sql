@@ -71,13 +71,13 @@ SELECT throws_ok($$SELECT pgq.enqueue_many(NULL)$$, 'PQ001', 'entrypoints must b
 SELECT throws_ok($$SELECT pgq.enqueue_many('{}')$$, 'PQ001', 'entrypoints must be a non-empty array, got {}',
     'empty entrypoints: PQ001');
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['ok', 'ok', NULL])$$, 'PQ001',
-    'invalid entrypoint NULL at position 3: must be 1 to 200 bytes without control characters',
+    'invalid entrypoint NULL at position 3: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL',
     'NULL element: PQ001 naming position 3');
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['ok', E'bad\r'])$$, 'PQ001',
-    E'invalid entrypoint ''bad\r'' at position 2: must be 1 to 200 bytes without control characters',
+    E'invalid entrypoint ''bad\r'' at position 2: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL',
     'control character: PQ001 naming the value and position 2');
 SELECT throws_ok(format('SELECT pgq.enqueue_many(ARRAY[%L, %L])', 'ok', repeat('z', 201)), 'PQ001',
-    format('invalid entrypoint %L at position 2: must be 1 to 200 bytes without control characters', repeat('z', 201)),
+    format('invalid entrypoint %L at position 2: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL', repeat('z', 201)),
     'over-200-byte element: PQ001 naming position 2');
 SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY['a', 'b', 'c'], priorities => ARRAY[0, 40000, -40000])$$, 'PQ005',
     'priority 40000 at position 2 is out of range (-32768 to 32767)', 'priority out of range: PQ005 naming the first bad one');

@@ -67,7 +67,7 @@ SELECT is((SELECT paused FROM pgq.queue_stats WHERE entrypoint = 'pa.zero'), fal
 SELECT throws_ok($$SELECT * FROM pgq.pause(NULL)$$, 'PQ001', 'entrypoints must be a non-empty array, got NULL', 'NULL: PQ001');
 SELECT throws_ok($$SELECT * FROM pgq.pause('{}')$$, 'PQ001', 'entrypoints must be a non-empty array, got {}', 'empty: PQ001');
 SELECT throws_ok($$SELECT * FROM pgq.pause(ARRAY['pa.other', NULL])$$, 'PQ001',
-                 'invalid entrypoint NULL: must be 1 to 200 bytes without control characters', 'a NULL name: PQ001');
+                 'invalid entrypoint NULL: must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL', 'a NULL name: PQ001');
 SELECT throws_ok($$SELECT * FROM pgq.pause(ARRAY['pa.other', repeat('x', 201)])$$, 'PQ001', NULL, 'a name too long: PQ001');
 SELECT is((SELECT paused FROM pgq.queue_stats WHERE entrypoint = 'pa.other'), false, 'failed calls paused nothing');
 

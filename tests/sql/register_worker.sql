@@ -66,7 +66,7 @@ SELECT is((SELECT count(*)::int FROM pgq.workers WHERE worker_id = '33333333-333
 -- Errors: nothing registered -------------------------------------------------------------------
 SELECT throws_ok($$SELECT pgq.register_worker(NULL)$$, 'PQ009', 'worker_id must not be NULL', 'NULL worker_id: PQ009');
 SELECT throws_ok($$SELECT pgq.register_worker('44444444-4444-4444-4444-444444444444', ARRAY['ok', ''])$$, 'PQ001',
-                 'invalid entrypoint '''': must be 1 to 200 bytes without control characters', 'a bad entrypoint: PQ001');
+                 'invalid entrypoint '''': must be 1 to 200 bytes without control characters, commas, braces, double quotes, backslashes or surrounding spaces, and not the word NULL', 'a bad entrypoint: PQ001');
 SELECT throws_ok($$SELECT pgq.register_worker('44444444-4444-4444-4444-444444444444', host => repeat('h', 256))$$, 'PQ009',
                  'host must be at most 255 bytes, got 256', 'a host over 255 bytes: PQ009');
 SELECT throws_ok($$SELECT pgq.register_worker('44444444-4444-4444-4444-444444444444', pid => 0)$$, 'PQ009',

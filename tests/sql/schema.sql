@@ -114,11 +114,11 @@ SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedu
               AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pgq, pg_temp'], false)
               -- Inlined into its callers (a SET clause would prevent that): private, LANGUAGE sql,
               -- naming only pg_catalog objects, schema-qualified.
-              AND p.oid <> 'pgq._json_ok(jsonb, int)'::regprocedure),
-          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok)');
-SELECT ok((SELECT p.proconfig IS NULL AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql')
-             FROM pg_proc p WHERE p.oid = 'pgq._json_ok(jsonb, int)'::regprocedure),
-          'pgq._json_ok: no SET clause, not SECURITY DEFINER (so it is inlined)');
+              AND p.oid NOT IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure)),
+          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok and pgq._valid_name)');
+SELECT ok((SELECT bool_and(p.proconfig IS NULL AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))
+             FROM pg_proc p WHERE p.oid IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure)),
+          'pgq._json_ok and pgq._valid_name: no SET clause, not SECURITY DEFINER (so they are inlined)');
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'enqueue', 'enqueue_many')
