@@ -93,10 +93,10 @@ FIRE_SCHEDULE = (
     "SELECT * FROM pgq.fire_schedule(%s::uuid, %s::text, %s::bigint, %s::timestamptz,"
     " %s::timestamptz, %s::timestamptz)"
 )
-# Seconds until a schedule is due (or a silent claimer may be taken over); NULL: no schedules.
 RELEASE_SCHEDULE = (
     "SELECT pgq.release_schedule(%s::uuid, %s::text, %s::bigint, %s::text) AS state"
 )
+# Seconds until a schedule is due (or a silent claimer may be taken over); NULL: no schedules.
 NEXT_SCHEDULE_IN = "SELECT extract(epoch FROM pgq.next_schedule_at() - now())::float8"
 SCHEDULES = "SELECT * FROM pgq.schedules ORDER BY name"
 LISTEN = "LISTEN pgq_events"
@@ -216,40 +216,9 @@ def cancel(conn: Conn, ids: Sequence[int]) -> list[int]:
     return [int(i) for i in _column(conn, CANCEL, (list(ids),))]
 
 
-def requeue(conn: Conn, ids: Sequence[int]) -> list[int]:
-    return [int(i) for i in _column(conn, REQUEUE, (list(ids),))]
-
-
 def configure(conn: Conn, args: tuple[Any, ...]) -> Row:
     """``pgq.configure`` with :func:`configure_args`. Returns the policy row."""
     return _rows(conn, CONFIGURE, args)[0]
-
-
-def queue_stats(conn: Conn) -> list[Row]:
-    return _rows(conn, QUEUE_STATS)
-
-
-def failed_jobs(conn: Conn, limit: int | None) -> list[Row]:
-    return _rows(conn, FAILED_JOBS, (limit,))
-
-
-def schedules(conn: Conn) -> list[Row]:
-    return _rows(conn, SCHEDULES)
-
-
-def schedule(conn: Conn, args: tuple[Any, ...]) -> Row:
-    """``pgq.schedule`` with :func:`schedule_args`. Returns the stored schedule row."""
-    return _rows(conn, SCHEDULE, args)[0]
-
-
-def unschedule(conn: Conn, name: str) -> bool:
-    return bool(_column(conn, UNSCHEDULE, (name,))[0])
-
-
-def history_summary(conn: Conn, entrypoints: Sequence[str] | None, min_id: int = 0) -> list[Row]:
-    """``pgq.history_summary``: finished jobs per entrypoint and status (None: every one)."""
-    eps = None if entrypoints is None else list(entrypoints)
-    return _rows(conn, HISTORY_SUMMARY, (eps, min_id))
 
 
 # --- async --------------------------------------------------------------------------------------
@@ -283,33 +252,6 @@ async def acancel(conn: AConn, ids: Sequence[int]) -> list[int]:
 
 async def aconfigure(conn: AConn, args: tuple[Any, ...]) -> Row:
     return (await _arows(conn, CONFIGURE, args))[0]
-
-
-async def aqueue_stats(conn: AConn) -> list[Row]:
-    return await _arows(conn, QUEUE_STATS)
-
-
-async def ahistory_summary(
-    conn: AConn, entrypoints: Sequence[str] | None, min_id: int = 0
-) -> list[Row]:
-    eps = None if entrypoints is None else list(entrypoints)
-    return await _arows(conn, HISTORY_SUMMARY, (eps, min_id))
-
-
-async def afailed_jobs(conn: AConn, limit: int | None) -> list[Row]:
-    return await _arows(conn, FAILED_JOBS, (limit,))
-
-
-async def arequeue(conn: AConn, ids: Sequence[int]) -> list[int]:
-    return [int(i) for i in await _acolumn(conn, REQUEUE, (list(ids),))]
-
-
-async def aschedules(conn: AConn) -> list[Row]:
-    return await _arows(conn, SCHEDULES)
-
-
-async def aunschedule(conn: AConn, name: str) -> bool:
-    return bool((await _acolumn(conn, UNSCHEDULE, (name,)))[0])
 
 
 async def aclaim(
