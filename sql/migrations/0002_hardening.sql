@@ -4106,6 +4106,171 @@ ALTER TABLE pgq.schedules ADD CONSTRAINT schedules_name_check CHECK (pgq._valid_
 ALTER TABLE pgq.schedules DROP CONSTRAINT schedules_entrypoint_check;
 ALTER TABLE pgq.schedules ADD CONSTRAINT schedules_entrypoint_check CHECK (pgq._valid_name(entrypoint));
 
+-- Storage that keeps its pace while the vacuum horizon is held (docs/decisions/0006). pgq.jobs
+-- becomes a ring: PARTITION BY LIST (slot), four ring partitions jobs_0..jobs_3 that new due
+-- jobs enter by turns (the current slot is pgq.ring_seq mod 4) and that pgq.maintain empties
+-- with TRUNCATE once drained, and jobs_scheduled (slot 4) for jobs not due yet. A job gets a
+-- ready number (pgq.ready_seq) when it becomes runnable; claims read each lane (entrypoint,
+-- priority) from its cursor on (a sequence per lane in pgq.lanes: moving it leaves no row
+-- version behind), so dead versions of claimed and finished jobs are never walked again.
+-- Dedupe keys of live jobs move to pgq.live_keys (no unique index spans partitions). The
+-- CLUSTER compaction (pgq.compaction) goes: truncation gives the space back. The live rows are
+-- copied under an exclusive lock (in-flight calls finish first, new ones wait for the upgrade):
+-- running jobs keep lease, worker and heartbeat; due queued jobs get ready numbers in the old
+-- claim order.
+LOCK TABLE pgq.jobs IN ACCESS EXCLUSIVE MODE;
+CREATE SEQUENCE pgq.ready_seq AS bigint;
+CREATE SEQUENCE pgq.lane_id_seq AS bigint;
+CREATE SEQUENCE pgq.ring_seq AS bigint MINVALUE 0 START 0;
+CREATE SEQUENCE pgq.ring_rotated_at AS bigint MINVALUE 0 START 0;
+CREATE SEQUENCE pgq.maintained_at AS bigint MINVALUE 0 START 0;
+COMMENT ON SEQUENCE pgq.ready_seq IS
+    'Ready numbers: the order in which jobs became runnable (claims read each lane in this order).';
+COMMENT ON SEQUENCE pgq.ring_seq IS
+    'The ring''s current slot is last_value mod 4 (pgq._slot); pgq.maintain moves it on.';
+COMMENT ON SEQUENCE pgq.ring_rotated_at IS 'Epoch milliseconds of the last rotation of the ring.';
+COMMENT ON SEQUENCE pgq.maintained_at IS
+    'Epoch milliseconds (server clock) of the last pgq.maintain; a claim runs it when overdue.';
+
+CREATE TABLE pgq.lanes (
+    entrypoint  text     NOT NULL,
+    priority    int      NOT NULL,
+    lane_id     bigint   NOT NULL,
+    cursor_seq  regclass NOT NULL,
+    CONSTRAINT lanes_pkey PRIMARY KEY (entrypoint, priority)
+);
+COMMENT ON TABLE pgq.lanes IS
+    'One row per (entrypoint, priority) ever queued, insert-once: the sequence that is the lane''s claim cursor (every ready number at or below it is settled).';
+
+CREATE TABLE pgq.live_keys (
+    dedupe_key  text   NOT NULL,
+    job_id      bigint NOT NULL,
+    CONSTRAINT live_keys_pkey PRIMARY KEY (dedupe_key)
+);
+COMMENT ON TABLE pgq.live_keys IS
+    'Dedupe keys of live jobs (scheduled, queued, running): unique here, freed when the job finishes.';
+
+DROP VIEW pgq.queue_stats;
+ALTER SEQUENCE pgq.job_id_seq OWNED BY NONE;
+ALTER TABLE pgq.jobs RENAME TO jobs_old;
+ALTER TABLE pgq.jobs_old RENAME CONSTRAINT jobs_pkey TO jobs_old_pkey;
+DROP TRIGGER jobs_after_insert ON pgq.jobs_old;
+DROP TRIGGER jobs_after_update ON pgq.jobs_old;
+DROP TRIGGER jobs_after_delete ON pgq.jobs_old;
+
+CREATE TABLE pgq.jobs (
+    id                bigint      NOT NULL DEFAULT nextval('pgq.job_id_seq'),
+    entrypoint        text        NOT NULL,
+    status            text        NOT NULL DEFAULT 'queued',
+    priority          int         NOT NULL DEFAULT 0,
+    run_at            timestamptz NOT NULL DEFAULT now(),
+    enqueued_at       timestamptz NOT NULL DEFAULT now(),
+    attempt           int         NOT NULL DEFAULT 0,
+    payload           jsonb,
+    headers           jsonb,
+    dedupe_key        text,
+    lease             bigint,
+    worker_id         uuid,
+    started_at        timestamptz,
+    heartbeat_at      timestamptz,
+    cancel_requested  boolean     NOT NULL DEFAULT false,
+    errors            jsonb       NOT NULL DEFAULT '[]',
+    claim_request     uuid,
+    ready_seq         bigint,
+    slot              smallint    NOT NULL DEFAULT pgq._slot(),
+    CONSTRAINT jobs_status_check CHECK (status IN ('scheduled', 'queued', 'running')),
+    CONSTRAINT jobs_running_has_lease_check CHECK (
+        (status = 'running') = (lease IS NOT NULL AND worker_id IS NOT NULL AND heartbeat_at IS NOT NULL)
+    ),
+    CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
+    CONSTRAINT jobs_priority_check CHECK (priority BETWEEN -32768 AND 32767),
+    CONSTRAINT jobs_entrypoint_check CHECK (pgq._valid_name(entrypoint)),
+    CONSTRAINT jobs_slot_check CHECK ((status = 'scheduled') = (slot = 4)),
+    CONSTRAINT jobs_ready_check CHECK (status <> 'queued' OR ready_seq IS NOT NULL)
+) PARTITION BY LIST (slot);
+ALTER SEQUENCE pgq.job_id_seq OWNED BY pgq.jobs.id;
+COMMENT ON TABLE pgq.jobs IS
+    'Live jobs (scheduled, queued, running). A ring of partitions jobs_0..jobs_3 emptied by TRUNCATE when drained, and jobs_scheduled for jobs not due yet (docs/decisions/0006).';
+-- Ring slots: fillfactor 50 keeps heartbeats HOT. Autovacuum stays on (a slot that cannot be
+-- truncated yet, because the next slot still holds a backlog, is vacuumed as before); the
+-- TRUNCATE is what gives the space back while a long transaction holds the horizon.
+CREATE TABLE pgq.jobs_0 PARTITION OF pgq.jobs FOR VALUES IN (0);
+CREATE TABLE pgq.jobs_1 PARTITION OF pgq.jobs FOR VALUES IN (1);
+CREATE TABLE pgq.jobs_2 PARTITION OF pgq.jobs FOR VALUES IN (2);
+CREATE TABLE pgq.jobs_3 PARTITION OF pgq.jobs FOR VALUES IN (3);
+CREATE TABLE pgq.jobs_scheduled PARTITION OF pgq.jobs FOR VALUES IN (4);
+ALTER TABLE pgq.jobs_0 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE pgq.jobs_1 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE pgq.jobs_2 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE pgq.jobs_3 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
+
+-- By id (heartbeat, complete, release, cancel, look-ups); not unique (a unique index must hold
+-- the partition key): ids come from pgq.job_id_seq alone.
+CREATE INDEX jobs_id_idx ON pgq.jobs (id);
+-- The claim: each lane in ready order, read from its cursor on.
+CREATE INDEX jobs_ready_idx ON pgq.jobs (entrypoint, priority, ready_seq) WHERE status = 'queued';
+-- Running jobs per entrypoint (stale sweep, limit counts) and the claim request that took them.
+CREATE INDEX jobs_running_idx ON pgq.jobs (entrypoint, claim_request) WHERE status = 'running';
+-- Not-yet-due jobs by due time (promotion, next_run_at).
+CREATE INDEX jobs_scheduled_idx ON pgq.jobs (entrypoint, run_at) WHERE status = 'scheduled';
+
+CREATE TRIGGER jobs_after_insert AFTER INSERT ON pgq.jobs
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION pgq._jobs_after_insert();
+CREATE TRIGGER jobs_after_update AFTER UPDATE ON pgq.jobs
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION pgq._jobs_after_update();
+CREATE TRIGGER jobs_after_delete AFTER DELETE ON pgq.jobs
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION pgq._jobs_after_delete();
+
+-- The copy (the insert trigger creates the lanes and their cursors).
+INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload, headers,
+                      dedupe_key, lease, worker_id, started_at, heartbeat_at, cancel_requested, errors,
+                      claim_request, ready_seq, slot)
+SELECT o.id, o.entrypoint, o.status, o.priority, o.run_at, o.enqueued_at, o.attempt, o.payload, o.headers,
+       o.dedupe_key, o.lease, o.worker_id, o.started_at, o.heartbeat_at, o.cancel_requested, o.errors,
+       o.claim_request,
+       CASE WHEN o.status = 'queued' THEN nextval('pgq.ready_seq') END,
+       CASE WHEN o.status = 'scheduled' THEN 4 ELSE 0 END
+  FROM (SELECT * FROM pgq.jobs_old ORDER BY priority DESC, run_at, id) o;
+INSERT INTO pgq.live_keys (dedupe_key, job_id)
+SELECT o.dedupe_key, o.id FROM pgq.jobs_old o WHERE o.dedupe_key IS NOT NULL;
+DROP TABLE pgq.jobs_old;
+DROP TABLE pgq.compaction;
+
+CREATE VIEW pgq.queue_stats AS
+SELECT c.entrypoint,
+       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled'))            AS queued,
+       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled')
+                             AND j.run_at <= now())                               AS due,
+       count(j.id) FILTER (WHERE j.status = 'running')                            AS running,
+       count(j.id) FILTER (WHERE j.status = 'running'
+                             AND j.heartbeat_at < now() - c.heartbeat_timeout)     AS stale,
+       now() - min(j.enqueued_at) FILTER (WHERE j.status IN ('queued', 'scheduled')) AS oldest_queued_age,
+       c.concurrency_limit,
+       c.max_attempts,
+       c.heartbeat_timeout,
+       c.paused_at IS NOT NULL                                                    AS paused
+  FROM pgq.entrypoints c
+  LEFT JOIN pgq.jobs j ON j.entrypoint = c.entrypoint
+ GROUP BY c.entrypoint, c.concurrency_limit, c.max_attempts, c.heartbeat_timeout, c.paused_at;
+COMMENT ON VIEW pgq.queue_stats IS
+    'Per entrypoint: queued, due, running, stale (heartbeat older than its timeout), age of the oldest queued job, its policy, and whether it is paused.';
+REVOKE ALL ON pgq.jobs, pgq.jobs_0, pgq.jobs_1, pgq.jobs_2, pgq.jobs_3, pgq.jobs_scheduled,
+              pgq.lanes, pgq.live_keys, pgq.queue_stats FROM PUBLIC;
+REVOKE ALL ON SEQUENCE pgq.ready_seq, pgq.lane_id_seq, pgq.ring_seq, pgq.ring_rotated_at,
+                       pgq.maintained_at FROM PUBLIC;
+GRANT SELECT ON pgq.queue_stats TO pgq_producer, pgq_worker;
+
 -- Operate it: views and privileges (workers registry, metrics, pause/resume, job lookup).
 CREATE VIEW pgq.worker_status AS
 SELECT coalesce(w.worker_id, r.worker_id) AS worker_id,
@@ -4129,26 +4294,6 @@ SELECT coalesce(w.worker_id, r.worker_id) AS worker_id,
               GROUP BY j.worker_id) AS r ON r.worker_id = w.worker_id;
 COMMENT ON VIEW pgq.worker_status IS
     'Per worker: state (active; gone when silent past its timeout; unregistered: holds jobs but never registered), what it announced, last seen, silent_s, and the running jobs it holds (running, stale, job_ids).';
-
--- queue_stats gains a last column: paused (pgq.pause).
-CREATE OR REPLACE VIEW pgq.queue_stats AS
-SELECT c.entrypoint,
-       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled'))            AS queued,
-       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled')
-                             AND j.run_at <= now())                               AS due,
-       count(j.id) FILTER (WHERE j.status = 'running')                            AS running,
-       count(j.id) FILTER (WHERE j.status = 'running'
-                             AND j.heartbeat_at < now() - c.heartbeat_timeout)     AS stale,
-       now() - min(j.enqueued_at) FILTER (WHERE j.status IN ('queued', 'scheduled')) AS oldest_queued_age,
-       c.concurrency_limit,
-       c.max_attempts,
-       c.heartbeat_timeout,
-       c.paused_at IS NOT NULL                                                    AS paused
-  FROM pgq.entrypoints c
-  LEFT JOIN pgq.jobs j ON j.entrypoint = c.entrypoint
- GROUP BY c.entrypoint, c.concurrency_limit, c.max_attempts, c.heartbeat_timeout, c.paused_at;
-COMMENT ON VIEW pgq.queue_stats IS
-    'Per entrypoint: queued, due, running, stale (heartbeat older than its timeout), age of the oldest queued job, its policy, and whether it is paused.';
 
 REVOKE ALL ON pgq.worker_status FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgq FROM PUBLIC;

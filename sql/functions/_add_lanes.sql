@@ -1,0 +1,39 @@
+-- pgq._add_lanes(entrypoints, priorities): create the lanes that do not exist yet.
+-- Contract: a lane is (entrypoint, priority), one row of pgq.lanes, insert-once, with its own
+--   cursor sequence pgq.lane_cursor_<lane_id> (starts at 0: nothing settled). Called by the
+--   insert trigger of pgq.jobs for queued rows. Concurrent creators of one lane wait on the
+--   primary key; the loser drops the sequence it made.
+-- Locking: the primary key of pgq.lanes while a lane is created (once per lane, ever).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._add_lanes(entrypoints text[], priorities int[])
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_lane record;
+    v_id   bigint;
+    v_name text;
+BEGIN
+    FOR v_lane IN
+        SELECT DISTINCT u.e, u.p
+          FROM unnest(_add_lanes.entrypoints, _add_lanes.priorities) AS u(e, p)
+         WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes l WHERE l.entrypoint = u.e AND l.priority = u.p)
+         ORDER BY 1, 2
+    LOOP
+        v_id := nextval('pgq.lane_id_seq');
+        v_name := 'lane_cursor_' || v_id;
+        EXECUTE format('CREATE SEQUENCE pgq.%I AS bigint MINVALUE 0 START 0', v_name);
+        EXECUTE format('REVOKE ALL ON SEQUENCE pgq.%I FROM PUBLIC', v_name);
+        INSERT INTO pgq.lanes (entrypoint, priority, lane_id, cursor_seq)
+        VALUES (v_lane.e, v_lane.p, v_id, ('pgq.' || v_name)::regclass)
+            ON CONFLICT (entrypoint, priority) DO NOTHING;
+        IF NOT FOUND THEN
+            EXECUTE format('DROP SEQUENCE pgq.%I', v_name);
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
+    'Private. Creates the missing lanes (entrypoint, priority), each with its cursor sequence.';

@@ -1,0 +1,63 @@
+-- pgq._promote(entrypoints, at, max_rows): scheduled jobs whose run_at has come become queued.
+-- Contract: moves at most max_rows jobs of the given entrypoints (NULL: every entrypoint) with
+--   status 'scheduled' and run_at <= at, earliest first, from jobs_scheduled into the ring's
+--   current slot as 'queued', each with a new ready number (behind the fence,
+--   pgq._ready_lock), in run_at order. Every other column is kept (id, attempt, errors,
+--   dedupe key). A move is DELETE ... RETURNING + INSERT in one statement (an UPDATE that
+--   changes the partition would make a concurrent waiter fail; a waiter here finds the row
+--   gone and looks again, see pgq.cancel). Rows locked by someone are skipped (SKIP LOCKED).
+--   The insert trigger tells idle workers. Returns the number of jobs promoted.
+-- Locking: row locks on the moved jobs.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._promote(entrypoints text[], at timestamptz, max_rows int)
+RETURNS int
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_eps text[];
+    v_n   int;
+BEGIN
+    SELECT array_agg(DISTINCT s.entrypoint) INTO v_eps
+      FROM (SELECT j.entrypoint
+              FROM pgq.jobs j
+             WHERE (_promote.entrypoints IS NULL OR j.entrypoint = ANY (_promote.entrypoints))
+               AND j.status = 'scheduled'
+               AND j.run_at <= _promote.at
+             LIMIT _promote.max_rows) s;
+    IF v_eps IS NULL THEN
+        RETURN 0;
+    END IF;
+    PERFORM pgq._ready_lock(v_eps);
+    WITH due AS (
+        SELECT j.id
+          FROM pgq.jobs j
+         WHERE j.entrypoint = ANY (v_eps)
+           AND j.status = 'scheduled'
+           AND j.run_at <= _promote.at
+         ORDER BY j.run_at, j.id
+         LIMIT _promote.max_rows
+           FOR UPDATE SKIP LOCKED
+    ), moved AS (
+        DELETE FROM pgq.jobs j
+         USING due
+         WHERE j.id = due.id
+           AND j.status = 'scheduled'
+        RETURNING j.*
+    )
+    INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
+                          headers, dedupe_key, cancel_requested, errors, ready_seq, slot)
+    SELECT m.id, m.entrypoint, 'queued', m.priority, m.run_at, m.enqueued_at, m.attempt, m.payload,
+           m.headers, m.dedupe_key, m.cancel_requested, m.errors, nextval('pgq.ready_seq'), pgq._slot()
+      FROM (SELECT * FROM moved ORDER BY run_at, id) m;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$$;
+COMMENT ON FUNCTION pgq._promote(text[], timestamptz, int) IS
+    'Private. Moves due scheduled jobs into the ring as queued, with ready numbers in run_at order.';
