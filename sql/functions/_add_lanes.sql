@@ -2,9 +2,10 @@
 -- Contract: a lane is (entrypoint, priority), one row of pgq.lanes, insert-once, with its own
 --   cursor sequence pgq.lane_cursor_<lane_id> (starts at 0: nothing settled). Called by the
 --   insert trigger of pgq.jobs for queued rows. Concurrent creators of one lane wait on the
---   primary key; the loser drops the sequence it made.
+--   primary key; the loser drops the sequence it made. A claim probes every lane of its
+--   entrypoints, so one statement may open at most 100 new lanes (distinct new priorities).
 -- Locking: the primary key of pgq.lanes while a lane is created (once per lane, ever).
--- Errors: none of its own.
+-- Errors: PQ005 more than 100 new lanes in one statement (the statement adds nothing).
 CREATE OR REPLACE FUNCTION pgq._add_lanes(entrypoints text[], priorities int[])
 RETURNS void
 LANGUAGE plpgsql
@@ -15,7 +16,17 @@ DECLARE
     v_lane record;
     v_id   bigint;
     v_name text;
+    v_new  bigint;
 BEGIN
+    SELECT count(*) INTO v_new
+      FROM (SELECT DISTINCT u.e, u.p
+              FROM unnest(_add_lanes.entrypoints, _add_lanes.priorities) AS u(e, p)
+             WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes l WHERE l.entrypoint = u.e AND l.priority = u.p)) n;
+    IF v_new > 100 THEN
+        RAISE EXCEPTION 'one statement may open at most 100 new priority lanes, this one opens %', v_new
+            USING ERRCODE = 'PQ005',
+                  HINT = 'Each distinct priority of an entrypoint is a lane every claim looks at: use few priorities.';
+    END IF;
     FOR v_lane IN
         SELECT DISTINCT u.e, u.p
           FROM unnest(_add_lanes.entrypoints, _add_lanes.priorities) AS u(e, p)

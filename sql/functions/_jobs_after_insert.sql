@@ -1,13 +1,15 @@
 -- pgq._jobs_after_insert(): statement-level AFTER INSERT trigger on pgq.jobs.
 -- Contract: registers every new entrypoint in pgq.entrypoints with the default policy (at most
 --   100 new ones per statement, so one producer call cannot flood the policy table, the
---   notifications and pgq.queue_stats), then
+--   notifications and pgq.queue_stats), opens the lane (entrypoint, priority) of every job that
+--   can be claimed (pgq._add_lanes, at most 100 new ones per statement), then
 --   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got jobs due
 --   now, and {"kind": "scheduled", "entrypoints": [...]} naming those that got jobs due later
 --   (a worker then asks pgq.next_run_at when to look, instead of claiming nothing now).
 --   Never carries payload data (any role may LISTEN).
 -- Locking: a first-time entrypoint briefly holds its new pgq.entrypoints key until commit.
--- Errors: PQ001 more than 100 new entrypoints in one statement (the statement adds nothing).
+-- Errors: PQ001 more than 100 new entrypoints, PQ005 more than 100 new lanes in one statement
+--   (the statement adds nothing).
 CREATE OR REPLACE FUNCTION pgq._jobs_after_insert()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -30,6 +32,12 @@ BEGIN
             USING ERRCODE = 'PQ001',
                   HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
     END IF;
+
+    -- The lanes of jobs that can be claimed (insert-once; a probe of pgq.lanes when they exist).
+    PERFORM pgq._add_lanes(array_agg(l.entrypoint), array_agg(l.priority))
+       FROM (SELECT DISTINCT n.entrypoint, n.priority FROM new_rows n WHERE n.status <> 'scheduled') l
+           WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes x WHERE x.entrypoint = l.entrypoint AND x.priority = l.priority)
+    HAVING count(*) > 0;
 
     SELECT jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'queued'),
            jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'scheduled')

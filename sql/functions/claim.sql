@@ -1,25 +1,31 @@
 -- pgq.claim(worker_id, entrypoints, batch_size, at, request_id)
 -- Contract: claims up to batch_size runnable jobs of the given entrypoints, highest priority
---   first, then earliest due, then enqueue order. Runnable: queued with run_at <= at, or running
---   with a heartbeat older than the entrypoint's heartbeat_timeout (stale: its worker is gone).
---   Each claimed job gets status running, heartbeat = at, this worker, a new lease and attempt + 1
---   (a re-claim counts as an attempt). A stale job whose attempts are used up goes to history as
---   failed, and a stale job flagged for cancellation as canceled, instead of being claimed.
+--   first, then in ready order: the order in which jobs became runnable (enqueue order for jobs
+--   due at once; a delayed or retried job joins when it is due; a released or timed-out job
+--   goes to the back of its lane). Each lane (entrypoint, priority) is read from its cursor on
+--   (pgq._lane_cursor), so row versions of jobs claimed or finished before are never walked
+--   again, however long a transaction holds the vacuum horizon (docs/decisions/0006).
+--   Each claimed job gets status running, heartbeat = at, this worker, a new lease and
+--   attempt + 1.
+--   Stale jobs (running with a heartbeat older than the entrypoint's heartbeat_timeout: their
+--   worker is gone) are swept first, at most once a second of `at` across all claimers
+--   (pgq._sweep, every entrypoint): queued again with the timeout in their error list (and then
+--   claimed like any queued job, a new attempt), or to history as failed when their attempts
+--   are used up, as canceled when cancellation was requested. When pgq.maintain has not run
+--   for 15 s of server time (no worker runs it), the claim runs it first.
 --   An entrypoint's concurrency_limit holds across all workers: one claimer at a time takes the
---   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call). It also
---   bounds stale re-claims: they must fit beside the live running jobs, so limit 0 (paused)
---   claims nothing at all. An entrypoint paused with pgq.pause is skipped entirely (no queued
---   job, no stale re-claim) until pgq.resume.
+--   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call), and
+--   claims only what fits beside its running jobs, so limit 0 claims nothing. An entrypoint
+--   paused with pgq.pause is skipped entirely until pgq.resume.
 --   at NULL means now(); tests pass a time to move the clock.
 --   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
 --   the same request_id by the same worker (its answer was lost with the connection) answers
 --   the jobs the first one claimed that this worker still runs under those leases (heartbeat
 --   refreshed), and claims nothing new. A lost answer costs a round trip, not a heartbeat
 --   timeout.
---   Jobs not due yet are 'scheduled' (outside the claim index, so a claim never walks them);
---   the claim first promotes the scheduled jobs of its entrypoints that are due at `at` to
---   'queued' (at most 1000 per call, earliest first; SKIP LOCKED), a cheap probe of their own
---   index when none is due.
+--   Jobs not due yet are 'scheduled' (in their own partition, outside the claim's way); the
+--   claim first promotes the scheduled jobs of its entrypoints that are due at `at` (at most
+--   1000 per call, earliest first; pgq._promote), a cheap index probe when none is due.
 --   Each row carries the entrypoint's policy as the worker needs it: max_attempts,
 --   heartbeat_timeout (also in seconds, heartbeat_timeout_s: heartbeat well within it) and
 --   last_attempt (a failure of this attempt makes the job dead).
@@ -43,12 +49,16 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Partitions emptied by TRUNCATE would otherwise get sequential scans in generic plans made
+-- while they were empty (docs/decisions/0006).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
     v_now     timestamptz := coalesce(claim.at, now());
     v_limited text[];
     v_ids     bigint[];
+    v_now_ms  bigint;
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
         PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
@@ -95,18 +105,19 @@ BEGIN
         END IF;
     END IF;
 
-    -- Due scheduled jobs become queued (the trigger tells the other workers).
-    UPDATE pgq.jobs j
-       SET status = 'queued'
-     WHERE j.id IN (SELECT s.id
-                      FROM pgq.jobs s
-                     WHERE s.entrypoint = ANY (claim.entrypoints)
-                       AND s.status = 'scheduled'
-                       AND s.run_at <= v_now
-                     ORDER BY s.run_at
-                     LIMIT 1000
-                       FOR UPDATE SKIP LOCKED)
-       AND j.status = 'scheduled';
+    -- No worker runs pgq.maintain (a client of its own): the claim does, now and then.
+    IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+       - (SELECT m.last_value FROM pgq.maintained_at m) > 15000 THEN
+        PERFORM pgq.maintain(v_now);
+    END IF;
+    -- Stale jobs, at most once a second of the claim clock (either way: tests move it back).
+    v_now_ms := (extract(epoch FROM v_now) * 1000)::bigint;
+    IF abs(v_now_ms - (SELECT s.last_value FROM pgq.swept_at s)) >= 1000 THEN
+        PERFORM setval('pgq.swept_at', greatest(v_now_ms, 0));
+        PERFORM pgq._sweep(NULL, v_now);
+    END IF;
+    -- Due scheduled jobs become queued (the insert trigger tells the other workers).
+    PERFORM pgq._promote(claim.entrypoints, v_now, 1000);
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
     SELECT array_agg(c.entrypoint) INTO v_limited
@@ -118,26 +129,11 @@ BEGIN
              ORDER BY e.entrypoint
                FOR UPDATE SKIP LOCKED) AS c;
 
-    -- Stale jobs that may not run again leave for history.
-    PERFORM pgq._archive(array_agg(s.id),
-                         array_agg(CASE WHEN s.cancel_requested THEN 'canceled' ELSE 'failed' END),
-                         array_agg(jsonb_build_object('error', 'heartbeat timeout',
-                                                      'worker_id', s.worker_id,
-                                                      'heartbeat_at', s.heartbeat_at)),
-                         v_now)
-       FROM (SELECT j.id, j.cancel_requested, j.worker_id, j.heartbeat_at
-               FROM pgq.entrypoints c
-               JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
-              WHERE c.entrypoint = ANY (claim.entrypoints)
-                AND j.heartbeat_at < v_now - c.heartbeat_timeout
-                AND (j.attempt >= c.max_attempts OR j.cancel_requested)
-                FOR UPDATE OF j SKIP LOCKED) AS s
-     HAVING count(*) > 0;
-
-    -- Lock the jobs to take. (Their ids go to an array: the UPDATE below then finds them by
-    -- primary key whatever the planner guesses about the LIMITs.)
+    -- Lock the jobs to take: per lane from its cursor on, then by priority and ready order
+    -- within each entrypoint's quota. (The ids go to an array: the UPDATE below finds them by
+    -- id whatever the planner guesses about the LIMITs.)
     WITH eps AS (
-        SELECT c.entrypoint, c.heartbeat_timeout, c.max_attempts,
+        SELECT c.entrypoint,
                CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
                     WHEN c.entrypoint = ANY (v_limited) THEN
                          greatest(0, least(claim.batch_size,
@@ -145,52 +141,38 @@ BEGIN
                                                                     FROM pgq.jobs r
                                                                    WHERE r.entrypoint = c.entrypoint
                                                                      AND r.status = 'running')))
-                    ELSE 0 END AS quota,
-               -- Re-claiming a stale job leaves the running count as it is, but it must still fit
-               -- beside the live (non-stale) running jobs: a paused entrypoint re-claims nothing.
-               CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
-                    WHEN c.entrypoint = ANY (v_limited) THEN
-                         greatest(0, least(claim.batch_size,
-                                           c.concurrency_limit - (SELECT count(*)
-                                                                    FROM pgq.jobs r
-                                                                   WHERE r.entrypoint = c.entrypoint
-                                                                     AND r.status = 'running'
-                                                                     AND r.heartbeat_at >= v_now - c.heartbeat_timeout)))
-                    ELSE 0 END AS stale_quota
+                    ELSE 0 END AS quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)
            AND c.paused_at IS NULL
+    ), lanes AS MATERIALIZED (
+        SELECT l.entrypoint, l.priority, eps.quota,
+               pgq._lane_cursor(l.entrypoint, l.priority, l.cursor_seq) AS cursor
+          FROM eps
+          JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
+         WHERE eps.quota > 0
     ), candidates AS (
-        SELECT q.id, q.priority, q.run_at
-          FROM eps
+        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota
+          FROM lanes
          CROSS JOIN LATERAL (
-               SELECT j.id, j.priority, j.run_at
+               SELECT j.id, j.entrypoint, j.priority, j.ready_seq
                  FROM pgq.jobs j
-                WHERE j.entrypoint = eps.entrypoint
+                WHERE j.entrypoint = lanes.entrypoint
+                  AND j.priority = lanes.priority
                   AND j.status = 'queued'
-                  AND j.run_at <= v_now
-                ORDER BY j.priority DESC, j.run_at, j.id
-                LIMIT eps.quota
+                  AND j.ready_seq > lanes.cursor
+                ORDER BY j.ready_seq
+                LIMIT least(lanes.quota, claim.batch_size)
                   FOR UPDATE SKIP LOCKED) AS q
-        UNION ALL
-        SELECT s.id, s.priority, s.run_at
-          FROM eps
-         CROSS JOIN LATERAL (
-               SELECT j.id, j.priority, j.run_at
-                 FROM pgq.jobs j
-                WHERE j.entrypoint = eps.entrypoint
-                  AND j.status = 'running'
-                  AND j.heartbeat_at < v_now - eps.heartbeat_timeout
-                  AND j.attempt < eps.max_attempts
-                  AND NOT j.cancel_requested
-                ORDER BY j.priority DESC, j.run_at, j.id
-                LIMIT eps.stale_quota
-                  FOR UPDATE SKIP LOCKED) AS s
     )
     SELECT array_agg(p.id) INTO v_ids
-      FROM (SELECT c.id
-              FROM candidates c
-             ORDER BY c.priority DESC, c.run_at, c.id
+      FROM (SELECT r.id
+              FROM (SELECT c.id, c.priority, c.ready_seq, c.quota,
+                           row_number() OVER (PARTITION BY c.entrypoint
+                                              ORDER BY c.priority DESC, c.ready_seq) AS n
+                      FROM candidates c) r
+             WHERE r.n <= r.quota
+             ORDER BY r.priority DESC, r.ready_seq
              LIMIT claim.batch_size) AS p;
     IF v_ids IS NULL THEN
         RETURN;
@@ -205,25 +187,21 @@ BEGIN
                started_at = v_now,
                heartbeat_at = v_now,
                claim_request = claim.request_id,
-               attempt = j.attempt + 1,
-               -- A re-claimed stale job notes the timeout; no lease in the entry: a lease in
-               -- the error list means that attempt's result was applied (see pgq.complete).
-               errors = CASE WHEN j.status = 'running'
-                             THEN j.errors || jsonb_build_array(jsonb_build_object(
-                                      'attempt', j.attempt, 'at', v_now,
-                                      'details', jsonb_build_object('error', 'heartbeat timeout',
-                                                                    'worker_id', j.worker_id,
-                                                                    'heartbeat_at', j.heartbeat_at)))
-                             ELSE j.errors END
+               attempt = j.attempt + 1
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
+           AND j.status = 'queued'
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                   j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
-                  extract(epoch FROM c.heartbeat_timeout)::float8, j.attempt >= c.max_attempts
+                  extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
+                  j.attempt >= c.max_attempts AS last_attempt, j.ready_seq
     )
-    SELECT c.* FROM claimed c ORDER BY c.priority DESC, c.run_at, c.id;
+    SELECT c.id, c.lease, c.entrypoint, c.payload, c.headers, c.priority, c.attempt, c.enqueued_at,
+           c.run_at, c.dedupe_key, c.max_attempts, c.heartbeat_timeout, c.timeout_s, c.last_attempt
+      FROM claimed c
+     ORDER BY c.priority DESC, c.ready_seq;
 END
 $$;
 COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz, uuid) IS
-    'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease. A claim re-sent with the same request_id answers the same jobs.';
+    'Claims up to batch_size runnable jobs: priority desc, then ready order (stale jobs are swept and queued again first). SKIP LOCKED; respects concurrency limits; each claim gets a new lease. A claim re-sent with the same request_id answers the same jobs.';

@@ -23,10 +23,12 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
     v_id  bigint;
+    v_due timestamptz;
 BEGIN
     IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
@@ -44,30 +46,42 @@ BEGIN
     PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
     PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
 
-    -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
-    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers, status)
-    SELECT enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), d.due,
-           enqueue.dedupe_key, enqueue.headers,
-           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END
-      FROM (SELECT coalesce(enqueue.run_at, now() + enqueue.delay, now()) AS due) AS d
-        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
-    RETURNING id INTO v_id;
-    IF v_id IS NOT NULL THEN
-        RETURN v_id;
+    v_due := coalesce(enqueue.run_at, now() + enqueue.delay, now());
+    v_id := nextval('pgq.job_id_seq');
+    -- The dedupe key first: unique among live jobs in pgq.live_keys (waits for a concurrent
+    -- holder's transaction, like a unique index).
+    IF enqueue.dedupe_key IS NOT NULL THEN
+        INSERT INTO pgq.live_keys (dedupe_key, job_id) VALUES (enqueue.dedupe_key, v_id)
+            ON CONFLICT (dedupe_key) DO NOTHING;
+        IF NOT FOUND THEN
+            IF enqueue.on_conflict = 'raise' THEN
+                RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
+                    USING ERRCODE = 'PQ007',
+                          HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+            END IF;
+            -- 'existing': a new statement sees the holder that made our insert skip.
+            SELECT k.job_id INTO v_id FROM pgq.live_keys k WHERE k.dedupe_key = enqueue.dedupe_key;
+            IF v_id IS NULL THEN
+                -- The holder finished between our insert and this look-up: its key is free now.
+                RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue.dedupe_key)
+                    USING ERRCODE = 'PQ007';
+            END IF;
+            RETURN v_id;
+        END IF;
     END IF;
 
-    -- The dedupe key is held by a live job.
-    IF enqueue.on_conflict = 'raise' THEN
-        RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
-            USING ERRCODE = 'PQ007',
-                  HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
-    END IF;
-    -- 'existing': a new statement sees the holder that made our insert skip.
-    SELECT j.id INTO v_id FROM pgq.jobs j WHERE j.dedupe_key = enqueue.dedupe_key;
-    IF v_id IS NULL THEN
-        -- The holder finished between our insert and this look-up: its key is free now.
-        RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue.dedupe_key)
-            USING ERRCODE = 'PQ007';
+    -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
+    -- due one enters the ring's current slot with a ready number, behind the fence.
+    IF v_due > now() THEN
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status, slot)
+        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
+                enqueue.dedupe_key, enqueue.headers, 'scheduled', 4);
+    ELSE
+        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
+                              ready_seq, slot)
+        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
+                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());
     END IF;
     RETURN v_id;
 END

@@ -7,7 +7,8 @@
 --   Element defaults: payload NULL, priority 0, due now, no dedupe key, headers NULL. A job is
 --   due at its run_ats element, or its delays element after now() (the server's clock); one
 --   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then due
---   time, then enqueue order. A dedupe key is unique among live (queued or running) jobs:
+--   time, then enqueue order. A dedupe key is unique among live (scheduled, queued or running)
+--   jobs (pgq.live_keys):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
 --   the live job that holds the key instead of adding one.
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
@@ -34,6 +35,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -41,7 +43,6 @@ DECLARE
     v_bad      record;
     v_ids      bigint[];
     v_missing  text[];
-    v_count    bigint;
     v_payloads jsonb[];
     v_headers  jsonb[];
 BEGIN
@@ -135,39 +136,56 @@ BEGIN
 
     -- Ids first, in input order, so the insert needs no join to report them.
     v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
-    -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
-    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status)
-    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h,
-           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END
-      FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
-                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
-           AS u(id, e, p, pr, ra, dk, h, dl)
-     CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
-        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING;
-    GET DIAGNOSTICS v_count = ROW_COUNT;
-
-    IF v_count < v_n THEN
-        -- A dedupe key was taken: find the elements the insert skipped.
-        SELECT array_agg(CASE WHEN j.id IS NULL THEN NULL ELSE x.id END ORDER BY x.ord),
-               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE j.id IS NULL)
-          INTO v_ids, v_missing
+    -- Dedupe keys first: unique among live jobs in pgq.live_keys (a clash waits for the
+    -- holder's transaction, like a unique index). v_won: the elements that hold their key.
+    IF enqueue_many.dedupe_keys IS NOT NULL THEN
+        WITH won AS (
+            INSERT INTO pgq.live_keys (dedupe_key, job_id)
+            SELECT x.dk, x.id
+              FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
+             WHERE x.dk IS NOT NULL
+             ORDER BY x.ord
+                ON CONFLICT (dedupe_key) DO NOTHING
+            RETURNING job_id
+        )
+        SELECT array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND w.job_id IS NULL)
+          INTO v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
-          LEFT JOIN pgq.jobs j ON j.id = x.id;
-    END IF;
-
-    IF v_missing IS NOT NULL THEN
-        IF enqueue_many.on_conflict = 'raise' THEN
+          LEFT JOIN won w ON w.job_id = x.id;
+        IF v_missing IS NOT NULL AND enqueue_many.on_conflict = 'raise' THEN
             RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
                 USING ERRCODE = 'PQ007',
                       HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
         END IF;
-        -- 'existing': a new statement sees the holders that made our insert skip.
-        SELECT array_agg(coalesce(x.id, j.id) ORDER BY x.ord) INTO v_ids
+    END IF;
+
+    -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
+    -- due one enters the ring's current slot with a ready number, behind the fence.
+    PERFORM pgq._ready_lock(enqueue_many.entrypoints);
+    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
+                          ready_seq, slot)
+    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h,
+           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
+           CASE WHEN d.due > now() THEN NULL ELSE nextval('pgq.ready_seq') END,
+           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END
+      FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
+           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, ord)
+     CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
+     WHERE u.dk IS NULL OR v_missing IS NULL
+        OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id)
+     ORDER BY u.ord;
+
+    IF v_missing IS NOT NULL THEN
+        -- 'existing': a new statement sees the holders that made our key insert skip.
+        SELECT array_agg(coalesce(k.job_id, x.id) ORDER BY x.ord),
+               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL)
+          INTO v_ids, v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
-          LEFT JOIN pgq.jobs j ON x.id IS NULL AND j.dedupe_key = x.dk;
-        IF array_position(v_ids, NULL) IS NOT NULL THEN
+          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk;
+        IF v_missing IS NOT NULL THEN
             -- The holder finished between our insert and this look-up: its key is free now.
-            RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue_many.dedupe_keys[array_position(v_ids, NULL)])
+            RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(v_missing[1])
                 USING ERRCODE = 'PQ007';
         END IF;
     END IF;

@@ -210,6 +210,58 @@ CREATE INDEX jobs_running_idx ON pgq.jobs (entrypoint, claim_request)
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
 
+-- sql/functions/_add_lanes.sql
+-- pgq._add_lanes(entrypoints, priorities): create the lanes that do not exist yet.
+-- Contract: a lane is (entrypoint, priority), one row of pgq.lanes, insert-once, with its own
+--   cursor sequence pgq.lane_cursor_<lane_id> (starts at 0: nothing settled). Called by the
+--   insert trigger of pgq.jobs for queued rows. Concurrent creators of one lane wait on the
+--   primary key; the loser drops the sequence it made. A claim probes every lane of its
+--   entrypoints, so one statement may open at most 100 new lanes (distinct new priorities).
+-- Locking: the primary key of pgq.lanes while a lane is created (once per lane, ever).
+-- Errors: PQ005 more than 100 new lanes in one statement (the statement adds nothing).
+CREATE OR REPLACE FUNCTION pgq._add_lanes(entrypoints text[], priorities int[])
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_lane record;
+    v_id   bigint;
+    v_name text;
+    v_new  bigint;
+BEGIN
+    SELECT count(*) INTO v_new
+      FROM (SELECT DISTINCT u.e, u.p
+              FROM unnest(_add_lanes.entrypoints, _add_lanes.priorities) AS u(e, p)
+             WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes l WHERE l.entrypoint = u.e AND l.priority = u.p)) n;
+    IF v_new > 100 THEN
+        RAISE EXCEPTION 'one statement may open at most 100 new priority lanes, this one opens %', v_new
+            USING ERRCODE = 'PQ005',
+                  HINT = 'Each distinct priority of an entrypoint is a lane every claim looks at: use few priorities.';
+    END IF;
+    FOR v_lane IN
+        SELECT DISTINCT u.e, u.p
+          FROM unnest(_add_lanes.entrypoints, _add_lanes.priorities) AS u(e, p)
+         WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes l WHERE l.entrypoint = u.e AND l.priority = u.p)
+         ORDER BY 1, 2
+    LOOP
+        v_id := nextval('pgq.lane_id_seq');
+        v_name := 'lane_cursor_' || v_id;
+        EXECUTE format('CREATE SEQUENCE pgq.%I AS bigint MINVALUE 0 START 0', v_name);
+        EXECUTE format('REVOKE ALL ON SEQUENCE pgq.%I FROM PUBLIC', v_name);
+        INSERT INTO pgq.lanes (entrypoint, priority, lane_id, cursor_seq)
+        VALUES (v_lane.e, v_lane.p, v_id, ('pgq.' || v_name)::regclass)
+            ON CONFLICT (entrypoint, priority) DO NOTHING;
+        IF NOT FOUND THEN
+            EXECUTE format('DROP SEQUENCE pgq.%I', v_name);
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
+    'Private. Creates the missing lanes (entrypoint, priority), each with its cursor sequence.';
+
 -- sql/functions/_archive.sql
 -- pgq._archive(ids, statuses, details, at, worker_id, leases): move live jobs to pgq.job_history.
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
@@ -956,13 +1008,15 @@ COMMENT ON FUNCTION pgq._hist_quantiles(int[], bigint[], float8[]) IS
 -- pgq._jobs_after_insert(): statement-level AFTER INSERT trigger on pgq.jobs.
 -- Contract: registers every new entrypoint in pgq.entrypoints with the default policy (at most
 --   100 new ones per statement, so one producer call cannot flood the policy table, the
---   notifications and pgq.queue_stats), then
+--   notifications and pgq.queue_stats), opens the lane (entrypoint, priority) of every job that
+--   can be claimed (pgq._add_lanes, at most 100 new ones per statement), then
 --   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got jobs due
 --   now, and {"kind": "scheduled", "entrypoints": [...]} naming those that got jobs due later
 --   (a worker then asks pgq.next_run_at when to look, instead of claiming nothing now).
 --   Never carries payload data (any role may LISTEN).
 -- Locking: a first-time entrypoint briefly holds its new pgq.entrypoints key until commit.
--- Errors: PQ001 more than 100 new entrypoints in one statement (the statement adds nothing).
+-- Errors: PQ001 more than 100 new entrypoints, PQ005 more than 100 new lanes in one statement
+--   (the statement adds nothing).
 CREATE OR REPLACE FUNCTION pgq._jobs_after_insert()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -985,6 +1039,12 @@ BEGIN
             USING ERRCODE = 'PQ001',
                   HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
     END IF;
+
+    -- The lanes of jobs that can be claimed (insert-once; a probe of pgq.lanes when they exist).
+    PERFORM pgq._add_lanes(array_agg(l.entrypoint), array_agg(l.priority))
+       FROM (SELECT DISTINCT n.entrypoint, n.priority FROM new_rows n WHERE n.status <> 'scheduled') l
+           WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes x WHERE x.entrypoint = l.entrypoint AND x.priority = l.priority)
+    HAVING count(*) > 0;
 
     SELECT jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'queued'),
            jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'scheduled')
@@ -1106,6 +1166,65 @@ $$;
 COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
     'Private. NULL when a JSON value is fit to store (size as text, nesting, numbers), else the problem.';
 
+-- sql/functions/_lane_cursor.sql
+-- pgq._lane_cursor(entrypoint, priority, cursor_seq): a lane's cursor, moved on first when
+--   the fence allows.
+-- Contract: returns a ready number c such that every job of the lane with a ready number <= c
+--   is settled (claimed, finished, canceled, rolled back or never used): a claim reads the lane
+--   from ready_seq > c. To move on, it reads L, the last number handed out, then probes the
+--   fence (pgq._ready_lock) with an exclusive try-lock released at once: if free, every
+--   transaction that drew a number <= L for this entrypoint has ended, and the next statement
+--   (a new snapshot) finds the first row still queued above the cursor; the cursor moves to
+--   just below it, or to L. If a producer of this entrypoint is open, the cursor stays (claims
+--   then read from the old cursor: correct, and only as slow as the walk behind it).
+--   Two claimers racing may set the cursor back a little: harmless, a read starts earlier.
+-- Locking: an exclusive advisory try-lock for an instant; no row locks.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._lane_cursor(entrypoint text, priority int, cursor_seq regclass)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_c    bigint := coalesce(pg_sequence_last_value(_lane_cursor.cursor_seq), 0);
+    v_last bigint;
+    v_key  int := hashtext(_lane_cursor.entrypoint);
+    v_min  bigint;
+    v_new  bigint;
+BEGIN
+    SELECT CASE WHEN s.is_called THEN s.last_value ELSE s.last_value - 1 END INTO v_last
+      FROM pgq.ready_seq s;
+    IF v_last <= v_c THEN
+        RETURN v_c;
+    END IF;
+    IF NOT pg_try_advisory_lock('pgq.ready_seq'::regclass::oid::int, v_key) THEN
+        RETURN v_c;
+    END IF;
+    PERFORM pg_advisory_unlock('pgq.ready_seq'::regclass::oid::int, v_key);
+    SELECT j.ready_seq INTO v_min
+      FROM pgq.jobs j
+     WHERE j.entrypoint = _lane_cursor.entrypoint
+       AND j.priority = _lane_cursor.priority
+       AND j.status = 'queued'
+       AND j.ready_seq > v_c
+     ORDER BY j.ready_seq
+     LIMIT 1;
+    v_new := CASE WHEN v_min IS NULL THEN v_last ELSE least(v_last, v_min - 1) END;
+    IF v_new > v_c THEN
+        PERFORM setval(_lane_cursor.cursor_seq, v_new);
+        RETURN v_new;
+    END IF;
+    RETURN v_c;
+END
+$$;
+COMMENT ON FUNCTION pgq._lane_cursor(text, int, regclass) IS
+    'Private. The lane''s claim cursor, moved on past settled ready numbers when no producer of the entrypoint is open.';
+
 -- sql/functions/_notify.sql
 -- pgq._notify(kind, field, vals): send {"kind": kind, field: [...]} on channel pgq_events.
 -- Contract: values are split into chunks so each payload stays far below NOTIFY's 8000-byte
@@ -1134,6 +1253,206 @@ END
 $$;
 COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
     'Private. Sends {"kind": kind, field: vals} on pgq_events in chunks well under the NOTIFY size limit.';
+
+-- sql/functions/_promote.sql
+-- pgq._promote(entrypoints, at, max_rows): scheduled jobs whose run_at has come become queued.
+-- Contract: moves at most max_rows jobs of the given entrypoints (NULL: every entrypoint) with
+--   status 'scheduled' and run_at <= at, earliest first, from jobs_scheduled into the ring's
+--   current slot as 'queued', each with a new ready number (behind the fence,
+--   pgq._ready_lock), in run_at order. Every other column is kept (id, attempt, errors,
+--   dedupe key). A move is DELETE ... RETURNING + INSERT in one statement (an UPDATE that
+--   changes the partition would make a concurrent waiter fail; a waiter here finds the row
+--   gone and looks again, see pgq.cancel). Rows locked by someone are skipped (SKIP LOCKED).
+--   The insert trigger tells idle workers. Returns the number of jobs promoted.
+-- Locking: row locks on the moved jobs.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._promote(entrypoints text[], at timestamptz, max_rows int)
+RETURNS int
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_eps text[];
+    v_n   int;
+BEGIN
+    SELECT array_agg(DISTINCT s.entrypoint) INTO v_eps
+      FROM (SELECT j.entrypoint
+              FROM pgq.jobs j
+             WHERE (_promote.entrypoints IS NULL OR j.entrypoint = ANY (_promote.entrypoints))
+               AND j.status = 'scheduled'
+               AND j.run_at <= _promote.at
+             LIMIT _promote.max_rows) s;
+    IF v_eps IS NULL THEN
+        RETURN 0;
+    END IF;
+    PERFORM pgq._ready_lock(v_eps);
+    WITH due AS (
+        SELECT j.id
+          FROM pgq.jobs j
+         WHERE j.entrypoint = ANY (v_eps)
+           AND j.status = 'scheduled'
+           AND j.run_at <= _promote.at
+         ORDER BY j.run_at, j.id
+         LIMIT _promote.max_rows
+           FOR UPDATE SKIP LOCKED
+    ), moved AS (
+        DELETE FROM pgq.jobs j
+         USING due
+         WHERE j.id = due.id
+           AND j.status = 'scheduled'
+        RETURNING j.*
+    )
+    INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
+                          headers, dedupe_key, cancel_requested, errors, ready_seq, slot)
+    SELECT m.id, m.entrypoint, 'queued', m.priority, m.run_at, m.enqueued_at, m.attempt, m.payload,
+           m.headers, m.dedupe_key, m.cancel_requested, m.errors, nextval('pgq.ready_seq'), pgq._slot()
+      FROM (SELECT * FROM moved ORDER BY run_at, id) m;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$$;
+COMMENT ON FUNCTION pgq._promote(text[], timestamptz, int) IS
+    'Private. Moves due scheduled jobs into the ring as queued, with ready numbers in run_at order.';
+
+-- sql/functions/_ready_lock.sql
+-- pgq._ready_lock(entrypoints): the producer side of the ready-number fence.
+-- Contract: every transaction that draws numbers from pgq.ready_seq for jobs of an entrypoint
+--   (enqueue, promotion, release, a retry, the stale sweep, requeue) calls this first, for
+--   those entrypoints. It takes a SHARED transaction-level advisory lock on (the oid of
+--   pgq.ready_seq, hashtext(entrypoint)) for each distinct entrypoint, in sorted order, held to
+--   the end of the transaction. pgq._lane_cursor moves a lane's cursor only when an exclusive
+--   try-lock on the same key succeeds: then every number drawn for that entrypoint before it
+--   read the sequence belongs to a transaction that has ended, so a row committed late can
+--   never lie behind a cursor. A transaction that draws no ready number (a long report, an
+--   idle session holding an xid) does not hold a cursor back.
+-- Locking: shared advisory locks (they wait only for a probe holding the exclusive lock for an
+--   instant).
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._ready_lock(entrypoints text[])
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared('pgq.ready_seq'::regclass::oid::int, s.k)
+       FROM (SELECT DISTINCT hashtext(e) AS k FROM unnest(_ready_lock.entrypoints) AS e ORDER BY 1) s;
+END
+$$;
+COMMENT ON FUNCTION pgq._ready_lock(text[]) IS
+    'Private. The fence: shared advisory locks a transaction holds while it draws ready numbers for these entrypoints.';
+
+-- sql/functions/_slot.sql
+-- pgq._slot(): the ring slot new due jobs enter (docs/decisions/0006).
+-- Contract: pgq.ring_seq's last value mod 4 (0..3). A sequence: reading it, and pgq.maintain
+--   moving it on, leaves no row version behind. The default of pgq.jobs.slot; jobs not due yet
+--   go to slot 4 (jobs_scheduled) instead, given explicitly by their writers.
+-- Locking: none.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._slot()
+RETURNS smallint
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT (s.last_value % 4)::smallint FROM pgq.ring_seq s
+$$;
+COMMENT ON FUNCTION pgq._slot() IS
+    'Private. The ring slot (0..3) new due jobs enter: pgq.ring_seq mod 4.';
+
+-- sql/functions/_sweep.sql
+-- pgq._sweep(entrypoints, at): stale running jobs leave the running state.
+-- Contract: running jobs of the given entrypoints (NULL: every entrypoint) whose heartbeat is
+--   older than their entrypoint's heartbeat_timeout at `at` (their worker is gone): those whose
+--   attempts are used up go to history as failed, those flagged for cancellation as canceled;
+--   the others are queued again (lease, worker and heartbeat cleared, a new ready number behind
+--   the fence, the timeout noted in their error list) and the next claim takes them as a new
+--   attempt. Paused entrypoints are swept too (their jobs wait queued). SKIP LOCKED: a job a
+--   concurrent call holds is left for the next sweep. Returns the number of jobs swept.
+-- Locking: row locks on the swept jobs.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._sweep(entrypoints text[], at timestamptz)
+RETURNS int
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n    int := 0;
+    v_m    int;
+    v_dead record;
+    v_eps  text[];
+BEGIN
+    SELECT array_agg(s.id ORDER BY s.id) AS ids,
+           array_agg(CASE WHEN s.cancel_requested THEN 'canceled' ELSE 'failed' END ORDER BY s.id) AS statuses,
+           array_agg(jsonb_build_object('error', 'heartbeat timeout', 'worker_id', s.worker_id,
+                                        'heartbeat_at', s.heartbeat_at) ORDER BY s.id) AS details
+      INTO v_dead
+      FROM (SELECT j.id, j.cancel_requested, j.worker_id, j.heartbeat_at
+              FROM pgq.entrypoints c
+              JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
+             WHERE (_sweep.entrypoints IS NULL OR c.entrypoint = ANY (_sweep.entrypoints))
+               AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout
+               AND (j.attempt >= c.max_attempts OR j.cancel_requested)
+               FOR UPDATE OF j SKIP LOCKED) s;
+    IF v_dead.ids IS NOT NULL THEN
+        SELECT count(*) INTO v_n
+          FROM pgq._archive(v_dead.ids, v_dead.statuses, v_dead.details, _sweep.at);
+    END IF;
+
+    SELECT array_agg(DISTINCT j.entrypoint) INTO v_eps
+      FROM pgq.entrypoints c
+      JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
+     WHERE (_sweep.entrypoints IS NULL OR c.entrypoint = ANY (_sweep.entrypoints))
+       AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout;
+    IF v_eps IS NULL THEN
+        RETURN v_n;
+    END IF;
+    PERFORM pgq._ready_lock(v_eps);
+    WITH stale AS (
+        SELECT j.id
+          FROM pgq.entrypoints c
+          JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
+         WHERE c.entrypoint = ANY (v_eps)
+           AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout
+           AND j.attempt < c.max_attempts
+           AND NOT j.cancel_requested
+         ORDER BY j.priority DESC, j.run_at, j.id
+           FOR UPDATE OF j SKIP LOCKED
+    )
+    UPDATE pgq.jobs j
+       SET status = 'queued',
+           ready_seq = nextval('pgq.ready_seq'),
+           lease = NULL,
+           worker_id = NULL,
+           started_at = NULL,
+           heartbeat_at = NULL,
+           claim_request = NULL,
+           -- No lease in the entry: a lease in the error list means that attempt's result was
+           -- applied (see pgq.complete).
+           errors = j.errors || jsonb_build_array(jsonb_build_object(
+                        'attempt', j.attempt, 'at', _sweep.at,
+                        'details', jsonb_build_object('error', 'heartbeat timeout',
+                                                      'worker_id', j.worker_id,
+                                                      'heartbeat_at', j.heartbeat_at)))
+      FROM stale
+     WHERE j.id = stale.id
+       AND j.status = 'running';
+    GET DIAGNOSTICS v_m = ROW_COUNT;
+    RETURN v_n + v_m;
+END
+$$;
+COMMENT ON FUNCTION pgq._sweep(text[], timestamptz) IS
+    'Private. Stale running jobs: archived (attempts used up, cancel requested) or queued again with a new ready number.';
 
 -- sql/functions/_valid_name.sql
 -- pgq._valid_name(name): the one rule for entrypoint and schedule names.
@@ -1214,26 +1533,32 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
 -- sql/functions/claim.sql
 -- pgq.claim(worker_id, entrypoints, batch_size, at, request_id)
 -- Contract: claims up to batch_size runnable jobs of the given entrypoints, highest priority
---   first, then earliest due, then enqueue order. Runnable: queued with run_at <= at, or running
---   with a heartbeat older than the entrypoint's heartbeat_timeout (stale: its worker is gone).
---   Each claimed job gets status running, heartbeat = at, this worker, a new lease and attempt + 1
---   (a re-claim counts as an attempt). A stale job whose attempts are used up goes to history as
---   failed, and a stale job flagged for cancellation as canceled, instead of being claimed.
+--   first, then in ready order: the order in which jobs became runnable (enqueue order for jobs
+--   due at once; a delayed or retried job joins when it is due; a released or timed-out job
+--   goes to the back of its lane). Each lane (entrypoint, priority) is read from its cursor on
+--   (pgq._lane_cursor), so row versions of jobs claimed or finished before are never walked
+--   again, however long a transaction holds the vacuum horizon (docs/decisions/0006).
+--   Each claimed job gets status running, heartbeat = at, this worker, a new lease and
+--   attempt + 1.
+--   Stale jobs (running with a heartbeat older than the entrypoint's heartbeat_timeout: their
+--   worker is gone) are swept first, at most once a second of `at` across all claimers
+--   (pgq._sweep, every entrypoint): queued again with the timeout in their error list (and then
+--   claimed like any queued job, a new attempt), or to history as failed when their attempts
+--   are used up, as canceled when cancellation was requested. When pgq.maintain has not run
+--   for 15 s of server time (no worker runs it), the claim runs it first.
 --   An entrypoint's concurrency_limit holds across all workers: one claimer at a time takes the
---   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call). It also
---   bounds stale re-claims: they must fit beside the live running jobs, so limit 0 (paused)
---   claims nothing at all. An entrypoint paused with pgq.pause is skipped entirely (no queued
---   job, no stale re-claim) until pgq.resume.
+--   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call), and
+--   claims only what fits beside its running jobs, so limit 0 claims nothing. An entrypoint
+--   paused with pgq.pause is skipped entirely until pgq.resume.
 --   at NULL means now(); tests pass a time to move the clock.
 --   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
 --   the same request_id by the same worker (its answer was lost with the connection) answers
 --   the jobs the first one claimed that this worker still runs under those leases (heartbeat
 --   refreshed), and claims nothing new. A lost answer costs a round trip, not a heartbeat
 --   timeout.
---   Jobs not due yet are 'scheduled' (outside the claim index, so a claim never walks them);
---   the claim first promotes the scheduled jobs of its entrypoints that are due at `at` to
---   'queued' (at most 1000 per call, earliest first; SKIP LOCKED), a cheap probe of their own
---   index when none is due.
+--   Jobs not due yet are 'scheduled' (in their own partition, outside the claim's way); the
+--   claim first promotes the scheduled jobs of its entrypoints that are due at `at` (at most
+--   1000 per call, earliest first; pgq._promote), a cheap index probe when none is due.
 --   Each row carries the entrypoint's policy as the worker needs it: max_attempts,
 --   heartbeat_timeout (also in seconds, heartbeat_timeout_s: heartbeat well within it) and
 --   last_attempt (a failure of this attempt makes the job dead).
@@ -1257,12 +1582,16 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Partitions emptied by TRUNCATE would otherwise get sequential scans in generic plans made
+-- while they were empty (docs/decisions/0006).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
     v_now     timestamptz := coalesce(claim.at, now());
     v_limited text[];
     v_ids     bigint[];
+    v_now_ms  bigint;
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
         PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
@@ -1309,18 +1638,19 @@ BEGIN
         END IF;
     END IF;
 
-    -- Due scheduled jobs become queued (the trigger tells the other workers).
-    UPDATE pgq.jobs j
-       SET status = 'queued'
-     WHERE j.id IN (SELECT s.id
-                      FROM pgq.jobs s
-                     WHERE s.entrypoint = ANY (claim.entrypoints)
-                       AND s.status = 'scheduled'
-                       AND s.run_at <= v_now
-                     ORDER BY s.run_at
-                     LIMIT 1000
-                       FOR UPDATE SKIP LOCKED)
-       AND j.status = 'scheduled';
+    -- No worker runs pgq.maintain (a client of its own): the claim does, now and then.
+    IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+       - (SELECT m.last_value FROM pgq.maintained_at m) > 15000 THEN
+        PERFORM pgq.maintain(v_now);
+    END IF;
+    -- Stale jobs, at most once a second of the claim clock (either way: tests move it back).
+    v_now_ms := (extract(epoch FROM v_now) * 1000)::bigint;
+    IF abs(v_now_ms - (SELECT s.last_value FROM pgq.swept_at s)) >= 1000 THEN
+        PERFORM setval('pgq.swept_at', greatest(v_now_ms, 0));
+        PERFORM pgq._sweep(NULL, v_now);
+    END IF;
+    -- Due scheduled jobs become queued (the insert trigger tells the other workers).
+    PERFORM pgq._promote(claim.entrypoints, v_now, 1000);
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
     SELECT array_agg(c.entrypoint) INTO v_limited
@@ -1332,26 +1662,11 @@ BEGIN
              ORDER BY e.entrypoint
                FOR UPDATE SKIP LOCKED) AS c;
 
-    -- Stale jobs that may not run again leave for history.
-    PERFORM pgq._archive(array_agg(s.id),
-                         array_agg(CASE WHEN s.cancel_requested THEN 'canceled' ELSE 'failed' END),
-                         array_agg(jsonb_build_object('error', 'heartbeat timeout',
-                                                      'worker_id', s.worker_id,
-                                                      'heartbeat_at', s.heartbeat_at)),
-                         v_now)
-       FROM (SELECT j.id, j.cancel_requested, j.worker_id, j.heartbeat_at
-               FROM pgq.entrypoints c
-               JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
-              WHERE c.entrypoint = ANY (claim.entrypoints)
-                AND j.heartbeat_at < v_now - c.heartbeat_timeout
-                AND (j.attempt >= c.max_attempts OR j.cancel_requested)
-                FOR UPDATE OF j SKIP LOCKED) AS s
-     HAVING count(*) > 0;
-
-    -- Lock the jobs to take. (Their ids go to an array: the UPDATE below then finds them by
-    -- primary key whatever the planner guesses about the LIMITs.)
+    -- Lock the jobs to take: per lane from its cursor on, then by priority and ready order
+    -- within each entrypoint's quota. (The ids go to an array: the UPDATE below finds them by
+    -- id whatever the planner guesses about the LIMITs.)
     WITH eps AS (
-        SELECT c.entrypoint, c.heartbeat_timeout, c.max_attempts,
+        SELECT c.entrypoint,
                CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
                     WHEN c.entrypoint = ANY (v_limited) THEN
                          greatest(0, least(claim.batch_size,
@@ -1359,52 +1674,38 @@ BEGIN
                                                                     FROM pgq.jobs r
                                                                    WHERE r.entrypoint = c.entrypoint
                                                                      AND r.status = 'running')))
-                    ELSE 0 END AS quota,
-               -- Re-claiming a stale job leaves the running count as it is, but it must still fit
-               -- beside the live (non-stale) running jobs: a paused entrypoint re-claims nothing.
-               CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
-                    WHEN c.entrypoint = ANY (v_limited) THEN
-                         greatest(0, least(claim.batch_size,
-                                           c.concurrency_limit - (SELECT count(*)
-                                                                    FROM pgq.jobs r
-                                                                   WHERE r.entrypoint = c.entrypoint
-                                                                     AND r.status = 'running'
-                                                                     AND r.heartbeat_at >= v_now - c.heartbeat_timeout)))
-                    ELSE 0 END AS stale_quota
+                    ELSE 0 END AS quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)
            AND c.paused_at IS NULL
+    ), lanes AS MATERIALIZED (
+        SELECT l.entrypoint, l.priority, eps.quota,
+               pgq._lane_cursor(l.entrypoint, l.priority, l.cursor_seq) AS cursor
+          FROM eps
+          JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
+         WHERE eps.quota > 0
     ), candidates AS (
-        SELECT q.id, q.priority, q.run_at
-          FROM eps
+        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota
+          FROM lanes
          CROSS JOIN LATERAL (
-               SELECT j.id, j.priority, j.run_at
+               SELECT j.id, j.entrypoint, j.priority, j.ready_seq
                  FROM pgq.jobs j
-                WHERE j.entrypoint = eps.entrypoint
+                WHERE j.entrypoint = lanes.entrypoint
+                  AND j.priority = lanes.priority
                   AND j.status = 'queued'
-                  AND j.run_at <= v_now
-                ORDER BY j.priority DESC, j.run_at, j.id
-                LIMIT eps.quota
+                  AND j.ready_seq > lanes.cursor
+                ORDER BY j.ready_seq
+                LIMIT least(lanes.quota, claim.batch_size)
                   FOR UPDATE SKIP LOCKED) AS q
-        UNION ALL
-        SELECT s.id, s.priority, s.run_at
-          FROM eps
-         CROSS JOIN LATERAL (
-               SELECT j.id, j.priority, j.run_at
-                 FROM pgq.jobs j
-                WHERE j.entrypoint = eps.entrypoint
-                  AND j.status = 'running'
-                  AND j.heartbeat_at < v_now - eps.heartbeat_timeout
-                  AND j.attempt < eps.max_attempts
-                  AND NOT j.cancel_requested
-                ORDER BY j.priority DESC, j.run_at, j.id
-                LIMIT eps.stale_quota
-                  FOR UPDATE SKIP LOCKED) AS s
     )
     SELECT array_agg(p.id) INTO v_ids
-      FROM (SELECT c.id
-              FROM candidates c
-             ORDER BY c.priority DESC, c.run_at, c.id
+      FROM (SELECT r.id
+              FROM (SELECT c.id, c.priority, c.ready_seq, c.quota,
+                           row_number() OVER (PARTITION BY c.entrypoint
+                                              ORDER BY c.priority DESC, c.ready_seq) AS n
+                      FROM candidates c) r
+             WHERE r.n <= r.quota
+             ORDER BY r.priority DESC, r.ready_seq
              LIMIT claim.batch_size) AS p;
     IF v_ids IS NULL THEN
         RETURN;
@@ -1419,28 +1720,24 @@ BEGIN
                started_at = v_now,
                heartbeat_at = v_now,
                claim_request = claim.request_id,
-               attempt = j.attempt + 1,
-               -- A re-claimed stale job notes the timeout; no lease in the entry: a lease in
-               -- the error list means that attempt's result was applied (see pgq.complete).
-               errors = CASE WHEN j.status = 'running'
-                             THEN j.errors || jsonb_build_array(jsonb_build_object(
-                                      'attempt', j.attempt, 'at', v_now,
-                                      'details', jsonb_build_object('error', 'heartbeat timeout',
-                                                                    'worker_id', j.worker_id,
-                                                                    'heartbeat_at', j.heartbeat_at)))
-                             ELSE j.errors END
+               attempt = j.attempt + 1
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
+           AND j.status = 'queued'
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                   j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
-                  extract(epoch FROM c.heartbeat_timeout)::float8, j.attempt >= c.max_attempts
+                  extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
+                  j.attempt >= c.max_attempts AS last_attempt, j.ready_seq
     )
-    SELECT c.* FROM claimed c ORDER BY c.priority DESC, c.run_at, c.id;
+    SELECT c.id, c.lease, c.entrypoint, c.payload, c.headers, c.priority, c.attempt, c.enqueued_at,
+           c.run_at, c.dedupe_key, c.max_attempts, c.heartbeat_timeout, c.timeout_s, c.last_attempt
+      FROM claimed c
+     ORDER BY c.priority DESC, c.ready_seq;
 END
 $$;
 COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz, uuid) IS
-    'Claims up to batch_size runnable jobs (queued and due, or running with a stale heartbeat): priority desc, then due time, then id. SKIP LOCKED; respects concurrency limits; each claim gets a new lease. A claim re-sent with the same request_id answers the same jobs.';
+    'Claims up to batch_size runnable jobs: priority desc, then ready order (stale jobs are swept and queued again first). SKIP LOCKED; respects concurrency limits; each claim gets a new lease. A claim re-sent with the same request_id answers the same jobs.';
 
 -- sql/functions/claim_schedules.sql
 -- pgq.claim_schedules(worker_id, batch_size, at)
@@ -2060,10 +2357,12 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
     v_id  bigint;
+    v_due timestamptz;
 BEGIN
     IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
@@ -2081,30 +2380,42 @@ BEGIN
     PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
     PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
 
-    -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
-    INSERT INTO pgq.jobs (entrypoint, payload, priority, run_at, dedupe_key, headers, status)
-    SELECT enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), d.due,
-           enqueue.dedupe_key, enqueue.headers,
-           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END
-      FROM (SELECT coalesce(enqueue.run_at, now() + enqueue.delay, now()) AS due) AS d
-        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
-    RETURNING id INTO v_id;
-    IF v_id IS NOT NULL THEN
-        RETURN v_id;
+    v_due := coalesce(enqueue.run_at, now() + enqueue.delay, now());
+    v_id := nextval('pgq.job_id_seq');
+    -- The dedupe key first: unique among live jobs in pgq.live_keys (waits for a concurrent
+    -- holder's transaction, like a unique index).
+    IF enqueue.dedupe_key IS NOT NULL THEN
+        INSERT INTO pgq.live_keys (dedupe_key, job_id) VALUES (enqueue.dedupe_key, v_id)
+            ON CONFLICT (dedupe_key) DO NOTHING;
+        IF NOT FOUND THEN
+            IF enqueue.on_conflict = 'raise' THEN
+                RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
+                    USING ERRCODE = 'PQ007',
+                          HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
+            END IF;
+            -- 'existing': a new statement sees the holder that made our insert skip.
+            SELECT k.job_id INTO v_id FROM pgq.live_keys k WHERE k.dedupe_key = enqueue.dedupe_key;
+            IF v_id IS NULL THEN
+                -- The holder finished between our insert and this look-up: its key is free now.
+                RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue.dedupe_key)
+                    USING ERRCODE = 'PQ007';
+            END IF;
+            RETURN v_id;
+        END IF;
     END IF;
 
-    -- The dedupe key is held by a live job.
-    IF enqueue.on_conflict = 'raise' THEN
-        RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
-            USING ERRCODE = 'PQ007',
-                  HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
-    END IF;
-    -- 'existing': a new statement sees the holder that made our insert skip.
-    SELECT j.id INTO v_id FROM pgq.jobs j WHERE j.dedupe_key = enqueue.dedupe_key;
-    IF v_id IS NULL THEN
-        -- The holder finished between our insert and this look-up: its key is free now.
-        RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue.dedupe_key)
-            USING ERRCODE = 'PQ007';
+    -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
+    -- due one enters the ring's current slot with a ready number, behind the fence.
+    IF v_due > now() THEN
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status, slot)
+        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
+                enqueue.dedupe_key, enqueue.headers, 'scheduled', 4);
+    ELSE
+        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
+                              ready_seq, slot)
+        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
+                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());
     END IF;
     RETURN v_id;
 END
@@ -2122,7 +2433,8 @@ COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text
 --   Element defaults: payload NULL, priority 0, due now, no dedupe key, headers NULL. A job is
 --   due at its run_ats element, or its delays element after now() (the server's clock); one
 --   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then due
---   time, then enqueue order. A dedupe key is unique among live (queued or running) jobs:
+--   time, then enqueue order. A dedupe key is unique among live (scheduled, queued or running)
+--   jobs (pgq.live_keys):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
 --   the live job that holds the key instead of adding one.
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
@@ -2149,6 +2461,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -2156,7 +2469,6 @@ DECLARE
     v_bad      record;
     v_ids      bigint[];
     v_missing  text[];
-    v_count    bigint;
     v_payloads jsonb[];
     v_headers  jsonb[];
 BEGIN
@@ -2250,39 +2562,56 @@ BEGIN
 
     -- Ids first, in input order, so the insert needs no join to report them.
     v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
-    -- A job not due yet is 'scheduled' until a claim promotes it (see pgq.claim).
-    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status)
-    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h,
-           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END
-      FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
-                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
-           AS u(id, e, p, pr, ra, dk, h, dl)
-     CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
-        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING;
-    GET DIAGNOSTICS v_count = ROW_COUNT;
-
-    IF v_count < v_n THEN
-        -- A dedupe key was taken: find the elements the insert skipped.
-        SELECT array_agg(CASE WHEN j.id IS NULL THEN NULL ELSE x.id END ORDER BY x.ord),
-               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE j.id IS NULL)
-          INTO v_ids, v_missing
+    -- Dedupe keys first: unique among live jobs in pgq.live_keys (a clash waits for the
+    -- holder's transaction, like a unique index). v_won: the elements that hold their key.
+    IF enqueue_many.dedupe_keys IS NOT NULL THEN
+        WITH won AS (
+            INSERT INTO pgq.live_keys (dedupe_key, job_id)
+            SELECT x.dk, x.id
+              FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
+             WHERE x.dk IS NOT NULL
+             ORDER BY x.ord
+                ON CONFLICT (dedupe_key) DO NOTHING
+            RETURNING job_id
+        )
+        SELECT array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND w.job_id IS NULL)
+          INTO v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
-          LEFT JOIN pgq.jobs j ON j.id = x.id;
-    END IF;
-
-    IF v_missing IS NOT NULL THEN
-        IF enqueue_many.on_conflict = 'raise' THEN
+          LEFT JOIN won w ON w.job_id = x.id;
+        IF v_missing IS NOT NULL AND enqueue_many.on_conflict = 'raise' THEN
             RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
                 USING ERRCODE = 'PQ007',
                       HINT = 'Pass on_conflict => ''existing'' to get the id of the live job instead.';
         END IF;
-        -- 'existing': a new statement sees the holders that made our insert skip.
-        SELECT array_agg(coalesce(x.id, j.id) ORDER BY x.ord) INTO v_ids
+    END IF;
+
+    -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
+    -- due one enters the ring's current slot with a ready number, behind the fence.
+    PERFORM pgq._ready_lock(enqueue_many.entrypoints);
+    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
+                          ready_seq, slot)
+    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h,
+           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
+           CASE WHEN d.due > now() THEN NULL ELSE nextval('pgq.ready_seq') END,
+           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END
+      FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
+           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, ord)
+     CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
+     WHERE u.dk IS NULL OR v_missing IS NULL
+        OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id)
+     ORDER BY u.ord;
+
+    IF v_missing IS NOT NULL THEN
+        -- 'existing': a new statement sees the holders that made our key insert skip.
+        SELECT array_agg(coalesce(k.job_id, x.id) ORDER BY x.ord),
+               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL)
+          INTO v_ids, v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
-          LEFT JOIN pgq.jobs j ON x.id IS NULL AND j.dedupe_key = x.dk;
-        IF array_position(v_ids, NULL) IS NOT NULL THEN
+          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk;
+        IF v_missing IS NOT NULL THEN
             -- The holder finished between our insert and this look-up: its key is free now.
-            RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(enqueue_many.dedupe_keys[array_position(v_ids, NULL)])
+            RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(v_missing[1])
                 USING ERRCODE = 'PQ007';
         END IF;
     END IF;
@@ -4124,6 +4453,7 @@ CREATE SEQUENCE pgq.lane_id_seq AS bigint;
 CREATE SEQUENCE pgq.ring_seq AS bigint MINVALUE 0 START 0;
 CREATE SEQUENCE pgq.ring_rotated_at AS bigint MINVALUE 0 START 0;
 CREATE SEQUENCE pgq.maintained_at AS bigint MINVALUE 0 START 0;
+CREATE SEQUENCE pgq.swept_at AS bigint MINVALUE 0 START 0;
 COMMENT ON SEQUENCE pgq.ready_seq IS
     'Ready numbers: the order in which jobs became runnable (claims read each lane in this order).';
 COMMENT ON SEQUENCE pgq.ring_seq IS
@@ -4131,6 +4461,8 @@ COMMENT ON SEQUENCE pgq.ring_seq IS
 COMMENT ON SEQUENCE pgq.ring_rotated_at IS 'Epoch milliseconds of the last rotation of the ring.';
 COMMENT ON SEQUENCE pgq.maintained_at IS
     'Epoch milliseconds (server clock) of the last pgq.maintain; a claim runs it when overdue.';
+COMMENT ON SEQUENCE pgq.swept_at IS
+    'Epoch milliseconds (claim clock) of the last stale sweep by a claim (at most one a second).';
 
 CREATE TABLE pgq.lanes (
     entrypoint  text     NOT NULL,
@@ -4268,7 +4600,7 @@ COMMENT ON VIEW pgq.queue_stats IS
 REVOKE ALL ON pgq.jobs, pgq.jobs_0, pgq.jobs_1, pgq.jobs_2, pgq.jobs_3, pgq.jobs_scheduled,
               pgq.lanes, pgq.live_keys, pgq.queue_stats FROM PUBLIC;
 REVOKE ALL ON SEQUENCE pgq.ready_seq, pgq.lane_id_seq, pgq.ring_seq, pgq.ring_rotated_at,
-                       pgq.maintained_at FROM PUBLIC;
+                       pgq.maintained_at, pgq.swept_at FROM PUBLIC;
 GRANT SELECT ON pgq.queue_stats TO pgq_producer, pgq_worker;
 
 -- Operate it: views and privileges (workers registry, metrics, pause/resume, job lookup).
