@@ -161,6 +161,7 @@ BEGIN
                   AND j.priority = lanes.priority
                   AND j.status = 'queued'
                   AND j.ready_seq > lanes.cursor
+                  AND j.run_at <= v_now
                 ORDER BY j.ready_seq
                 LIMIT least(lanes.quota, claim.batch_size)
                   FOR UPDATE SKIP LOCKED) AS q

@@ -1694,6 +1694,7 @@ BEGIN
                   AND j.priority = lanes.priority
                   AND j.status = 'queued'
                   AND j.ready_seq > lanes.cursor
+                  AND j.run_at <= v_now
                 ORDER BY j.ready_seq
                 LIMIT least(lanes.quota, claim.batch_size)
                   FOR UPDATE SKIP LOCKED) AS q
@@ -4486,6 +4487,7 @@ DROP VIEW pgq.queue_stats;
 ALTER SEQUENCE pgq.job_id_seq OWNED BY NONE;
 ALTER TABLE pgq.jobs RENAME TO jobs_old;
 ALTER TABLE pgq.jobs_old RENAME CONSTRAINT jobs_pkey TO jobs_old_pkey;
+DROP INDEX pgq.jobs_queued_idx, pgq.jobs_running_idx, pgq.jobs_scheduled_idx, pgq.jobs_dedupe_key_idx;
 DROP TRIGGER jobs_after_insert ON pgq.jobs_old;
 DROP TRIGGER jobs_after_update ON pgq.jobs_old;
 DROP TRIGGER jobs_after_delete ON pgq.jobs_old;

@@ -4,7 +4,7 @@
 -- cannot change after its first query, and this whole file is one transaction; the Python tests
 -- call claim from a REPEATABLE READ transaction.
 BEGIN;
-SELECT plan(71);
+SELECT plan(72);
 
 -- Argument errors (nothing is claimed) ---------------------------------------------------------
 SELECT pgq.enqueue('cl_err') AS err_id \gset
@@ -33,7 +33,7 @@ SELECT is((SELECT count(*)::int FROM pgq.claim('11111111-1111-1111-1111-11111111
 SELECT is((SELECT count(*)::int FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cl_nobody}', 5)), 0,
           'an entrypoint never enqueued: nothing to claim, no error');
 
--- Claim order: priority desc, then run_at, then id ------------------------------------------
+-- Claim order: priority desc, then ready order (enqueue order for jobs due at enqueue) -------
 CREATE TEMP TABLE ord_jobs (name text, id bigint);
 INSERT INTO ord_jobs VALUES
     ('a', pgq.enqueue('cl_ord', '{"n": "a"}', priority => 0,  run_at => now() - interval '3 seconds')),
@@ -42,14 +42,14 @@ INSERT INTO ord_jobs VALUES
     ('d', pgq.enqueue('cl_ord', '{"n": "d"}', priority => 0,  run_at => now() - interval '3 seconds')),
     ('e', pgq.enqueue('cl_ord', '{"n": "e"}', priority => -1, run_at => now() - interval '9 seconds')),
     ('f', pgq.enqueue('cl_ord', '{"n": "f"}', priority => 9,  run_at => now() + interval '1 second'));
-SELECT is((SELECT c.payload ->> 'n' FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cl_ord}') c), 'c',
-          'batch of 1 takes the highest priority, earliest due job');
+SELECT is((SELECT c.payload ->> 'n' FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cl_ord}') c), 'b',
+          'batch of 1 takes the highest priority, first enqueued job (ready order, not run_at)');
 CREATE TEMP TABLE ord_got AS
 SELECT c.*, c.ordinality AS pos
   FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cl_ord}', 10) WITH ORDINALITY AS c;
 SELECT results_eq($$SELECT payload ->> 'n' FROM ord_got ORDER BY pos$$,
-                  ARRAY['b', 'a', 'd', 'e'],
-                  'then priority desc, run_at, id; the future job f is not due');
+                  ARRAY['c', 'a', 'd', 'e'],
+                  'then priority desc, ready order; the future job f is not due');
 SELECT is((SELECT status FROM pgq.jobs WHERE id = (SELECT id FROM ord_jobs WHERE name = 'f')), 'scheduled',
           'a job due in the future stays scheduled (outside the claim index)');
 SELECT is((SELECT count(*)::int FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cl_ord}', 10,
@@ -182,8 +182,11 @@ SELECT id FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cl_lim1}', 1,
 SELECT pgq.enqueue('cl_lim1') AS l1_new \gset
 SELECT results_eq($$SELECT id, attempt FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{cl_lim1}', 10,
                                                       now() + interval '31 seconds')$$,
-                  format('VALUES (%s::bigint, 2)', :l1_old),
-                  'limit 1 with a stale job and a queued one: only the stale job is claimed again');
+                  format('VALUES (%s::bigint, 1)', :l1_new),
+                  'limit 1 with a stale job and a queued one: the stale job is queued again behind the queued one, one is claimed');
+SELECT row_eq(format('SELECT status, attempt, errors -> 0 -> ''details'' ->> ''error'' FROM pgq.jobs WHERE id = %s', :l1_old),
+              ROW('queued'::text, 1, 'heartbeat timeout'::text),
+              'the stale job waits queued, its timeout noted');
 SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE entrypoint = 'cl_lim1' AND status = 'running'), 1,
           'still one running');
 
@@ -197,9 +200,9 @@ SELECT is((SELECT count(*)::int FROM pgq.claim('22222222-2222-2222-2222-22222222
 SELECT is((SELECT count(*)::int FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{cl_pause}', 10,
                                                now() + interval '1 minute')), 0,
           'limit 0: a stale job is not claimed again either');
-SELECT row_eq(format('SELECT worker_id, attempt FROM pgq.jobs WHERE id = %s', :p_stale),
-              ROW('11111111-1111-1111-1111-111111111111'::uuid, 1),
-              'the stale job of a paused entrypoint is left as it was');
+SELECT row_eq(format('SELECT status, worker_id, attempt FROM pgq.jobs WHERE id = %s', :p_stale),
+              ROW('queued'::text, NULL::uuid, 1),
+              'the stale job of a paused entrypoint is queued again (swept), not claimed');
 SELECT pgq.configure('cl_pause', reset => true);
 SELECT is((SELECT count(*)::int FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{cl_pause}', 10,
                                                now() + interval '1 minute')), 2,

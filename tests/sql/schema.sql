@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(70);
+SELECT plan(81);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -15,7 +15,20 @@ SELECT has_sequence('pgq', 'job_id_seq', 'sequence pgq.job_id_seq');
 SELECT has_sequence('pgq', 'lease_seq', 'sequence pgq.lease_seq');
 SELECT columns_are('pgq', 'jobs', ARRAY['id', 'entrypoint', 'status', 'priority', 'run_at', 'enqueued_at', 'attempt',
                                        'payload', 'headers', 'dedupe_key', 'lease', 'worker_id', 'started_at',
-                                       'heartbeat_at', 'cancel_requested', 'errors', 'claim_request'], 'pgq.jobs columns');
+                                       'heartbeat_at', 'cancel_requested', 'errors', 'claim_request', 'ready_seq',
+                                       'slot'], 'pgq.jobs columns');
+SELECT has_table('pgq', 'lanes', 'table pgq.lanes (claim lanes and their cursors)');
+SELECT has_table('pgq', 'live_keys', 'table pgq.live_keys (dedupe keys of live jobs)');
+SELECT has_sequence('pgq', 'ready_seq', 'sequence pgq.ready_seq (ready numbers)');
+SELECT has_sequence('pgq', 'ring_seq', 'sequence pgq.ring_seq (the ring''s current slot)');
+SELECT is((SELECT relkind::text FROM pg_class WHERE oid = 'pgq.jobs'::regclass), 'p', 'pgq.jobs is partitioned');
+SELECT results_eq($$SELECT c.relname::text COLLATE "default", pg_get_expr(c.relpartbound, c.oid) COLLATE "default"
+                      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                     WHERE i.inhparent = 'pgq.jobs'::regclass ORDER BY 1$$,
+                  $$VALUES ('jobs_0', 'FOR VALUES IN (''0'')'), ('jobs_1', 'FOR VALUES IN (''1'')'),
+                           ('jobs_2', 'FOR VALUES IN (''2'')'), ('jobs_3', 'FOR VALUES IN (''3'')'),
+                           ('jobs_scheduled', 'FOR VALUES IN (''4'')')$$,
+                  'pgq.jobs: four ring slots and the partition of jobs not due yet');
 SELECT columns_are('pgq', 'job_history', ARRAY['id', 'entrypoint', 'status', 'priority', 'attempt', 'payload', 'headers',
                                               'dedupe_key', 'enqueued_at', 'started_at', 'finished_at', 'worker_id',
                                               'lease', 'details', 'errors', 'finished_xid'], 'pgq.job_history columns');
@@ -29,31 +42,35 @@ SELECT col_type_is('pgq', 'jobs', 'payload', 'jsonb', 'jobs.payload is jsonb');
 SELECT col_type_is('pgq', 'jobs', 'run_at', 'timestamp with time zone', 'jobs.run_at is timestamptz');
 SELECT col_default_is('pgq', 'jobs', 'status', 'queued', 'jobs.status defaults to queued');
 SELECT col_default_is('pgq', 'jobs', 'errors', '[]', 'jobs.errors defaults to []');
-SELECT col_is_pk('pgq', 'jobs', 'id', 'jobs primary key');
+SELECT col_is_pk('pgq', 'live_keys', 'dedupe_key', 'live_keys primary key: a dedupe key has one live holder');
 SELECT col_is_pk('pgq', 'job_history', 'id', 'job_history primary key');
 SELECT col_is_pk('pgq', 'entrypoints', 'entrypoint', 'entrypoints primary key');
 
 -- Named CHECK constraints ----------------------------------------------------------------------
 SELECT set_has($$SELECT conname::text FROM pg_constraint WHERE connamespace = 'pgq'::regnamespace AND contype = 'c'$$,
                $$VALUES ('jobs_status_check'), ('jobs_running_has_lease_check'), ('jobs_attempt_check'), ('jobs_priority_check'),
-                        ('jobs_entrypoint_check'), ('job_history_status_check'), ('entrypoints_concurrency_limit_check'),
+                        ('jobs_entrypoint_check'), ('jobs_slot_check'), ('jobs_ready_check'), ('job_history_status_check'), ('entrypoints_concurrency_limit_check'),
                         ('entrypoints_max_attempts_check'), ('entrypoints_backoff_check'), ('entrypoints_heartbeat_timeout_check')$$,
                'the named CHECK constraints exist');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, status) VALUES ('s_chk', 'done')$$, '23514',
-    'new row for relation "jobs" violates check constraint "jobs_status_check"', 'jobs_status_check rejects an unknown status');
+    'new row for relation "jobs_0" violates check constraint "jobs_status_check"', 'jobs_status_check rejects an unknown status');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, status) VALUES ('s_chk', 'running')$$, '23514',
-    'new row for relation "jobs" violates check constraint "jobs_running_has_lease_check"',
+    'new row for relation "jobs_0" violates check constraint "jobs_running_has_lease_check"',
     'a running job without lease, worker and heartbeat is rejected');
-SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, lease, worker_id, heartbeat_at)
-                   VALUES ('s_chk', 1, gen_random_uuid(), now())$$, '23514',
-    'new row for relation "jobs" violates check constraint "jobs_running_has_lease_check"',
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, lease, worker_id, heartbeat_at, ready_seq)
+                   VALUES ('s_chk', 1, gen_random_uuid(), now(), 1)$$, '23514',
+    'new row for relation "jobs_0" violates check constraint "jobs_running_has_lease_check"',
     'a queued job with a lease is rejected');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint) VALUES ('s_chk')$$, '23514',
+    'new row for relation "jobs_0" violates check constraint "jobs_ready_check"', 'a queued job needs a ready number');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, status) VALUES ('s_chk', 'scheduled')$$, '23514',
+    'new row for relation "jobs_0" violates check constraint "jobs_slot_check"', 'a scheduled job lives in slot 4 only');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, priority) VALUES ('s_chk', 40000)$$, '23514',
-    'new row for relation "jobs" violates check constraint "jobs_priority_check"', 'jobs_priority_check');
+    'new row for relation "jobs_0" violates check constraint "jobs_priority_check"', 'jobs_priority_check');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, attempt) VALUES ('s_chk', -1)$$, '23514',
-    'new row for relation "jobs" violates check constraint "jobs_attempt_check"', 'jobs_attempt_check');
+    'new row for relation "jobs_0" violates check constraint "jobs_attempt_check"', 'jobs_attempt_check');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint) VALUES ('')$$, '23514',
-    'new row for relation "jobs" violates check constraint "jobs_entrypoint_check"', 'jobs_entrypoint_check');
+    'new row for relation "jobs_0" violates check constraint "jobs_entrypoint_check"', 'jobs_entrypoint_check');
 SELECT throws_ok($$INSERT INTO pgq.job_history (id, entrypoint, status, priority, attempt, enqueued_at, finished_at)
                    VALUES (-1, 's_chk', 'lost', 0, 0, now(), now())$$, '23514',
     'new row for relation "job_history" violates check constraint "job_history_status_check"', 'job_history_status_check');
@@ -64,15 +81,18 @@ SELECT throws_ok($$INSERT INTO pgq.entrypoints (entrypoint, heartbeat_timeout) V
     'entrypoints_heartbeat_timeout_check');
 
 -- Indexes; heartbeat_at in none; fillfactor ---------------------------------------------------
-SELECT is(pg_get_indexdef('pgq.jobs_queued_idx'::regclass),
-          'CREATE INDEX jobs_queued_idx ON pgq.jobs USING btree (entrypoint, priority DESC, run_at, id) WHERE (status = ''queued''::text)',
-          'jobs_queued_idx: claim order of queued jobs per entrypoint');
+SELECT is(pg_get_indexdef('pgq.jobs_ready_idx'::regclass),
+          'CREATE INDEX jobs_ready_idx ON ONLY pgq.jobs USING btree (entrypoint, priority, ready_seq) WHERE (status = ''queued''::text)',
+          'jobs_ready_idx: each lane (entrypoint, priority) in ready order, read from its cursor on');
 SELECT is(pg_get_indexdef('pgq.jobs_running_idx'::regclass),
-          'CREATE INDEX jobs_running_idx ON pgq.jobs USING btree (entrypoint, claim_request) WHERE (status = ''running''::text)',
+          'CREATE INDEX jobs_running_idx ON ONLY pgq.jobs USING btree (entrypoint, claim_request) WHERE (status = ''running''::text)',
           'jobs_running_idx: running jobs per entrypoint, and the claim request that took them (a re-sent claim finds them)');
-SELECT is(pg_get_indexdef('pgq.jobs_dedupe_key_idx'::regclass),
-          'CREATE UNIQUE INDEX jobs_dedupe_key_idx ON pgq.jobs USING btree (dedupe_key) WHERE (dedupe_key IS NOT NULL)',
-          'jobs_dedupe_key_idx: unique dedupe keys among live jobs');
+SELECT is(pg_get_indexdef('pgq.jobs_id_idx'::regclass),
+          'CREATE INDEX jobs_id_idx ON ONLY pgq.jobs USING btree (id)',
+          'jobs_id_idx: jobs by id (not unique: a unique index would have to hold the partition key)');
+SELECT is(pg_get_indexdef('pgq.jobs_scheduled_idx'::regclass),
+          'CREATE INDEX jobs_scheduled_idx ON ONLY pgq.jobs USING btree (entrypoint, run_at) WHERE (status = ''scheduled''::text)',
+          'jobs_scheduled_idx: jobs not due yet by due time');
 SELECT is(pg_get_indexdef('pgq.job_history_finished_at_idx'::regclass),
           'CREATE INDEX job_history_finished_at_idx ON pgq.job_history USING btree (finished_at)',
           'job_history_finished_at_idx: pruning');
@@ -85,10 +105,11 @@ SELECT ok(NOT EXISTS (SELECT 1 FROM pg_index i
                                 = ANY (i.indkey::int2[])
                               OR pg_get_indexdef(i.indexrelid) LIKE '%heartbeat_at%')),
           'heartbeat_at is in no index of pgq.jobs (key, expression or predicate): heartbeats stay HOT');
-SELECT is((SELECT count(*)::int FROM pg_index WHERE indrelid = 'pgq.jobs'::regclass), 5,
-          'pgq.jobs has exactly five indexes (every extra one costs on the hot path; the scheduled one keeps claims off jobs not due)');
-SELECT ok((SELECT reloptions @> ARRAY['fillfactor=50'] FROM pg_class WHERE oid = 'pgq.jobs'::regclass),
-          'pgq.jobs has fillfactor 50 (room on each page for HOT updates)');
+SELECT is((SELECT count(*)::int FROM pg_index WHERE indrelid = 'pgq.jobs'::regclass), 4,
+          'pgq.jobs has exactly four indexes (every extra one costs on the hot path)');
+SELECT ok((SELECT bool_and(reloptions @> ARRAY['fillfactor=50']) FROM pg_class
+            WHERE oid IN ('pgq.jobs_0'::regclass, 'pgq.jobs_1'::regclass, 'pgq.jobs_2'::regclass, 'pgq.jobs_3'::regclass)),
+          'the ring slots have fillfactor 50 (room on each page for HOT heartbeats)');
 
 -- Triggers: statement level, the right functions ----------------------------------------------
 SELECT trigger_is('pgq', 'jobs', 'jobs_after_insert', 'pgq', '_jobs_after_insert', 'insert trigger');
@@ -124,6 +145,17 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
               AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'enqueue', 'enqueue_many')
               AND NOT p.proconfig @> ARRAY['plan_cache_mode=force_generic_plan', 'jit=off']),
           NULL, 'the hot functions use generic plans and no JIT (a backlog of 1M made JIT compile every claim)');
+SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
+            WHERE p.pronamespace = 'pgq'::regnamespace
+              AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'cancel', 'enqueue',
+                                'enqueue_many', '_promote', '_sweep', '_lane_cursor', 'maintain')
+              AND NOT p.proconfig @> ARRAY['enable_seqscan=off']),
+          NULL, 'the hot functions plan without sequential scans (a plan made while a slot was empty would scan it once per job)');
+SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
+            WHERE p.pronamespace = 'pgq'::regnamespace
+              AND p.prosrc LIKE '%nextval(''pgq.ready_seq'')%'
+              AND p.prosrc NOT LIKE '%pgq._ready_lock(%'),
+          NULL, 'every function that draws ready numbers takes the fence first (pgq._ready_lock)');
 SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace AND coalesce(obj_description(p.oid, 'pg_proc'), '') = ''),
           NULL, 'every pgq function has a COMMENT');
