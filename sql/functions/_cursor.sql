@@ -1,6 +1,6 @@
 -- pgq._cursor(after, kind): decode a paging cursor of pgq.list_jobs / pgq.find_history.
 -- Contract: a cursor is the text the listing returned in its cursor column: 'q,<priority>,
---   <run_at>,<id>' (queued jobs, claim order), 'r,<id>' (running jobs, id order) or
+--   <ready number>' (queued jobs, claim order; the ready number comes back in the id column), 'r,<id>' (running jobs, id order) or
 --   'h,<finished_at>,<id>' (history, newest first), timestamps as JSON text (ISO 8601 with
 --   offset, independent of DateStyle). Returns its parts when its kind is `kind`; NULL parts for
 --   a NULL cursor (the first page).
@@ -20,8 +20,9 @@ BEGIN
         RETURN;
     END IF;
     BEGIN
-        IF v_parts[1] = kind AND kind = 'q' AND cardinality(v_parts) = 4 THEN
-            RETURN QUERY SELECT v_parts[2]::int, v_parts[3]::timestamptz, v_parts[4]::bigint;
+        IF v_parts[1] = kind AND kind = 'q' AND cardinality(v_parts) = 3 THEN
+            -- queued: priority and ready number (in the id column)
+            RETURN QUERY SELECT v_parts[2]::int, NULL::timestamptz, v_parts[3]::bigint;
             RETURN;
         ELSIF v_parts[1] = kind AND kind = 'r' AND cardinality(v_parts) = 2 THEN
             RETURN QUERY SELECT NULL::int, NULL::timestamptz, v_parts[2]::bigint;
@@ -39,4 +40,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq._cursor(text, text) IS
-    'Private. Decodes a paging cursor (q: priority, run_at, id; r: id; h: finished_at, id; s: run_at, id); PQ009 when it does not parse.';
+    'Private. Decodes a paging cursor (q: priority, ready number; r: id; h: finished_at, id; s: run_at, id); PQ009 when it does not parse.';

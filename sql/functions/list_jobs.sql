@@ -1,7 +1,8 @@
 -- pgq.list_jobs(entrypoint, state, after, page_size)
 -- Contract: one page of the jobs of one entrypoint in one state, with keyset paging (pass the
 --   cursor column of the last row as `after` for the next page; never OFFSET):
---   - queued: jobs due, in claim order (priority desc, run_at, id), read from the claim index;
+--   - queued: jobs due, in claim order (priority desc, then ready order), read from the claim
+--     index;
 --   - scheduled: jobs not due yet, by due time (run_at, id);
 --   - running: by id;
 --   - successful, failed, canceled: newest first (finished_at desc, id desc), as
@@ -58,7 +59,7 @@ BEGIN
            FROM pgq.jobs j
           WHERE list_jobs.state = 'queued' AND v_after.id IS NULL
             AND j.entrypoint = list_jobs.entrypoint AND j.status = 'queued'
-          ORDER BY j.priority DESC, j.run_at, j.id
+          ORDER BY j.priority DESC, j.ready_seq
           LIMIT list_jobs.page_size)
         UNION ALL
         -- queued, next pages: the rest of the cursor's priority, then lower priorities; each
@@ -67,8 +68,8 @@ BEGIN
            FROM pgq.jobs j
           WHERE list_jobs.state = 'queued' AND v_after.id IS NOT NULL
             AND j.entrypoint = list_jobs.entrypoint AND j.status = 'queued'
-            AND j.priority = v_after.priority AND (j.run_at, j.id) > (v_after.at, v_after.id)
-          ORDER BY j.run_at, j.id
+            AND j.priority = v_after.priority AND j.ready_seq > v_after.id
+          ORDER BY j.ready_seq
           LIMIT list_jobs.page_size)
         UNION ALL
         (SELECT j.*
@@ -76,7 +77,7 @@ BEGIN
           WHERE list_jobs.state = 'queued' AND v_after.id IS NOT NULL
             AND j.entrypoint = list_jobs.entrypoint AND j.status = 'queued'
             AND j.priority < v_after.priority
-          ORDER BY j.priority DESC, j.run_at, j.id
+          ORDER BY j.priority DESC, j.ready_seq
           LIMIT list_jobs.page_size)
         UNION ALL
         (SELECT j.*
@@ -99,12 +100,13 @@ BEGIN
            p.started_at, p.heartbeat_at, NULL::timestamptz, p.worker_id,
            p.errors -> -1 -> 'details' ->> 'error', p.errors -> -1 -> 'details' ->> 'message',
            CASE WHEN p.status = 'queued'
-                THEN 'q,' || p.priority || ',' || (to_json(p.run_at) #>> '{}') || ',' || p.id
+                THEN 'q,' || p.priority || ',' || p.ready_seq
                 WHEN p.status = 'scheduled'
                 THEN 's,' || (to_json(p.run_at) #>> '{}') || ',' || p.id
                 ELSE 'r,' || p.id END
       FROM page p
-     ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status <> 'running' THEN p.run_at END, p.id
+     ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status = 'queued' THEN p.ready_seq END,
+              CASE WHEN p.status = 'scheduled' THEN p.run_at END, p.id
      LIMIT list_jobs.page_size;
 END
 $$;

@@ -856,7 +856,7 @@ COMMENT ON FUNCTION pgq._check_time(timestamptz, text) IS
 -- sql/functions/_cursor.sql
 -- pgq._cursor(after, kind): decode a paging cursor of pgq.list_jobs / pgq.find_history.
 -- Contract: a cursor is the text the listing returned in its cursor column: 'q,<priority>,
---   <run_at>,<id>' (queued jobs, claim order), 'r,<id>' (running jobs, id order) or
+--   <ready number>' (queued jobs, claim order; the ready number comes back in the id column), 'r,<id>' (running jobs, id order) or
 --   'h,<finished_at>,<id>' (history, newest first), timestamps as JSON text (ISO 8601 with
 --   offset, independent of DateStyle). Returns its parts when its kind is `kind`; NULL parts for
 --   a NULL cursor (the first page).
@@ -876,8 +876,9 @@ BEGIN
         RETURN;
     END IF;
     BEGIN
-        IF v_parts[1] = kind AND kind = 'q' AND cardinality(v_parts) = 4 THEN
-            RETURN QUERY SELECT v_parts[2]::int, v_parts[3]::timestamptz, v_parts[4]::bigint;
+        IF v_parts[1] = kind AND kind = 'q' AND cardinality(v_parts) = 3 THEN
+            -- queued: priority and ready number (in the id column)
+            RETURN QUERY SELECT v_parts[2]::int, NULL::timestamptz, v_parts[3]::bigint;
             RETURN;
         ELSIF v_parts[1] = kind AND kind = 'r' AND cardinality(v_parts) = 2 THEN
             RETURN QUERY SELECT NULL::int, NULL::timestamptz, v_parts[2]::bigint;
@@ -895,7 +896,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq._cursor(text, text) IS
-    'Private. Decodes a paging cursor (q: priority, run_at, id; r: id; h: finished_at, id; s: run_at, id); PQ009 when it does not parse.';
+    'Private. Decodes a paging cursor (q: priority, ready number; r: id; h: finished_at, id; s: run_at, id); PQ009 when it does not parse.';
 
 -- sql/functions/_find_history.sql
 -- pgq._find_history(entrypoint, statuses, since, until, error, after_at, after_id, n,
@@ -3083,7 +3084,8 @@ COMMENT ON FUNCTION pgq.job_results(bigint[]) IS
 -- pgq.list_jobs(entrypoint, state, after, page_size)
 -- Contract: one page of the jobs of one entrypoint in one state, with keyset paging (pass the
 --   cursor column of the last row as `after` for the next page; never OFFSET):
---   - queued: jobs due, in claim order (priority desc, run_at, id), read from the claim index;
+--   - queued: jobs due, in claim order (priority desc, then ready order), read from the claim
+--     index;
 --   - scheduled: jobs not due yet, by due time (run_at, id);
 --   - running: by id;
 --   - successful, failed, canceled: newest first (finished_at desc, id desc), as
@@ -3140,7 +3142,7 @@ BEGIN
            FROM pgq.jobs j
           WHERE list_jobs.state = 'queued' AND v_after.id IS NULL
             AND j.entrypoint = list_jobs.entrypoint AND j.status = 'queued'
-          ORDER BY j.priority DESC, j.run_at, j.id
+          ORDER BY j.priority DESC, j.ready_seq
           LIMIT list_jobs.page_size)
         UNION ALL
         -- queued, next pages: the rest of the cursor's priority, then lower priorities; each
@@ -3149,8 +3151,8 @@ BEGIN
            FROM pgq.jobs j
           WHERE list_jobs.state = 'queued' AND v_after.id IS NOT NULL
             AND j.entrypoint = list_jobs.entrypoint AND j.status = 'queued'
-            AND j.priority = v_after.priority AND (j.run_at, j.id) > (v_after.at, v_after.id)
-          ORDER BY j.run_at, j.id
+            AND j.priority = v_after.priority AND j.ready_seq > v_after.id
+          ORDER BY j.ready_seq
           LIMIT list_jobs.page_size)
         UNION ALL
         (SELECT j.*
@@ -3158,7 +3160,7 @@ BEGIN
           WHERE list_jobs.state = 'queued' AND v_after.id IS NOT NULL
             AND j.entrypoint = list_jobs.entrypoint AND j.status = 'queued'
             AND j.priority < v_after.priority
-          ORDER BY j.priority DESC, j.run_at, j.id
+          ORDER BY j.priority DESC, j.ready_seq
           LIMIT list_jobs.page_size)
         UNION ALL
         (SELECT j.*
@@ -3181,12 +3183,13 @@ BEGIN
            p.started_at, p.heartbeat_at, NULL::timestamptz, p.worker_id,
            p.errors -> -1 -> 'details' ->> 'error', p.errors -> -1 -> 'details' ->> 'message',
            CASE WHEN p.status = 'queued'
-                THEN 'q,' || p.priority || ',' || (to_json(p.run_at) #>> '{}') || ',' || p.id
+                THEN 'q,' || p.priority || ',' || p.ready_seq
                 WHEN p.status = 'scheduled'
                 THEN 's,' || (to_json(p.run_at) #>> '{}') || ',' || p.id
                 ELSE 'r,' || p.id END
       FROM page p
-     ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status <> 'running' THEN p.run_at END, p.id
+     ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status = 'queued' THEN p.ready_seq END,
+              CASE WHEN p.status = 'scheduled' THEN p.run_at END, p.id
      LIMIT list_jobs.page_size;
 END
 $$;
@@ -4549,8 +4552,9 @@ ALTER TABLE pgq.jobs_3 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0,
 -- By id (heartbeat, complete, release, cancel, look-ups); not unique (a unique index must hold
 -- the partition key): ids come from pgq.job_id_seq alone.
 CREATE INDEX jobs_id_idx ON pgq.jobs (id);
--- The claim: each lane in ready order, read from its cursor on.
-CREATE INDEX jobs_ready_idx ON pgq.jobs (entrypoint, priority, ready_seq) WHERE status = 'queued';
+-- The claim: each lane in ready order, read from its cursor on (and queued listings in claim
+-- order: priority desc, then ready order).
+CREATE INDEX jobs_ready_idx ON pgq.jobs (entrypoint, priority DESC, ready_seq) WHERE status = 'queued';
 -- Running jobs per entrypoint (stale sweep, limit counts) and the claim request that took them.
 CREATE INDEX jobs_running_idx ON pgq.jobs (entrypoint, claim_request) WHERE status = 'running';
 -- Not-yet-due jobs by due time (promotion, next_run_at).

@@ -3,12 +3,12 @@
 BEGIN;
 SELECT plan(20);
 
--- 7 queued jobs over three priorities, some sharing run_at (ties by id)
+-- 7 queued jobs over three priorities (claim order: priority desc, then ready order)
 CREATE TEMP TABLE q AS
 SELECT pgq.enqueue('lj', jsonb_build_object('k', k), priority => p, run_at => now() - r * interval '1 second') AS id, k
   FROM (VALUES (1, 0, 5), (2, 5, 1), (3, 0, 5), (4, 5, 3), (5, -1, 9), (6, 0, 7), (7, 5, 3)) AS v(k, p, r);
 CREATE TEMP TABLE claim_order AS
-SELECT row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS pos, j.id
+SELECT row_number() OVER (ORDER BY j.priority DESC, j.ready_seq) AS pos, j.id
   FROM pgq.jobs j WHERE j.entrypoint = 'lj';
 
 -- Walk every page of 2
@@ -31,7 +31,7 @@ BEGIN
 END
 $$;
 SELECT results_eq($$SELECT id FROM walked ORDER BY pos$$, $$SELECT id FROM claim_order ORDER BY pos$$,
-                  'queued, pages of 2: every job once, in claim order (priority desc, run_at, id)');
+                  'queued, pages of 2: every job once, in claim order (priority desc, then ready order)');
 SELECT is((SELECT max(page) FROM walked), 4, 'four pages (2 + 2 + 2 + 1)');
 SELECT results_eq($$SELECT status, priority, attempt FROM pgq.list_jobs('lj', 'queued', NULL, 1)$$,
                   $$VALUES ('queued'::text, 5, 0)$$, 'columns of a queued job');
@@ -86,7 +86,7 @@ SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'dead')$$, 'PQ009',
 SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'queued', 'garbage')$$, 'PQ009',
                  'invalid cursor ''garbage'': pass the cursor column of the previous page of the same listing', 'a bad cursor: PQ009');
 SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'queued', 'r,5')$$, 'PQ009', NULL, 'a cursor of another state: PQ009');
-SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'queued', 'q,x,2026-01-01,1')$$, 'PQ009', NULL, 'a cursor that does not cast: PQ009');
+SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'queued', 'q,x,1')$$, 'PQ009', NULL, 'a cursor that does not cast: PQ009');
 SELECT throws_ok($$SELECT * FROM pgq.list_jobs('lj', 'queued', NULL, 0)$$, 'PQ002', 'page_size must be between 1 and 1000, got 0',
                  'page_size 0: PQ002');
 SELECT throws_ok($$SELECT * FROM pgq.list_jobs(NULL, 'queued')$$, 'PQ001', NULL, 'NULL entrypoint: PQ001');

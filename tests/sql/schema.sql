@@ -82,7 +82,7 @@ SELECT throws_ok($$INSERT INTO pgq.entrypoints (entrypoint, heartbeat_timeout) V
 
 -- Indexes; heartbeat_at in none; fillfactor ---------------------------------------------------
 SELECT is(pg_get_indexdef('pgq.jobs_ready_idx'::regclass),
-          'CREATE INDEX jobs_ready_idx ON ONLY pgq.jobs USING btree (entrypoint, priority, ready_seq) WHERE (status = ''queued''::text)',
+          'CREATE INDEX jobs_ready_idx ON ONLY pgq.jobs USING btree (entrypoint, priority DESC, ready_seq) WHERE (status = ''queued''::text)',
           'jobs_ready_idx: each lane (entrypoint, priority) in ready order, read from its cursor on');
 SELECT is(pg_get_indexdef('pgq.jobs_running_idx'::regclass),
           'CREATE INDEX jobs_running_idx ON ONLY pgq.jobs USING btree (entrypoint, claim_request) WHERE (status = ''running''::text)',
