@@ -11,8 +11,9 @@
 --   worker is gone) are swept first, at most once a second of `at` across all claimers
 --   (pgq._sweep, every entrypoint): queued again with the timeout in their error list (and then
 --   claimed like any queued job, a new attempt), or to history as failed when their attempts
---   are used up, as canceled when cancellation was requested. When pgq.maintain has not run
---   for 15 s of server time (no worker runs it), the claim runs it first.
+--   are used up, as canceled when cancellation was requested. (The ring's rotation and
+--   truncation are pgq.maintain's, never a claim's: a TRUNCATE's lock would last as long as the
+--   claim's transaction.)
 --   An entrypoint's concurrency_limit holds across all workers: one claimer at a time takes the
 --   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call), and
 --   claims only what fits beside its running jobs, so limit 0 claims nothing. An entrypoint
@@ -105,11 +106,6 @@ BEGIN
         END IF;
     END IF;
 
-    -- No worker runs pgq.maintain (a client of its own): the claim does, now and then.
-    IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint
-       - (SELECT m.last_value FROM pgq.maintained_at m) > 15000 THEN
-        PERFORM pgq.maintain(v_now);
-    END IF;
     -- Stale jobs, at most once a second of the claim clock (either way: tests move it back).
     v_now_ms := (extract(epoch FROM v_now) * 1000)::bigint;
     IF abs(v_now_ms - (SELECT s.last_value FROM pgq.swept_at s)) >= 1000 THEN
