@@ -1,8 +1,8 @@
 -- pgq._jobs_after_insert(): statement-level AFTER INSERT trigger on pgq.jobs.
 -- Contract: registers every new entrypoint in pgq.entrypoints with the default policy (at most
 --   100 new ones per statement, so one producer call cannot flood the policy table, the
---   notifications and pgq.queue_stats), opens the lane (entrypoint, priority) of every job that
---   can be claimed (pgq._add_lanes, at most 100 new ones per statement), then
+--   notifications and pgq.queue_stats), opens the lane (entrypoint, priority) of every new job
+--   (pgq._add_lanes, at most 100 new ones per statement), then
 --   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got jobs due
 --   now, and {"kind": "scheduled", "entrypoints": [...]} naming those that got jobs due later
 --   (a worker then asks pgq.next_run_at when to look, instead of claiming nothing now).
@@ -33,9 +33,10 @@ BEGIN
                   HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
     END IF;
 
-    -- The lanes of jobs that can be claimed (insert-once; a probe of pgq.lanes when they exist).
+    -- The lanes of the new jobs (insert-once; a probe of pgq.lanes when they exist). Scheduled
+    -- jobs too: the cap on new lanes is met by the producer, never by a later promotion.
     PERFORM pgq._add_lanes(array_agg(l.entrypoint), array_agg(l.priority))
-       FROM (SELECT DISTINCT n.entrypoint, n.priority FROM new_rows n WHERE n.status <> 'scheduled') l
+       FROM (SELECT DISTINCT n.entrypoint, n.priority FROM new_rows n) l
            WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes x WHERE x.entrypoint = l.entrypoint AND x.priority = l.priority)
     HAVING count(*) > 0;
 

@@ -6,8 +6,8 @@
 --   (element i for job i; JSON null: none), so any driver can pass them as one JSON value.
 --   Element defaults: payload NULL, priority 0, due now, no dedupe key, headers NULL. A job is
 --   due at its run_ats element, or its delays element after now() (the server's clock); one
---   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then due
---   time, then enqueue order. A dedupe key is unique among live (scheduled, queued or running)
+--   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then in
+--   ready order (enqueue order for jobs due at once; a delayed job joins when it is due). A dedupe key is unique among live (scheduled, queued or running)
 --   jobs (pgq.live_keys):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
 --   the live job that holds the key instead of adding one.

@@ -1,9 +1,11 @@
 -- pgq.metrics(entrypoints, percentile_window, at)
 -- Contract: one row per entrypoint (every entrypoint in pgq.entrypoints, or those given), the
 --   numbers a dashboard or a Prometheus exporter shows, as typed columns:
---   - live, from pgq.jobs at `at`: paused; queued, split into due (run_at <= at) and delayed;
---     running; stale (running, heartbeat older than the entrypoint's heartbeat_timeout); lag_s,
---     the age of the oldest due job in seconds (how long it has been waiting since it became
+--   - live, from pgq.jobs at `at`: paused; queued, split into due (queued jobs, and scheduled
+--     ones with run_at <= at not promoted yet) and delayed (scheduled, run_at > at); running;
+--     stale (running, heartbeat older than the entrypoint's heartbeat_timeout); lag_s, the age
+--     of the oldest due job in seconds (how long it has been waiting since it became due: the
+--     head of each lane, the job a claim takes next, and the earliest scheduled job that is
 --     due; 0 when nothing is due). due and delayed are exact up to 10,000 each and read 10,000
 --     when there are more (queued = due + delayed, so at most 20,000): the read stays bounded
 --     whatever the backlog. lag_s, running and stale are always exact;
@@ -105,20 +107,20 @@ BEGIN
           FROM pgq.entrypoints e
          WHERE metrics.entrypoints IS NULL OR e.entrypoint = ANY (metrics.entrypoints)
     ), live AS (
-        -- Index-only scans of the partial indexes, each stopped at the cap: due jobs (queued,
-        -- then scheduled ones not promoted yet), delayed ones (scheduled, and queued ones not due
-        -- at `at`: one range per priority), and the oldest due job: the first entry of each
-        -- priority in the claim index (a loose index scan over the priorities) and the first of
+        -- Index scans of the partial indexes, each stopped at the cap: due jobs (queued, then
+        -- scheduled ones not promoted yet), delayed ones (scheduled, not due at `at`), and the
+        -- oldest due job: the head of each lane (its first queued job past the lane's cursor,
+        -- so a held horizon's dead entries behind the cursor are not walked) and the first of
         -- the scheduled index.
         SELECT e.entrypoint,
                least(v_cap, qd.n + sd.n) AS due,
-               least(v_cap, qp.delayed + sl.n) AS delayed,
+               least(v_cap, sl.n) AS delayed,
                least(qp.oldest_due, so.oldest_due) AS oldest_due
           FROM eps e
          CROSS JOIN LATERAL (
                SELECT count(*) AS n
                  FROM (SELECT 1 FROM pgq.jobs j
-                        WHERE j.entrypoint = e.entrypoint AND j.status = 'queued' AND j.run_at <= v_now
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
                         LIMIT v_cap) AS x) AS qd
          CROSS JOIN LATERAL (
                SELECT count(*) AS n
@@ -136,31 +138,14 @@ BEGIN
                         WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled'
                         ORDER BY j.run_at LIMIT 1) AS j) AS so
          CROSS JOIN LATERAL (
-               WITH RECURSIVE prio(priority) AS (
-                   SELECT (SELECT j.priority FROM pgq.jobs j
-                            WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
-                            ORDER BY j.priority DESC LIMIT 1)
-                   UNION ALL
-                   SELECT (SELECT j.priority FROM pgq.jobs j
-                            WHERE j.entrypoint = e.entrypoint AND j.status = 'queued' AND j.priority < p.priority
-                            ORDER BY j.priority DESC LIMIT 1)
-                     FROM prio p
-                    WHERE p.priority IS NOT NULL
-               )
-               SELECT min(f.run_at) FILTER (WHERE f.run_at <= v_now) AS oldest_due,
-                      coalesce(sum(dl.n), 0)::bigint AS delayed
-                 FROM prio p
+               SELECT min(f.run_at) AS oldest_due
+                 FROM pgq.lanes l
                 CROSS JOIN LATERAL (
                       SELECT j.run_at FROM pgq.jobs j
-                       WHERE j.entrypoint = e.entrypoint AND j.status = 'queued' AND j.priority = p.priority
-                       ORDER BY j.run_at LIMIT 1) AS f
-                CROSS JOIN LATERAL (
-                      SELECT count(*) AS n
-                        FROM (SELECT 1 FROM pgq.jobs j
-                               WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
-                                 AND j.priority = p.priority AND j.run_at > v_now
-                               LIMIT v_cap) AS x) AS dl
-                WHERE p.priority IS NOT NULL) AS qp
+                       WHERE j.entrypoint = l.entrypoint AND j.status = 'queued' AND j.priority = l.priority
+                         AND j.ready_seq > coalesce(pg_sequence_last_value(l.cursor_seq), 0)
+                       ORDER BY j.ready_seq LIMIT 1) AS f
+                WHERE l.entrypoint = e.entrypoint) AS qp
     ), running AS (
         SELECT j.entrypoint, count(*) AS running,
                count(*) FILTER (WHERE j.heartbeat_at < v_now - e.heartbeat_timeout) AS stale

@@ -1009,8 +1009,8 @@ COMMENT ON FUNCTION pgq._hist_quantiles(int[], bigint[], float8[]) IS
 -- pgq._jobs_after_insert(): statement-level AFTER INSERT trigger on pgq.jobs.
 -- Contract: registers every new entrypoint in pgq.entrypoints with the default policy (at most
 --   100 new ones per statement, so one producer call cannot flood the policy table, the
---   notifications and pgq.queue_stats), opens the lane (entrypoint, priority) of every job that
---   can be claimed (pgq._add_lanes, at most 100 new ones per statement), then
+--   notifications and pgq.queue_stats), opens the lane (entrypoint, priority) of every new job
+--   (pgq._add_lanes, at most 100 new ones per statement), then
 --   sends {"kind": "enqueued", "entrypoints": [...]} naming the entrypoints that got jobs due
 --   now, and {"kind": "scheduled", "entrypoints": [...]} naming those that got jobs due later
 --   (a worker then asks pgq.next_run_at when to look, instead of claiming nothing now).
@@ -1041,9 +1041,10 @@ BEGIN
                   HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
     END IF;
 
-    -- The lanes of jobs that can be claimed (insert-once; a probe of pgq.lanes when they exist).
+    -- The lanes of the new jobs (insert-once; a probe of pgq.lanes when they exist). Scheduled
+    -- jobs too: the cap on new lanes is met by the producer, never by a later promotion.
     PERFORM pgq._add_lanes(array_agg(l.entrypoint), array_agg(l.priority))
-       FROM (SELECT DISTINCT n.entrypoint, n.priority FROM new_rows n WHERE n.status <> 'scheduled') l
+       FROM (SELECT DISTINCT n.entrypoint, n.priority FROM new_rows n) l
            WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes x WHERE x.entrypoint = l.entrypoint AND x.priority = l.priority)
     HAVING count(*) > 0;
 
@@ -2430,8 +2431,8 @@ COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text
 --   (element i for job i; JSON null: none), so any driver can pass them as one JSON value.
 --   Element defaults: payload NULL, priority 0, due now, no dedupe key, headers NULL. A job is
 --   due at its run_ats element, or its delays element after now() (the server's clock); one
---   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then due
---   time, then enqueue order. A dedupe key is unique among live (scheduled, queued or running)
+--   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then in
+--   ready order (enqueue order for jobs due at once; a delayed job joins when it is due). A dedupe key is unique among live (scheduled, queued or running)
 --   jobs (pgq.live_keys):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
 --   the live job that holds the key instead of adding one.
@@ -3196,9 +3197,11 @@ COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
 -- pgq.metrics(entrypoints, percentile_window, at)
 -- Contract: one row per entrypoint (every entrypoint in pgq.entrypoints, or those given), the
 --   numbers a dashboard or a Prometheus exporter shows, as typed columns:
---   - live, from pgq.jobs at `at`: paused; queued, split into due (run_at <= at) and delayed;
---     running; stale (running, heartbeat older than the entrypoint's heartbeat_timeout); lag_s,
---     the age of the oldest due job in seconds (how long it has been waiting since it became
+--   - live, from pgq.jobs at `at`: paused; queued, split into due (queued jobs, and scheduled
+--     ones with run_at <= at not promoted yet) and delayed (scheduled, run_at > at); running;
+--     stale (running, heartbeat older than the entrypoint's heartbeat_timeout); lag_s, the age
+--     of the oldest due job in seconds (how long it has been waiting since it became due: the
+--     head of each lane, the job a claim takes next, and the earliest scheduled job that is
 --     due; 0 when nothing is due). due and delayed are exact up to 10,000 each and read 10,000
 --     when there are more (queued = due + delayed, so at most 20,000): the read stays bounded
 --     whatever the backlog. lag_s, running and stale are always exact;
@@ -3300,20 +3303,20 @@ BEGIN
           FROM pgq.entrypoints e
          WHERE metrics.entrypoints IS NULL OR e.entrypoint = ANY (metrics.entrypoints)
     ), live AS (
-        -- Index-only scans of the partial indexes, each stopped at the cap: due jobs (queued,
-        -- then scheduled ones not promoted yet), delayed ones (scheduled, and queued ones not due
-        -- at `at`: one range per priority), and the oldest due job: the first entry of each
-        -- priority in the claim index (a loose index scan over the priorities) and the first of
+        -- Index scans of the partial indexes, each stopped at the cap: due jobs (queued, then
+        -- scheduled ones not promoted yet), delayed ones (scheduled, not due at `at`), and the
+        -- oldest due job: the head of each lane (its first queued job past the lane's cursor,
+        -- so a held horizon's dead entries behind the cursor are not walked) and the first of
         -- the scheduled index.
         SELECT e.entrypoint,
                least(v_cap, qd.n + sd.n) AS due,
-               least(v_cap, qp.delayed + sl.n) AS delayed,
+               least(v_cap, sl.n) AS delayed,
                least(qp.oldest_due, so.oldest_due) AS oldest_due
           FROM eps e
          CROSS JOIN LATERAL (
                SELECT count(*) AS n
                  FROM (SELECT 1 FROM pgq.jobs j
-                        WHERE j.entrypoint = e.entrypoint AND j.status = 'queued' AND j.run_at <= v_now
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
                         LIMIT v_cap) AS x) AS qd
          CROSS JOIN LATERAL (
                SELECT count(*) AS n
@@ -3331,31 +3334,14 @@ BEGIN
                         WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled'
                         ORDER BY j.run_at LIMIT 1) AS j) AS so
          CROSS JOIN LATERAL (
-               WITH RECURSIVE prio(priority) AS (
-                   SELECT (SELECT j.priority FROM pgq.jobs j
-                            WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
-                            ORDER BY j.priority DESC LIMIT 1)
-                   UNION ALL
-                   SELECT (SELECT j.priority FROM pgq.jobs j
-                            WHERE j.entrypoint = e.entrypoint AND j.status = 'queued' AND j.priority < p.priority
-                            ORDER BY j.priority DESC LIMIT 1)
-                     FROM prio p
-                    WHERE p.priority IS NOT NULL
-               )
-               SELECT min(f.run_at) FILTER (WHERE f.run_at <= v_now) AS oldest_due,
-                      coalesce(sum(dl.n), 0)::bigint AS delayed
-                 FROM prio p
+               SELECT min(f.run_at) AS oldest_due
+                 FROM pgq.lanes l
                 CROSS JOIN LATERAL (
                       SELECT j.run_at FROM pgq.jobs j
-                       WHERE j.entrypoint = e.entrypoint AND j.status = 'queued' AND j.priority = p.priority
-                       ORDER BY j.run_at LIMIT 1) AS f
-                CROSS JOIN LATERAL (
-                      SELECT count(*) AS n
-                        FROM (SELECT 1 FROM pgq.jobs j
-                               WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
-                                 AND j.priority = p.priority AND j.run_at > v_now
-                               LIMIT v_cap) AS x) AS dl
-                WHERE p.priority IS NOT NULL) AS qp
+                       WHERE j.entrypoint = l.entrypoint AND j.status = 'queued' AND j.priority = l.priority
+                         AND j.ready_seq > coalesce(pg_sequence_last_value(l.cursor_seq), 0)
+                       ORDER BY j.ready_seq LIMIT 1) AS f
+                WHERE l.entrypoint = e.entrypoint) AS qp
     ), running AS (
         SELECT j.entrypoint, count(*) AS running,
                count(*) FILTER (WHERE j.heartbeat_at < v_now - e.heartbeat_timeout) AS stale

@@ -80,15 +80,15 @@ SELECT is((SELECT successful_total FROM pgq.metrics('{me.b}')), 0::bigint, 'in a
 COMMIT;
 SELECT is((SELECT successful_total FROM pgq.metrics('{me.b}')), 1::bigint, 'the next read-write call rolls up first');
 
--- Queued jobs of several priorities, one not due at `at` (its run_at moved past it) ------------------
+-- Queued jobs of several priorities: queued means due (promoted); lag from the lanes' heads --------
 SELECT count(*) FROM pgq.enqueue_many('{mx.prio,mx.prio,mx.prio}', priorities => '{5,0,0}');
 UPDATE pgq.jobs j SET run_at = t.t0 + v.d
   FROM me_t t, (SELECT id, (ARRAY[interval '-20 seconds', interval '-40 seconds', interval '30 seconds'])[row_number() OVER (ORDER BY id)] AS d
                   FROM pgq.jobs WHERE entrypoint = 'mx.prio') AS v
  WHERE j.id = v.id;
 SELECT row_eq($$SELECT queued, due, delayed, lag_s FROM pgq.metrics('{mx.prio}', at => (SELECT t0 + interval '5 seconds' FROM me_t))$$,
-              ROW(3::bigint, 2::bigint, 1::bigint, 45::float8),
-              'queued jobs: the oldest due one is found under a lower priority (lag 45 s), the one not due yet is delayed');
+              ROW(3::bigint, 3::bigint, 0::bigint, 45::float8),
+              'queued jobs are due; the oldest due one is the head of a lower-priority lane (lag 45 s)');
 
 -- The cap: due and delayed are exact up to 10,000 each ------------------------------------------------
 SELECT count(*) FROM pgq.enqueue_many(array_fill('mx.cap'::text, ARRAY[10000]));
