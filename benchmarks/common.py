@@ -351,8 +351,8 @@ def postmaster_pid(dsn: str) -> int:
     backend of ours."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
-    assert row is not None
-    f = _stat_fields(int(row[0]))
+        assert row is not None
+        f = _stat_fields(int(row[0]))  # while connected: the backend exits when we close
     if f is None:
         raise RuntimeError("the server's backend is not visible in /proc: not on this machine?")
     return int(f[1])
