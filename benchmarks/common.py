@@ -351,8 +351,8 @@ def postmaster_pid(dsn: str) -> int:
     backend of ours."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
-    assert row is not None
-    f = _stat_fields(int(row[0]))
+        assert row is not None
+        f = _stat_fields(int(row[0]))  # while connected: the backend exits when we close
     if f is None:
         raise RuntimeError("the server's backend is not visible in /proc: not on this machine?")
     return int(f[1])
@@ -422,23 +422,32 @@ SELECT n.nspname || '.' || c.relname AS name,
        pg_indexes_size(c.oid) AS index_bytes,
        coalesce(pg_relation_size(c.reltoastrelid), 0) AS toast_bytes,
        coalesce(s.n_live_tup, 0) AS n_live_tup, coalesce(s.n_dead_tup, 0) AS n_dead_tup,
-       coalesce(s.autovacuum_count, 0) AS autovacuum_count
+       coalesce(s.autovacuum_count, 0) AS autovacuum_count,
+       rn.nspname || '.' || r.relname AS partition_of
   FROM pg_class c
   JOIN pg_namespace n ON n.oid = c.relnamespace
   LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+  LEFT JOIN pg_class r ON c.relispartition AND r.oid = pg_partition_root(c.oid)
+  LEFT JOIN pg_namespace rn ON rn.oid = r.relnamespace
  WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
    AND n.nspname NOT LIKE 'pg_toast%'
 """
 
 
-def all_table_stats(conn: psycopg.Connection[Any]) -> dict[str, dict[str, int]]:
+def all_table_stats(conn: psycopg.Connection[Any]) -> dict[str, dict[str, Any]]:
     """Sizes and tuple counts of every user table (heap, indexes, TOAST) of the database, by
-    schema-qualified name; statistics from a fresh snapshot. No table is read."""
+    schema-qualified name; statistics from a fresh snapshot. No table is read. A partitioned
+    table has no storage: its leaves are listed instead, each naming the root of its partition
+    tree in "partition_of" (None for a table that is not a partition)."""
     conn.execute("SELECT pg_stat_clear_snapshot()")
     cur = conn.execute(ALL_TABLE_STATS)
     return {
         r[0]: dict(
-            zip(("table", "index", "toast", "live", "dead", "autovacuum"), r[1:], strict=True)
+            zip(
+                ("table", "index", "toast", "live", "dead", "autovacuum", "partition_of"),
+                r[1:],
+                strict=True,
+            )
         )
         for r in cur.fetchall()
     }

@@ -1,8 +1,7 @@
 """Where the CPU of a drain goes: the worker process against the PostgreSQL server, per job.
 
 Usage: python benchmarks/cpu_split.py [--jobs 40000] [--repeat 3]
-                                      [--runners thin,pgqueuer,sql-loop] [--designs keyset,ring]
-                                      [--dsn DSN]
+                                      [--runners thin,pgqueuer,sql-loop] [--dsn DSN]
 
 For each runner, a scratch database with --jobs no-op jobs enqueued in batches of 1,000
 (pgq-thin: pgq.enqueue_many; PgQueuer: Queries.enqueue with lists), then one drain at batch 100
@@ -13,8 +12,6 @@ run interleaved (every runner once, then again) and the table shows medians.
   pgqueuer    PgQueuer 1.6.0 QueueManager (asyncpg), batch 100, drain mode
   sql-loop    the pgq-thin client's own claim/complete statements in a bare loop, batch 100,
               pipelined (the floor any client of the SQL API can reach)
-  <design>    (--designs) ThinWorker as "thin", on a database with the prototype
-              benchmarks/prototypes/<design>/ installed on top (held_horizon.py's installer)
 
 Measured over the drain (from the agent's start to its exit; the fill is not counted):
   server CPU  the processes of the benchmark's own server (postmaster and children, from
@@ -45,7 +42,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
 import drain
-import held_horizon
 
 RUNNERS: dict[str, tuple[str, list[str]]] = {
     "thin": ("thin", ["drain-worker", "--batch", "100", "--concurrency", "200"]),
@@ -54,14 +50,10 @@ RUNNERS: dict[str, tuple[str, list[str]]] = {
 }
 
 
-def run_one(
-    server: str, postmaster: int, name: str, design: str | None, jobs: int
-) -> dict[str, Any]:
-    kind, args = RUNNERS["thin" if design else name]
+def run_one(server: str, postmaster: int, name: str, jobs: int) -> dict[str, Any]:
+    kind, args = RUNNERS[name]
     with common.scratch_db(server, "cpu") as db:
         drain.fill(db, kind, jobs)
-        if design:
-            held_horizon.install_prototype(db, design)
         cpu = common.ServerCpu(postmaster)
         machine0 = common.machine_busy_s()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -98,18 +90,19 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=40_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--runners", default="thin,pgqueuer,sql-loop")
-    parser.add_argument("--designs", default="", help="prototypes to run like 'thin'")
     args = parser.parse_args()
-    names: list[tuple[str, str | None]] = [(r, None) for r in args.runners.split(",") if r]
-    names += [(f"thin+{d}", d) for d in args.designs.split(",") if d]
+    names = [r for r in args.runners.split(",") if r]
+    for n in names:
+        if n not in RUNNERS:
+            raise SystemExit(f"unknown runner {n!r} (one of {', '.join(RUNNERS)})")
 
     def run_all(server: str) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
         machine = common.server_info(server)
         pm = common.postmaster_pid(server)
-        runs: dict[str, list[dict[str, Any]]] = {n: [] for n, _ in names}
+        runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
         for i in range(args.repeat):  # interleaved
-            for n, d in names:
-                r = run_one(server, pm, n, d, args.jobs)
+            for n in names:
+                r = run_one(server, pm, n, args.jobs)
                 runs[n].append(r)
                 print(
                     f"  [{i + 1}/{args.repeat}] {n}: {r['jobs_per_s']:,.0f} jobs/s, server "

@@ -1,6 +1,6 @@
 """Held vacuum horizon: a fixed offered rate through an idle transaction that holds an xid.
 
-Usage: python benchmarks/held_horizon.py [--systems thin,pgqueuer,keyset,ring]
+Usage: python benchmarks/held_horizon.py [--systems thin,pgqueuer]
                                          [--rates 2000,5000] [--unpinned 30] [--hold 10]
                                          [--after 60] [--drain 30] [--repeat 1]
 
@@ -14,8 +14,6 @@ database of that server:
 
   thin       pgq-thin as installed by its migrations, ThinWorker(dsn) with its defaults
   pgqueuer   PgQueuer 1.6.0 (asyncpg), QueueManager.run() with its defaults (batch 10)
-  <name>     pgq-thin with the prototype in benchmarks/prototypes/<name>/ installed on top
-             (its *.sql files in name order, after the migrations), the unchanged ThinWorker
 
 One producer process offers a fixed rate on a 10 ms grid (benchmarks/grid.py; pgq-thin
 Queue.enqueue_many, PgQueuer Queries.enqueue with lists) through these phases, back to back:
@@ -40,13 +38,18 @@ Measured per phase (the same way for every system):
               CPU = the worker process (/proc); the producer process is not counted (its
               server backend is)
   sizes       at the phase's end: heap + TOAST and indexes of the queue's tables (all tables
-              but the history: pgq.job_history / pgqueuer_log and pgqueuer_statistics, or a
-              prototype's history), n_dead_tup of those tables
+              but the history: pgq.job_history / pgqueuer_log and pgqueuer_statistics), and
+              n_dead_tup of those tables. A partitioned table counts as the sum over the
+              leaves of its partition tree (pg_partition_root; the parent itself has no
+              storage): pgq.jobs is its ring partitions and jobs_scheduled, next to
+              pgq.live_keys, pgq.lanes and the small tables (entrypoints, workers, schedules,
+              metrics)
   enq max     the longest enqueue call of the phase: the longest pause a producer saw
               (a table lock on the hot table shows up here)
 
 The raw samples (every --sample s: sizes of every table, CPU, oldest xmin age), the per
-second handler starts and every figure are written to benchmarks/results/held-horizon-*.json.
+second handler starts and every figure are written to benchmarks/results/held-horizon-*.json;
+a sample's tables are keyed by the partitioned table's name, with its leaves under "partitions".
 """
 
 from __future__ import annotations
@@ -63,18 +66,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import itertools
-
 import common
 import psycopg
 
 MIB = 1024 * 1024
-PROTOTYPES = common.BENCH / "prototypes"
 HISTORY = {"pgq.job_history", "public.pgqueuer_log", "public.pgqueuer_statistics"}
 
 
 def is_history(name: str) -> bool:
     return name in HISTORY or "history" in name.split(".")[-1]
+
+
+SYSTEMS = ("thin", "pgqueuer")
+COUNTS = ("table", "index", "toast", "live", "dead", "autovacuum")
 
 
 def install(db: str, system: str) -> str:
@@ -83,25 +87,24 @@ def install(db: str, system: str) -> str:
         common.install_pgqueuer(db)
         return "peer"
     common.install_pgq(db)
-    if system != "thin":
-        install_prototype(db, system)
     return "thin"
 
 
-def install_prototype(db: str, name: str) -> None:
-    folder = PROTOTYPES / name
-    files = []
-    include = folder / "include.txt"
-    if include.exists():  # files of other prototypes this one builds on, in order
-        for line in include.read_text().splitlines():
-            if line.strip() and not line.startswith("#"):
-                files.append((folder / line.strip()).resolve())
-    files += sorted(folder.glob("*.sql"))
-    if not files:
-        raise SystemExit(f"no prototype {name!r}: {folder} has no .sql files")
-    with psycopg.connect(db, autocommit=True) as conn:
-        for f in files:
-            conn.execute(f.read_text())  # no parameters: simple protocol, many statements
+def table_stats(conn: psycopg.Connection[Any]) -> dict[str, dict[str, Any]]:
+    """common.all_table_stats with each partition tree folded into its root: the root's entry
+    holds the sums over its leaves (a partitioned table has no storage of its own, so its
+    own sizes would read 0) and the leaves' own figures under "partitions"."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, v in common.all_table_stats(conn).items():
+        root = v.pop("partition_of")
+        if root is None:
+            out[name] = v
+            continue
+        agg = out.setdefault(root, {**dict.fromkeys(COUNTS, 0), "partitions": {}})
+        for k in COUNTS:
+            agg[k] += v[k]
+        agg["partitions"][name] = v
+    return out
 
 
 class Sampler(threading.Thread):
@@ -129,7 +132,7 @@ class Sampler(threading.Thread):
             "machine_busy_s": common.machine_busy_s(),
         }
         try:
-            s["tables"] = common.all_table_stats(conn)
+            s["tables"] = table_stats(conn)
             row = conn.execute(
                 "SELECT max(age(backend_xmin)) FROM pg_stat_activity"
                 " WHERE datname = current_database()"
@@ -222,34 +225,13 @@ def run_system(
             sampler.stop.set()
             sampler.join(60)
             cpu.stop()
-        locks = maintenance_locks(db)
         if producer.returncode != 0:
             raise RuntimeError(f"{system} producer failed:\n{perr[-3000:]}")
         if worker.returncode != 0:
             raise RuntimeError(f"{system} worker failed:\n{werr[-3000:]}")
     prod = json.loads(pout.strip().splitlines()[-1])
     work = json.loads(wout.strip().splitlines()[-1])
-    out = summarize(system, plan, bounds, prod, work, sampler.samples, hold_info)
-    for ph, (a, b) in zip(out["phases"], itertools.pairwise(bounds), strict=True):
-        mine = [m for m in locks if a <= m["at_ns"] < b]
-        ph["truncations"] = len(mine)
-        ph["lock_wait_max_ms"] = max((m["wait_ms"] for m in mine), default=None)
-        ph["lock_held_max_ms"] = max((m["held_ms"] for m in mine), default=None)
-    out["maintenance_log"] = locks
-    return out
-
-
-def maintenance_locks(db: str) -> list[dict[str, Any]]:
-    """A prototype's log of table locks taken by maintenance (ring: each TRUNCATE, how long
-    its lock was waited for and held), if it keeps one."""
-    with psycopg.connect(db, autocommit=True) as conn:
-        if conn.execute("SELECT to_regclass('pgq.maintenance_log')").fetchone() == (None,):
-            return []
-        rows = conn.execute(
-            "SELECT (extract(epoch FROM at) * 1e9)::bigint, slot, wait_ms, held_ms"
-            " FROM pgq.maintenance_log ORDER BY at"
-        ).fetchall()
-    return [{"at_ns": r[0], "slot": r[1], "wait_ms": r[2], "held_ms": r[3]} for r in rows]
+    return summarize(system, plan, bounds, prod, work, sampler.samples, hold_info)
 
 
 def at(samples: list[dict[str, Any]], t_ns: int) -> dict[str, Any]:
@@ -390,16 +372,6 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace) -> Non
             if base_size
             else "",
         ]
-        if any(p.get("truncations") for p in ph):
-            lines.append(
-                "maintenance table locks (TRUNCATE) per phase, count / longest wait / longest "
-                "held ms: "
-                + ", ".join(
-                    f"{p['phase']}: {p['truncations']} / {p['lock_wait_max_ms'] or 0:.1f} / "
-                    f"{p['lock_held_max_ms'] or 0:.1f}"
-                    for p in ph
-                )
-            )
         print("\n" + "\n".join(lines))
 
 
@@ -408,7 +380,7 @@ def main() -> None:
     parser.add_argument(
         "--dsn", default=None, help="a local server of your own (default: embedded)"
     )
-    parser.add_argument("--systems", default="thin,pgqueuer")
+    parser.add_argument("--systems", default="thin,pgqueuer", help="thin and/or pgqueuer")
     parser.add_argument("--rates", default="2000,5000")
     parser.add_argument("--unpinned", type=float, default=30.0, help="seconds per rate")
     parser.add_argument("--hold", type=float, default=10.0, help="minutes (half at each rate)")
@@ -420,10 +392,8 @@ def main() -> None:
     args = parser.parse_args()
     systems = args.systems.split(",")
     for s in systems:
-        if s not in ("thin", "pgqueuer") and not (PROTOTYPES / s).is_dir():
-            raise SystemExit(
-                f"unknown system {s!r} (thin, pgqueuer or a benchmarks/prototypes/ folder)"
-            )
+        if s not in SYSTEMS:
+            raise SystemExit(f"unknown system {s!r} (one of {', '.join(SYSTEMS)})")
 
     def run_all(server: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         machine = common.server_info(server)

