@@ -265,7 +265,8 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 -- sql/functions/_archive.sql
 -- pgq._archive(ids, statuses, details, at, worker_id, leases): move live jobs to pgq.job_history.
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
---   status (successful, failed or canceled), details and finished_at = at. Returns one row per
+--   status (successful, failed or canceled), details and finished_at = at, and frees their
+--   dedupe keys in pgq.live_keys (only a key still held by that job id). Returns one row per
 --   job moved: its id, entrypoint, final status and attempt.
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
@@ -275,7 +276,7 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 --   the claim path archiving a stale job) no lease is recorded: an attempt that did not finish
 --   the job cannot pass for one that did. A failed job's details are also appended to its error
 --   list. One statement: no separate locking pass.
--- Locking: row locks on the deleted jobs.
+-- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
     ids        bigint[],
@@ -293,6 +294,9 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -311,6 +315,12 @@ BEGIN
                   CASE WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
                        ELSE i.status END AS final_status,
                   i.details AS final_details
+    ), keys AS (
+        DELETE FROM pgq.live_keys k
+         USING gone g
+         WHERE g.dedupe_key IS NOT NULL
+           AND k.dedupe_key = g.dedupe_key
+           AND k.job_id = g.id
     )
     INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                       dedupe_key, enqueued_at, started_at, finished_at, worker_id,
@@ -906,7 +916,8 @@ COMMENT ON FUNCTION pgq._cursor(text, text) IS
 --   no OFFSET). Filter: entrypoint (NULL: all), status among statuses, finished_at in
 --   [since, until) (NULL: open), error (NULL: any) found case-insensitively in the details'
 --   error, message or traceback (or the details themselves when they are a JSON string).
---   requeueable: leave out rows whose dedupe key a live job holds (they cannot be requeued).
+--   requeueable: leave out rows whose dedupe key a live job holds (in pgq.live_keys: they
+--   cannot be requeued).
 --   Planned for each call's values (so a status filter of 'failed' uses the failed-jobs index).
 --   Arguments are checked by the callers.
 -- Locking: none (reads only).
@@ -946,7 +957,7 @@ BEGIN
                       lower(_find_history.error)) > 0)
        AND (NOT _find_history.requeueable
             OR h.dedupe_key IS NULL
-            OR NOT EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.dedupe_key = h.dedupe_key))
+            OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = h.dedupe_key))
      ORDER BY h.finished_at DESC, h.id DESC
      LIMIT _find_history.n;
 END
@@ -2656,8 +2667,8 @@ COMMENT ON FUNCTION pgq.entrypoint_config(text[]) IS
 --   jobs) first, then finished jobs that carried it, newest first, at most max_rows rows in
 --   all. A search box's answer ("where is the job of order 4711?"); the cursor column is
 --   filled as in the listings, but there is no next page.
--- Locking: none (reads only). Both lookups are index scans (jobs_dedupe_key_idx,
---   job_history_dedupe_key_idx).
+-- Locking: none (reads only). The lookups are index scans (the key in pgq.live_keys, then its
+--   job by id in jobs_id_idx; job_history_dedupe_key_idx).
 -- Errors: PQ009 NULL dedupe_key; PQ002 max_rows outside 1..1000.
 CREATE OR REPLACE FUNCTION pgq.find_by_dedupe_key(dedupe_key text, max_rows int DEFAULT 50)
 RETURNS SETOF pgq.job_listing
@@ -2684,8 +2695,9 @@ BEGIN
                  WHEN j.status = 'scheduled'
                  THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
                  ELSE 'r,' || j.id END
-       FROM pgq.jobs j
-      WHERE j.dedupe_key = find_by_dedupe_key.dedupe_key)
+       FROM pgq.live_keys k
+       JOIN pgq.jobs j ON j.id = k.job_id
+      WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key)
     UNION ALL
     (SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
             h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
@@ -3921,9 +3933,12 @@ COMMENT ON FUNCTION pgq.release_schedule(uuid, text, bigint, text, interval, tim
 -- pgq.requeue(ids, at)
 -- Contract: puts finished jobs that failed (dead) or were canceled back in the queue: each
 --   leaves pgq.job_history and becomes a queued job again with the same id, payload, headers,
---   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Successful jobs
+--   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Due now: queued
+--   with a new ready number (the back of its lane); due later: scheduled. Successful jobs
 --   and unknown ids are ignored. Returns the ids requeued. at NULL means now().
--- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice).
+-- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice) and
+--   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
+--   (pgq._ready_lock) of their entrypoints until commit.
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
 --   (nothing is requeued).
 CREATE OR REPLACE FUNCTION pgq.requeue(ids bigint[], at timestamptz DEFAULT NULL)
@@ -3937,6 +3952,7 @@ AS $$
 DECLARE
     v_ids   bigint[];
     v_clash text;
+    v_due   boolean;
 BEGIN
     PERFORM pgq._check_dims(requeue.ids, 'ids');
     PERFORM pgq._check_time(requeue.at, 'at');
@@ -3945,20 +3961,41 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
+    -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
+    -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
+    v_due := requeue.at IS NULL OR requeue.at <= now();
+    IF v_due THEN
+        PERFORM pgq._ready_lock(ARRAY(SELECT DISTINCT h.entrypoint
+                                        FROM pgq.job_history h
+                                       WHERE h.id = ANY (requeue.ids)
+                                         AND h.status IN ('failed', 'canceled')));
+    END IF;
+
+    -- Dedupe keys are taken in pgq.live_keys first; a job whose key is held is not inserted.
     WITH back AS (
         DELETE FROM pgq.job_history h
          WHERE h.id = ANY (requeue.ids)
            AND h.status IN ('failed', 'canceled')
         RETURNING h.*
+    ), keys AS (
+        INSERT INTO pgq.live_keys (dedupe_key, job_id)
+        SELECT b.dedupe_key, b.id
+          FROM back b
+         WHERE b.dedupe_key IS NOT NULL
+         ORDER BY b.id
+            ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING job_id
     ), ins AS (
         INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors, status)
+                              dedupe_key, errors, status, ready_seq, slot)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
                b.payload, b.headers, b.dedupe_key, b.errors,
-               CASE WHEN requeue.at > now() THEN 'scheduled' ELSE 'queued' END
-          FROM back b
-         ORDER BY b.id
-            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+               CASE WHEN v_due THEN 'queued' ELSE 'scheduled' END,
+               CASE WHEN v_due THEN nextval('pgq.ready_seq') END,
+               CASE WHEN v_due THEN pgq._slot() ELSE 4 END
+          FROM (SELECT b.* FROM back b
+                 WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
+                 ORDER BY b.id) AS b
         RETURNING id
     )
     SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),
