@@ -1,6 +1,7 @@
 -- pgq._archive(ids, statuses, details, at, worker_id, leases): move live jobs to pgq.job_history.
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
---   status (successful, failed or canceled), details and finished_at = at. Returns one row per
+--   status (successful, failed or canceled), details and finished_at = at, and frees their
+--   dedupe keys in pgq.live_keys (only a key still held by that job id). Returns one row per
 --   job moved: its id, entrypoint, final status and attempt.
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
@@ -10,7 +11,7 @@
 --   the claim path archiving a stale job) no lease is recorded: an attempt that did not finish
 --   the job cannot pass for one that did. A failed job's details are also appended to its error
 --   list. One statement: no separate locking pass.
--- Locking: row locks on the deleted jobs.
+-- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
     ids        bigint[],
@@ -28,6 +29,9 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -46,6 +50,12 @@ BEGIN
                   CASE WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
                        ELSE i.status END AS final_status,
                   i.details AS final_details
+    ), keys AS (
+        DELETE FROM pgq.live_keys k
+         USING gone g
+         WHERE g.dedupe_key IS NOT NULL
+           AND k.dedupe_key = g.dedupe_key
+           AND k.job_id = g.id
     )
     INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                       dedupe_key, enqueued_at, started_at, finished_at, worker_id,

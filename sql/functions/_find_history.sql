@@ -5,7 +5,8 @@
 --   no OFFSET). Filter: entrypoint (NULL: all), status among statuses, finished_at in
 --   [since, until) (NULL: open), error (NULL: any) found case-insensitively in the details'
 --   error, message or traceback (or the details themselves when they are a JSON string).
---   requeueable: leave out rows whose dedupe key a live job holds (they cannot be requeued).
+--   requeueable: leave out rows whose dedupe key a live job holds (in pgq.live_keys: they
+--   cannot be requeued).
 --   Planned for each call's values (so a status filter of 'failed' uses the failed-jobs index).
 --   Arguments are checked by the callers.
 -- Locking: none (reads only).
@@ -45,7 +46,7 @@ BEGIN
                       lower(_find_history.error)) > 0)
        AND (NOT _find_history.requeueable
             OR h.dedupe_key IS NULL
-            OR NOT EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.dedupe_key = h.dedupe_key))
+            OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = h.dedupe_key))
      ORDER BY h.finished_at DESC, h.id DESC
      LIMIT _find_history.n;
 END

@@ -1,11 +1,13 @@
 -- pgq.cancel(ids, at)
--- Contract: queued jobs move to history as canceled at once; running jobs are flagged
+-- Contract: queued and scheduled jobs move to history as canceled at once (their dedupe keys
+--   are free again); running jobs are flagged
 --   (cancel_requested) and their worker is told through pgq_events ({"kind": "cancel"}) and
 --   through the next heartbeat answer; the worker then completes them as canceled (or the claim
 --   path archives them once their heartbeat goes stale). Returns the ids canceled or flagged
 --   (one column, id);
 --   ids that are unknown or already finished are ignored. Calling it again is harmless.
---   at NULL means now().
+--   at NULL means now(). A job carried to another slot of the ring while the call waited for it
+--   (pgq.maintain) is found again by a second look.
 -- Locking: row locks on the affected jobs; waits for a transaction that holds one of them.
 -- Errors: PQ009 NULL ids or NULL element.
 CREATE OR REPLACE FUNCTION pgq.cancel(ids bigint[], at timestamptz DEFAULT NULL)
@@ -14,10 +16,16 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_queued bigint[];
+    v_queued  bigint[];
+    v_flagged bigint[];
+    v_done    bigint[] := '{}';
+    v_round   int;
 BEGIN
     PERFORM pgq._check_dims(cancel.ids, 'ids');
     PERFORM pgq._check_time(cancel.at, 'at');
@@ -26,23 +34,39 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    SELECT array_agg(l.id) INTO v_queued
-      FROM (SELECT j.id FROM pgq.jobs j
-             WHERE j.id = ANY (cancel.ids) AND j.status IN ('queued', 'scheduled')
-             ORDER BY j.id
-               FOR UPDATE) AS l;
-    IF v_queued IS NOT NULL THEN
-        RETURN QUERY SELECT a.id
-                       FROM pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
-                                         NULL, coalesce(cancel.at, now())) AS a;
-    END IF;
+    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
+    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
+    -- the same row) while this call waited for its row lock. Unknown and finished ids miss twice.
+    FOR v_round IN 1..2 LOOP
+        SELECT array_agg(l.id) INTO v_queued
+          FROM (SELECT j.id FROM pgq.jobs j
+                 WHERE j.id = ANY (cancel.ids) AND j.status IN ('queued', 'scheduled')
+                   AND j.id <> ALL (v_done)
+                 ORDER BY j.id
+                   FOR UPDATE) AS l;
+        IF v_queued IS NOT NULL THEN
+            -- To history as canceled; _archive frees their dedupe keys.
+            RETURN QUERY SELECT a.id
+                           FROM pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
+                                             NULL, coalesce(cancel.at, now())) AS a;
+            v_done := v_done || v_queued;
+        END IF;
 
-    RETURN QUERY
-    UPDATE pgq.jobs j
-       SET cancel_requested = true
-     WHERE j.id = ANY (cancel.ids)
-       AND j.status = 'running'
-    RETURNING j.id;
+        WITH flagged AS (
+            UPDATE pgq.jobs j
+               SET cancel_requested = true
+             WHERE j.id = ANY (cancel.ids)
+               AND j.status = 'running'
+               AND j.id <> ALL (v_done)
+            RETURNING j.id
+        )
+        SELECT array_agg(f.id) INTO v_flagged FROM flagged f;
+        IF v_flagged IS NOT NULL THEN
+            RETURN QUERY SELECT unnest(v_flagged);
+            v_done := v_done || v_flagged;
+        END IF;
+        EXIT WHEN cardinality(v_done) >= cardinality(cancel.ids);
+    END LOOP;
 END
 $$;
 COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS

@@ -46,6 +46,9 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -59,6 +62,21 @@ DECLARE
     a_attempt  int[] := '{}';
     a_max      int[] := '{}';
     a_run      timestamptz[] := '{}';
+    -- The jobs still to decide (all at first; in the second round, those the first missed).
+    r_ids      bigint[];
+    r_leases   bigint[];
+    r_outcomes text[];
+    r_details  jsonb[];
+    v_round    int;
+    v_decided  bigint[];   -- failures and interruptions locked this round
+    v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
+    v_later_s  float8[];
+    v_later_d  jsonb[];
+    v_now_ids  bigint[];   -- ... retried at once (queued in place)
+    v_now_s    float8[];
+    v_now_d    jsonb[];
+    v_now_o    text[];
+    v_eps      text[];
 BEGIN
     PERFORM pgq._check_time(complete.at, 'at');
     IF complete.outcomes IS NULL THEN
@@ -101,69 +119,148 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Back to the queue: failures with attempts left, and interrupted attempts (not counted).
-    -- One statement whose WHERE clause is the lease fence, re-checked by PostgreSQL on
-    -- concurrent updates: no separate locking pass.
-    IF 'failed' = ANY (complete.outcomes) OR 'interrupted' = ANY (complete.outcomes) THEN
-        WITH retried AS (
-            UPDATE pgq.jobs j
-               -- Due later: 'scheduled' until a claim promotes it (see pgq.claim).
-               SET status = CASE WHEN i.outcome = 'interrupted' THEN 'queued'
-                                 WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
-                                 THEN CASE WHEN (i.details ->> 'retry_after')::numeric > 0 THEN 'scheduled' ELSE 'queued' END
-                                 WHEN c.backoff_base > interval '0' THEN 'scheduled'
-                                 ELSE 'queued' END,
-                   run_at = v_now
-                            + CASE WHEN i.outcome = 'interrupted' THEN interval '0'
-                                   WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
-                                   THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
-                                   -- In seconds (numeric): base * 2^40 as an interval overflows
-                                   -- for a base of a few seconds or more.
-                                   ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
-                                                                    extract(epoch FROM c.backoff_base)
-                                                                    * 2::numeric ^ least(j.attempt - 1, 40))::double precision
-                                                              * (0.5 + random() * 0.5)) END,
-                   attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
-                   lease = NULL,
-                   worker_id = NULL,
-                   started_at = NULL,
-                   heartbeat_at = NULL,
-                   claim_request = NULL,
-                   errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
-                                'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
-                                'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END))
-                                || jsonb_build_object('details', i.details))
-              FROM unnest(complete.ids, complete.leases, complete.outcomes, v_details)
-                   AS i(id, lease, outcome, details),
-                   pgq.entrypoints c
-             WHERE j.id = i.id
-               AND j.lease = i.lease
-               AND j.status = 'running'
-               AND j.worker_id = complete.worker_id
-               AND c.entrypoint = j.entrypoint
-               AND NOT j.cancel_requested
-               AND (i.outcome = 'interrupted' OR (i.outcome = 'failed' AND j.attempt < c.max_attempts))
-            RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
-        )
-        SELECT coalesce(array_agg(r.id), '{}'), coalesce(array_agg('retry'::text), '{}'),
-               coalesce(array_agg(CASE WHEN r.outcome = 'interrupted' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
-               coalesce(array_agg(r.max_attempts), '{}'), coalesce(array_agg(r.run_at), '{}')
-          INTO a_id, a_status, a_attempt, a_max, a_run
-          FROM retried r;
-    END IF;
+    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
+    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
+    -- the same row, same id and lease) while this call waited for its row lock. A stale lease
+    -- misses twice and gets no row.
+    r_ids := complete.ids;
+    r_leases := complete.leases;
+    r_outcomes := complete.outcomes;
+    r_details := v_details;
+    FOR v_round IN 1..2 LOOP
+        v_decided := '{}';
+        -- Back to the queue: failures with attempts left, and interrupted attempts (not
+        -- counted). Their rows are locked and decided first (lease-fenced), so that a row
+        -- carried meanwhile cannot reach the archive below with a failure it should retry.
+        IF 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes) THEN
+            SELECT coalesce(array_agg(d.id ORDER BY d.id), '{}'),
+                   coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
+                   coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   coalesce(array_agg(d.delay ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
+                   coalesce(array_agg(d.delay ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   coalesce(array_agg(d.details ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
+                   coalesce(array_agg(d.details ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   coalesce(array_agg(d.outcome ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   array_agg(DISTINCT d.entrypoint) FILTER (WHERE d.retry AND d.delay <= 0)
+              INTO v_decided, v_later, v_now_ids, v_later_s, v_now_s, v_later_d, v_now_d, v_now_o, v_eps
+              FROM (SELECT j.id, j.entrypoint, i.outcome, i.details,
+                           NOT j.cancel_requested
+                           AND (i.outcome = 'interrupted' OR j.attempt < c.max_attempts) AS retry,
+                           -- The delay in seconds: none for an interrupted attempt, the handler's
+                           -- retry_after, else backoff with equal jitter (numeric: base * 2^40 as
+                           -- an interval overflows for a base of a few seconds or more).
+                           CASE WHEN i.outcome = 'interrupted' THEN 0::float8
+                                WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                                THEN (i.details ->> 'retry_after')::float8
+                                ELSE least(extract(epoch FROM c.backoff_max),
+                                           extract(epoch FROM c.backoff_base)
+                                           * 2::numeric ^ least(j.attempt - 1, 40))::float8
+                                     * (0.5 + random() * 0.5) END AS delay
+                      FROM unnest(r_ids, r_leases, r_outcomes, r_details) AS i(id, lease, outcome, details)
+                      JOIN pgq.jobs j ON j.id = i.id
+                      JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+                     WHERE i.outcome IN ('failed', 'interrupted')
+                       AND j.lease = i.lease
+                       AND j.status = 'running'
+                       AND j.worker_id = complete.worker_id
+                     ORDER BY j.id
+                       FOR UPDATE OF j) AS d;
 
-    -- Everything else this worker still owns moves to history (retried jobs are queued now,
-    -- so the lease fence of _archive leaves them alone). An interrupted job that gets here was
-    -- canceled meanwhile.
-    SELECT a_id || coalesce(array_agg(a.id), '{}'), a_status || coalesce(array_agg(a.status), '{}'),
-           a_attempt || coalesce(array_agg(a.attempt), '{}'), a_max || coalesce(array_agg(c.max_attempts), '{}'),
-           a_run || coalesce(array_agg(NULL::timestamptz), '{}')
-      INTO a_id, a_status, a_attempt, a_max, a_run
-      FROM pgq._archive(complete.ids,
-                        ARRAY(SELECT CASE WHEN u.o = 'interrupted' THEN 'canceled' ELSE u.o END
-                                FROM unnest(complete.outcomes) WITH ORDINALITY AS u(o, ord) ORDER BY u.ord),
-                        v_details, v_now, complete.worker_id, complete.leases) AS a
-      JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint;
+            -- Due now (no delay): queued again in place, with a new ready number behind the
+            -- fence (the back of its lane).
+            IF cardinality(v_now_ids) > 0 THEN
+                PERFORM pgq._ready_lock(v_eps);
+                WITH retried AS (
+                    UPDATE pgq.jobs j
+                       SET status = 'queued',
+                           ready_seq = nextval('pgq.ready_seq'),
+                           run_at = v_now + make_interval(secs => i.delay),
+                           attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
+                           lease = NULL,
+                           worker_id = NULL,
+                           started_at = NULL,
+                           heartbeat_at = NULL,
+                           claim_request = NULL,
+                           errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+                                        'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
+                                        'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END))
+                                        || jsonb_build_object('details', i.details))
+                      FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
+                              FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
+                                   WITH ORDINALITY AS u(id, delay, details, outcome, ord)
+                             ORDER BY u.ord) AS i,
+                           pgq.entrypoints c
+                     WHERE j.id = i.id
+                       AND j.status = 'running'
+                       AND c.entrypoint = j.entrypoint
+                    RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
+                )
+                SELECT a_id || coalesce(array_agg(r.id), '{}'), a_status || coalesce(array_agg('retry'::text), '{}'),
+                       a_attempt || coalesce(array_agg(CASE WHEN r.outcome = 'interrupted' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
+                       a_max || coalesce(array_agg(r.max_attempts), '{}'), a_run || coalesce(array_agg(r.run_at), '{}')
+                  INTO a_id, a_status, a_attempt, a_max, a_run
+                  FROM retried r;
+            END IF;
+
+            -- Due later: 'scheduled', moved to jobs_scheduled (slot 4) as DELETE ... RETURNING +
+            -- INSERT of the same row (an UPDATE of the partition key would fail a concurrent
+            -- waiter); pgq._promote gives it a ready number at run_at.
+            IF cardinality(v_later) > 0 THEN
+                WITH moved AS (
+                    DELETE FROM pgq.jobs j
+                     USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
+                     WHERE j.id = i.id
+                       AND j.status = 'running'
+                    RETURNING j.*, i.delay, i.details AS retry_details
+                ), ins AS (
+                    INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,
+                                          payload, headers, dedupe_key, cancel_requested, errors, slot)
+                    SELECT m.id, m.entrypoint, 'scheduled', m.priority, v_now + make_interval(secs => m.delay),
+                           m.enqueued_at, m.attempt, m.payload, m.headers, m.dedupe_key, m.cancel_requested,
+                           m.errors || jsonb_build_array(jsonb_build_object(
+                               'attempt', m.attempt, 'at', v_now, 'lease', m.lease)
+                               || jsonb_build_object('details', m.retry_details)),
+                           4
+                      FROM moved m
+                     ORDER BY m.id
+                    RETURNING id, attempt, entrypoint, run_at
+                )
+                SELECT a_id || coalesce(array_agg(r.id), '{}'), a_status || coalesce(array_agg('retry'::text), '{}'),
+                       a_attempt || coalesce(array_agg(r.attempt), '{}'),
+                       a_max || coalesce(array_agg(c.max_attempts), '{}'), a_run || coalesce(array_agg(r.run_at), '{}')
+                  INTO a_id, a_status, a_attempt, a_max, a_run
+                  FROM ins r
+                  JOIN pgq.entrypoints c ON c.entrypoint = r.entrypoint;
+            END IF;
+        END IF;
+
+        -- Everything else this worker still owns moves to history: successful and canceled
+        -- outcomes (lease-fenced by _archive itself), and the failures and interruptions locked
+        -- above that may not run again (no attempts left, or canceled meanwhile). An interrupted
+        -- job that gets here was canceled meanwhile.
+        SELECT a_id || coalesce(array_agg(a.id), '{}'), a_status || coalesce(array_agg(a.status), '{}'),
+               a_attempt || coalesce(array_agg(a.attempt), '{}'), a_max || coalesce(array_agg(c.max_attempts), '{}'),
+               a_run || coalesce(array_agg(NULL::timestamptz), '{}')
+          INTO a_id, a_status, a_attempt, a_max, a_run
+          FROM (SELECT array_agg(u.id ORDER BY u.ord) AS ids, array_agg(u.lease ORDER BY u.ord) AS leases,
+                       array_agg(CASE WHEN u.outcome = 'interrupted' THEN 'canceled' ELSE u.outcome END ORDER BY u.ord) AS outcomes,
+                       array_agg(u.details ORDER BY u.ord) AS details
+                  FROM unnest(r_ids, r_leases, r_outcomes, r_details) WITH ORDINALITY AS u(id, lease, outcome, details, ord)
+                 WHERE u.outcome IN ('successful', 'canceled')
+                    OR (u.id = ANY (v_decided) AND u.id <> ALL (a_id))) AS x
+         CROSS JOIN LATERAL pgq._archive(x.ids, x.outcomes, x.details, v_now, complete.worker_id, x.leases) AS a
+          JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint
+         WHERE x.ids IS NOT NULL;
+
+        EXIT WHEN cardinality(a_id) >= v_n OR v_round = 2;
+        -- The jobs missed so far, for the second look.
+        SELECT array_agg(u.id ORDER BY u.ord), array_agg(u.lease ORDER BY u.ord),
+               array_agg(u.outcome ORDER BY u.ord), array_agg(u.details ORDER BY u.ord)
+          INTO r_ids, r_leases, r_outcomes, r_details
+          FROM unnest(complete.ids, complete.leases, complete.outcomes, v_details)
+               WITH ORDINALITY AS u(id, lease, outcome, details, ord)
+         WHERE u.id <> ALL (a_id);
+    END LOOP;
 
     -- A repeated call (its first answer was lost with the connection) finds its own results
     -- already applied under the same lease: the same decisions are answered, nothing changes.

@@ -4,8 +4,8 @@
 --   jobs) first, then finished jobs that carried it, newest first, at most max_rows rows in
 --   all. A search box's answer ("where is the job of order 4711?"); the cursor column is
 --   filled as in the listings, but there is no next page.
--- Locking: none (reads only). Both lookups are index scans (jobs_dedupe_key_idx,
---   job_history_dedupe_key_idx).
+-- Locking: none (reads only). The lookups are index scans (the key in pgq.live_keys, then its
+--   job by id in jobs_id_idx; job_history_dedupe_key_idx).
 -- Errors: PQ009 NULL dedupe_key; PQ002 max_rows outside 1..1000.
 CREATE OR REPLACE FUNCTION pgq.find_by_dedupe_key(dedupe_key text, max_rows int DEFAULT 50)
 RETURNS SETOF pgq.job_listing
@@ -32,8 +32,9 @@ BEGIN
                  WHEN j.status = 'scheduled'
                  THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
                  ELSE 'r,' || j.id END
-       FROM pgq.jobs j
-      WHERE j.dedupe_key = find_by_dedupe_key.dedupe_key)
+       FROM pgq.live_keys k
+       JOIN pgq.jobs j ON j.id = k.job_id
+      WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key)
     UNION ALL
     (SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
             h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',

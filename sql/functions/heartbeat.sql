@@ -4,7 +4,8 @@
 --   owned, but pgq.cancel asked it to stop) or 'lost' (re-claimed by another worker, finished
 --   or gone). A lost job is never touched. at NULL means now(). Also refreshes the worker's
 --   row in the workers registry (pgq.register_worker), once per call, also for empty arrays:
---   an idle worker stays visible by calling it with no jobs.
+--   an idle worker stays visible by calling it with no jobs. A job carried to another slot of
+--   the ring while the call waited for it (pgq.maintain) is found again by a second look.
 -- Locking: row locks on the owned jobs and the worker's registry row (both updates are HOT:
 --   heartbeat_at and last_seen_at are in no index).
 -- Errors: PQ009, PQ003 (see pgq._check_batch).
@@ -23,32 +24,60 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_now    timestamptz := coalesce(heartbeat.at, now());
+    v_ok     bigint[];
+    v_cancel bigint[];
 BEGIN
     PERFORM pgq._check_time(heartbeat.at, 'at');
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
-    UPDATE pgq.workers w SET last_seen_at = coalesce(heartbeat.at, now()) WHERE w.worker_id = heartbeat.worker_id;
-    RETURN QUERY
-    WITH input AS (
-        SELECT u.id, u.lease, u.ord
-          FROM unnest(heartbeat.ids, heartbeat.leases) WITH ORDINALITY AS u(id, lease, ord)
-    ), beat AS (
+    UPDATE pgq.workers w SET last_seen_at = v_now WHERE w.worker_id = heartbeat.worker_id;
+    WITH beat AS (
         UPDATE pgq.jobs j
-           SET heartbeat_at = coalesce(heartbeat.at, now())
-          FROM input i
+           SET heartbeat_at = v_now
+          FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
          WHERE j.id = i.id
            AND j.lease = i.lease
            AND j.status = 'running'
            AND j.worker_id = heartbeat.worker_id
         RETURNING j.id, j.cancel_requested
     )
+    SELECT coalesce(array_agg(b.id), '{}'), coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}')
+      INTO v_ok, v_cancel
+      FROM beat b;
+
+    -- A second look, in a new statement (a new snapshot), for the jobs the first one missed:
+    -- maintenance may have carried one into another slot (DELETE + INSERT of the same row, same
+    -- id and lease) while this call waited for its row lock. A stale lease misses twice.
+    IF cardinality(v_ok) < cardinality(heartbeat.ids) THEN
+        WITH beat AS (
+            UPDATE pgq.jobs j
+               SET heartbeat_at = v_now
+              FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
+             WHERE j.id = i.id
+               AND j.lease = i.lease
+               AND j.status = 'running'
+               AND j.worker_id = heartbeat.worker_id
+               AND i.id <> ALL (v_ok)
+            RETURNING j.id, j.cancel_requested
+        )
+        SELECT v_ok || coalesce(array_agg(b.id), '{}'),
+               v_cancel || coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}')
+          INTO v_ok, v_cancel
+          FROM beat b;
+    END IF;
+
+    RETURN QUERY
     SELECT i.id,
-           CASE WHEN b.id IS NULL THEN 'lost'
-                WHEN b.cancel_requested THEN 'cancel_requested'
+           CASE WHEN i.id <> ALL (v_ok) THEN 'lost'
+                WHEN i.id = ANY (v_cancel) THEN 'cancel_requested'
                 ELSE 'ok' END
-      FROM input i
-      LEFT JOIN beat b ON b.id = i.id
+      FROM unnest(heartbeat.ids) WITH ORDINALITY AS i(id, ord)
      ORDER BY i.ord;
 END
 $$;

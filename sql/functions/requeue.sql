@@ -1,9 +1,12 @@
 -- pgq.requeue(ids, at)
 -- Contract: puts finished jobs that failed (dead) or were canceled back in the queue: each
 --   leaves pgq.job_history and becomes a queued job again with the same id, payload, headers,
---   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Successful jobs
+--   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Due now: queued
+--   with a new ready number (the back of its lane); due later: scheduled. Successful jobs
 --   and unknown ids are ignored. Returns the ids requeued. at NULL means now().
--- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice).
+-- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice) and
+--   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
+--   (pgq._ready_lock) of their entrypoints until commit.
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
 --   (nothing is requeued).
 CREATE OR REPLACE FUNCTION pgq.requeue(ids bigint[], at timestamptz DEFAULT NULL)
@@ -17,6 +20,7 @@ AS $$
 DECLARE
     v_ids   bigint[];
     v_clash text;
+    v_due   boolean;
 BEGIN
     PERFORM pgq._check_dims(requeue.ids, 'ids');
     PERFORM pgq._check_time(requeue.at, 'at');
@@ -25,20 +29,41 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
+    -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
+    -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
+    v_due := requeue.at IS NULL OR requeue.at <= now();
+    IF v_due THEN
+        PERFORM pgq._ready_lock(ARRAY(SELECT DISTINCT h.entrypoint
+                                        FROM pgq.job_history h
+                                       WHERE h.id = ANY (requeue.ids)
+                                         AND h.status IN ('failed', 'canceled')));
+    END IF;
+
+    -- Dedupe keys are taken in pgq.live_keys first; a job whose key is held is not inserted.
     WITH back AS (
         DELETE FROM pgq.job_history h
          WHERE h.id = ANY (requeue.ids)
            AND h.status IN ('failed', 'canceled')
         RETURNING h.*
+    ), keys AS (
+        INSERT INTO pgq.live_keys (dedupe_key, job_id)
+        SELECT b.dedupe_key, b.id
+          FROM back b
+         WHERE b.dedupe_key IS NOT NULL
+         ORDER BY b.id
+            ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING job_id
     ), ins AS (
         INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors, status)
+                              dedupe_key, errors, status, ready_seq, slot)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
                b.payload, b.headers, b.dedupe_key, b.errors,
-               CASE WHEN requeue.at > now() THEN 'scheduled' ELSE 'queued' END
-          FROM back b
-         ORDER BY b.id
-            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+               CASE WHEN v_due THEN 'queued' ELSE 'scheduled' END,
+               CASE WHEN v_due THEN nextval('pgq.ready_seq') END,
+               CASE WHEN v_due THEN pgq._slot() ELSE 4 END
+          FROM (SELECT b.* FROM back b
+                 WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
+                 ORDER BY b.id) AS b
         RETURNING id
     )
     SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),

@@ -265,7 +265,8 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 -- sql/functions/_archive.sql
 -- pgq._archive(ids, statuses, details, at, worker_id, leases): move live jobs to pgq.job_history.
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
---   status (successful, failed or canceled), details and finished_at = at. Returns one row per
+--   status (successful, failed or canceled), details and finished_at = at, and frees their
+--   dedupe keys in pgq.live_keys (only a key still held by that job id). Returns one row per
 --   job moved: its id, entrypoint, final status and attempt.
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
@@ -275,7 +276,7 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 --   the claim path archiving a stale job) no lease is recorded: an attempt that did not finish
 --   the job cannot pass for one that did. A failed job's details are also appended to its error
 --   list. One statement: no separate locking pass.
--- Locking: row locks on the deleted jobs.
+-- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
     ids        bigint[],
@@ -293,6 +294,9 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -311,6 +315,12 @@ BEGIN
                   CASE WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
                        ELSE i.status END AS final_status,
                   i.details AS final_details
+    ), keys AS (
+        DELETE FROM pgq.live_keys k
+         USING gone g
+         WHERE g.dedupe_key IS NOT NULL
+           AND k.dedupe_key = g.dedupe_key
+           AND k.job_id = g.id
     )
     INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                       dedupe_key, enqueued_at, started_at, finished_at, worker_id,
@@ -906,7 +916,8 @@ COMMENT ON FUNCTION pgq._cursor(text, text) IS
 --   no OFFSET). Filter: entrypoint (NULL: all), status among statuses, finished_at in
 --   [since, until) (NULL: open), error (NULL: any) found case-insensitively in the details'
 --   error, message or traceback (or the details themselves when they are a JSON string).
---   requeueable: leave out rows whose dedupe key a live job holds (they cannot be requeued).
+--   requeueable: leave out rows whose dedupe key a live job holds (in pgq.live_keys: they
+--   cannot be requeued).
 --   Planned for each call's values (so a status filter of 'failed' uses the failed-jobs index).
 --   Arguments are checked by the callers.
 -- Locking: none (reads only).
@@ -946,7 +957,7 @@ BEGIN
                       lower(_find_history.error)) > 0)
        AND (NOT _find_history.requeueable
             OR h.dedupe_key IS NULL
-            OR NOT EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.dedupe_key = h.dedupe_key))
+            OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = h.dedupe_key))
      ORDER BY h.finished_at DESC, h.id DESC
      LIMIT _find_history.n;
 END
@@ -1483,13 +1494,15 @@ COMMENT ON FUNCTION pgq._valid_name(text) IS
 
 -- sql/functions/cancel.sql
 -- pgq.cancel(ids, at)
--- Contract: queued jobs move to history as canceled at once; running jobs are flagged
+-- Contract: queued and scheduled jobs move to history as canceled at once (their dedupe keys
+--   are free again); running jobs are flagged
 --   (cancel_requested) and their worker is told through pgq_events ({"kind": "cancel"}) and
 --   through the next heartbeat answer; the worker then completes them as canceled (or the claim
 --   path archives them once their heartbeat goes stale). Returns the ids canceled or flagged
 --   (one column, id);
 --   ids that are unknown or already finished are ignored. Calling it again is harmless.
---   at NULL means now().
+--   at NULL means now(). A job carried to another slot of the ring while the call waited for it
+--   (pgq.maintain) is found again by a second look.
 -- Locking: row locks on the affected jobs; waits for a transaction that holds one of them.
 -- Errors: PQ009 NULL ids or NULL element.
 CREATE OR REPLACE FUNCTION pgq.cancel(ids bigint[], at timestamptz DEFAULT NULL)
@@ -1498,10 +1511,16 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_queued bigint[];
+    v_queued  bigint[];
+    v_flagged bigint[];
+    v_done    bigint[] := '{}';
+    v_round   int;
 BEGIN
     PERFORM pgq._check_dims(cancel.ids, 'ids');
     PERFORM pgq._check_time(cancel.at, 'at');
@@ -1510,23 +1529,39 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    SELECT array_agg(l.id) INTO v_queued
-      FROM (SELECT j.id FROM pgq.jobs j
-             WHERE j.id = ANY (cancel.ids) AND j.status IN ('queued', 'scheduled')
-             ORDER BY j.id
-               FOR UPDATE) AS l;
-    IF v_queued IS NOT NULL THEN
-        RETURN QUERY SELECT a.id
-                       FROM pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
-                                         NULL, coalesce(cancel.at, now())) AS a;
-    END IF;
+    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
+    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
+    -- the same row) while this call waited for its row lock. Unknown and finished ids miss twice.
+    FOR v_round IN 1..2 LOOP
+        SELECT array_agg(l.id) INTO v_queued
+          FROM (SELECT j.id FROM pgq.jobs j
+                 WHERE j.id = ANY (cancel.ids) AND j.status IN ('queued', 'scheduled')
+                   AND j.id <> ALL (v_done)
+                 ORDER BY j.id
+                   FOR UPDATE) AS l;
+        IF v_queued IS NOT NULL THEN
+            -- To history as canceled; _archive frees their dedupe keys.
+            RETURN QUERY SELECT a.id
+                           FROM pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
+                                             NULL, coalesce(cancel.at, now())) AS a;
+            v_done := v_done || v_queued;
+        END IF;
 
-    RETURN QUERY
-    UPDATE pgq.jobs j
-       SET cancel_requested = true
-     WHERE j.id = ANY (cancel.ids)
-       AND j.status = 'running'
-    RETURNING j.id;
+        WITH flagged AS (
+            UPDATE pgq.jobs j
+               SET cancel_requested = true
+             WHERE j.id = ANY (cancel.ids)
+               AND j.status = 'running'
+               AND j.id <> ALL (v_done)
+            RETURNING j.id
+        )
+        SELECT array_agg(f.id) INTO v_flagged FROM flagged f;
+        IF v_flagged IS NOT NULL THEN
+            RETURN QUERY SELECT unnest(v_flagged);
+            v_done := v_done || v_flagged;
+        END IF;
+        EXIT WHEN cardinality(v_done) >= cardinality(cancel.ids);
+    END LOOP;
 END
 $$;
 COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
@@ -2007,6 +2042,9 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -2020,6 +2058,21 @@ DECLARE
     a_attempt  int[] := '{}';
     a_max      int[] := '{}';
     a_run      timestamptz[] := '{}';
+    -- The jobs still to decide (all at first; in the second round, those the first missed).
+    r_ids      bigint[];
+    r_leases   bigint[];
+    r_outcomes text[];
+    r_details  jsonb[];
+    v_round    int;
+    v_decided  bigint[];   -- failures and interruptions locked this round
+    v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
+    v_later_s  float8[];
+    v_later_d  jsonb[];
+    v_now_ids  bigint[];   -- ... retried at once (queued in place)
+    v_now_s    float8[];
+    v_now_d    jsonb[];
+    v_now_o    text[];
+    v_eps      text[];
 BEGIN
     PERFORM pgq._check_time(complete.at, 'at');
     IF complete.outcomes IS NULL THEN
@@ -2062,69 +2115,148 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Back to the queue: failures with attempts left, and interrupted attempts (not counted).
-    -- One statement whose WHERE clause is the lease fence, re-checked by PostgreSQL on
-    -- concurrent updates: no separate locking pass.
-    IF 'failed' = ANY (complete.outcomes) OR 'interrupted' = ANY (complete.outcomes) THEN
-        WITH retried AS (
-            UPDATE pgq.jobs j
-               -- Due later: 'scheduled' until a claim promotes it (see pgq.claim).
-               SET status = CASE WHEN i.outcome = 'interrupted' THEN 'queued'
-                                 WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
-                                 THEN CASE WHEN (i.details ->> 'retry_after')::numeric > 0 THEN 'scheduled' ELSE 'queued' END
-                                 WHEN c.backoff_base > interval '0' THEN 'scheduled'
-                                 ELSE 'queued' END,
-                   run_at = v_now
-                            + CASE WHEN i.outcome = 'interrupted' THEN interval '0'
-                                   WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
-                                   THEN make_interval(secs => (i.details ->> 'retry_after')::double precision)
-                                   -- In seconds (numeric): base * 2^40 as an interval overflows
-                                   -- for a base of a few seconds or more.
-                                   ELSE make_interval(secs => least(extract(epoch FROM c.backoff_max),
-                                                                    extract(epoch FROM c.backoff_base)
-                                                                    * 2::numeric ^ least(j.attempt - 1, 40))::double precision
-                                                              * (0.5 + random() * 0.5)) END,
-                   attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
-                   lease = NULL,
-                   worker_id = NULL,
-                   started_at = NULL,
-                   heartbeat_at = NULL,
-                   claim_request = NULL,
-                   errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
-                                'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
-                                'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END))
-                                || jsonb_build_object('details', i.details))
-              FROM unnest(complete.ids, complete.leases, complete.outcomes, v_details)
-                   AS i(id, lease, outcome, details),
-                   pgq.entrypoints c
-             WHERE j.id = i.id
-               AND j.lease = i.lease
-               AND j.status = 'running'
-               AND j.worker_id = complete.worker_id
-               AND c.entrypoint = j.entrypoint
-               AND NOT j.cancel_requested
-               AND (i.outcome = 'interrupted' OR (i.outcome = 'failed' AND j.attempt < c.max_attempts))
-            RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
-        )
-        SELECT coalesce(array_agg(r.id), '{}'), coalesce(array_agg('retry'::text), '{}'),
-               coalesce(array_agg(CASE WHEN r.outcome = 'interrupted' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
-               coalesce(array_agg(r.max_attempts), '{}'), coalesce(array_agg(r.run_at), '{}')
-          INTO a_id, a_status, a_attempt, a_max, a_run
-          FROM retried r;
-    END IF;
+    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
+    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
+    -- the same row, same id and lease) while this call waited for its row lock. A stale lease
+    -- misses twice and gets no row.
+    r_ids := complete.ids;
+    r_leases := complete.leases;
+    r_outcomes := complete.outcomes;
+    r_details := v_details;
+    FOR v_round IN 1..2 LOOP
+        v_decided := '{}';
+        -- Back to the queue: failures with attempts left, and interrupted attempts (not
+        -- counted). Their rows are locked and decided first (lease-fenced), so that a row
+        -- carried meanwhile cannot reach the archive below with a failure it should retry.
+        IF 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes) THEN
+            SELECT coalesce(array_agg(d.id ORDER BY d.id), '{}'),
+                   coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
+                   coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   coalesce(array_agg(d.delay ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
+                   coalesce(array_agg(d.delay ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   coalesce(array_agg(d.details ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
+                   coalesce(array_agg(d.details ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   coalesce(array_agg(d.outcome ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   array_agg(DISTINCT d.entrypoint) FILTER (WHERE d.retry AND d.delay <= 0)
+              INTO v_decided, v_later, v_now_ids, v_later_s, v_now_s, v_later_d, v_now_d, v_now_o, v_eps
+              FROM (SELECT j.id, j.entrypoint, i.outcome, i.details,
+                           NOT j.cancel_requested
+                           AND (i.outcome = 'interrupted' OR j.attempt < c.max_attempts) AS retry,
+                           -- The delay in seconds: none for an interrupted attempt, the handler's
+                           -- retry_after, else backoff with equal jitter (numeric: base * 2^40 as
+                           -- an interval overflows for a base of a few seconds or more).
+                           CASE WHEN i.outcome = 'interrupted' THEN 0::float8
+                                WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
+                                THEN (i.details ->> 'retry_after')::float8
+                                ELSE least(extract(epoch FROM c.backoff_max),
+                                           extract(epoch FROM c.backoff_base)
+                                           * 2::numeric ^ least(j.attempt - 1, 40))::float8
+                                     * (0.5 + random() * 0.5) END AS delay
+                      FROM unnest(r_ids, r_leases, r_outcomes, r_details) AS i(id, lease, outcome, details)
+                      JOIN pgq.jobs j ON j.id = i.id
+                      JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+                     WHERE i.outcome IN ('failed', 'interrupted')
+                       AND j.lease = i.lease
+                       AND j.status = 'running'
+                       AND j.worker_id = complete.worker_id
+                     ORDER BY j.id
+                       FOR UPDATE OF j) AS d;
 
-    -- Everything else this worker still owns moves to history (retried jobs are queued now,
-    -- so the lease fence of _archive leaves them alone). An interrupted job that gets here was
-    -- canceled meanwhile.
-    SELECT a_id || coalesce(array_agg(a.id), '{}'), a_status || coalesce(array_agg(a.status), '{}'),
-           a_attempt || coalesce(array_agg(a.attempt), '{}'), a_max || coalesce(array_agg(c.max_attempts), '{}'),
-           a_run || coalesce(array_agg(NULL::timestamptz), '{}')
-      INTO a_id, a_status, a_attempt, a_max, a_run
-      FROM pgq._archive(complete.ids,
-                        ARRAY(SELECT CASE WHEN u.o = 'interrupted' THEN 'canceled' ELSE u.o END
-                                FROM unnest(complete.outcomes) WITH ORDINALITY AS u(o, ord) ORDER BY u.ord),
-                        v_details, v_now, complete.worker_id, complete.leases) AS a
-      JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint;
+            -- Due now (no delay): queued again in place, with a new ready number behind the
+            -- fence (the back of its lane).
+            IF cardinality(v_now_ids) > 0 THEN
+                PERFORM pgq._ready_lock(v_eps);
+                WITH retried AS (
+                    UPDATE pgq.jobs j
+                       SET status = 'queued',
+                           ready_seq = nextval('pgq.ready_seq'),
+                           run_at = v_now + make_interval(secs => i.delay),
+                           attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
+                           lease = NULL,
+                           worker_id = NULL,
+                           started_at = NULL,
+                           heartbeat_at = NULL,
+                           claim_request = NULL,
+                           errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+                                        'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
+                                        'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END))
+                                        || jsonb_build_object('details', i.details))
+                      FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
+                              FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
+                                   WITH ORDINALITY AS u(id, delay, details, outcome, ord)
+                             ORDER BY u.ord) AS i,
+                           pgq.entrypoints c
+                     WHERE j.id = i.id
+                       AND j.status = 'running'
+                       AND c.entrypoint = j.entrypoint
+                    RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
+                )
+                SELECT a_id || coalesce(array_agg(r.id), '{}'), a_status || coalesce(array_agg('retry'::text), '{}'),
+                       a_attempt || coalesce(array_agg(CASE WHEN r.outcome = 'interrupted' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
+                       a_max || coalesce(array_agg(r.max_attempts), '{}'), a_run || coalesce(array_agg(r.run_at), '{}')
+                  INTO a_id, a_status, a_attempt, a_max, a_run
+                  FROM retried r;
+            END IF;
+
+            -- Due later: 'scheduled', moved to jobs_scheduled (slot 4) as DELETE ... RETURNING +
+            -- INSERT of the same row (an UPDATE of the partition key would fail a concurrent
+            -- waiter); pgq._promote gives it a ready number at run_at.
+            IF cardinality(v_later) > 0 THEN
+                WITH moved AS (
+                    DELETE FROM pgq.jobs j
+                     USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
+                     WHERE j.id = i.id
+                       AND j.status = 'running'
+                    RETURNING j.*, i.delay, i.details AS retry_details
+                ), ins AS (
+                    INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,
+                                          payload, headers, dedupe_key, cancel_requested, errors, slot)
+                    SELECT m.id, m.entrypoint, 'scheduled', m.priority, v_now + make_interval(secs => m.delay),
+                           m.enqueued_at, m.attempt, m.payload, m.headers, m.dedupe_key, m.cancel_requested,
+                           m.errors || jsonb_build_array(jsonb_build_object(
+                               'attempt', m.attempt, 'at', v_now, 'lease', m.lease)
+                               || jsonb_build_object('details', m.retry_details)),
+                           4
+                      FROM moved m
+                     ORDER BY m.id
+                    RETURNING id, attempt, entrypoint, run_at
+                )
+                SELECT a_id || coalesce(array_agg(r.id), '{}'), a_status || coalesce(array_agg('retry'::text), '{}'),
+                       a_attempt || coalesce(array_agg(r.attempt), '{}'),
+                       a_max || coalesce(array_agg(c.max_attempts), '{}'), a_run || coalesce(array_agg(r.run_at), '{}')
+                  INTO a_id, a_status, a_attempt, a_max, a_run
+                  FROM ins r
+                  JOIN pgq.entrypoints c ON c.entrypoint = r.entrypoint;
+            END IF;
+        END IF;
+
+        -- Everything else this worker still owns moves to history: successful and canceled
+        -- outcomes (lease-fenced by _archive itself), and the failures and interruptions locked
+        -- above that may not run again (no attempts left, or canceled meanwhile). An interrupted
+        -- job that gets here was canceled meanwhile.
+        SELECT a_id || coalesce(array_agg(a.id), '{}'), a_status || coalesce(array_agg(a.status), '{}'),
+               a_attempt || coalesce(array_agg(a.attempt), '{}'), a_max || coalesce(array_agg(c.max_attempts), '{}'),
+               a_run || coalesce(array_agg(NULL::timestamptz), '{}')
+          INTO a_id, a_status, a_attempt, a_max, a_run
+          FROM (SELECT array_agg(u.id ORDER BY u.ord) AS ids, array_agg(u.lease ORDER BY u.ord) AS leases,
+                       array_agg(CASE WHEN u.outcome = 'interrupted' THEN 'canceled' ELSE u.outcome END ORDER BY u.ord) AS outcomes,
+                       array_agg(u.details ORDER BY u.ord) AS details
+                  FROM unnest(r_ids, r_leases, r_outcomes, r_details) WITH ORDINALITY AS u(id, lease, outcome, details, ord)
+                 WHERE u.outcome IN ('successful', 'canceled')
+                    OR (u.id = ANY (v_decided) AND u.id <> ALL (a_id))) AS x
+         CROSS JOIN LATERAL pgq._archive(x.ids, x.outcomes, x.details, v_now, complete.worker_id, x.leases) AS a
+          JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint
+         WHERE x.ids IS NOT NULL;
+
+        EXIT WHEN cardinality(a_id) >= v_n OR v_round = 2;
+        -- The jobs missed so far, for the second look.
+        SELECT array_agg(u.id ORDER BY u.ord), array_agg(u.lease ORDER BY u.ord),
+               array_agg(u.outcome ORDER BY u.ord), array_agg(u.details ORDER BY u.ord)
+          INTO r_ids, r_leases, r_outcomes, r_details
+          FROM unnest(complete.ids, complete.leases, complete.outcomes, v_details)
+               WITH ORDINALITY AS u(id, lease, outcome, details, ord)
+         WHERE u.id <> ALL (a_id);
+    END LOOP;
 
     -- A repeated call (its first answer was lost with the connection) finds its own results
     -- already applied under the same lease: the same decisions are answered, nothing changes.
@@ -2657,8 +2789,8 @@ COMMENT ON FUNCTION pgq.entrypoint_config(text[]) IS
 --   jobs) first, then finished jobs that carried it, newest first, at most max_rows rows in
 --   all. A search box's answer ("where is the job of order 4711?"); the cursor column is
 --   filled as in the listings, but there is no next page.
--- Locking: none (reads only). Both lookups are index scans (jobs_dedupe_key_idx,
---   job_history_dedupe_key_idx).
+-- Locking: none (reads only). The lookups are index scans (the key in pgq.live_keys, then its
+--   job by id in jobs_id_idx; job_history_dedupe_key_idx).
 -- Errors: PQ009 NULL dedupe_key; PQ002 max_rows outside 1..1000.
 CREATE OR REPLACE FUNCTION pgq.find_by_dedupe_key(dedupe_key text, max_rows int DEFAULT 50)
 RETURNS SETOF pgq.job_listing
@@ -2685,8 +2817,9 @@ BEGIN
                  WHEN j.status = 'scheduled'
                  THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
                  ELSE 'r,' || j.id END
-       FROM pgq.jobs j
-      WHERE j.dedupe_key = find_by_dedupe_key.dedupe_key)
+       FROM pgq.live_keys k
+       JOIN pgq.jobs j ON j.id = k.job_id
+      WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key)
     UNION ALL
     (SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
             h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
@@ -2890,7 +3023,8 @@ COMMENT ON FUNCTION pgq.fire_schedule_now(text, timestamptz) IS
 --   owned, but pgq.cancel asked it to stop) or 'lost' (re-claimed by another worker, finished
 --   or gone). A lost job is never touched. at NULL means now(). Also refreshes the worker's
 --   row in the workers registry (pgq.register_worker), once per call, also for empty arrays:
---   an idle worker stays visible by calling it with no jobs.
+--   an idle worker stays visible by calling it with no jobs. A job carried to another slot of
+--   the ring while the call waited for it (pgq.maintain) is found again by a second look.
 -- Locking: row locks on the owned jobs and the worker's registry row (both updates are HOT:
 --   heartbeat_at and last_seen_at are in no index).
 -- Errors: PQ009, PQ003 (see pgq._check_batch).
@@ -2909,32 +3043,60 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_now    timestamptz := coalesce(heartbeat.at, now());
+    v_ok     bigint[];
+    v_cancel bigint[];
 BEGIN
     PERFORM pgq._check_time(heartbeat.at, 'at');
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
-    UPDATE pgq.workers w SET last_seen_at = coalesce(heartbeat.at, now()) WHERE w.worker_id = heartbeat.worker_id;
-    RETURN QUERY
-    WITH input AS (
-        SELECT u.id, u.lease, u.ord
-          FROM unnest(heartbeat.ids, heartbeat.leases) WITH ORDINALITY AS u(id, lease, ord)
-    ), beat AS (
+    UPDATE pgq.workers w SET last_seen_at = v_now WHERE w.worker_id = heartbeat.worker_id;
+    WITH beat AS (
         UPDATE pgq.jobs j
-           SET heartbeat_at = coalesce(heartbeat.at, now())
-          FROM input i
+           SET heartbeat_at = v_now
+          FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
          WHERE j.id = i.id
            AND j.lease = i.lease
            AND j.status = 'running'
            AND j.worker_id = heartbeat.worker_id
         RETURNING j.id, j.cancel_requested
     )
+    SELECT coalesce(array_agg(b.id), '{}'), coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}')
+      INTO v_ok, v_cancel
+      FROM beat b;
+
+    -- A second look, in a new statement (a new snapshot), for the jobs the first one missed:
+    -- maintenance may have carried one into another slot (DELETE + INSERT of the same row, same
+    -- id and lease) while this call waited for its row lock. A stale lease misses twice.
+    IF cardinality(v_ok) < cardinality(heartbeat.ids) THEN
+        WITH beat AS (
+            UPDATE pgq.jobs j
+               SET heartbeat_at = v_now
+              FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
+             WHERE j.id = i.id
+               AND j.lease = i.lease
+               AND j.status = 'running'
+               AND j.worker_id = heartbeat.worker_id
+               AND i.id <> ALL (v_ok)
+            RETURNING j.id, j.cancel_requested
+        )
+        SELECT v_ok || coalesce(array_agg(b.id), '{}'),
+               v_cancel || coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}')
+          INTO v_ok, v_cancel
+          FROM beat b;
+    END IF;
+
+    RETURN QUERY
     SELECT i.id,
-           CASE WHEN b.id IS NULL THEN 'lost'
-                WHEN b.cancel_requested THEN 'cancel_requested'
+           CASE WHEN i.id <> ALL (v_ok) THEN 'lost'
+                WHEN i.id = ANY (v_cancel) THEN 'cancel_requested'
                 ELSE 'ok' END
-      FROM input i
-      LEFT JOIN beat b ON b.id = i.id
+      FROM unnest(heartbeat.ids) WITH ORDINALITY AS i(id, ord)
      ORDER BY i.ord;
 END
 $$;
@@ -3785,12 +3947,15 @@ COMMENT ON FUNCTION pgq.register_worker(uuid, text[], text, int, text, text, jso
 -- sql/functions/release.sql
 -- pgq.release(worker_id, ids, leases)
 -- Contract: gives back claimed jobs that never started (a shutting-down worker): each job this
---   worker still owns under that lease returns to queued, keeps its place (run_at unchanged) and
---   its attempt count is restored (a release is not an attempt). A job whose cancellation was
+--   worker still owns under that lease returns to queued with a new ready number (the back of
+--   its lane: run_at unchanged, but claims take it after the jobs that became runnable before
+--   the release) and its attempt count is restored (a release is not an attempt). A job whose cancellation was
 --   requested moves to history as canceled instead. Returns one row per job given back: id and
 --   status, 'queued' (back in the queue) or 'canceled' (in history); a stale lease is ignored.
---   at NULL means now().
--- Locking: row locks on the released jobs.
+--   at NULL means now(). A job carried to another slot of the ring while the call waited for it
+--   (pgq.maintain) is found again by a second look.
+-- Locking: row locks on the released jobs; the ready-number fence (pgq._ready_lock) of their
+--   entrypoints until commit.
 -- Errors: PQ009, PQ003 (see pgq._check_batch).
 CREATE OR REPLACE FUNCTION pgq.release(
     worker_id  uuid,
@@ -3807,44 +3972,68 @@ SET search_path = pg_catalog, pgq, pg_temp
 -- a generic plan's estimates (unknown LIMIT, large backlog) would compile it on every call.
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+-- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
+-- otherwise scan it sequentially once per job after it has filled.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
+    v_done     bigint[] := '{}';
     v_canceled bigint[];
+    v_back     bigint[];
+    v_eps      text[];
+    v_round    int;
 BEGIN
     PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
 
-    -- A job whose cancellation was requested is not queued again: it ends as canceled.
-    SELECT array_agg(l.id) INTO v_canceled
-      FROM (SELECT j.id
-              FROM pgq.jobs j
-              JOIN unnest(release.ids, release.leases) AS u(id, lease) ON j.id = u.id AND j.lease = u.lease
-             WHERE j.status = 'running'
-               AND j.worker_id = release.worker_id
-               AND j.cancel_requested
-             ORDER BY j.id
-               FOR UPDATE OF j) AS l;
-    IF v_canceled IS NOT NULL THEN
-        RETURN QUERY SELECT a.id, a.status
-                       FROM pgq._archive(v_canceled, array_fill('canceled'::text, ARRAY[cardinality(v_canceled)]),
-                                         NULL, coalesce(release.at, now())) AS a;
-    END IF;
+    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
+    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
+    -- the same row, same id and lease) while this call waited for its row lock. A stale lease
+    -- misses twice.
+    FOR v_round IN 1..2 LOOP
+        SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.cancel_requested),
+               array_agg(l.id ORDER BY l.id) FILTER (WHERE NOT l.cancel_requested),
+               array_agg(DISTINCT l.entrypoint) FILTER (WHERE NOT l.cancel_requested)
+          INTO v_canceled, v_back, v_eps
+          FROM (SELECT j.id, j.entrypoint, j.cancel_requested
+                  FROM pgq.jobs j
+                  JOIN unnest(release.ids, release.leases) AS u(id, lease) ON j.id = u.id AND j.lease = u.lease
+                 WHERE j.status = 'running'
+                   AND j.worker_id = release.worker_id
+                   AND j.id <> ALL (v_done)
+                 ORDER BY j.id
+                   FOR UPDATE OF j) AS l;
 
-    RETURN QUERY
-    UPDATE pgq.jobs j
-       SET status = 'queued',
-           attempt = j.attempt - 1,
-           lease = NULL,
-           worker_id = NULL,
-           started_at = NULL,
-           heartbeat_at = NULL,
-           claim_request = NULL
-      FROM unnest(release.ids, release.leases) AS u(id, lease)
-     WHERE j.id = u.id
-       AND j.lease = u.lease
-       AND j.status = 'running'
-       AND j.worker_id = release.worker_id
-    RETURNING j.id, j.status;
+        -- A job whose cancellation was requested is not queued again: it ends as canceled.
+        IF v_canceled IS NOT NULL THEN
+            RETURN QUERY SELECT a.id, a.status
+                           FROM pgq._archive(v_canceled, array_fill('canceled'::text, ARRAY[cardinality(v_canceled)]),
+                                             NULL, coalesce(release.at, now())) AS a;
+            v_done := v_done || v_canceled;
+        END IF;
+
+        -- The others go back to queued with a new ready number, behind the fence: the back of
+        -- their lane (a claim's cursor may have passed their old place).
+        IF v_back IS NOT NULL THEN
+            PERFORM pgq._ready_lock(v_eps);
+            RETURN QUERY
+            UPDATE pgq.jobs j
+               SET status = 'queued',
+                   ready_seq = nextval('pgq.ready_seq'),
+                   attempt = j.attempt - 1,
+                   lease = NULL,
+                   worker_id = NULL,
+                   started_at = NULL,
+                   heartbeat_at = NULL,
+                   claim_request = NULL
+              FROM (SELECT u.id, u.ord FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
+             WHERE j.id = u.id
+               AND j.status = 'running'
+            RETURNING j.id, j.status;
+            v_done := v_done || v_back;
+        END IF;
+        EXIT WHEN cardinality(v_done) >= cardinality(release.ids);
+    END LOOP;
 END
 $$;
 COMMENT ON FUNCTION pgq.release(uuid, bigint[], bigint[], timestamptz) IS
@@ -3907,9 +4096,12 @@ COMMENT ON FUNCTION pgq.release_schedule(uuid, text, bigint, text, interval, tim
 -- pgq.requeue(ids, at)
 -- Contract: puts finished jobs that failed (dead) or were canceled back in the queue: each
 --   leaves pgq.job_history and becomes a queued job again with the same id, payload, headers,
---   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Successful jobs
+--   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Due now: queued
+--   with a new ready number (the back of its lane); due later: scheduled. Successful jobs
 --   and unknown ids are ignored. Returns the ids requeued. at NULL means now().
--- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice).
+-- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice) and
+--   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
+--   (pgq._ready_lock) of their entrypoints until commit.
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
 --   (nothing is requeued).
 CREATE OR REPLACE FUNCTION pgq.requeue(ids bigint[], at timestamptz DEFAULT NULL)
@@ -3923,6 +4115,7 @@ AS $$
 DECLARE
     v_ids   bigint[];
     v_clash text;
+    v_due   boolean;
 BEGIN
     PERFORM pgq._check_dims(requeue.ids, 'ids');
     PERFORM pgq._check_time(requeue.at, 'at');
@@ -3931,20 +4124,41 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
+    -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
+    -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
+    v_due := requeue.at IS NULL OR requeue.at <= now();
+    IF v_due THEN
+        PERFORM pgq._ready_lock(ARRAY(SELECT DISTINCT h.entrypoint
+                                        FROM pgq.job_history h
+                                       WHERE h.id = ANY (requeue.ids)
+                                         AND h.status IN ('failed', 'canceled')));
+    END IF;
+
+    -- Dedupe keys are taken in pgq.live_keys first; a job whose key is held is not inserted.
     WITH back AS (
         DELETE FROM pgq.job_history h
          WHERE h.id = ANY (requeue.ids)
            AND h.status IN ('failed', 'canceled')
         RETURNING h.*
+    ), keys AS (
+        INSERT INTO pgq.live_keys (dedupe_key, job_id)
+        SELECT b.dedupe_key, b.id
+          FROM back b
+         WHERE b.dedupe_key IS NOT NULL
+         ORDER BY b.id
+            ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING job_id
     ), ins AS (
         INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors, status)
+                              dedupe_key, errors, status, ready_seq, slot)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
                b.payload, b.headers, b.dedupe_key, b.errors,
-               CASE WHEN requeue.at > now() THEN 'scheduled' ELSE 'queued' END
-          FROM back b
-         ORDER BY b.id
-            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+               CASE WHEN v_due THEN 'queued' ELSE 'scheduled' END,
+               CASE WHEN v_due THEN nextval('pgq.ready_seq') END,
+               CASE WHEN v_due THEN pgq._slot() ELSE 4 END
+          FROM (SELECT b.* FROM back b
+                 WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
+                 ORDER BY b.id) AS b
         RETURNING id
     )
     SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),

@@ -1,7 +1,7 @@
 -- pgq.complete: successful / canceled to history, failed retried with capped jittered backoff or
 -- dead, retry_after, status and argument errors, stale leases and zombies.
 BEGIN;
-SELECT plan(81);
+SELECT plan(92);
 
 -- successful -> history with details --------------------------------------------------------
 SELECT pgq.enqueue('cp_ok', '{"p": 1}', priority => 3, dedupe_key => 'cp-ok', headers => '{"h": 1}') AS ok_id \gset
@@ -390,6 +390,53 @@ SELECT throws_ok($$SELECT pgq.complete('33333333-3333-3333-3333-333333333333', '
                  'details not a JSON array: PQ009');
 SELECT throws_ok($$SELECT pgq.complete('33333333-3333-3333-3333-333333333333', '{1}', '{1}', '{failed}', '[1, 2]')$$,
                  'PQ003', 'details has 2 elements but ids has 1', 'details of another length: PQ003');
+
+-- Ring storage ----------------------------------------------------------------------------
+-- A retry with a delay moves to jobs_scheduled (slot 4, no ready number) until it is due.
+SELECT pgq.enqueue('cp_ring', dedupe_key => 'cp-ring-later') AS later \gset
+SELECT lease AS later_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ring}', 1, now()) \gset
+SELECT results_eq(
+    format($$SELECT status, run_at FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                                     ARRAY[%s]::bigint[], '{failed}', '[{"retry_after": 30}]', now())$$,
+           :later, :later_l),
+    $$VALUES ('retry'::text, now() + interval '30 seconds')$$, 'a delayed retry is answered as before');
+SELECT row_eq(format('SELECT tableoid::regclass::text, slot, status, ready_seq, run_at, lease FROM pgq.jobs WHERE id = %s', :later),
+              ROW('pgq.jobs_scheduled'::text, 4::smallint, 'scheduled'::text, NULL::bigint, now() + interval '30 seconds', NULL::bigint),
+              'and lands in jobs_scheduled: slot 4, scheduled, no ready number, due at at + delay');
+SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE id = :later), 1, 'one row (moved, not copied)');
+SELECT is((SELECT job_id FROM pgq.live_keys WHERE dedupe_key = 'cp-ring-later'), :later::bigint, 'a retried job keeps its key');
+SELECT results_eq(
+    format($$SELECT status FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                             ARRAY[%s]::bigint[], '{failed}', '[{"retry_after": 30}]', now())$$,
+           :later, :later_l),
+    $$VALUES ('retry'::text)$$, 'repeated: the same answer');
+SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE id = :later AND status = 'scheduled'), 1, 'and nothing moved again');
+
+-- A retry without a delay stays in its slot, queued, with a new ready number (behind the jobs
+-- that became runnable meanwhile).
+SELECT pgq.enqueue('cp_ring2') AS now_ \gset
+SELECT lease AS now_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ring2}', 1, now()) \gset
+SELECT slot AS now_slot, ready_seq AS now_seq FROM pgq.jobs WHERE id = :now_ \gset
+SELECT pgq.enqueue('cp_ring2') AS after_ \gset
+SELECT results_eq(
+    format($$SELECT status, run_at FROM pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
+                                                     ARRAY[%s]::bigint[], '{failed}', '[{"retry_after": 0}]', now())$$,
+           :now_, :now_l),
+    $$VALUES ('retry'::text, now())$$, 'a retry without delay is answered as before');
+SELECT row_eq(format('SELECT slot, status, lease FROM pgq.jobs WHERE id = %s', :now_),
+              ROW(:now_slot::smallint, 'queued'::text, NULL::bigint), 'it stays in its slot, queued');
+SELECT ok((SELECT ready_seq FROM pgq.jobs WHERE id = :now_) > (SELECT ready_seq FROM pgq.jobs WHERE id = :after_),
+          'with a new ready number, behind the job enqueued after its claim');
+
+-- Dedupe keys: freed when the job finishes (the key of the successful job above), and only the
+-- key row the finished job holds.
+SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.live_keys WHERE dedupe_key = 'cp-ok'), 'a successful job''s key left pgq.live_keys');
+SELECT pgq.enqueue('cp_ring3', dedupe_key => 'cp-ring-other') AS other \gset
+SELECT lease AS other_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_ring3}', 1, now()) \gset
+UPDATE pgq.live_keys SET job_id = -1 WHERE dedupe_key = 'cp-ring-other';
+SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:other]::bigint[], ARRAY[:other_l]::bigint[], '{successful}');
+SELECT is((SELECT job_id FROM pgq.live_keys WHERE dedupe_key = 'cp-ring-other'), -1::bigint,
+          'a key row held by another job id stays');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,6 +1,6 @@
 -- pgq.release: claimed jobs go back to the queue without counting an attempt; stale leases ignored.
 BEGIN;
-SELECT plan(18);
+SELECT plan(22);
 
 SELECT pgq.enqueue('rl', '{"n": 1}', run_at => now() - interval '1 minute') AS r1 \gset
 SELECT pgq.enqueue('rl', '{"n": 2}', run_at => now() - interval '30 seconds') AS r2 \gset
@@ -16,7 +16,7 @@ SELECT row_eq(format('SELECT status, attempt, lease, worker_id, heartbeat_at, st
               'back to queued, attempt restored, lease/owner/heartbeat cleared, run_at unchanged');
 SELECT is((SELECT errors FROM pgq.jobs WHERE id = :r1), '[]'::jsonb, 'a release records no error');
 SELECT is((SELECT id FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{rl}', 1, now())), :r1::bigint,
-          'the released job keeps its place and is claimed again first');
+          'the released job is claimed again');
 SELECT is((SELECT attempt FROM pgq.jobs WHERE id = :r1), 1, 'claimed again as attempt 1');
 
 -- Stale lease, wrong worker, unknown id: ignored.
@@ -43,12 +43,13 @@ SELECT row_eq(format('SELECT status, attempt, jsonb_array_length(errors) FROM pg
               ROW('queued'::text, 1, 1), 'attempt 2 released: attempt 1, the heartbeat-timeout entry kept');
 
 -- Argument errors change nothing.
+SELECT status AS r2_status, coalesce(lease, 0) AS r2_lease, attempt AS r2_attempt FROM pgq.jobs WHERE id = :r2 \gset
 SELECT throws_ok(format($$SELECT pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], '{}')$$, :r2),
     'PQ003', 'leases has 0 elements but ids has 1', 'unequal lengths: PQ003');
 SELECT throws_ok(format($$SELECT pgq.release(NULL, ARRAY[%s]::bigint[], ARRAY[%s]::bigint[])$$, :r2, :l2),
     'PQ009', 'worker_id must not be NULL', 'NULL worker: PQ009');
-SELECT row_eq(format('SELECT status, lease, attempt FROM pgq.jobs WHERE id = %s', :r2),
-              ROW('running'::text, :l2::bigint, 1), 'failed releases changed nothing');
+SELECT row_eq(format('SELECT status, coalesce(lease, 0), attempt FROM pgq.jobs WHERE id = %s', :r2),
+              ROW(:'r2_status'::text, :r2_lease::bigint, :r2_attempt), 'failed releases changed nothing');
 
 -- A job whose cancellation was requested is not queued again: it ends as canceled.
 SELECT pgq.enqueue('rl_cancel') AS rc \gset
@@ -59,6 +60,21 @@ SELECT is((SELECT array_agg(r.id) FROM pgq.release('11111111-1111-1111-1111-1111
 SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :rc)
           AND (SELECT status FROM pgq.job_history WHERE id = :rc) = 'canceled',
           'and it ends in history as canceled, not back in the queue');
+
+-- A released job goes to the back of its lane: a new ready number, after the jobs that became
+-- runnable before the release (a claim's cursor may have passed its old place).
+SELECT pgq.enqueue('rl_lane', '{"n": "first"}') AS first \gset
+SELECT lease AS first_l FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{rl_lane}', 1, now()) \gset
+SELECT ready_seq AS first_seq FROM pgq.jobs WHERE id = :first \gset
+SELECT pgq.enqueue('rl_lane', '{"n": "second"}') AS second \gset
+SELECT pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[:first]::bigint[], ARRAY[:first_l]::bigint[]);
+SELECT ok((SELECT ready_seq FROM pgq.jobs WHERE id = :first) > (SELECT ready_seq FROM pgq.jobs WHERE id = :second),
+          'the released job''s ready number is behind the job enqueued after its claim');
+SELECT ok((SELECT ready_seq FROM pgq.jobs WHERE id = :first) > :first_seq, 'a new ready number, not its old one');
+SELECT row_eq(format('SELECT status, slot < 4 FROM pgq.jobs WHERE id = %s', :first), ROW('queued'::text, true),
+              'queued in a ring slot');
+SELECT is((SELECT id FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{rl_lane}', 1, now())), :second::bigint,
+          'the next claim takes the job enqueued after the claim, not the released one');
 
 SELECT * FROM finish();
 ROLLBACK;

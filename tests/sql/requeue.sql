@@ -1,7 +1,7 @@
 -- pgq.requeue: failed (dead) and canceled history rows back in the queue; successful ignored;
 -- dedupe key clash raises PQ007 and changes nothing.
 BEGIN;
-SELECT plan(16);
+SELECT plan(21);
 
 SELECT pgq.configure('rq', max_attempts => 1);
 SELECT pgq.enqueue('rq', '{"d": 1}', priority => 4, dedupe_key => 'rq-dead', headers => '{"h": 1}') AS dead \gset
@@ -50,6 +50,22 @@ SELECT is((SELECT count(*)::int FROM pgq.jobs), :jobs0, 'nothing was requeued, n
 SELECT throws_ok($$SELECT pgq.requeue(NULL)$$, 'PQ009', 'ids must be an array without NULLs, got NULL', 'NULL ids: PQ009');
 SELECT throws_ok(format('SELECT pgq.requeue(ARRAY[%s, NULL]::bigint[])', :other0), 'PQ009', NULL, 'NULL element: PQ009');
 SELECT is((SELECT status FROM pgq.job_history WHERE id = :other0), 'canceled', 'failed calls changed nothing');
+
+-- Ring storage: due now -> queued in a ring slot with a ready number; later -> jobs_scheduled;
+-- the key taken again in pgq.live_keys.
+SELECT pgq.enqueue('rq3', dedupe_key => 'rq3-a') AS a3 \gset
+SELECT pgq.enqueue('rq3') AS b3 \gset
+SELECT pgq.cancel(ARRAY[:a3, :b3]::bigint[]);
+SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.live_keys WHERE dedupe_key = 'rq3-a'), 'setup: the canceled job''s key is free');
+SELECT pgq.requeue(ARRAY[:a3]::bigint[]);
+SELECT pgq.requeue(ARRAY[:b3]::bigint[], now() + interval '1 hour');
+SELECT row_eq(format('SELECT status, slot < 4, ready_seq IS NOT NULL FROM pgq.jobs WHERE id = %s', :a3),
+              ROW('queued'::text, true, true), 'due now: queued in a ring slot with a ready number');
+SELECT row_eq(format('SELECT status, tableoid::regclass::text, ready_seq FROM pgq.jobs WHERE id = %s', :b3),
+              ROW('scheduled'::text, 'pgq.jobs_scheduled'::text, NULL::bigint), 'due later: scheduled, in jobs_scheduled');
+SELECT is((SELECT job_id FROM pgq.live_keys WHERE dedupe_key = 'rq3-a'), :a3::bigint, 'its dedupe key is held again');
+SELECT throws_ok($$SELECT pgq.enqueue('rq3', dedupe_key => 'rq3-a')$$, 'PQ007', NULL,
+                 'so a new job with the key is refused');
 
 SELECT * FROM finish();
 ROLLBACK;
