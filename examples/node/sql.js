@@ -41,4 +41,9 @@ export const ENQUEUE_MANY = `
   SELECT id FROM pgq.enqueue_many($1::text[], $2::jsonb,
     delays => array_fill(make_interval(secs => $3::float8), ARRAY[cardinality($1::text[])]))`;
 
+// The queue's upkeep, every few seconds from some worker: stale sweep, promotion, and the ring's
+// rotation and truncation that give the space back (autocommit: a truncation's lock lasts to
+// the commit). Answers one row: what it did.
+export const MAINTAIN = 'SELECT state FROM pgq.maintain()';
+
 export const LISTEN = 'LISTEN pgq_events';

@@ -134,6 +134,10 @@ listener.on('notification', ({ payload }) => {
   if (event.kind === 'cancel') beat();  // the heartbeat answers which of ours to stop
 });
 await listener.query(SQL.LISTEN);
+// Upkeep every 5 s (node-postgres runs one query at a time per client: this waits its turn).
+const upkeep = () => db.query(SQL.MAINTAIN).catch((err) => console.error(`maintain failed: ${err.message}`));
+await upkeep();
+const upkeepTimer = setInterval(upkeep, 5000);
 log(`ready worker=${workerId} entrypoints=${entrypoints.join(',')}`);
 
 while (!stopping) {
@@ -150,5 +154,6 @@ while (!stopping) {
   if (rows.length === 0) await idle();
 }
 clearTimeout(beatTimer);
+clearInterval(upkeepTimer);
 await Promise.all([db.end(), listener.end()]);
 log('stopped');

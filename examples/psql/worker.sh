@@ -88,7 +88,12 @@ beat() {
 col() { local n=$1; shift; printf '%s\n' "$@" | cut -f"$n" | paste -sd,; }  # column n, comma-joined
 
 echo "ready worker=$WORKER_ID entrypoints=$(paste -sd, <<<"$EPS")"
+upkept=-5
 while ((!STOP)); do
+    if ((SECONDS - upkept >= 5)); then  # the queue's upkeep (pgq.maintain), every 5 s
+        q <<<'SELECT state FROM pgq.maintain()' >/dev/null || echo "maintain failed" >&2
+        upkept=$SECONDS
+    fi
     jobs=()
     claimed=$(sql_claim) && [[ -n $claimed ]] && mapfile -t jobs <<<"$claimed"
     for ((i = 0; i < ${#jobs[@]}; i++)); do
