@@ -1831,40 +1831,17 @@ COMMENT ON FUNCTION pgq.claim_schedules(uuid, int, timestamptz) IS
     'Claims due schedules (or ones whose claimer went silent) with a lease; returns cron, time zone, due time and the database clock.';
 
 -- sql/functions/compact_jobs.sql
--- pgq.compact_jobs(max_rows, max_bytes, lock_wait, at)
--- Contract: gives pgq.jobs (heap, TOAST and indexes) back its compact size when dead row
---   versions have bloated it; autovacuum makes that space reusable but never shrinks an index,
---   and at a high job rate it comes too late to keep the heap small. Decides in steps, cheapest
---   first, and returns one row (compacted, reason, rows, bytes_before, bytes_after):
---   1. One compactor at a time (the row lock of pgq.compaction, which no role but the owner
---      can take): else 'busy' at once.
---   2. Without reading the table: the total size (pg_total_relation_size: heap, TOAST,
---      indexes) at most 1 MiB, or at most twice what the last compaction left when that was
---      less than 5 minutes before at -> 'not bloated'. This is all most calls cost. (The
---      second rule also holds back a compaction that could not shrink the table, because a
---      long transaction kept the old row versions alive, until the table has doubled again.)
---   3. An exact count of the live rows and their size (a plain read: claims go on; the count
---      stops past max_rows; the size is their variable-length columns as stored, compressed or
---      in TOAST, plus 100 bytes a row): over max_rows -> 'too many rows', over max_bytes ->
---      'too much data' (both bound how long the rewrite holds the lock); the total size at
---      most twice rows x bytes per row (learned at the last compaction of at least 1,000 rows,
---      512 until then) -> 'not bloated'. Statistics (n_live_tup) are not used: they drift.
---   4. ACCESS EXCLUSIVE lock on pgq.jobs.
---   5. CLUSTER pgq.jobs USING jobs_pkey: copies the rows some transaction can still see, in id
---      order, into new files and rebuilds the indexes. Every column stays as it was (leases,
---      heartbeats, attempts, errors) and so do the rows' transaction ids, so it is MVCC-safe
---      (unlike TRUNCATE, a snapshot taken before still sees every row); no trigger fires, no
---      notification is sent, pgq.job_id_seq is not touched. fillfactor 50 is kept.
---   No lock of steps 2 to 4 is waited for longer than lock_wait (0: 1 ms): else 'busy'.
---   A compaction is recorded in pgq.compaction (time at, rows, sizes, bytes per row) and
---   returned with reason 'bloated'. Otherwise rows and bytes_before are the figures the decision
---   was made on (NULL when not read yet) and bytes_after is NULL. at NULL means now(). Run it in
---   its own transaction (autocommit): the lock is held until commit.
--- Locking: until step 4 only share locks (AccessShare on pgq.jobs, like any reader); then
---   ACCESS EXCLUSIVE on pgq.jobs until commit: every claim, heartbeat, completion and enqueue
---   waits for the rewrite (about 40 ms for 10,000 live rows, 250 ms for 50,000), and queues
---   behind the lock request for at most lock_wait before that.
--- Errors: PQ008 max_rows or max_bytes NULL or negative, lock_wait NULL, negative or over 1 minute.
+-- pgq.compact_jobs(max_rows, max_bytes, lock_wait, at): the 0.1.0 name of pgq.maintain.
+-- Contract: kept for clients of 0.1.0, whose workers call it every few seconds: runs
+--   pgq.maintain(at) and answers in the old columns: compacted = a slot of the ring was
+--   truncated, reason = pgq.maintain's state ('ok' or 'busy'), rows = jobs carried forward,
+--   bytes_before = the ring's size before the truncation, bytes_after = its size after (NULL
+--   when busy before any work). The arguments are checked as before and otherwise unused: the
+--   ring has its own bounds (1,000 rows carried, a 5 ms lock wait). New clients call
+--   pgq.maintain.
+-- Locking: as pgq.maintain.
+-- Errors: PQ008 max_rows or max_bytes NULL or negative, lock_wait NULL, negative or over 1
+--   minute; pgq.maintain's.
 CREATE OR REPLACE FUNCTION pgq.compact_jobs(
     max_rows   int         DEFAULT 20000,
     max_bytes  bigint      DEFAULT 67108864,
@@ -1879,18 +1856,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    c_floor      constant bigint := 1048576;      -- never compact a table under 1 MiB
-    c_default_bpr constant bigint := 512;         -- bytes per row before any learned figure
-    c_learn_rows constant bigint := 1000;         -- learn bytes per row from this many rows
-    v_now        timestamptz := coalesce(pgq._check_time(compact_jobs.at, 'at'), now());
-    v_state      pgq.compaction;
-    v_size       bigint;
-    v_reason     text;
-    v_bar        bigint;
-    v_rows       bigint;
-    v_data       bigint;
-    v_after      bigint;
-    v_old_wait   text;
+    v_m record;
 BEGIN
     IF compact_jobs.max_rows IS NULL OR compact_jobs.max_rows < 0 THEN
         RAISE EXCEPTION 'max_rows must be a non-negative number of rows, got %',
@@ -1908,90 +1874,18 @@ BEGIN
             coalesce(compact_jobs.lock_wait::text, 'NULL')
             USING ERRCODE = 'PQ008';
     END IF;
-
-    -- No lock is waited for longer than lock_wait (0: 1 ms), not even the share lock the size
-    -- functions take. The setting is restored before the rewrite; on a timeout the sub-block's
-    -- rollback undoes it.
-    v_old_wait := current_setting('lock_timeout');
-    BEGIN
-        PERFORM set_config('lock_timeout',
-            greatest(1, ceil(extract(epoch FROM compact_jobs.lock_wait) * 1000))::bigint::text, true);
-
-        -- 1. One compactor at a time; the others return at once instead of queueing for the lock.
-        -- The lock is the row of pgq.compaction: only the owner may lock it (an advisory lock
-        -- could be taken by any role that can connect, keeping compaction 'busy' forever).
-        SELECT * INTO v_state FROM pgq.compaction FOR UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
-            v_reason := 'busy';
-        END IF;
-
-        -- 2. Without reading the table: file sizes and the last compaction.
-        IF v_reason IS NULL THEN
-            v_size := pg_total_relation_size('pgq.jobs');
-            v_bar := c_floor;
-            IF v_state.compacted_at > v_now - interval '5 minutes' THEN
-                v_bar := greatest(v_bar, 2 * v_state.bytes_after);
-            END IF;
-            IF v_size <= v_bar THEN
-                v_reason := 'not bloated';
-            END IF;
-        END IF;
-
-        -- 3. Exact figures, read without blocking anyone; stops counting past max_rows.
-        IF v_reason IS NULL THEN
-            SELECT count(*),
-                   coalesce(sum(100 + pg_column_size(s.entrypoint) + coalesce(pg_column_size(s.payload), 0)
-                                + coalesce(pg_column_size(s.headers), 0)
-                                + coalesce(pg_column_size(s.dedupe_key), 0) + pg_column_size(s.errors)), 0)
-              INTO v_rows, v_data
-              FROM (SELECT j.entrypoint, j.payload, j.headers, j.dedupe_key, j.errors
-                      FROM pgq.jobs j
-                     LIMIT compact_jobs.max_rows::bigint + 1) s;
-            IF v_rows > compact_jobs.max_rows THEN
-                v_reason := 'too many rows';
-            ELSIF v_data > compact_jobs.max_bytes THEN
-                v_reason := 'too much data';
-            ELSIF v_size <= 2 * v_rows * coalesce(v_state.bytes_per_row, c_default_bpr) THEN
-                v_reason := 'not bloated';
-            END IF;
-        END IF;
-
-        -- 4. The table lock. Claims queue behind the request while it waits.
-        IF v_reason IS NULL THEN
-            LOCK TABLE pgq.jobs IN ACCESS EXCLUSIVE MODE;
-        END IF;
-        PERFORM set_config('lock_timeout', v_old_wait, true);
-    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
-        v_reason := 'busy';
-    END;
-    IF v_reason IS NOT NULL THEN
-        RETURN QUERY SELECT false, v_reason, v_rows, v_size, NULL::bigint;
-        RETURN;
-    END IF;
-
-    -- 5. Rewrite. The size is measured again under the lock: rows added while waiting count.
-    v_size := pg_total_relation_size('pgq.jobs');
-    CLUSTER pgq.jobs USING jobs_pkey;
-    SELECT count(*) INTO v_rows FROM pgq.jobs;
-    v_after := pg_total_relation_size('pgq.jobs');
-
-    INSERT INTO pgq.compaction AS c (id, compacted_at, rows, bytes_before, bytes_after, bytes_per_row,
-                                     compactions)
-    VALUES (true, v_now, v_rows, v_size, v_after,
-            CASE WHEN v_rows >= c_learn_rows THEN v_after / v_rows END, 1)
-    ON CONFLICT (id) DO UPDATE
-       SET compacted_at = excluded.compacted_at,
-           rows = excluded.rows,
-           bytes_before = excluded.bytes_before,
-           bytes_after = excluded.bytes_after,
-           bytes_per_row = coalesce(excluded.bytes_per_row, c.bytes_per_row),
-           compactions = c.compactions + 1;
-
-    RETURN QUERY SELECT true, 'bloated', v_rows, v_size, v_after;
+    SELECT * INTO v_m FROM pgq.maintain(compact_jobs.at) m;
+    -- The size after: a few file sizes read under the truncation's lock (microseconds).
+    RETURN QUERY
+    SELECT v_m.truncated IS NOT NULL, v_m.state, v_m.carried::bigint, v_m.bytes,
+           CASE WHEN v_m.bytes IS NOT NULL THEN
+               (SELECT sum(pg_total_relation_size(format('pgq.jobs_%s', k)::regclass))::bigint
+                  FROM generate_series(0, 3) AS k)
+           END;
 END
 $$;
 COMMENT ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) IS
-    'Rewrites pgq.jobs and its indexes to their compact size (CLUSTER) when bloated; waits at most lock_wait for the lock. Returns compacted, reason, rows, bytes before and after.';
+    'The 0.1.0 name of pgq.maintain, answering in its old columns (compacted = a slot truncated, reason = state, rows = jobs carried, bytes before and after).';
 
 -- sql/functions/complete.sql
 -- pgq.complete(worker_id, ids, leases, outcomes, details, at)
@@ -3354,6 +3248,186 @@ END
 $$;
 COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
     'One page of the jobs of an entrypoint in a state (queued in claim order, scheduled by due time, running by id, finished newest first), keyset-paged through the cursor column.';
+
+-- sql/functions/maintain.sql
+-- pgq.maintain(at): stale recovery, promotion and the ring's reclaim (docs/decisions/0006).
+-- Contract: one maintainer at a time: the others answer 'busy' at once, having done nothing
+--   (counts 0, bytes NULL). The maintainer, in this order:
+--   1. sweeps stale running jobs (pgq._sweep: archived when their attempts are used up or their
+--      cancellation was requested, else queued again with a new ready number);
+--   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call);
+--   3. carries forward: when the next slot of the ring (the one to be reused) holds between 1
+--      and 1,000 live rows (stragglers: long-running or retried jobs, the tail of a backlog),
+--      they move to the current slot as they are (same id, lease, ready number, every column;
+--      a DELETE ... RETURNING + INSERT of the partitions themselves, so no notification is
+--      sent); rows locked by someone else are moved by a later call. A next slot holding more
+--      (a backlog) stays: the ring stops turning until it drains and the current slot grows;
+--   4. rotates (the next slot becomes current, pgq.ring_seq) when the next slot has no pages
+--      at all (no rows, truncated or never used) and the last rotation is at least 2 seconds
+--      old on the server's clock (pgq.ring_rotated_at);
+--   5. truncates at most one slot other than the current one that has pages but no live row
+--      (the next slot first, then the oldest), as the last statement: everything it returns is
+--      computed first, pgq.maintained_at set, then the partition's lock is asked for with
+--      lock_timeout 5 ms, its emptiness checked again under the lock, and TRUNCATE. A lock not
+--      granted within 5 ms (a reader of pgq.jobs in an open transaction, a heavy queue of
+--      calls) is an answer: state 'busy', truncated NULL, lock_wait_ms set.
+--   Returns one row: state ('ok', or 'busy' as above), swept, promoted, carried (jobs), truncated
+--   (the partition emptied, or NULL), rotated, lock_wait_ms (how long the truncation's lock was
+--   waited for, NULL when none was asked for) and bytes (heap, TOAST and indexes of jobs_0 ..
+--   jobs_3 before the truncation). at NULL means now() (the clock of the sweep and the
+--   promotion; the 2-second rule reads the server's clock).
+--   Safe inside a transaction that already used pgq.jobs (pgq.claim calls it when maintenance
+--   is overdue): its own locks do not conflict, and a slot this session still has in use (an
+--   open cursor) is left for a later call ('busy').
+-- Locking: the row of pgq.maintenance (FOR UPDATE SKIP LOCKED: never waited for; only the owner
+--   can lock it, so no role that merely connects can keep maintenance busy); row locks on the
+--   jobs it sweeps, promotes and carries (SKIP LOCKED); ACCESS EXCLUSIVE on one partition of
+--   pgq.jobs from the grant to the end of the transaction, waited for at most 5 ms. Every
+--   statement on pgq.jobs waits for that lock (a generic plan locks every partition), so call
+--   it in its own transaction (autocommit): the commit follows at once. A transaction holding
+--   any lock on the partition (a long report over pgq.jobs) keeps it from being truncated,
+--   and the ring from turning, until it ends.
+-- Errors: PQ009 at out of range; PQ010 not READ COMMITTED (TRUNCATE is not MVCC-safe: the
+--   emptiness check must see every committed row).
+CREATE OR REPLACE FUNCTION pgq.maintain(at timestamptz DEFAULT NULL)
+RETURNS TABLE (state text, swept int, promoted int, carried int, truncated text, rotated boolean,
+               lock_wait_ms float8, bytes bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_slots      constant int := 4;
+    c_carry      constant int := 1000;
+    c_period_ms  constant bigint := 2000;
+    v_now        timestamptz := coalesce(pgq._check_time(maintain.at, 'at'), now());
+    v_swept      int;
+    v_promoted   int;
+    v_carried    int := 0;
+    v_rotated    boolean := false;
+    v_turn       bigint;
+    v_cur        int;
+    v_next       int;
+    v_slot       int;
+    v_target     text;
+    v_n          bigint;
+    v_ids        bigint[];
+    v_cols       text;
+    v_empty      boolean;
+    v_bytes      bigint;
+    v_old_wait   text;
+    v_t0         timestamptz;
+    v_wait       float8;
+    v_state      text := 'ok';
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'pgq.maintain needs READ COMMITTED isolation, the transaction is %',
+            current_setting('transaction_isolation')
+            USING ERRCODE = 'PQ010';
+    END IF;
+    PERFORM 1 FROM pgq.maintenance m FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT 'busy'::text, 0, 0, 0, NULL::text, false, NULL::float8, NULL::bigint;
+        RETURN;
+    END IF;
+
+    -- 1., 2.
+    v_swept := pgq._sweep(NULL, v_now);
+    v_promoted := pgq._promote(NULL, v_now, 10000);
+
+    -- Slot-wide reads of one partition: a sequential scan is the cheap way (the index scans
+    -- this function is set up for walk the same dead versions and visit the heap for each).
+    -- The setting ends with the function.
+    PERFORM set_config('enable_seqscan', 'on', true);
+
+    -- 3. Carry forward.
+    v_turn := (SELECT s.last_value FROM pgq.ring_seq s);
+    v_cur := v_turn % c_slots;
+    v_next := (v_cur + 1) % c_slots;
+    EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM pgq.%I LIMIT %s) s', 'jobs_' || v_next, c_carry + 1)
+       INTO v_n;
+    IF v_n BETWEEN 1 AND c_carry THEN
+        EXECUTE format('SELECT array_agg(j.id) FROM (SELECT j.id FROM pgq.%I j FOR UPDATE SKIP LOCKED) j',
+                       'jobs_' || v_next)
+           INTO v_ids;
+        IF v_ids IS NOT NULL THEN
+            -- Every column but slot, as the table has them (a column added later moves too).
+            SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO v_cols
+              FROM pg_attribute a
+             WHERE a.attrelid = 'pgq.jobs'::regclass
+               AND a.attnum > 0
+               AND NOT a.attisdropped
+               AND a.attname <> 'slot';
+            EXECUTE format('WITH moved AS (DELETE FROM pgq.%1$I j WHERE j.id = ANY ($1) RETURNING %2$s) '
+                           'INSERT INTO pgq.%3$I (%2$s, slot) SELECT %2$s, $2 FROM moved',
+                           'jobs_' || v_next, v_cols, 'jobs_' || v_cur)
+              USING v_ids, v_cur::smallint;
+            GET DIAGNOSTICS v_carried = ROW_COUNT;
+        END IF;
+    END IF;
+
+    -- 4. Rotate onto a slot without pages only: a slot entered with pages left would stay full
+    --    of dead versions for a whole turn of the ring.
+    IF pg_relation_size(format('pgq.jobs_%s', v_next)::regclass) = 0
+       AND (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+           - (SELECT s.last_value FROM pgq.ring_rotated_at s) >= c_period_ms THEN
+        -- setval, not nextval: the sequence starts unused at 0, whose first nextval is 0.
+        PERFORM setval('pgq.ring_seq', v_turn + 1);
+        PERFORM setval('pgq.ring_rotated_at', (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+        v_rotated := true;
+        v_cur := v_next;
+    END IF;
+
+    -- 5. The slot to truncate: the first non-current one (next first, then the oldest) with
+    --    pages and no live row. Everything returned is computed before its lock is asked for.
+    FOR v_slot IN SELECT (v_cur + k) % c_slots FROM generate_series(1, c_slots - 1) AS k ORDER BY k LOOP
+        CONTINUE WHEN pg_relation_size(format('pgq.jobs_%s', v_slot)::regclass) = 0;
+        EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM pgq.%I)', 'jobs_' || v_slot) INTO v_empty;
+        IF v_empty THEN
+            v_target := 'jobs_' || v_slot;
+            EXIT;
+        END IF;
+    END LOOP;
+    SELECT sum(pg_total_relation_size(format('pgq.jobs_%s', k)::regclass))::bigint INTO v_bytes
+      FROM generate_series(0, c_slots - 1) AS k;
+    PERFORM setval('pgq.maintained_at', (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    IF v_target IS NULL THEN
+        RETURN QUERY SELECT v_state, v_swept, v_promoted, v_carried, NULL::text, v_rotated, NULL::float8, v_bytes;
+        RETURN;
+    END IF;
+
+    -- The lock, waited for at most 5 ms (every call on pgq.jobs queues behind the request
+    -- meanwhile), the emptiness checked again under it (a producer that drew this slot before
+    -- it stopped being current may have committed since), TRUNCATE; the commit follows.
+    v_old_wait := current_setting('lock_timeout');
+    BEGIN
+        PERFORM set_config('lock_timeout', '5ms', true);
+        v_t0 := clock_timestamp();
+        EXECUTE format('LOCK TABLE pgq.%I IN ACCESS EXCLUSIVE MODE', v_target);
+        v_wait := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
+        PERFORM set_config('lock_timeout', v_old_wait, true);
+        EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM pgq.%I)', v_target) INTO v_empty;
+        IF v_empty THEN
+            EXECUTE format('TRUNCATE pgq.%I', v_target);
+        ELSE
+            v_target := NULL;
+        END IF;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected OR object_in_use THEN
+        -- The sub-block's rollback restored lock_timeout.
+        v_wait := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
+        v_state := 'busy';
+        v_target := NULL;
+    END;
+    RETURN QUERY SELECT v_state, v_swept, v_promoted, v_carried, v_target, v_rotated, v_wait, v_bytes;
+END
+$$;
+COMMENT ON FUNCTION pgq.maintain(timestamptz) IS
+    'Stale sweep, promotion of due jobs, and the ring''s reclaim (carry stragglers, rotate, truncate one drained slot); one maintainer at a time, others answer busy.';
 
 -- sql/functions/metrics.sql
 -- pgq.metrics(entrypoints, percentile_window, at)
@@ -4780,6 +4854,15 @@ INSERT INTO pgq.live_keys (dedupe_key, job_id)
 SELECT o.dedupe_key, o.id FROM pgq.jobs_old o WHERE o.dedupe_key IS NOT NULL;
 DROP TABLE pgq.jobs_old;
 DROP TABLE pgq.compaction;
+-- One maintainer at a time (pgq.maintain): the row lock of this one-row table, which only the
+-- owner can take (an advisory lock could be held by any role that can connect, keeping
+-- maintenance, and with it stale recovery and the ring's reclaim, busy for ever).
+CREATE TABLE pgq.maintenance (
+    id  boolean PRIMARY KEY DEFAULT true CHECK (id)
+);
+INSERT INTO pgq.maintenance DEFAULT VALUES;
+COMMENT ON TABLE pgq.maintenance IS
+    'One row, never updated: pgq.maintain holds its row lock (one maintainer at a time).';
 
 CREATE VIEW pgq.queue_stats AS
 SELECT c.entrypoint,
@@ -4800,7 +4883,7 @@ SELECT c.entrypoint,
 COMMENT ON VIEW pgq.queue_stats IS
     'Per entrypoint: queued, due, running, stale (heartbeat older than its timeout), age of the oldest queued job, its policy, and whether it is paused.';
 REVOKE ALL ON pgq.jobs, pgq.jobs_0, pgq.jobs_1, pgq.jobs_2, pgq.jobs_3, pgq.jobs_scheduled,
-              pgq.lanes, pgq.live_keys, pgq.queue_stats FROM PUBLIC;
+              pgq.lanes, pgq.live_keys, pgq.maintenance, pgq.queue_stats FROM PUBLIC;
 REVOKE ALL ON SEQUENCE pgq.ready_seq, pgq.lane_id_seq, pgq.ring_seq, pgq.ring_rotated_at,
                        pgq.maintained_at, pgq.swept_at FROM PUBLIC;
 GRANT SELECT ON pgq.queue_stats TO pgq_producer, pgq_worker;
@@ -4902,3 +4985,7 @@ GRANT EXECUTE ON FUNCTION
     pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz),
     pgq.release(uuid, bigint[], bigint[], timestamptz)
     TO pgq_worker;
+
+-- The ring's maintenance (pgq.maintain): the worker's maintenance loop, and operators.
+-- pgq.compact_jobs (0.1.0 clients) keeps its grant to pgq_worker and now runs pgq.maintain.
+GRANT EXECUTE ON FUNCTION pgq.maintain(timestamptz) TO pgq_worker, pgq_admin;
