@@ -3,6 +3,7 @@
 --   when none is waiting. An idle worker sleeps until then (or until a notification) instead of
 --   polling at a fixed interval. Jobs already due are not considered: claim takes those.
 --   at NULL means now().
+--   Reads jobs_scheduled through jobs_scheduled_idx, one probe per entrypoint.
 -- Locking: none (reads only).
 -- Errors: PQ001 NULL or empty entrypoints.
 CREATE OR REPLACE FUNCTION pgq.next_run_at(entrypoints text[], at timestamptz DEFAULT NULL)
@@ -11,6 +12,9 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -20,12 +24,20 @@ BEGIN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(next_run_at.entrypoints::text, 'NULL')
             USING ERRCODE = 'PQ001';
     END IF;
-    RETURN (SELECT min(j.run_at)
-              FROM pgq.jobs j
-             WHERE j.entrypoint = ANY (next_run_at.entrypoints)
-               AND j.status = 'scheduled'
-               AND j.run_at > coalesce(next_run_at.at, now()));
+    -- One probe of jobs_scheduled_idx per entrypoint (slot 4 is jobs_scheduled alone: the ring's
+    -- partitions are not visited), instead of reading every scheduled job of these entrypoints.
+    RETURN (SELECT min(f.run_at)
+              FROM unnest(next_run_at.entrypoints) AS e(name)
+             CROSS JOIN LATERAL (
+                   SELECT j.run_at
+                     FROM pgq.jobs j
+                    WHERE j.slot = 4
+                      AND j.entrypoint = e.name
+                      AND j.status = 'scheduled'
+                      AND j.run_at > coalesce(next_run_at.at, now())
+                    ORDER BY j.run_at
+                    LIMIT 1) AS f);
 END
 $$;
 COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
-    'Earliest run_at after at among queued jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';
+    'Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';

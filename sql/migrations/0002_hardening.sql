@@ -3674,6 +3674,7 @@ COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
 --   when none is waiting. An idle worker sleeps until then (or until a notification) instead of
 --   polling at a fixed interval. Jobs already due are not considered: claim takes those.
 --   at NULL means now().
+--   Reads jobs_scheduled through jobs_scheduled_idx, one probe per entrypoint.
 -- Locking: none (reads only).
 -- Errors: PQ001 NULL or empty entrypoints.
 CREATE OR REPLACE FUNCTION pgq.next_run_at(entrypoints text[], at timestamptz DEFAULT NULL)
@@ -3682,6 +3683,9 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -3691,15 +3695,23 @@ BEGIN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(next_run_at.entrypoints::text, 'NULL')
             USING ERRCODE = 'PQ001';
     END IF;
-    RETURN (SELECT min(j.run_at)
-              FROM pgq.jobs j
-             WHERE j.entrypoint = ANY (next_run_at.entrypoints)
-               AND j.status = 'scheduled'
-               AND j.run_at > coalesce(next_run_at.at, now()));
+    -- One probe of jobs_scheduled_idx per entrypoint (slot 4 is jobs_scheduled alone: the ring's
+    -- partitions are not visited), instead of reading every scheduled job of these entrypoints.
+    RETURN (SELECT min(f.run_at)
+              FROM unnest(next_run_at.entrypoints) AS e(name)
+             CROSS JOIN LATERAL (
+                   SELECT j.run_at
+                     FROM pgq.jobs j
+                    WHERE j.slot = 4
+                      AND j.entrypoint = e.name
+                      AND j.status = 'scheduled'
+                      AND j.run_at > coalesce(next_run_at.at, now())
+                    ORDER BY j.run_at
+                    LIMIT 1) AS f);
 END
 $$;
 COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
-    'Earliest run_at after at among queued jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';
+    'Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';
 
 -- sql/functions/next_schedule_at.sql
 -- pgq.next_schedule_at()
@@ -3780,13 +3792,16 @@ COMMENT ON FUNCTION pgq.pause(text[], timestamptz) IS
 -- Contract: removes the rows of pgq.entrypoints nobody needs: no live job, no schedule naming
 --   the entrypoint, not paused, the default policy (never configured, or reset), and not
 --   changed for older_than. Such a row carries nothing but the defaults: the next enqueue of
---   that entrypoint creates it again, and history rows keep their entrypoint name. Returns the
+--   that entrypoint creates it again, and history rows keep their entrypoint name. Its lanes
+--   (pgq.lanes) go with it and their cursor sequences are dropped (the next enqueue creates
+--   them again, starting from nothing settled). Returns the
 --   number of rows removed, or NULL when it could not take its lock within lock_wait (0: 1 ms)
 --   and removed nothing. at NULL means now().
 -- Locking: SHARE ROW EXCLUSIVE on pgq.entrypoints until commit, waited for at most lock_wait:
 --   it waits for transactions that are enqueueing right now (they hold ROW EXCLUSIVE from the
 --   insert trigger until they commit), and enqueues and configure calls wait for it, so a job
---   can never be added for an entrypoint row being removed. Claims are not blocked.
+--   can never be added for an entrypoint row being removed. Claims are not blocked. ACCESS
+--   EXCLUSIVE on the dropped cursor sequences until commit.
 -- Errors: PQ008 older_than outside 0..36500 days, lock_wait outside 0..1 minute; PQ009 at out
 --   of range.
 CREATE OR REPLACE FUNCTION pgq.prune_entrypoints(
@@ -3804,7 +3819,8 @@ AS $$
 DECLARE
     v_now      timestamptz := coalesce(pgq._check_time(prune_entrypoints.at, 'at'), now());
     v_old_wait text := current_setting('lock_timeout');
-    v_n        bigint;
+    v_gone     text[];
+    v_seq      text;
 BEGIN
     IF prune_entrypoints.older_than IS NULL OR prune_entrypoints.lock_wait IS NULL THEN
         RAISE EXCEPTION 'older_than and lock_wait must not be NULL' USING ERRCODE = 'PQ008';
@@ -3819,6 +3835,7 @@ BEGIN
     EXCEPTION WHEN lock_not_available THEN
         RETURN NULL;
     END;
+    WITH gone AS (
     DELETE FROM pgq.entrypoints e
      WHERE e.updated_at < v_now - prune_entrypoints.older_than
        AND e.paused_at IS NULL
@@ -3829,9 +3846,24 @@ BEGIN
        AND e.backoff_max = interval '5 minutes'
        AND e.heartbeat_timeout = interval '30 seconds'
        AND NOT EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.entrypoint = e.entrypoint)
-       AND NOT EXISTS (SELECT 1 FROM pgq.schedules s WHERE s.entrypoint = e.entrypoint);
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    RETURN v_n;
+       AND NOT EXISTS (SELECT 1 FROM pgq.schedules s WHERE s.entrypoint = e.entrypoint)
+    RETURNING e.entrypoint
+    )
+    SELECT array_agg(d.entrypoint) INTO v_gone FROM gone d;
+    IF v_gone IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- Their lanes go too, with the cursor sequences (the next enqueue creates them again).
+    FOR v_seq IN
+        WITH lanes AS (DELETE FROM pgq.lanes l WHERE l.entrypoint = ANY (v_gone) RETURNING l.cursor_seq)
+        SELECT format('%I.%I', n.nspname, c.relname)
+          FROM lanes l
+          JOIN pg_class c ON c.oid = l.cursor_seq
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+    LOOP
+        EXECUTE 'DROP SEQUENCE ' || v_seq;
+    END LOOP;
+    RETURN cardinality(v_gone);
 END
 $$;
 COMMENT ON FUNCTION pgq.prune_entrypoints(interval, interval, timestamptz) IS
