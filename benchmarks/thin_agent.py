@@ -51,7 +51,8 @@ ENTRYPOINT = "noop"
 
 
 def compact_interval(value: str) -> float | None:
-    """--compact-interval: seconds, or "off" (ThinWorker(compact_interval=None))."""
+    """--compact-interval: seconds, or "off": ThinWorker(maintain_interval=...), the interval of
+    pgq.maintain (the flag keeps its name for the scripts that pass it)."""
     return None if value == "off" else float(value)
 
 
@@ -68,7 +69,7 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
             poll_interval=1.0,
             flush_size=args.flush_size,
             listen=not args.no_listen,
-            compact_interval=compact_interval(args.compact_interval),
+            maintain_interval=compact_interval(args.compact_interval),
             metrics_port=0 if args.metrics else None,
         )
     state = {"first": 0, "last": 0, "n": 0}
@@ -104,7 +105,7 @@ def idle_worker(args: argparse.Namespace) -> dict[str, Any]:
     """A ThinWorker with nothing to run (entrypoint "idle"), for --seconds: only its background
     loops work (compaction every --compact-interval)."""
     worker = ThinWorker(
-        args.dsn, poll_interval=1.0, compact_interval=compact_interval(args.compact_interval)
+        args.dsn, poll_interval=1.0, maintain_interval=compact_interval(args.compact_interval)
     )
 
     @worker.entrypoint("idle")
@@ -209,7 +210,7 @@ def steady_worker(args: argparse.Namespace) -> dict[str, Any]:
         concurrency=args.concurrency,
         batch_size=args.batch,
         poll_interval=args.poll_interval,
-        compact_interval=compact_interval(args.compact_interval),
+        maintain_interval=compact_interval(args.compact_interval),
     )
     hists: dict[int, LogHistogram] = {}
     first: dict[int, int] = {}

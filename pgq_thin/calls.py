@@ -80,9 +80,8 @@ FAILED_JOBS = "SELECT * FROM pgq.failed_jobs ORDER BY finished_at DESC, id DESC 
 HISTORY_SUMMARY = "SELECT * FROM pgq.history_summary(%s::text[], %s::bigint)"
 PRUNE_BATCH = 10000
 PRUNE_HISTORY = "SELECT pgq.prune_history(%s::interval, %s::timestamptz, %s::int)"
-# One row: compacted, reason, rows, bytes_before, bytes_after (the function's defaults for the
-# bounds and the lock wait).
-COMPACT_JOBS = "SELECT * FROM pgq.compact_jobs()"
+# One row: state, swept, promoted, carried, truncated, rotated, lock_wait_ms, bytes.
+MAINTAIN = "SELECT * FROM pgq.maintain()"
 SCHEDULE = (
     "SELECT * FROM pgq.schedule(%s::text, %s::text, %s::text, %s::timestamptz, %s::text,"
     " %s::jsonb, %s::int, %s::jsonb, %s::text, %s::interval, %s::interval)"
@@ -129,7 +128,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     RELEASE: _WORKER,
     NEXT_DUE_IN: _WORKER,
     PRUNE_HISTORY: _WORKER,
-    COMPACT_JOBS: _WORKER,
+    MAINTAIN: _WORKER,
     SCHEDULE: _OPERATOR,
     CLAIM_SCHEDULES: _WORKER,
     FIRE_SCHEDULE: _WORKER,
@@ -381,6 +380,7 @@ async def aprune_history(conn: AConn, older_than: timedelta, at: datetime | None
     return int((await _acolumn(conn, PRUNE_HISTORY, (older_than, at, PRUNE_BATCH)))[0])
 
 
-async def acompact_jobs(conn: AConn) -> Row:
-    """``pgq.compact_jobs`` with its defaults: one row (compacted, reason, rows, sizes)."""
-    return (await _arows(conn, COMPACT_JOBS))[0]
+async def amaintain(conn: AConn) -> Row:
+    """``pgq.maintain``: one row (state, swept, promoted, carried, truncated, rotated,
+    lock_wait_ms, bytes)."""
+    return (await _arows(conn, MAINTAIN))[0]

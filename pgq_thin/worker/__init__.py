@@ -12,7 +12,7 @@ each in its own module:
 * ``_results``: finished attempts buffered and written with one ``pgq.complete``, by the next
   claim in the same round trip or by the flush loop;
 * ``_heartbeat``: one ``pgq.heartbeat`` for every owned job per interval;
-* ``_loops`` and ``_maintenance``: waiting, surviving errors, pruning and compaction;
+* ``_loops`` and ``_maintenance``: waiting, surviving errors, pruning, pgq.maintain;
 * ``_worker``: the facade (settings, registration, run-once steps, read-only views);
 * ``_run``: one run's context (session, thread pool, listener, events), made in ``open()``;
 * ``_supervisor``: restarts, signals; ``_settings`` and ``_registry``: configuration;

@@ -1,7 +1,8 @@
 """The maintenance steps a worker runs periodically (see ``_loops.every``): pruning the
-history, compacting ``pgq.jobs``, and folding finished jobs into the metrics (with pruning the
-workers gone from the registry). Each is one run-once step; the decisions (what is old, whether
-the table is bloated, what is counted, who is gone) are made by the SQL functions."""
+history, ``pgq.maintain`` (stale jobs, due jobs, the ring of ``pgq.jobs``), and folding finished
+jobs into the metrics (with pruning the workers gone from the registry). Each is one run-once
+step; the decisions (what is old, what is stale or due, which slot to truncate, what is
+counted, who is gone) are made by the SQL functions."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from datetime import datetime, timedelta
 from pgq_thin import admin_calls, calls
 from pgq_thin.records import Rollup
 from pgq_thin.worker._loops import Call
+from pgq_thin.worker._settings import WorkerStats
 
 Log = logging.Logger | logging.LoggerAdapter  # type: ignore[type-arg]
 
@@ -38,18 +40,29 @@ async def prune_once(
     return deleted
 
 
-async def compact_once(call: Call, logger: Log = log) -> calls.Row:
-    """Call ``pgq.compact_jobs`` once; returns its row (compacted, reason, rows, sizes)."""
-    row = await call(calls.acompact_jobs)
-    if row["compacted"]:
-        logger.info(
-            "pgq-thin compacted pgq.jobs: %d rows, %.2f MiB -> %.2f MiB",
-            row["rows"],
-            row["bytes_before"] / 2**20,
-            row["bytes_after"] / 2**20,
-        )
-    else:
-        logger.debug("pgq-thin did not compact pgq.jobs: %s", row["reason"])
+async def maintain_once(
+    call: Call, stats: WorkerStats | None = None, logger: Log = log
+) -> calls.Row:
+    """Call ``pgq.maintain`` once; returns its row (state, swept, promoted, carried, truncated,
+    rotated, lock_wait_ms, bytes). One DEBUG line per call: a call every few seconds is routine,
+    a truncation included."""
+    row = await call(calls.amaintain)
+    if stats is not None and row["state"] == "ok":
+        stats.maintained += 1
+        if row["truncated"] is not None:
+            stats.truncated += 1
+    logger.debug(
+        "pgq-thin maintain: %s, swept %s, promoted %s, carried %s, truncated %s, rotated %s,"
+        " lock wait %s ms, ring %.2f MiB",
+        row["state"],
+        row["swept"],
+        row["promoted"],
+        row["carried"],
+        row["truncated"],
+        row["rotated"],
+        row["lock_wait_ms"],
+        (row["bytes"] or 0) / 2**20,
+    )
     return row
 
 

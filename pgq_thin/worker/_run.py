@@ -192,7 +192,7 @@ class Run:
                 "pgq-thin-maintenance",
                 every(
                     settings.maintenance_interval,
-                    self.maintain_once,
+                    self.prune_once,
                     self.stopping,
                     "pruning",
                     self.log,
@@ -203,14 +203,14 @@ class Run:
                 settings.rollup_interval, self.rollup_once, self.stopping, "rollup", self.log
             )
             self._start("pgq-thin-rollup", rollup)
-        if settings.compact_interval is not None:
+        if settings.maintain_interval is not None:
             self._start(
-                "pgq-thin-compaction",
+                "pgq-thin-maintain",
                 every(
-                    settings.compact_interval,
-                    self.compact_once,
+                    settings.maintain_interval,
+                    self.maintain_once,
                     self.stopping,
-                    "compaction",
+                    "maintain",
                     self.log,
                 ),
             )
@@ -238,13 +238,13 @@ class Run:
 
     # --- run-once steps -----------------------------------------------------------------------
 
-    async def maintain_once(self, at: datetime | None = None) -> int:
+    async def prune_once(self, at: datetime | None = None) -> int:
         return await _maintenance.prune_once(
             self.call, self.settings.history_retention, at, self.log
         )
 
-    async def compact_once(self) -> calls.Row:
-        return await _maintenance.compact_once(self.call, self.log)
+    async def maintain_once(self) -> calls.Row:
+        return await _maintenance.maintain_once(self.call, self.stats, self.log)
 
     async def rollup_once(self) -> Rollup:
         """On a connection of its own, opened for the step: a rollup can take a second at

@@ -59,9 +59,11 @@ class WorkerSettings:
         ``pgq.job_history`` (``pgq.prune_history``, a few batches every
         ``maintenance_interval`` seconds; workers never wait for each other). None: keep all.
     :param maintenance_interval: seconds between pruning passes (jittered by +-20 %).
-    :param compact_interval: seconds between calls of ``pgq.compact_jobs`` (jittered by
-        +-20 %), which rewrites ``pgq.jobs`` to its compact size when dead row versions have
-        bloated it (a cheap check unless it does). None: never compact.
+    :param maintain_interval: seconds between calls of ``pgq.maintain`` (jittered by +-20 %):
+        stale jobs queued again, due jobs promoted, and the ring of ``pgq.jobs`` turned and
+        emptied by truncation, so that its size stays bounded even while a long transaction
+        holds the vacuum horizon (one worker at a time, the others skip). None: never; a claim
+        still runs it when nobody did for 15 seconds.
     :param rollup_interval: seconds between two steps of ``pgq.rollup_metrics`` (jittered by
         +-20 %), which folds the jobs finished since the last step into the queue's metrics
         (``pgq.metrics``; one worker at a time, the others skip), together with
@@ -100,7 +102,7 @@ class WorkerSettings:
     restart_reset_after: float = 60.0
     history_retention: timedelta | None = timedelta(days=7)
     maintenance_interval: float = 300.0
-    compact_interval: float | None = 5.0
+    maintain_interval: float | None = 5.0
     rollup_interval: float | None = 30.0
     run_schedules: bool = True
     metrics_port: int | None = None
@@ -125,7 +127,7 @@ class WorkerSettings:
         )
         for name in ("ping_interval", "ping_timeout", "maintenance_interval"):
             _check(getattr(self, name) > 0, name, getattr(self, name), "positive")
-        for name in ("flush_size", "reconnect_timeout", "compact_interval", "rollup_interval"):
+        for name in ("flush_size", "reconnect_timeout", "maintain_interval", "rollup_interval"):
             value = getattr(self, name)
             _check(value is None or value > 0, name, value, "positive or None")
         retention = self.history_retention
@@ -181,6 +183,9 @@ class WorkerStats:
     listener_reconnects: int = 0
     #: times the supervisor restarted the worker after an unrecoverable error
     restarts: int = 0
+    #: pgq.maintain calls that did the work (not 'busy'), and those that truncated a slot
+    maintained: int = 0
+    truncated: int = 0
 
     @property
     def finished(self) -> int:

@@ -55,7 +55,7 @@ class ThinWorker(WorkerView):
     restart_reset_after = Setting[float]()
     history_retention = Setting[timedelta | None]()
     maintenance_interval = Setting[float]()
-    compact_interval = Setting[float | None]()
+    maintain_interval = Setting[float | None]()
     rollup_interval = Setting[float | None]()
     run_schedules = Setting[bool]()
     metrics_port = Setting[int | None]()
@@ -85,7 +85,7 @@ class ThinWorker(WorkerView):
         restart_reset_after: float = 60.0,
         history_retention: timedelta | None = timedelta(days=7),
         maintenance_interval: float = 300.0,
-        compact_interval: float | None = 5.0,
+        maintain_interval: float | None = 5.0,
         rollup_interval: float | None = 30.0,
         run_schedules: bool = True,
         metrics_port: int | None = None,
@@ -320,14 +320,15 @@ class ThinWorker(WorkerView):
         ones released, results flushed."""
         await self._opened().shutdown()
 
-    async def maintain_once(self, at: datetime | None = None) -> int:
+    async def prune_once(self, at: datetime | None = None) -> int:
         """Prune ``pgq.job_history`` of jobs finished more than ``history_retention`` ago, in
         batches, at most 20 per pass; returns the rows deleted."""
-        return await self._opened().maintain_once(at)
+        return await self._opened().prune_once(at)
 
-    async def compact_once(self) -> calls.Row:
-        """Call ``pgq.compact_jobs`` once; returns its row (compacted, reason, rows, sizes)."""
-        return await self._opened().compact_once()
+    async def maintain_once(self) -> calls.Row:
+        """Call ``pgq.maintain`` once (see ``maintain_interval``); returns its row (state,
+        swept, promoted, carried, truncated, rotated, lock_wait_ms, bytes)."""
+        return await self._opened().maintain_once()
 
     async def rollup_once(self) -> Rollup:
         """One step of ``pgq.rollup_metrics`` and ``pgq.prune_workers`` (see

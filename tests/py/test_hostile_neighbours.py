@@ -3,8 +3,8 @@
 - A claim never waits for a row another transaction has locked (SKIP LOCKED), shown
   deterministically: a second connection holds FOR UPDATE on a due job, the claim answers at
   once with the other job, under a statement_timeout that would cancel a waiting claim.
-- Compaction cannot be kept busy by a role that merely can connect (its lock is a row only the
-  owner can lock, not an advisory lock anyone can take).
+- Maintenance (``pgq.maintain``) cannot be kept busy by a role that merely can connect (its
+  lock is a row only the owner can lock, not an advisory lock anyone can take).
 - The install lock, which anyone can take, makes ``upgrade`` fail within its lock timeout with
   an error naming the holder instead of hanging.
 - A scheduler gives back a schedule it cannot compute a time for and fires the others of the
@@ -49,19 +49,30 @@ def test_a_claim_never_waits_for_a_row_locked_elsewhere(pgq_dsn: str) -> None:
     assert elapsed < 1.0, f"the claim waited {elapsed:.2f} s"
 
 
-def test_compaction_cannot_be_kept_busy_by_any_role(pgq_dsn: str, login_role: Any) -> None:
+def test_maintenance_cannot_be_kept_busy_by_any_role(pgq_dsn: str, login_role: Any) -> None:
     nobody = login_role()  # may connect, holds no pgq role
+    worker = login_role("pgq_worker")
     with (
         psycopg.connect(nobody, autocommit=True) as squatter,
         psycopg.connect(pgq_dsn, autocommit=True) as conn,
     ):
-        oid = conn.execute("SELECT 'pgq.jobs'::regclass::oid::int").fetchone()[0]  # type: ignore[index]
-        squatter.execute("SELECT pg_advisory_lock(%s, 0)", (oid,))
-        row = conn.execute("SELECT compacted, reason FROM pgq.compact_jobs()").fetchone()
-        assert row is not None and row[1] != "busy", row
-        # A second compactor holding the real lock still makes the other one busy.
+        # Advisory locks anyone can take, on the keys a maintainer might have used.
+        for rel in ("pgq.jobs", "pgq.ring_seq", "pgq.maintenance"):
+            oid = conn.execute("SELECT %s::regclass::oid::int", (rel,)).fetchone()[0]  # type: ignore[index]
+            squatter.execute("SELECT pg_advisory_lock(%s, 0), pg_advisory_lock(%s)", (oid, oid))
+        row = conn.execute("SELECT state FROM pgq.maintain()").fetchone()
+        assert row == ("ok",), row
+        # The real lock is a row only the owner can lock.
+        for dsn in (nobody, worker):
+            with psycopg.connect(dsn) as other, pytest.raises(psycopg.errors.InsufficientPrivilege):
+                other.execute("SELECT 1 FROM pgq.maintenance FOR UPDATE")
+        # A second maintainer holding it makes the other one busy, at once.
         with psycopg.connect(pgq_dsn) as first:
-            first.execute("SELECT 1 FROM pgq.compaction FOR UPDATE")
+            first.execute("SELECT 1 FROM pgq.maintenance FOR UPDATE")
+            started = time.monotonic()
+            row = conn.execute("SELECT state, swept, truncated FROM pgq.maintain()").fetchone()
+            assert row == ("busy", 0, None)
+            assert time.monotonic() - started < 1.0
             row = conn.execute("SELECT compacted, reason FROM pgq.compact_jobs()").fetchone()
             assert row == (False, "busy")
 

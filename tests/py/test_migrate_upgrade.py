@@ -211,7 +211,7 @@ def test_upgrade_with_live_jobs_and_schedules(
 
     runs: Counter[int] = Counter()
     ticks: list[int] = []
-    worker = ThinWorker(dsn, poll_interval=0.5, compact_interval=None, history_retention=None)
+    worker = ThinWorker(dsn, poll_interval=0.5, maintain_interval=None, history_retention=None)
 
     @worker.entrypoint("up.q")
     @worker.entrypoint("up.d")

@@ -616,7 +616,7 @@ def test_restrict_to_unknown_entrypoint_is_an_error() -> None:
 
 
 def test_history_is_pruned_after_the_retention(pgq_dsn: str) -> None:
-    """maintain_once deletes finished jobs older than history_retention and keeps the rest."""
+    """prune_once deletes finished jobs older than history_retention and keeps the rest."""
     with psycopg.connect(pgq_dsn, autocommit=True) as conn:
         old, new = (conn.execute("SELECT pgq.enqueue('prune.me')").fetchone()[0] for _ in range(2))
         w = uuid.uuid4()
@@ -638,7 +638,7 @@ def test_history_is_pruned_after_the_retention(pgq_dsn: str) -> None:
 
     async def scenario() -> int:
         async with worker:
-            return await worker.maintain_once()
+            return await worker.prune_once()
 
     assert asyncio.run(scenario()) == 1
     assert sorted(history(pgq_dsn)) == [new]
@@ -647,6 +647,6 @@ def test_history_is_pruned_after_the_retention(pgq_dsn: str) -> None:
 
     async def disabled() -> int:
         async with off:
-            return await off.maintain_once()
+            return await off.prune_once()
 
     assert asyncio.run(disabled()) == 0
