@@ -24,9 +24,9 @@
 --   waited for, NULL when none was asked for) and bytes (heap, TOAST and indexes of jobs_0 ..
 --   jobs_3 before the truncation). at NULL means now() (the clock of the sweep and the
 --   promotion; the 2-second rule reads the server's clock).
---   Safe inside a transaction that already used pgq.jobs (pgq.claim calls it when maintenance
---   is overdue): its own locks do not conflict, and a slot this session still has in use (an
---   open cursor) is left for a later call ('busy').
+--   Safe inside a transaction that already used pgq.jobs: its own locks do not conflict, and a
+--   slot this session still has in use (an open cursor) is left for a later call ('busy'); the
+--   truncation's lock then lasts until that transaction ends.
 -- Locking: the row of pgq.maintenance (FOR UPDATE SKIP LOCKED: never waited for; only the owner
 --   can lock it, so no role that merely connects can keep maintenance busy); row locks on the
 --   jobs it sweeps, promotes and carries (SKIP LOCKED); ACCESS EXCLUSIVE on one partition of
