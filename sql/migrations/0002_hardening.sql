@@ -4766,7 +4766,7 @@ COMMENT ON SEQUENCE pgq.ring_seq IS
     'The ring''s current slot is last_value mod 4 (pgq._slot); pgq.maintain moves it on.';
 COMMENT ON SEQUENCE pgq.ring_rotated_at IS 'Epoch milliseconds of the last rotation of the ring.';
 COMMENT ON SEQUENCE pgq.maintained_at IS
-    'Epoch milliseconds (server clock) of the last pgq.maintain; a claim runs it when overdue.';
+    'Epoch milliseconds (server clock) of the last pgq.maintain (claims never run it).';
 COMMENT ON SEQUENCE pgq.swept_at IS
     'Epoch milliseconds (claim clock) of the last stale sweep by a claim (at most one a second).';
 
