@@ -4,8 +4,11 @@
 --   attempts are used up go to history as failed, those flagged for cancellation as canceled;
 --   the others are queued again (lease, worker and heartbeat cleared, a new ready number behind
 --   the fence, the timeout noted in their error list) and the next claim takes them as a new
---   attempt. Paused entrypoints are swept too (their jobs wait queued). SKIP LOCKED: a job a
---   concurrent call holds is left for the next sweep. Returns the number of jobs swept.
+--   attempt. A paused entrypoint's stale jobs (pgq.pause, or concurrency_limit 0) are left
+--   running as they are, under their old lease, until it is resumed (nothing would run them, and
+--   their worker, if only slow, may still complete them); those out of attempts or flagged for
+--   cancellation are archived all the same. SKIP LOCKED: a job a concurrent call holds is left
+--   for the next sweep. Returns the number of jobs swept.
 -- Locking: row locks on the swept jobs.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._sweep(entrypoints text[], at timestamptz)
@@ -45,6 +48,8 @@ BEGIN
       FROM pgq.entrypoints c
       JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
      WHERE (_sweep.entrypoints IS NULL OR c.entrypoint = ANY (_sweep.entrypoints))
+       AND c.paused_at IS NULL
+       AND coalesce(c.concurrency_limit, 1) > 0
        AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout;
     IF v_eps IS NULL THEN
         RETURN v_n;

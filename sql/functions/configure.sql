@@ -5,6 +5,8 @@
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
 --   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
 --   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
+--   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
+--   ends a pause; see pgq._sweep).
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
 --   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
 --   (so every time computed from them stays in range).
@@ -77,6 +79,8 @@ BEGIN
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
+    -- A lifted concurrency_limit 0 ends a pause: the next claim sweeps (see pgq._sweep).
+    PERFORM setval('pgq.swept_at', 0);
     RETURN v_row;
 END
 $$;

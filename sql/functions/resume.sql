@@ -4,7 +4,8 @@
 --   {"kind": "enqueued", "entrypoints": [...]} for the entrypoints it resumed, so idle workers
 --   claim at once. Resuming an entrypoint that is not paused changes nothing. Returns the policy
 --   rows of the known entrypoints among those given (unknown names are ignored), ordered by
---   entrypoint.
+--   entrypoint. The next claim sweeps stale jobs whatever the time of the last sweep (the
+--   sweep left those of paused entrypoints running; see pgq._sweep).
 -- Locking: the entrypoints' policy rows until commit.
 -- Errors: PQ001 NULL or empty array, or a bad entrypoint name.
 CREATE OR REPLACE FUNCTION pgq.resume(entrypoints text[])
@@ -40,6 +41,7 @@ BEGIN
     SELECT jsonb_agg(r.entrypoint ORDER BY r.entrypoint) INTO v_resumed FROM resumed r;
     PERFORM pgq._notify('enqueued', 'entrypoints', v_resumed);
 
+    PERFORM setval('pgq.swept_at', 0);
     RETURN QUERY
     SELECT e.* FROM pgq.entrypoints e WHERE e.entrypoint = ANY (resume.entrypoints) ORDER BY e.entrypoint;
 END

@@ -1385,8 +1385,11 @@ COMMENT ON FUNCTION pgq._slot() IS
 --   attempts are used up go to history as failed, those flagged for cancellation as canceled;
 --   the others are queued again (lease, worker and heartbeat cleared, a new ready number behind
 --   the fence, the timeout noted in their error list) and the next claim takes them as a new
---   attempt. Paused entrypoints are swept too (their jobs wait queued). SKIP LOCKED: a job a
---   concurrent call holds is left for the next sweep. Returns the number of jobs swept.
+--   attempt. A paused entrypoint's stale jobs (pgq.pause, or concurrency_limit 0) are left
+--   running as they are, under their old lease, until it is resumed (nothing would run them, and
+--   their worker, if only slow, may still complete them); those out of attempts or flagged for
+--   cancellation are archived all the same. SKIP LOCKED: a job a concurrent call holds is left
+--   for the next sweep. Returns the number of jobs swept.
 -- Locking: row locks on the swept jobs.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._sweep(entrypoints text[], at timestamptz)
@@ -1426,6 +1429,8 @@ BEGIN
       FROM pgq.entrypoints c
       JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
      WHERE (_sweep.entrypoints IS NULL OR c.entrypoint = ANY (_sweep.entrypoints))
+       AND c.paused_at IS NULL
+       AND coalesce(c.concurrency_limit, 1) > 0
        AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout;
     IF v_eps IS NULL THEN
         RETURN v_n;
@@ -2195,6 +2200,8 @@ COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timest
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
 --   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
 --   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
+--   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
+--   ends a pause; see pgq._sweep).
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
 --   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
 --   (so every time computed from them stays in range).
@@ -2267,6 +2274,8 @@ BEGIN
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
+    -- A lifted concurrency_limit 0 ends a pause: the next claim sweeps (see pgq._sweep).
+    PERFORM setval('pgq.swept_at', 0);
     RETURN v_row;
 END
 $$;
@@ -4342,7 +4351,8 @@ COMMENT ON FUNCTION pgq.requeue_history(text, text[], timestamptz, timestamptz, 
 --   {"kind": "enqueued", "entrypoints": [...]} for the entrypoints it resumed, so idle workers
 --   claim at once. Resuming an entrypoint that is not paused changes nothing. Returns the policy
 --   rows of the known entrypoints among those given (unknown names are ignored), ordered by
---   entrypoint.
+--   entrypoint. The next claim sweeps stale jobs whatever the time of the last sweep (the
+--   sweep left those of paused entrypoints running; see pgq._sweep).
 -- Locking: the entrypoints' policy rows until commit.
 -- Errors: PQ001 NULL or empty array, or a bad entrypoint name.
 CREATE OR REPLACE FUNCTION pgq.resume(entrypoints text[])
@@ -4378,6 +4388,7 @@ BEGIN
     SELECT jsonb_agg(r.entrypoint ORDER BY r.entrypoint) INTO v_resumed FROM resumed r;
     PERFORM pgq._notify('enqueued', 'entrypoints', v_resumed);
 
+    PERFORM setval('pgq.swept_at', 0);
     RETURN QUERY
     SELECT e.* FROM pgq.entrypoints e WHERE e.entrypoint = ANY (resume.entrypoints) ORDER BY e.entrypoint;
 END

@@ -220,6 +220,20 @@ def test_python_enqueues_and_node_and_psql_workers_drain(pgq_dsn: str, spawn: Sp
         assert example.out[-1] == "stopped" and example.jobs("refused") == []
 
 
+def test_example_workers_run_the_queue_upkeep(pgq_dsn: str, spawn: Spawn) -> None:
+    """Each example calls pgq.maintain at start (and every 5 s): the ring turns without a
+    Python worker. pgq.maintained_at is what a maintenance call sets."""
+    for kind in ("node", "psql"):
+        sql(pgq_dsn, "SELECT setval('pgq.maintained_at', 0)")
+        worker = spawn(kind, "echo")
+        wait_for(
+            lambda: sql(pgq_dsn, "SELECT last_value AS v FROM pgq.maintained_at")[0]["v"] > 0,
+            60,
+            f"the {kind} worker's pgq.maintain",
+        )
+        assert worker.stop() == 0, worker.output()
+
+
 # --- Node enqueues, ThinWorker drains ---------------------------------------------------------
 
 

@@ -201,8 +201,8 @@ SELECT is((SELECT count(*)::int FROM pgq.claim('22222222-2222-2222-2222-22222222
                                                now() + interval '1 minute')), 0,
           'limit 0: a stale job is not claimed again either');
 SELECT row_eq(format('SELECT status, worker_id, attempt FROM pgq.jobs WHERE id = %s', :p_stale),
-              ROW('queued'::text, NULL::uuid, 1),
-              'the stale job of a paused entrypoint is queued again (swept), not claimed');
+              ROW('running'::text, '11111111-1111-1111-1111-111111111111'::uuid, 1),
+              'the stale job of a paused entrypoint is left as it was (not swept, not claimed)');
 SELECT pgq.configure('cl_pause', reset => true);
 SELECT is((SELECT count(*)::int FROM pgq.claim('22222222-2222-2222-2222-222222222222', '{cl_pause}', 10,
                                                now() + interval '1 minute')), 2,
