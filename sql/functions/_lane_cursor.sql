@@ -42,6 +42,7 @@ BEGIN
      WHERE j.entrypoint = _lane_cursor.entrypoint
        AND j.priority = _lane_cursor.priority
        AND j.status = 'queued'
+       AND j.slot <> 4
        AND j.ready_seq > v_c
      ORDER BY j.ready_seq
      LIMIT 1;

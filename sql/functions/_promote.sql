@@ -23,11 +23,13 @@ DECLARE
     v_eps text[];
     v_n   int;
 BEGIN
+    -- slot = 4 (jobs_scheduled, where every scheduled job is: jobs_slot_check) lets the planner
+    -- leave the ring's partitions out of these plans.
     SELECT array_agg(DISTINCT s.entrypoint) INTO v_eps
       FROM (SELECT j.entrypoint
               FROM pgq.jobs j
              WHERE (_promote.entrypoints IS NULL OR j.entrypoint = ANY (_promote.entrypoints))
-               AND j.status = 'scheduled'
+               AND j.status = 'scheduled' AND j.slot = 4
                AND j.run_at <= _promote.at
              LIMIT _promote.max_rows) s;
     IF v_eps IS NULL THEN
@@ -38,7 +40,7 @@ BEGIN
         SELECT j.id
           FROM pgq.jobs j
          WHERE j.entrypoint = ANY (v_eps)
-           AND j.status = 'scheduled'
+           AND j.status = 'scheduled' AND j.slot = 4
            AND j.run_at <= _promote.at
          ORDER BY j.run_at, j.id
          LIMIT _promote.max_rows
@@ -47,7 +49,7 @@ BEGIN
         DELETE FROM pgq.jobs j
          USING due
          WHERE j.id = due.id
-           AND j.status = 'scheduled'
+           AND j.status = 'scheduled' AND j.slot = 4
         RETURNING j.*
     )
     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,

@@ -125,7 +125,8 @@ BEGIN
              ORDER BY e.entrypoint
                FOR UPDATE SKIP LOCKED) AS c;
 
-    -- Lock the jobs to take: per lane from its cursor on, then by priority and ready order
+    -- Lock the jobs to take: per lane from its cursor on (slot <> 4: queued jobs are in the
+    -- ring, jobs_slot_check; the planner leaves jobs_scheduled out), then by priority and ready order
     -- within each entrypoint's quota. (The ids go to an array: the UPDATE below finds them by
     -- id whatever the planner guesses about the LIMITs.)
     WITH eps AS (
@@ -156,6 +157,7 @@ BEGIN
                 WHERE j.entrypoint = lanes.entrypoint
                   AND j.priority = lanes.priority
                   AND j.status = 'queued'
+                  AND j.slot <> 4
                   AND j.ready_seq > lanes.cursor
                   AND j.run_at <= v_now
                 ORDER BY j.ready_seq

@@ -83,7 +83,7 @@ BEGIN
         (SELECT j.*
            FROM pgq.jobs j
           WHERE list_jobs.state = 'scheduled'
-            AND j.entrypoint = list_jobs.entrypoint AND j.status = 'scheduled'
+            AND j.entrypoint = list_jobs.entrypoint AND j.status = 'scheduled' AND j.slot = 4
             AND (v_after.id IS NULL OR (j.run_at, j.id) > (v_after.at, v_after.id))
           ORDER BY j.run_at, j.id
           LIMIT list_jobs.page_size)

@@ -125,17 +125,17 @@ BEGIN
          CROSS JOIN LATERAL (
                SELECT count(*) AS n
                  FROM (SELECT 1 FROM pgq.jobs j
-                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.run_at <= v_now
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.slot = 4 AND j.run_at <= v_now
                         LIMIT v_cap) AS x) AS sd
          CROSS JOIN LATERAL (
                SELECT count(*) AS n
                  FROM (SELECT 1 FROM pgq.jobs j
-                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.run_at > v_now
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.slot = 4 AND j.run_at > v_now
                         LIMIT v_cap) AS x) AS sl
          CROSS JOIN LATERAL (
                SELECT min(j.run_at) FILTER (WHERE j.run_at <= v_now) AS oldest_due
                  FROM (SELECT j.run_at FROM pgq.jobs j
-                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled'
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.slot = 4
                         ORDER BY j.run_at LIMIT 1) AS j) AS so
          CROSS JOIN LATERAL (
                SELECT min(f.run_at) AS oldest_due

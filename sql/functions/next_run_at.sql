@@ -33,7 +33,7 @@ BEGIN
                      FROM pgq.jobs j
                     WHERE j.slot = 4
                       AND j.entrypoint = e.name
-                      AND j.status = 'scheduled'
+                      AND j.status = 'scheduled' AND j.slot = 4
                       AND j.run_at > coalesce(next_run_at.at, now())
                     ORDER BY j.run_at
                     LIMIT 1) AS f);

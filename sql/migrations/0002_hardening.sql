@@ -1224,6 +1224,7 @@ BEGIN
      WHERE j.entrypoint = _lane_cursor.entrypoint
        AND j.priority = _lane_cursor.priority
        AND j.status = 'queued'
+       AND j.slot <> 4
        AND j.ready_seq > v_c
      ORDER BY j.ready_seq
      LIMIT 1;
@@ -1293,11 +1294,13 @@ DECLARE
     v_eps text[];
     v_n   int;
 BEGIN
+    -- slot = 4 (jobs_scheduled, where every scheduled job is: jobs_slot_check) lets the planner
+    -- leave the ring's partitions out of these plans.
     SELECT array_agg(DISTINCT s.entrypoint) INTO v_eps
       FROM (SELECT j.entrypoint
               FROM pgq.jobs j
              WHERE (_promote.entrypoints IS NULL OR j.entrypoint = ANY (_promote.entrypoints))
-               AND j.status = 'scheduled'
+               AND j.status = 'scheduled' AND j.slot = 4
                AND j.run_at <= _promote.at
              LIMIT _promote.max_rows) s;
     IF v_eps IS NULL THEN
@@ -1308,7 +1311,7 @@ BEGIN
         SELECT j.id
           FROM pgq.jobs j
          WHERE j.entrypoint = ANY (v_eps)
-           AND j.status = 'scheduled'
+           AND j.status = 'scheduled' AND j.slot = 4
            AND j.run_at <= _promote.at
          ORDER BY j.run_at, j.id
          LIMIT _promote.max_rows
@@ -1317,7 +1320,7 @@ BEGIN
         DELETE FROM pgq.jobs j
          USING due
          WHERE j.id = due.id
-           AND j.status = 'scheduled'
+           AND j.status = 'scheduled' AND j.slot = 4
         RETURNING j.*
     )
     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
@@ -1700,7 +1703,8 @@ BEGIN
              ORDER BY e.entrypoint
                FOR UPDATE SKIP LOCKED) AS c;
 
-    -- Lock the jobs to take: per lane from its cursor on, then by priority and ready order
+    -- Lock the jobs to take: per lane from its cursor on (slot <> 4: queued jobs are in the
+    -- ring, jobs_slot_check; the planner leaves jobs_scheduled out), then by priority and ready order
     -- within each entrypoint's quota. (The ids go to an array: the UPDATE below finds them by
     -- id whatever the planner guesses about the LIMITs.)
     WITH eps AS (
@@ -1731,6 +1735,7 @@ BEGIN
                 WHERE j.entrypoint = lanes.entrypoint
                   AND j.priority = lanes.priority
                   AND j.status = 'queued'
+                  AND j.slot <> 4
                   AND j.ready_seq > lanes.cursor
                   AND j.run_at <= v_now
                 ORDER BY j.ready_seq
@@ -3228,7 +3233,7 @@ BEGIN
         (SELECT j.*
            FROM pgq.jobs j
           WHERE list_jobs.state = 'scheduled'
-            AND j.entrypoint = list_jobs.entrypoint AND j.status = 'scheduled'
+            AND j.entrypoint = list_jobs.entrypoint AND j.status = 'scheduled' AND j.slot = 4
             AND (v_after.id IS NULL OR (j.run_at, j.id) > (v_after.at, v_after.id))
           ORDER BY j.run_at, j.id
           LIMIT list_jobs.page_size)
@@ -3566,17 +3571,17 @@ BEGIN
          CROSS JOIN LATERAL (
                SELECT count(*) AS n
                  FROM (SELECT 1 FROM pgq.jobs j
-                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.run_at <= v_now
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.slot = 4 AND j.run_at <= v_now
                         LIMIT v_cap) AS x) AS sd
          CROSS JOIN LATERAL (
                SELECT count(*) AS n
                  FROM (SELECT 1 FROM pgq.jobs j
-                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.run_at > v_now
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.slot = 4 AND j.run_at > v_now
                         LIMIT v_cap) AS x) AS sl
          CROSS JOIN LATERAL (
                SELECT min(j.run_at) FILTER (WHERE j.run_at <= v_now) AS oldest_due
                  FROM (SELECT j.run_at FROM pgq.jobs j
-                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled'
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.slot = 4
                         ORDER BY j.run_at LIMIT 1) AS j) AS so
          CROSS JOIN LATERAL (
                SELECT min(f.run_at) AS oldest_due
@@ -3713,7 +3718,7 @@ BEGIN
                      FROM pgq.jobs j
                     WHERE j.slot = 4
                       AND j.entrypoint = e.name
-                      AND j.status = 'scheduled'
+                      AND j.status = 'scheduled' AND j.slot = 4
                       AND j.run_at > coalesce(next_run_at.at, now())
                     ORDER BY j.run_at
                     LIMIT 1) AS f);
