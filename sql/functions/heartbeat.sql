@@ -33,28 +33,18 @@ DECLARE
     v_now    timestamptz := coalesce(heartbeat.at, now());
     v_ok     bigint[];
     v_cancel bigint[];
+    v_round  int;
 BEGIN
     PERFORM pgq._check_time(heartbeat.at, 'at');
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
     UPDATE pgq.workers w SET last_seen_at = v_now WHERE w.worker_id = heartbeat.worker_id;
-    WITH beat AS (
-        UPDATE pgq.jobs j
-           SET heartbeat_at = v_now
-          FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
-         WHERE j.id = i.id
-           AND j.lease = i.lease
-           AND j.status = 'running'
-           AND j.worker_id = heartbeat.worker_id
-        RETURNING j.id, j.cancel_requested
-    )
-    SELECT coalesce(array_agg(b.id), '{}'), coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}')
-      INTO v_ok, v_cancel
-      FROM beat b;
-
-    -- A second look, in a new statement (a new snapshot), for the jobs the first one missed:
-    -- maintenance may have carried one into another slot (DELETE + INSERT of the same row, same
-    -- id and lease) while this call waited for its row lock. A stale lease misses twice.
-    IF cardinality(v_ok) < cardinality(heartbeat.ids) THEN
+    -- Up to two looks, each a new statement (a new snapshot): the second for the jobs the first
+    -- missed, since maintenance may have carried one into another slot (DELETE + INSERT of the
+    -- same row, same id and lease) while this call waited for its row lock. A stale lease
+    -- misses twice.
+    v_ok := '{}';
+    v_cancel := '{}';
+    FOR v_round IN 1..2 LOOP
         WITH beat AS (
             UPDATE pgq.jobs j
                SET heartbeat_at = v_now
@@ -70,7 +60,8 @@ BEGIN
                v_cancel || coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}')
           INTO v_ok, v_cancel
           FROM beat b;
-    END IF;
+        EXIT WHEN cardinality(v_ok) = cardinality(heartbeat.ids);
+    END LOOP;
 
     RETURN QUERY
     SELECT i.id,
