@@ -1406,50 +1406,41 @@ SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_n    int := 0;
-    v_m    int;
-    v_dead record;
-    v_eps  text[];
+    v_n     int := 0;
+    v_m     int;
+    v_stale record;
 BEGIN
-    SELECT array_agg(s.id ORDER BY s.id) AS ids,
-           array_agg(CASE WHEN s.cancel_requested THEN 'canceled' ELSE 'failed' END ORDER BY s.id) AS statuses,
+    -- One locked read of the stale jobs (the running index is walked once; under a held horizon
+    -- that walk is the cost): those to archive, and those to queue again with the entrypoints
+    -- whose fence their ready numbers need.
+    SELECT array_agg(s.id ORDER BY s.id) FILTER (WHERE s.dead) AS dead_ids,
+           array_agg(CASE WHEN s.cancel_requested THEN 'canceled' ELSE 'failed' END ORDER BY s.id)
+               FILTER (WHERE s.dead) AS statuses,
            array_agg(jsonb_build_object('error', 'heartbeat timeout', 'worker_id', s.worker_id,
-                                        'heartbeat_at', s.heartbeat_at) ORDER BY s.id) AS details
-      INTO v_dead
-      FROM (SELECT j.id, j.cancel_requested, j.worker_id, j.heartbeat_at
+                                        'heartbeat_at', s.heartbeat_at) ORDER BY s.id)
+               FILTER (WHERE s.dead) AS details,
+           array_agg(s.id ORDER BY s.priority DESC, s.run_at, s.id) FILTER (WHERE NOT s.dead) AS back_ids,
+           array_agg(DISTINCT s.entrypoint) FILTER (WHERE NOT s.dead) AS back_eps
+      INTO v_stale
+      FROM (SELECT j.id, j.entrypoint, j.priority, j.run_at, j.cancel_requested, j.worker_id,
+                   j.heartbeat_at, j.attempt >= c.max_attempts OR j.cancel_requested AS dead
               FROM pgq.entrypoints c
               JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
              WHERE (_sweep.entrypoints IS NULL OR c.entrypoint = ANY (_sweep.entrypoints))
                AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout
-               AND (j.attempt >= c.max_attempts OR j.cancel_requested)
+               AND (j.attempt >= c.max_attempts OR j.cancel_requested
+                    OR (c.paused_at IS NULL AND coalesce(c.concurrency_limit, 1) > 0))
                FOR UPDATE OF j SKIP LOCKED) s;
-    IF v_dead.ids IS NOT NULL THEN
-        SELECT count(*) INTO v_n
-          FROM pgq._archive(v_dead.ids, v_dead.statuses, v_dead.details, _sweep.at);
-    END IF;
 
-    SELECT array_agg(DISTINCT j.entrypoint) INTO v_eps
-      FROM pgq.entrypoints c
-      JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
-     WHERE (_sweep.entrypoints IS NULL OR c.entrypoint = ANY (_sweep.entrypoints))
-       AND c.paused_at IS NULL
-       AND coalesce(c.concurrency_limit, 1) > 0
-       AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout;
-    IF v_eps IS NULL THEN
+    IF v_stale.dead_ids IS NOT NULL THEN
+        SELECT count(*) INTO v_n
+          FROM pgq._archive(v_stale.dead_ids, v_stale.statuses, v_stale.details, _sweep.at);
+    END IF;
+    IF v_stale.back_ids IS NULL THEN
         RETURN v_n;
     END IF;
-    PERFORM pgq._ready_lock(v_eps);
-    WITH stale AS (
-        SELECT j.id
-          FROM pgq.entrypoints c
-          JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
-         WHERE c.entrypoint = ANY (v_eps)
-           AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout
-           AND j.attempt < c.max_attempts
-           AND NOT j.cancel_requested
-         ORDER BY j.priority DESC, j.run_at, j.id
-           FOR UPDATE OF j SKIP LOCKED
-    )
+
+    PERFORM pgq._ready_lock(v_stale.back_eps);
     UPDATE pgq.jobs j
        SET status = 'queued',
            ready_seq = nextval('pgq.ready_seq'),
@@ -1465,8 +1456,8 @@ BEGIN
                         'details', jsonb_build_object('error', 'heartbeat timeout',
                                                       'worker_id', j.worker_id,
                                                       'heartbeat_at', j.heartbeat_at)))
-      FROM stale
-     WHERE j.id = stale.id
+      FROM (SELECT u.id, u.ord FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
+     WHERE j.id = u.id
        AND j.status = 'running';
     GET DIAGNOSTICS v_m = ROW_COUNT;
     RETURN v_n + v_m;
