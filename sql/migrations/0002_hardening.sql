@@ -1291,35 +1291,29 @@ SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_eps text[];
+    v_due record;
     v_n   int;
 BEGIN
-    -- slot = 4 (jobs_scheduled, where every scheduled job is: jobs_slot_check) lets the planner
-    -- leave the ring's partitions out of these plans.
-    SELECT array_agg(DISTINCT s.entrypoint) INTO v_eps
-      FROM (SELECT j.entrypoint
+    -- One locked read of the due jobs (earliest first), with the entrypoints whose fence their
+    -- ready numbers need. slot = 4 (jobs_scheduled, where every scheduled job is:
+    -- jobs_slot_check) lets the planner leave the ring's partitions out of these plans.
+    SELECT array_agg(d.id ORDER BY d.run_at, d.id) AS ids, array_agg(DISTINCT d.entrypoint) AS eps
+      INTO v_due
+      FROM (SELECT j.id, j.entrypoint, j.run_at
               FROM pgq.jobs j
              WHERE (_promote.entrypoints IS NULL OR j.entrypoint = ANY (_promote.entrypoints))
                AND j.status = 'scheduled' AND j.slot = 4
                AND j.run_at <= _promote.at
-             LIMIT _promote.max_rows) s;
-    IF v_eps IS NULL THEN
+             ORDER BY j.run_at, j.id
+             LIMIT _promote.max_rows
+               FOR UPDATE SKIP LOCKED) d;
+    IF v_due.ids IS NULL THEN
         RETURN 0;
     END IF;
-    PERFORM pgq._ready_lock(v_eps);
-    WITH due AS (
-        SELECT j.id
-          FROM pgq.jobs j
-         WHERE j.entrypoint = ANY (v_eps)
-           AND j.status = 'scheduled' AND j.slot = 4
-           AND j.run_at <= _promote.at
-         ORDER BY j.run_at, j.id
-         LIMIT _promote.max_rows
-           FOR UPDATE SKIP LOCKED
-    ), moved AS (
+    PERFORM pgq._ready_lock(v_due.eps);
+    WITH moved AS (
         DELETE FROM pgq.jobs j
-         USING due
-         WHERE j.id = due.id
+         WHERE j.id = ANY (v_due.ids)
            AND j.status = 'scheduled' AND j.slot = 4
         RETURNING j.*
     )
