@@ -50,9 +50,11 @@ def test_a_schedule_added_in_sql_fires_from_any_workers_scheduler(pgq_dsn: str) 
     schedule of its own claims and fires it: pgq.claim_schedules hands out every due schedule,
     and the tick carries its cron expression and time zone for the next-run computation."""
     with connect(pgq_dsn) as conn:
+        tick = conn.execute("SELECT now() - interval '5 seconds'").fetchone()[0]
         conn.execute(
             "SELECT pgq.schedule('op.every-minute', 'op.tick', '* * * * *',"
-            " now() - interval '5 seconds', 'Europe/Berlin', '{\"n\": 1}')"
+            " %s, 'Europe/Berlin', '{\"n\": 1}')",
+            (tick,),
         )
 
     async def fire() -> list[dict[str, Any]]:
@@ -66,8 +68,11 @@ def test_a_schedule_added_in_sql_fires_from_any_workers_scheduler(pgq_dsn: str) 
             "SELECT entrypoint, payload, schedule FROM pgq.job(%s)", (fired[0]["job_id"],)
         ).fetchone()
         next_run, last_job = conn.execute(
-            "SELECT next_run_at > now(), last_job_id FROM pgq.schedules"
-            " WHERE name = 'op.every-minute'"
+            # After the tick fired (not after now: a minute boundary passed since the tick is
+            # already due again, which catch-up fires next).
+            "SELECT next_run_at > %s, last_job_id FROM pgq.schedules"
+            " WHERE name = 'op.every-minute'",
+            (tick,),
         ).fetchone()
     assert job == ("op.tick", {"n": 1}, "op.every-minute")
     assert next_run is True and last_job == fired[0]["job_id"]
