@@ -22,6 +22,11 @@ AS $$
 DECLARE
     v_due record;
     v_n   int;
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while the partition was empty (tests/py/test_plans.py).
+    -- slot = 4 stays a literal: it leaves the ring's partitions out of the plan.
+    c_scheduled constant text := 'scheduled';
 BEGIN
     -- One locked read of the due jobs (earliest first), with the entrypoints whose fence their
     -- ready numbers need. slot = 4 (jobs_scheduled, where every scheduled job is:
@@ -43,7 +48,7 @@ BEGIN
     WITH moved AS (
         DELETE FROM pgq.jobs j
          WHERE j.id = ANY (v_due.ids)
-           AND j.status = 'scheduled' AND j.slot = 4
+           AND j.status = c_scheduled AND j.slot = 4
         RETURNING j.*
     )
     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,

@@ -60,6 +60,10 @@ DECLARE
     v_limited text[];
     v_ids     bigint[];
     v_now_ms  bigint;
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    c_queued  constant text := 'queued';
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
         PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
@@ -189,7 +193,7 @@ BEGIN
                attempt = j.attempt + 1
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
-           AND j.status = 'queued'
+           AND j.status = c_queued
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                   j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,

@@ -77,6 +77,10 @@ DECLARE
     v_now_d    jsonb[];
     v_now_o    text[];
     v_eps      text[];
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    c_running  constant text := 'running';
 BEGIN
     PERFORM pgq._check_time(complete.at, 'at');
     IF complete.outcomes IS NULL THEN
@@ -161,7 +165,7 @@ BEGIN
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                      WHERE i.outcome IN ('failed', 'interrupted')
                        AND j.lease = i.lease
-                       AND j.status = 'running'
+                       AND j.status = c_running
                        AND j.worker_id = complete.worker_id
                      ORDER BY j.id
                        FOR UPDATE OF j) AS d;
@@ -191,7 +195,7 @@ BEGIN
                              ORDER BY u.ord) AS i,
                            pgq.entrypoints c
                      WHERE j.id = i.id
-                       AND j.status = 'running'
+                       AND j.status = c_running
                        AND c.entrypoint = j.entrypoint
                     RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
                 )
@@ -210,7 +214,7 @@ BEGIN
                     DELETE FROM pgq.jobs j
                      USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
                      WHERE j.id = i.id
-                       AND j.status = 'running'
+                       AND j.status = c_running
                     RETURNING j.*, i.delay, i.details AS retry_details
                 ), ins AS (
                     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,

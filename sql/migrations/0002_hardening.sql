@@ -1293,6 +1293,11 @@ AS $$
 DECLARE
     v_due record;
     v_n   int;
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while the partition was empty (tests/py/test_plans.py).
+    -- slot = 4 stays a literal: it leaves the ring's partitions out of the plan.
+    c_scheduled constant text := 'scheduled';
 BEGIN
     -- One locked read of the due jobs (earliest first), with the entrypoints whose fence their
     -- ready numbers need. slot = 4 (jobs_scheduled, where every scheduled job is:
@@ -1314,7 +1319,7 @@ BEGIN
     WITH moved AS (
         DELETE FROM pgq.jobs j
          WHERE j.id = ANY (v_due.ids)
-           AND j.status = 'scheduled' AND j.slot = 4
+           AND j.status = c_scheduled AND j.slot = 4
         RETURNING j.*
     )
     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
@@ -1403,6 +1408,10 @@ DECLARE
     v_n     int := 0;
     v_m     int;
     v_stale record;
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    c_running constant text := 'running';
 BEGIN
     -- One locked read of the stale jobs (the running index is walked once; under a held horizon
     -- that walk is the cost): those to archive, and those to queue again with the entrypoints
@@ -1452,7 +1461,7 @@ BEGIN
                                                       'heartbeat_at', j.heartbeat_at)))
       FROM (SELECT u.id, u.ord FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
      WHERE j.id = u.id
-       AND j.status = 'running';
+       AND j.status = c_running;
     GET DIAGNOSTICS v_m = ROW_COUNT;
     RETURN v_n + v_m;
 END
@@ -1504,12 +1513,19 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Generic plans, so that the status variable below stays a parameter (a custom plan would put
+-- its value in, and could then scan a whole partial index, as described there).
+SET plan_cache_mode = force_generic_plan
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    c_running constant text := 'running';
     v_queued  bigint[];
     v_flagged bigint[];
     v_done    bigint[] := '{}';
@@ -1544,7 +1560,7 @@ BEGIN
             UPDATE pgq.jobs j
                SET cancel_requested = true
              WHERE j.id = ANY (cancel.ids)
-               AND j.status = 'running'
+               AND j.status = c_running
                AND j.id <> ALL (v_done)
             RETURNING j.id
         )
@@ -1623,6 +1639,10 @@ DECLARE
     v_limited text[];
     v_ids     bigint[];
     v_now_ms  bigint;
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    c_queued  constant text := 'queued';
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
         PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
@@ -1752,7 +1772,7 @@ BEGIN
                attempt = j.attempt + 1
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
-           AND j.status = 'queued'
+           AND j.status = c_queued
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                   j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
@@ -1962,6 +1982,10 @@ DECLARE
     v_now_d    jsonb[];
     v_now_o    text[];
     v_eps      text[];
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    c_running  constant text := 'running';
 BEGIN
     PERFORM pgq._check_time(complete.at, 'at');
     IF complete.outcomes IS NULL THEN
@@ -2046,7 +2070,7 @@ BEGIN
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                      WHERE i.outcome IN ('failed', 'interrupted')
                        AND j.lease = i.lease
-                       AND j.status = 'running'
+                       AND j.status = c_running
                        AND j.worker_id = complete.worker_id
                      ORDER BY j.id
                        FOR UPDATE OF j) AS d;
@@ -2076,7 +2100,7 @@ BEGIN
                              ORDER BY u.ord) AS i,
                            pgq.entrypoints c
                      WHERE j.id = i.id
-                       AND j.status = 'running'
+                       AND j.status = c_running
                        AND c.entrypoint = j.entrypoint
                     RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
                 )
@@ -2095,7 +2119,7 @@ BEGIN
                     DELETE FROM pgq.jobs j
                      USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
                      WHERE j.id = i.id
-                       AND j.status = 'running'
+                       AND j.status = c_running
                     RETURNING j.*, i.delay, i.details AS retry_details
                 ), ins AS (
                     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,
@@ -2946,6 +2970,10 @@ DECLARE
     v_ok     bigint[];
     v_cancel bigint[];
     v_round  int;
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    c_running constant text := 'running';
 BEGIN
     PERFORM pgq._check_time(heartbeat.at, 'at');
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
@@ -2963,7 +2991,7 @@ BEGIN
               FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
              WHERE j.id = i.id
                AND j.lease = i.lease
-               AND j.status = 'running'
+               AND j.status = c_running
                AND j.worker_id = heartbeat.worker_id
                AND i.id <> ALL (v_ok)
             RETURNING j.id, j.cancel_requested
@@ -4079,6 +4107,10 @@ DECLARE
     v_back     bigint[];
     v_eps      text[];
     v_round    int;
+    -- A status compared with this variable, never a literal, where jobs are found by id: a
+    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
+    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    c_running  constant text := 'running';
 BEGIN
     PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
 
@@ -4094,7 +4126,7 @@ BEGIN
           FROM (SELECT j.id, j.entrypoint, j.cancel_requested
                   FROM pgq.jobs j
                   JOIN unnest(release.ids, release.leases) AS u(id, lease) ON j.id = u.id AND j.lease = u.lease
-                 WHERE j.status = 'running'
+                 WHERE j.status = c_running
                    AND j.worker_id = release.worker_id
                    AND j.id <> ALL (v_done)
                  ORDER BY j.id
@@ -4124,7 +4156,7 @@ BEGIN
                    claim_request = NULL
               FROM (SELECT u.id, u.ord FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
              WHERE j.id = u.id
-               AND j.status = 'running'
+               AND j.status = c_running
             RETURNING j.id, j.status;
             v_done := v_done || v_back;
         END IF;

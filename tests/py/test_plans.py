@@ -1,0 +1,157 @@
+"""The plans of the functions' statements on pgq.jobs, made while the ring's partitions are empty.
+
+The functions run with generic plans (made once per session, reused until an invalidation), and
+pgq.maintain truncates ring slots, so a plan is often made while a slot is empty (never analyzed:
+the planner guesses) and then used while that slot holds tens of thousands of row versions. A
+statement that finds jobs by id must then still look them up by id: if the planner may prove a
+partial index's predicate from the statement (``status = 'queued'`` for jobs_ready_idx), an
+empty slot makes a full scan of that index look as cheap as a look-up, and the plan walks every
+entry of the slot on every call, dead ones included while the vacuum horizon is held
+(docs/decisions/0006, "Plans made on empty slots").
+
+The check: auto_explain (nested statements, plans only) while the public functions run every
+path once on a fresh database (every slot empty); every scan of a jobs partition through an
+index must have an index condition, unless the statement is one that reads a whole partial index
+on purpose (listed below, with why).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+
+# Statements that read a whole partition or a whole partial index on purpose, by a phrase of
+# their text: every running job (the stale sweep, the running counts of pgq.metrics, the
+# workers registry's pruning), the emptiness and straggler probes of pgq.maintain (bounded),
+# and the queue_stats view (it counts every live job).
+WHOLE_SCANS_ALLOWED = (
+    "FILTER (WHERE s.dead) AS dead_ids",
+    "AS stale FROM eps e JOIN pgq.jobs j",
+    "WHERE j.worker_id = g.worker_id",
+    "SELECT NOT EXISTS (SELECT 1 FROM pgq.jobs_",
+    "LIMIT 1001) s",
+    "SELECT * FROM pgq.queue_stats",
+)
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def full_scans(explained: list[dict[str, Any]]) -> list[str]:
+    """Scans of a pgq.jobs partition without an index condition, as 'relation via index: the
+    statement's first line'."""
+    found = []
+    for doc in explained:
+        text = doc["Query Text"]
+        if any(phrase in " ".join(text.split()) for phrase in WHOLE_SCANS_ALLOWED):
+            continue
+        for node in nodes(doc["Plan"]):
+            rel = node.get("Relation Name", "")
+            if node.get("Schema") not in (None, "pgq") or not rel.startswith("jobs_"):
+                continue
+            if node["Node Type"] in ("Index Scan", "Index Only Scan") and "Index Cond" not in node:
+                first = " ".join(text.split())[:120]
+                found.append(f"{rel} via {node['Index Name']}: {first}")
+            elif node["Node Type"] == "Seq Scan":
+                found.append(f"{rel} sequentially: {' '.join(text.split())[:120]}")
+    return found
+
+
+def test_jobs_are_found_by_id_when_plans_are_made_on_empty_slots(pgq_dsn: str) -> None:
+    explained: list[dict[str, Any]] = []
+
+    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
+        msg = diag.message_primary or ""
+        start = msg.find("{")
+        if msg.startswith("duration:") and start >= 0:
+            explained.append(json.loads(msg[start:]))
+
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        # Every slot empty and never analyzed, as after a truncation.
+        ring = conn.execute(
+            "SELECT sum(pg_relation_size(format('pgq.jobs_%s', k)::regclass))"
+            " FROM generate_series(0, 3) k"
+        ).fetchone()
+        assert ring == (0,)
+        conn.add_notice_handler(on_notice)
+        for setting in (
+            "LOAD 'auto_explain'",
+            "SET auto_explain.log_min_duration = 0",
+            "SET auto_explain.log_nested_statements = on",
+            "SET auto_explain.log_format = json",
+            "SET auto_explain.log_level = notice",
+        ):
+            conn.execute(setting)
+        run_every_path(conn)
+
+    assert len(explained) > 100  # the plans were seen
+    found = sorted(set(full_scans(explained)))
+    assert not found, "\n".join(found)
+
+
+def run_every_path(conn: psycopg.Connection[Any]) -> None:
+    """Each public function on pgq.jobs once through each of its paths."""
+    w = uuid.uuid4()
+    ep = "plans"
+    conn.execute("SELECT pgq.configure(%s, max_attempts => 3)", (ep,))
+    conn.execute("SELECT * FROM pgq.enqueue_many(array_fill(%s::text, ARRAY[20]))", (ep,))
+    conn.execute("SELECT pgq.enqueue(%s, dedupe_key => 'k1')", (ep,))
+    conn.execute("SELECT pgq.enqueue(%s, run_at => now() + interval '1 minute')", (ep,))
+    conn.execute("SELECT * FROM pgq.find_by_dedupe_key('k1')").fetchall()
+
+    def claim(n: int, at: str = "now()", worker: uuid.UUID = w) -> list[tuple[int, int]]:
+        return conn.execute(
+            f"SELECT id, lease FROM pgq.claim(%s, ARRAY[%s], %s, {at})", (worker, ep, n)
+        ).fetchall()
+
+    jobs = claim(12)
+    ids, leases = [j[0] for j in jobs], [j[1] for j in jobs]
+    conn.execute("SELECT * FROM pgq.heartbeat(%s, %s, %s)", (w, ids, leases)).fetchall()
+    outcomes = ["successful"] * 3 + ["failed"] * 4 + ["interrupted", "canceled"]
+    details: list[Any] = [None] * 3 + [{"retry_after": 0}] * 2 + [{"retry_after": 60}] * 2
+    details += [None, None]
+    conn.execute(
+        "SELECT * FROM pgq.complete(%s, %s, %s, %s, %s)",
+        (w, ids[:9], leases[:9], outcomes, json.dumps(details)),
+    ).fetchall()
+    # The same call again (its answer lost): answered from history and the error lists.
+    conn.execute(
+        "SELECT * FROM pgq.complete(%s, %s, %s, %s, %s)",
+        (w, ids[:9], leases[:9], outcomes, json.dumps(details)),
+    ).fetchall()
+    conn.execute("SELECT * FROM pgq.release(%s, %s, %s)", (w, ids[9:10], leases[9:10])).fetchall()
+    conn.execute("SELECT * FROM pgq.cancel(%s)", (ids[10:12],)).fetchall()  # running
+    queued = conn.execute(
+        "SELECT id FROM pgq.list_jobs(%s, 'queued', page_size => 2)", (ep,)
+    ).fetchall()
+    conn.execute("SELECT * FROM pgq.cancel(%s)", ([q[0] for q in queued],)).fetchall()
+    # A claim re-sent with its request id.
+    request = uuid.uuid4()
+    for _ in range(2):
+        conn.execute(
+            "SELECT id FROM pgq.claim(%s, ARRAY[%s], 2, NULL, %s)", (w, ep, request)
+        ).fetchall()
+    # Stale jobs swept by a claim an hour later (and by pgq.maintain), delayed ones promoted.
+    claim(5)
+    claim(1, "now() + interval '1 hour'", uuid.uuid4())
+    conn.execute("SELECT * FROM pgq.maintain(now() + interval '2 hours')").fetchall()
+    for state in ("queued", "running", "scheduled"):
+        conn.execute("SELECT * FROM pgq.list_jobs(%s, %s)", (ep, state)).fetchall()
+    conn.execute("SELECT * FROM pgq.job(%s)", (ids[0],)).fetchall()
+    conn.execute("SELECT * FROM pgq.metrics()").fetchall()
+    conn.execute("SELECT * FROM pgq.queue_stats").fetchall()
+    conn.execute("SELECT pgq.next_run_at(ARRAY[%s])", (ep,)).fetchall()
+    dead = conn.execute(
+        "SELECT array_agg(id) FROM pgq.job_history WHERE status <> 'successful'"
+    ).fetchone()
+    assert dead is not None and dead[0]
+    conn.execute("SELECT * FROM pgq.requeue(%s)", (dead[0],)).fetchall()
+    conn.execute("SELECT * FROM pgq.delete_jobs(%s)", (ids[12:13] or ids[:1],)).fetchall()
+    conn.execute("SELECT * FROM pgq.prune_workers(now() + interval '1 day')").fetchall()
