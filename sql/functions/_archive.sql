@@ -44,6 +44,7 @@ BEGIN
         DELETE FROM pgq.jobs j
          USING input i
          WHERE j.id = i.id
+           AND j.id = ANY (_archive.ids)
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,

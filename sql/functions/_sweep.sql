@@ -78,6 +78,7 @@ BEGIN
                                                       'heartbeat_at', j.heartbeat_at)))
       FROM (SELECT u.id, u.ord FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
      WHERE j.id = u.id
+       AND j.id = ANY (v_stale.back_ids)
        AND j.status = c_running;
     GET DIAGNOSTICS v_m = ROW_COUNT;
     RETURN v_n + v_m;

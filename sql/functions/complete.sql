@@ -164,6 +164,7 @@ BEGIN
                       JOIN pgq.jobs j ON j.id = i.id
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                      WHERE i.outcome IN ('failed', 'interrupted')
+                       AND j.id = ANY (r_ids)
                        AND j.lease = i.lease
                        AND j.status = c_running
                        AND j.worker_id = complete.worker_id
@@ -195,6 +196,7 @@ BEGIN
                              ORDER BY u.ord) AS i,
                            pgq.entrypoints c
                      WHERE j.id = i.id
+                       AND j.id = ANY (v_now_ids)
                        AND j.status = c_running
                        AND c.entrypoint = j.entrypoint
                     RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
@@ -214,6 +216,7 @@ BEGIN
                     DELETE FROM pgq.jobs j
                      USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
                      WHERE j.id = i.id
+                       AND j.id = ANY (v_later)
                        AND j.status = c_running
                     RETURNING j.*, i.delay, i.details AS retry_details
                 ), ins AS (
@@ -281,7 +284,7 @@ BEGIN
                 UNION ALL
                 SELECT i.id, 'retry', (e.value ->> 'attempt')::int, c.max_attempts, j.run_at
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
-                  JOIN pgq.jobs j ON j.id = i.id AND j.lease IS DISTINCT FROM i.lease
+                  JOIN pgq.jobs j ON j.id = i.id AND j.id = ANY (complete.ids) AND j.lease IS DISTINCT FROM i.lease
                   JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                  CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(j.errors) AS x(value)
                                       WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e

@@ -13,6 +13,9 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Index scans: a plan made while a slot of the ring was empty (after a truncation) would
+-- otherwise read the slot sequentially once it has filled (tests/py/test_plans.py).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -32,9 +35,9 @@ BEGIN
                  WHEN j.status = 'scheduled'
                  THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
                  ELSE 'r,' || j.id END
-       FROM pgq.live_keys k
-       JOIN pgq.jobs j ON j.id = k.job_id
-      WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key)
+       FROM pgq.jobs j
+      -- The id as a value (an init plan): a look-up in jobs_id_idx whatever the slots' stats.
+      WHERE j.id = (SELECT k.job_id FROM pgq.live_keys k WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key))
     UNION ALL
     (SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
             h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',

@@ -54,6 +54,7 @@ BEGIN
                SET heartbeat_at = v_now
               FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
              WHERE j.id = i.id
+               AND j.id = ANY (heartbeat.ids)
                AND j.lease = i.lease
                AND j.status = c_running
                AND j.worker_id = heartbeat.worker_id

@@ -17,6 +17,9 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Index scans: a plan made while a slot of the ring was empty (after a truncation) would
+-- otherwise read the slot sequentially once it has filled (tests/py/test_plans.py).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN

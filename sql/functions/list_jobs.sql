@@ -27,6 +27,9 @@ STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 SET plan_cache_mode = force_custom_plan
+-- Index scans: a plan made while a slot of the ring was empty (after a truncation) would
+-- otherwise read the slot sequentially once it has filled (tests/py/test_plans.py).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -88,12 +91,16 @@ BEGIN
           ORDER BY j.run_at, j.id
           LIMIT list_jobs.page_size)
         UNION ALL
-        (SELECT j.*
-           FROM pgq.jobs j
-          WHERE list_jobs.state = 'running'
-            AND j.entrypoint = list_jobs.entrypoint AND j.status = 'running'
-            AND (v_after.id IS NULL OR j.id > v_after.id)
-          ORDER BY j.id
+        -- running: read through the running index (OFFSET 0 keeps the ORDER BY out of the scan,
+        -- which could otherwise walk jobs_id_idx in id order), then sorted
+        (SELECT r.*
+           FROM (SELECT j.*
+                   FROM pgq.jobs j
+                  WHERE list_jobs.state = 'running'
+                    AND j.entrypoint = list_jobs.entrypoint AND j.status = 'running'
+                    AND (v_after.id IS NULL OR j.id > v_after.id)
+                 OFFSET 0) AS r
+          ORDER BY r.id
           LIMIT list_jobs.page_size)
     )
     SELECT p.id, p.entrypoint, p.status, p.priority, p.attempt, p.dedupe_key, p.enqueued_at, p.run_at,

@@ -309,6 +309,7 @@ BEGIN
         DELETE FROM pgq.jobs j
          USING input i
          WHERE j.id = i.id
+           AND j.id = ANY (_archive.ids)
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,
@@ -1461,6 +1462,7 @@ BEGIN
                                                       'heartbeat_at', j.heartbeat_at)))
       FROM (SELECT u.id, u.ord FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
      WHERE j.id = u.id
+       AND j.id = ANY (v_stale.back_ids)
        AND j.status = c_running;
     GET DIAGNOSTICS v_m = ROW_COUNT;
     RETURN v_n + v_m;
@@ -2069,6 +2071,7 @@ BEGIN
                       JOIN pgq.jobs j ON j.id = i.id
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                      WHERE i.outcome IN ('failed', 'interrupted')
+                       AND j.id = ANY (r_ids)
                        AND j.lease = i.lease
                        AND j.status = c_running
                        AND j.worker_id = complete.worker_id
@@ -2100,6 +2103,7 @@ BEGIN
                              ORDER BY u.ord) AS i,
                            pgq.entrypoints c
                      WHERE j.id = i.id
+                       AND j.id = ANY (v_now_ids)
                        AND j.status = c_running
                        AND c.entrypoint = j.entrypoint
                     RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
@@ -2119,6 +2123,7 @@ BEGIN
                     DELETE FROM pgq.jobs j
                      USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
                      WHERE j.id = i.id
+                       AND j.id = ANY (v_later)
                        AND j.status = c_running
                     RETURNING j.*, i.delay, i.details AS retry_details
                 ), ins AS (
@@ -2186,7 +2191,7 @@ BEGIN
                 UNION ALL
                 SELECT i.id, 'retry', (e.value ->> 'attempt')::int, c.max_attempts, j.run_at
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
-                  JOIN pgq.jobs j ON j.id = i.id AND j.lease IS DISTINCT FROM i.lease
+                  JOIN pgq.jobs j ON j.id = i.id AND j.id = ANY (complete.ids) AND j.lease IS DISTINCT FROM i.lease
                   JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                  CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(j.errors) AS x(value)
                                       WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e
@@ -2715,6 +2720,9 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Index scans: a plan made while a slot of the ring was empty (after a truncation) would
+-- otherwise read the slot sequentially once it has filled (tests/py/test_plans.py).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -2734,9 +2742,9 @@ BEGIN
                  WHEN j.status = 'scheduled'
                  THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
                  ELSE 'r,' || j.id END
-       FROM pgq.live_keys k
-       JOIN pgq.jobs j ON j.id = k.job_id
-      WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key)
+       FROM pgq.jobs j
+      -- The id as a value (an init plan): a look-up in jobs_id_idx whatever the slots' stats.
+      WHERE j.id = (SELECT k.job_id FROM pgq.live_keys k WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key))
     UNION ALL
     (SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
             h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
@@ -2990,6 +2998,7 @@ BEGIN
                SET heartbeat_at = v_now
               FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
              WHERE j.id = i.id
+               AND j.id = ANY (heartbeat.ids)
                AND j.lease = i.lease
                AND j.status = c_running
                AND j.worker_id = heartbeat.worker_id
@@ -3066,6 +3075,9 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
+-- Index scans: a plan made while a slot of the ring was empty (after a truncation) would
+-- otherwise read the slot sequentially once it has filled (tests/py/test_plans.py).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -3181,6 +3193,9 @@ STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 SET plan_cache_mode = force_custom_plan
+-- Index scans: a plan made while a slot of the ring was empty (after a truncation) would
+-- otherwise read the slot sequentially once it has filled (tests/py/test_plans.py).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -3242,12 +3257,16 @@ BEGIN
           ORDER BY j.run_at, j.id
           LIMIT list_jobs.page_size)
         UNION ALL
-        (SELECT j.*
-           FROM pgq.jobs j
-          WHERE list_jobs.state = 'running'
-            AND j.entrypoint = list_jobs.entrypoint AND j.status = 'running'
-            AND (v_after.id IS NULL OR j.id > v_after.id)
-          ORDER BY j.id
+        -- running: read through the running index (OFFSET 0 keeps the ORDER BY out of the scan,
+        -- which could otherwise walk jobs_id_idx in id order), then sorted
+        (SELECT r.*
+           FROM (SELECT j.*
+                   FROM pgq.jobs j
+                  WHERE list_jobs.state = 'running'
+                    AND j.entrypoint = list_jobs.entrypoint AND j.status = 'running'
+                    AND (v_after.id IS NULL OR j.id > v_after.id)
+                 OFFSET 0) AS r
+          ORDER BY r.id
           LIMIT list_jobs.page_size)
     )
     SELECT p.id, p.entrypoint, p.status, p.priority, p.attempt, p.dedupe_key, p.enqueued_at, p.run_at,
@@ -4126,7 +4145,8 @@ BEGIN
           FROM (SELECT j.id, j.entrypoint, j.cancel_requested
                   FROM pgq.jobs j
                   JOIN unnest(release.ids, release.leases) AS u(id, lease) ON j.id = u.id AND j.lease = u.lease
-                 WHERE j.status = c_running
+                 WHERE j.id = ANY (release.ids)
+                   AND j.status = c_running
                    AND j.worker_id = release.worker_id
                    AND j.id <> ALL (v_done)
                  ORDER BY j.id
@@ -4156,6 +4176,7 @@ BEGIN
                    claim_request = NULL
               FROM (SELECT u.id, u.ord FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
              WHERE j.id = u.id
+               AND j.id = ANY (v_back)
                AND j.status = c_running
             RETURNING j.id, j.status;
             v_done := v_done || v_back;

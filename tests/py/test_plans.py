@@ -64,7 +64,8 @@ def full_scans(explained: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def test_jobs_are_found_by_id_when_plans_are_made_on_empty_slots(pgq_dsn: str) -> None:
+def explain_every_path(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """The plans (auto_explain, JSON) of every statement run by :func:`run_every_path`."""
     explained: list[dict[str, Any]] = []
 
     def on_notice(diag: psycopg.errors.Diagnostic) -> None:
@@ -73,6 +74,22 @@ def test_jobs_are_found_by_id_when_plans_are_made_on_empty_slots(pgq_dsn: str) -
         if msg.startswith("duration:") and start >= 0:
             explained.append(json.loads(msg[start:]))
 
+    conn.add_notice_handler(on_notice)
+    for setting in (
+        "LOAD 'auto_explain'",
+        "SET auto_explain.log_min_duration = 0",
+        "SET auto_explain.log_nested_statements = on",
+        "SET auto_explain.log_format = json",
+        "SET auto_explain.log_level = notice",
+    ):
+        conn.execute(setting)
+    run_every_path(conn)
+    conn.remove_notice_handler(on_notice)
+    assert len(explained) > 100  # the plans were seen
+    return explained
+
+
+def test_jobs_are_found_by_id_when_plans_are_made_on_empty_slots(pgq_dsn: str) -> None:
     with psycopg.connect(pgq_dsn, autocommit=True) as conn:
         # Every slot empty and never analyzed, as after a truncation.
         ring = conn.execute(
@@ -80,19 +97,31 @@ def test_jobs_are_found_by_id_when_plans_are_made_on_empty_slots(pgq_dsn: str) -
             " FROM generate_series(0, 3) k"
         ).fetchone()
         assert ring == (0,)
-        conn.add_notice_handler(on_notice)
-        for setting in (
-            "LOAD 'auto_explain'",
-            "SET auto_explain.log_min_duration = 0",
-            "SET auto_explain.log_nested_statements = on",
-            "SET auto_explain.log_format = json",
-            "SET auto_explain.log_level = notice",
-        ):
-            conn.execute(setting)
-        run_every_path(conn)
+        found = sorted(set(full_scans(explain_every_path(conn))))
+    assert not found, "\n".join(found)
 
-    assert len(explained) > 100  # the plans were seen
-    found = sorted(set(full_scans(explained)))
+
+def test_jobs_are_found_by_id_when_slots_were_analyzed_full_of_dead_rows(pgq_dsn: str) -> None:
+    """ANALYZE (autovacuum's) of a slot whose rows are all finished: the planner then believes
+    the slot empty (reltuples 0) while its indexes are full of entries, as under a held
+    horizon, and a scan of a whole index costs it no more than a look-up."""
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        # Two thousand finished jobs in the current slot, then ANALYZE.
+        w = uuid.uuid4()
+        conn.execute("SELECT * FROM pgq.enqueue_many(array_fill('churn'::text, ARRAY[2000]))")
+        jobs = conn.execute("SELECT id, lease FROM pgq.claim(%s, ARRAY['churn'], 2000)", (w,))
+        ids, leases = zip(*jobs.fetchall(), strict=True)
+        conn.execute(
+            "SELECT * FROM pgq.complete(%s, %s, %s, array_fill('successful'::text, ARRAY[2000]))",
+            (w, list(ids), list(leases)),
+        ).fetchall()
+        conn.execute("ANALYZE pgq.jobs_0, pgq.jobs_1, pgq.jobs_2, pgq.jobs_3, pgq.jobs_scheduled")
+        stats = conn.execute(
+            "SELECT relpages, reltuples FROM pg_class"
+            " WHERE oid = format('pgq.jobs_%s', pgq._slot())::regclass"
+        ).fetchone()
+        assert stats is not None and stats[0] > 0 and stats[1] == 0, stats
+        found = sorted(set(full_scans(explain_every_path(conn))))
     assert not found, "\n".join(found)
 
 
