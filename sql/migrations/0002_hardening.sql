@@ -2738,7 +2738,7 @@ BEGIN
             j.started_at, j.heartbeat_at, NULL::timestamptz, j.worker_id,
             j.errors -> -1 -> 'details' ->> 'error', j.errors -> -1 -> 'details' ->> 'message',
             CASE WHEN j.status = 'queued'
-                 THEN 'q,' || j.priority || ',' || (to_json(j.run_at) #>> '{}') || ',' || j.id
+                 THEN 'q,' || j.priority || ',' || j.ready_seq
                  WHEN j.status = 'scheduled'
                  THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
                  ELSE 'r,' || j.id END
