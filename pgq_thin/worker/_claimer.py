@@ -228,6 +228,8 @@ class Claimer:
                     if until_empty and not attempts.running:
                         continue  # re-check at once whether the queue is drained
                     # Not a full claim: sleep until the poll or the next delayed job is due.
+                    if rows and not self._more:
+                        await asyncio.sleep(0)  # the jobs just taken in start before that call
                     wait = jittered(settings.poll_interval) if self._more else await self._idle()
                     next_poll = time.monotonic() + wait
                     backoff.reset()

@@ -1670,7 +1670,14 @@ BEGIN
     END IF;
 
     -- The same request again: its answer was lost. Answer the jobs it claimed, still ours.
-    IF claim.request_id IS NOT NULL THEN
+    -- (A probe first: the UPDATE would fire the update trigger even when it finds nothing, as
+    -- it does for every new request.)
+    IF claim.request_id IS NOT NULL
+       AND EXISTS (SELECT 1 FROM pgq.jobs j
+                    WHERE j.entrypoint = ANY (claim.entrypoints)
+                      AND j.claim_request = claim.request_id
+                      AND j.status = 'running'
+                      AND j.worker_id = claim.worker_id) THEN
         RETURN QUERY
         WITH again AS (
             UPDATE pgq.jobs j
