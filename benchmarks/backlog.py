@@ -10,9 +10,10 @@ top up, measure the bare SQL loop (batch 100) draining --drain-jobs jobs. jobs/s
 jobs / (last completion - first handler start), medians reported. The drain size is kept
 below half the smallest backlog so every measurement runs against (almost) the full backlog.
 
-Size, index size, live and dead tuples of pgq.jobs (pg_stat_user_tables, autovacuum at the
-server's defaults) are read after the fill and after the rounds; with --full-drain the
-ThinWorker then drains the whole backlog and they are read once more (the bloat check).
+Size, index size, live and dead tuples of pgq.jobs (summed over its partitions;
+pg_stat_user_tables, autovacuum at the server's defaults) are read after the fill and after
+the rounds; with --full-drain the ThinWorker then drains the whole backlog and they are read
+once more (the bloat check).
 """
 
 from __future__ import annotations
@@ -30,14 +31,18 @@ import common
 import psycopg
 import sql_ceiling
 
+# pgq.jobs is partitioned (no storage of its own): sizes and counters are summed over its leaves.
 SIZES = """
-SELECT pg_relation_size('pgq.jobs') AS table_bytes,
-       pg_indexes_size('pgq.jobs') AS index_bytes,
-       pg_total_relation_size('pgq.jobs') AS total_bytes,
-       s.n_live_tup, s.n_dead_tup, s.autovacuum_count, s.autoanalyze_count,
+SELECT sum(pg_relation_size(s.relid))::bigint AS table_bytes,
+       sum(pg_indexes_size(s.relid))::bigint AS index_bytes,
+       sum(pg_total_relation_size(s.relid))::bigint AS total_bytes,
+       sum(s.n_live_tup)::bigint AS n_live_tup, sum(s.n_dead_tup)::bigint AS n_dead_tup,
+       sum(s.autovacuum_count)::bigint AS autovacuum_count,
+       sum(s.autoanalyze_count)::bigint AS autoanalyze_count,
        (SELECT count(*) FROM pgq.jobs) AS rows_now,
        pg_total_relation_size('pgq.job_history') AS history_bytes
-  FROM pg_stat_user_tables s WHERE s.relid = 'pgq.jobs'::regclass
+  FROM pg_stat_user_tables s
+ WHERE s.relid IN (SELECT relid FROM pg_partition_tree('pgq.jobs') WHERE isleaf)
 """
 
 RUNNERS = {
