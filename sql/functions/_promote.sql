@@ -22,10 +22,8 @@ AS $$
 DECLARE
     v_due record;
     v_n   int;
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while the partition was empty (tests/py/test_plans.py).
-    -- slot = 4 stays a literal: it leaves the ring's partitions out of the plan.
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings); slot = 4
+    -- stays a literal: it leaves the ring's partitions out of the plan.
     c_scheduled constant text := 'scheduled';
 BEGIN
     -- One locked read of the due jobs (earliest first), with the entrypoints whose fence their

@@ -25,9 +25,7 @@ SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
     v_queued  bigint[];
     v_flagged bigint[];

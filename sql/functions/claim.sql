@@ -60,9 +60,7 @@ DECLARE
     v_limited text[];
     v_ids     bigint[];
     v_now_ms  bigint;
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_queued  constant text := 'queued';
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN

@@ -34,9 +34,7 @@ DECLARE
     v_ok     bigint[];
     v_cancel bigint[];
     v_round  int;
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
 BEGIN
     PERFORM pgq._check_time(heartbeat.at, 'at');

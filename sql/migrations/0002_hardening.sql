@@ -1294,10 +1294,8 @@ AS $$
 DECLARE
     v_due record;
     v_n   int;
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while the partition was empty (tests/py/test_plans.py).
-    -- slot = 4 stays a literal: it leaves the ring's partitions out of the plan.
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings); slot = 4
+    -- stays a literal: it leaves the ring's partitions out of the plan.
     c_scheduled constant text := 'scheduled';
 BEGIN
     -- One locked read of the due jobs (earliest first), with the entrypoints whose fence their
@@ -1409,9 +1407,7 @@ DECLARE
     v_n     int := 0;
     v_m     int;
     v_stale record;
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
 BEGIN
     -- One locked read of the stale jobs (the running index is walked once; under a held horizon
@@ -1524,9 +1520,7 @@ SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
     v_queued  bigint[];
     v_flagged bigint[];
@@ -1641,9 +1635,7 @@ DECLARE
     v_limited text[];
     v_ids     bigint[];
     v_now_ms  bigint;
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_queued  constant text := 'queued';
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
@@ -1991,9 +1983,7 @@ DECLARE
     v_now_d    jsonb[];
     v_now_o    text[];
     v_eps      text[];
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running  constant text := 'running';
 BEGIN
     PERFORM pgq._check_time(complete.at, 'at');
@@ -2985,9 +2975,7 @@ DECLARE
     v_ok     bigint[];
     v_cancel bigint[];
     v_round  int;
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
 BEGIN
     PERFORM pgq._check_time(heartbeat.at, 'at');
@@ -4133,9 +4121,7 @@ DECLARE
     v_back     bigint[];
     v_eps      text[];
     v_round    int;
-    -- A status compared with this variable, never a literal, where jobs are found by id: a
-    -- generic plan cannot prove a partial index's predicate from a variable, so it looks them up
-    -- in jobs_id_idx even when made while a slot was empty (tests/py/test_plans.py).
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running  constant text := 'running';
 BEGIN
     PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
