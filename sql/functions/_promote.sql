@@ -22,8 +22,8 @@ AS $$
 DECLARE
     v_due record;
     v_n   int;
-    -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings); slot = 4
-    -- stays a literal: it leaves the ring's partitions out of the plan.
+    -- The status as a variable where jobs are found by id (docs/architecture.md, execution
+    -- settings); slot = 4 stays a literal: it leaves the ring's partitions out of the plan.
     c_scheduled constant text := 'scheduled';
 BEGIN
     -- One locked read of the due jobs (earliest first), with the entrypoints whose fence their
