@@ -77,7 +77,7 @@ BEGIN
       FROM (SELECT u.id, u.ord FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
      WHERE j.id = u.id
        AND j.id = ANY (v_stale.back_ids)
-       AND j.status = c_running;
+       AND j.status = c_running AND j.slot <> 4;
     GET DIAGNOSTICS v_m = ROW_COUNT;
     RETURN v_n + v_m;
 END

@@ -61,7 +61,7 @@ BEGIN
             UPDATE pgq.jobs j
                SET cancel_requested = true
              WHERE j.id = ANY (cancel.ids)
-               AND j.status = c_running
+               AND j.status = c_running AND j.slot <> 4
                AND j.id <> ALL (v_done)
             RETURNING j.id
         )

@@ -121,8 +121,14 @@ BEGIN
         PERFORM setval('pgq.swept_at', greatest(v_now_ms, 0));
         PERFORM pgq._sweep(NULL, v_now);
     END IF;
-    -- Due scheduled jobs become queued (the insert trigger tells the other workers).
-    PERFORM pgq._promote(claim.entrypoints, v_now, 1000);
+    -- Due scheduled jobs become queued (the insert trigger tells the other workers). A probe
+    -- first (pgq._promote's own read, without its locks): the call costs more than the probe.
+    IF EXISTS (SELECT 1 FROM pgq.jobs j
+                WHERE j.entrypoint = ANY (claim.entrypoints)
+                  AND j.status = 'scheduled' AND j.slot = 4
+                  AND j.run_at <= v_now) THEN
+        PERFORM pgq._promote(claim.entrypoints, v_now, 1000);
+    END IF;
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
     SELECT array_agg(c.entrypoint) INTO v_limited
@@ -198,7 +204,7 @@ BEGIN
                attempt = j.attempt + 1
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
-           AND j.status = c_queued
+           AND j.status = c_queued AND j.slot <> 4
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                   j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,

@@ -80,7 +80,11 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running  constant text := 'running';
 BEGIN
-    PERFORM pgq._check_time(complete.at, 'at');
+    -- The checking helpers are called only when there is something to check: each call of a
+    -- function with SET clauses costs more than the check (docs/architecture.md).
+    IF complete.at IS NOT NULL THEN
+        PERFORM pgq._check_time(complete.at, 'at');
+    END IF;
     IF complete.outcomes IS NULL THEN
         RAISE EXCEPTION 'outcomes must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
@@ -101,7 +105,9 @@ BEGIN
                              FROM jsonb_array_elements(complete.details) WITH ORDINALITY AS e(value, ord)
                             ORDER BY e.ord);
     END IF;
-    PERFORM pgq._check_details(complete.outcomes, v_details);
+    IF v_details IS NOT NULL OR array_ndims(complete.outcomes) > 1 THEN
+        PERFORM pgq._check_details(complete.outcomes, v_details);
+    END IF;
     SELECT u.s, u.d, u.ord INTO v_bad
       FROM unnest(complete.outcomes, v_details) WITH ORDINALITY AS u(s, d, ord)
      WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'interrupted', 'canceled')
@@ -164,7 +170,7 @@ BEGIN
                      WHERE i.outcome IN ('failed', 'interrupted')
                        AND j.id = ANY (r_ids)
                        AND j.lease = i.lease
-                       AND j.status = c_running
+                       AND j.status = c_running AND j.slot <> 4
                        AND j.worker_id = complete.worker_id
                      ORDER BY j.id
                        FOR UPDATE OF j) AS d;
@@ -195,7 +201,7 @@ BEGIN
                            pgq.entrypoints c
                      WHERE j.id = i.id
                        AND j.id = ANY (v_now_ids)
-                       AND j.status = c_running
+                       AND j.status = c_running AND j.slot <> 4
                        AND c.entrypoint = j.entrypoint
                     RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
                 )
@@ -215,7 +221,7 @@ BEGIN
                      USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
                      WHERE j.id = i.id
                        AND j.id = ANY (v_later)
-                       AND j.status = c_running
+                       AND j.status = c_running AND j.slot <> 4
                     RETURNING j.*, i.delay, i.details AS retry_details
                 ), ins AS (
                     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,

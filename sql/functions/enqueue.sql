@@ -43,8 +43,16 @@ BEGIN
        OR (enqueue.headers IS NOT NULL AND jsonb_typeof(enqueue.headers) <> 'object') THEN
         PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
     END IF;
-    PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
-    PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
+    -- The checking helpers only when there is something to check (a call of a function with
+    -- SET clauses costs more than the check): JSON that pgq._json_ok refuses, a run_at, a
+    -- dedupe_key, a delay.
+    IF NOT (pgq._json_ok(enqueue.payload, 1048576) AND pgq._json_ok(enqueue.headers, 65536))
+       OR enqueue.run_at IS NOT NULL OR enqueue.dedupe_key IS NOT NULL THEN
+        PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
+    END IF;
+    IF enqueue.delay IS NOT NULL THEN
+        PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
+    END IF;
 
     v_due := coalesce(enqueue.run_at, now() + enqueue.delay, now());
     v_id := nextval('pgq.job_id_seq');

@@ -37,7 +37,9 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
 BEGIN
-    PERFORM pgq._check_time(heartbeat.at, 'at');
+    IF heartbeat.at IS NOT NULL THEN
+        PERFORM pgq._check_time(heartbeat.at, 'at');
+    END IF;
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
     UPDATE pgq.workers w SET last_seen_at = v_now WHERE w.worker_id = heartbeat.worker_id;
     -- Up to two looks, each a new statement (a new snapshot): the second for the jobs the first
@@ -54,7 +56,7 @@ BEGIN
              WHERE j.id = i.id
                AND j.id = ANY (heartbeat.ids)
                AND j.lease = i.lease
-               AND j.status = c_running
+               AND j.status = c_running AND j.slot <> 4
                AND j.worker_id = heartbeat.worker_id
                AND i.id <> ALL (v_ok)
             RETURNING j.id, j.cancel_requested

@@ -54,7 +54,7 @@ BEGIN
                   FROM pgq.jobs j
                   JOIN unnest(release.ids, release.leases) AS u(id, lease) ON j.id = u.id AND j.lease = u.lease
                  WHERE j.id = ANY (release.ids)
-                   AND j.status = c_running
+                   AND j.status = c_running AND j.slot <> 4
                    AND j.worker_id = release.worker_id
                    AND j.id <> ALL (v_done)
                  ORDER BY j.id
@@ -85,7 +85,7 @@ BEGIN
               FROM (SELECT u.id, u.ord FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
              WHERE j.id = u.id
                AND j.id = ANY (v_back)
-               AND j.status = c_running
+               AND j.status = c_running AND j.slot <> 4
             RETURNING j.id, j.status;
             v_done := v_done || v_back;
         END IF;

@@ -1027,7 +1027,13 @@ COMMENT ON FUNCTION pgq._hist_quantiles(int[], bigint[], float8[]) IS
 --   now, and {"kind": "scheduled", "entrypoints": [...]} naming those that got jobs due later
 --   (a worker then asks pgq.next_run_at when to look, instead of claiming nothing now).
 --   Never carries payload data (any role may LISTEN).
--- Locking: a first-time entrypoint briefly holds its new pgq.entrypoints key until commit.
+--   Every job's entrypoint row exists whenever its lane does (they are made together here and
+--   removed together by pgq.prune_entrypoints), so one probe of pgq.lanes tells whether
+--   anything is new; only then does the trigger write.
+-- Locking: ROW EXCLUSIVE on pgq.entrypoints until commit, always (pgq.prune_entrypoints takes
+--   SHARE ROW EXCLUSIVE: it waits for the transactions enqueueing now, and they for it, so no
+--   job is added for an entrypoint row being removed). A first-time entrypoint briefly holds its
+--   new pgq.entrypoints key until commit.
 -- Errors: PQ001 more than 100 new entrypoints, PQ005 more than 100 new lanes in one statement
 --   (the statement adds nothing).
 CREATE OR REPLACE FUNCTION pgq._jobs_after_insert()
@@ -1040,32 +1046,42 @@ DECLARE
     v_later jsonb;
     v_new   bigint;
 BEGIN
-    WITH added AS (
-        INSERT INTO pgq.entrypoints (entrypoint)
-        SELECT DISTINCT n.entrypoint FROM new_rows n
-        ON CONFLICT (entrypoint) DO NOTHING
-        RETURNING 1
-    )
-    SELECT count(*) INTO v_new FROM added;
-    IF v_new > 100 THEN
-        RAISE EXCEPTION 'one statement may register at most 100 new entrypoints, this one registers %', v_new
-            USING ERRCODE = 'PQ001',
-                  HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
-    END IF;
+    LOCK TABLE pgq.entrypoints IN ROW EXCLUSIVE MODE;
+    IF EXISTS (SELECT 1
+                 FROM (SELECT DISTINCT n.entrypoint, n.priority FROM new_rows n) l
+                WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes x
+                                   WHERE x.entrypoint = l.entrypoint AND x.priority = l.priority)) THEN
+        WITH added AS (
+            INSERT INTO pgq.entrypoints (entrypoint)
+            SELECT DISTINCT n.entrypoint FROM new_rows n
+            ON CONFLICT (entrypoint) DO NOTHING
+            RETURNING 1
+        )
+        SELECT count(*) INTO v_new FROM added;
+        IF v_new > 100 THEN
+            RAISE EXCEPTION 'one statement may register at most 100 new entrypoints, this one registers %', v_new
+                USING ERRCODE = 'PQ001',
+                      HINT = 'Enqueue jobs of many new entrypoints in several calls, or configure the entrypoints first.';
+        END IF;
 
-    -- The lanes of the new jobs (insert-once; a probe of pgq.lanes when they exist). Scheduled
-    -- jobs too: the cap on new lanes is met by the producer, never by a later promotion.
-    PERFORM pgq._add_lanes(array_agg(l.entrypoint), array_agg(l.priority))
-       FROM (SELECT DISTINCT n.entrypoint, n.priority FROM new_rows n) l
-           WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes x WHERE x.entrypoint = l.entrypoint AND x.priority = l.priority)
-    HAVING count(*) > 0;
+        -- The missing lanes of the new jobs. Scheduled jobs too: the cap on new lanes is met
+        -- by the producer, never by a later promotion.
+        PERFORM pgq._add_lanes(array_agg(l.entrypoint), array_agg(l.priority))
+           FROM (SELECT DISTINCT n.entrypoint, n.priority FROM new_rows n) l
+               WHERE NOT EXISTS (SELECT 1 FROM pgq.lanes x WHERE x.entrypoint = l.entrypoint AND x.priority = l.priority)
+        HAVING count(*) > 0;
+    END IF;
 
     SELECT jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'queued'),
            jsonb_agg(DISTINCT n.entrypoint) FILTER (WHERE n.status = 'scheduled')
       INTO v_eps, v_later
       FROM new_rows n;
-    PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
-    PERFORM pgq._notify('scheduled', 'entrypoints', v_later);
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
+    IF v_later IS NOT NULL THEN
+        PERFORM pgq._notify('scheduled', 'entrypoints', v_later);
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -1365,16 +1381,20 @@ COMMENT ON FUNCTION pgq._ready_lock(text[]) IS
 -- pgq._slot(): the ring slot new due jobs enter (docs/decisions/0006).
 -- Contract: pgq.ring_seq's last value mod 4 (0..3). A sequence: reading it, and pgq.maintain
 --   moving it on, leaves no row version behind. The default of pgq.jobs.slot; jobs not due yet
---   go to slot 4 (jobs_scheduled) instead, given explicitly by their writers.
+--   go to slot 4 (jobs_scheduled) instead, given explicitly by their writers. One expression
+--   with no FROM, no SET clause and only qualified pg_catalog names, so that it is inlined
+--   where it is planned (a SQL function that is not inlined is parsed and planned again by
+--   every statement that calls it, before PostgreSQL 18). Before pgq.maintain first moves
+--   the ring, the sequence has no last value (NULL): slot 0, its START.
 -- Locking: none.
 -- Errors: none.
 CREATE OR REPLACE FUNCTION pgq._slot()
 RETURNS smallint
 LANGUAGE sql
 VOLATILE
-SET search_path = pg_catalog, pgq, pg_temp
 AS $$
-    SELECT (s.last_value % 4)::smallint FROM pgq.ring_seq s
+    SELECT (COALESCE(pg_catalog.pg_sequence_last_value('pgq.ring_seq'::pg_catalog.regclass), 0)
+            OPERATOR(pg_catalog.%) 4)::smallint
 $$;
 COMMENT ON FUNCTION pgq._slot() IS
     'Private. The ring slot (0..3) new due jobs enter: pgq.ring_seq mod 4.';
@@ -1459,7 +1479,7 @@ BEGIN
       FROM (SELECT u.id, u.ord FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
      WHERE j.id = u.id
        AND j.id = ANY (v_stale.back_ids)
-       AND j.status = c_running;
+       AND j.status = c_running AND j.slot <> 4;
     GET DIAGNOSTICS v_m = ROW_COUNT;
     RETURN v_n + v_m;
 END
@@ -1556,7 +1576,7 @@ BEGIN
             UPDATE pgq.jobs j
                SET cancel_requested = true
              WHERE j.id = ANY (cancel.ids)
-               AND j.status = c_running
+               AND j.status = c_running AND j.slot <> 4
                AND j.id <> ALL (v_done)
             RETURNING j.id
         )
@@ -1696,8 +1716,14 @@ BEGIN
         PERFORM setval('pgq.swept_at', greatest(v_now_ms, 0));
         PERFORM pgq._sweep(NULL, v_now);
     END IF;
-    -- Due scheduled jobs become queued (the insert trigger tells the other workers).
-    PERFORM pgq._promote(claim.entrypoints, v_now, 1000);
+    -- Due scheduled jobs become queued (the insert trigger tells the other workers). A probe
+    -- first (pgq._promote's own read, without its locks): the call costs more than the probe.
+    IF EXISTS (SELECT 1 FROM pgq.jobs j
+                WHERE j.entrypoint = ANY (claim.entrypoints)
+                  AND j.status = 'scheduled' AND j.slot = 4
+                  AND j.run_at <= v_now) THEN
+        PERFORM pgq._promote(claim.entrypoints, v_now, 1000);
+    END IF;
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
     SELECT array_agg(c.entrypoint) INTO v_limited
@@ -1773,7 +1799,7 @@ BEGIN
                attempt = j.attempt + 1
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
-           AND j.status = c_queued
+           AND j.status = c_queued AND j.slot <> 4
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                   j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
@@ -1986,7 +2012,11 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running  constant text := 'running';
 BEGIN
-    PERFORM pgq._check_time(complete.at, 'at');
+    -- The checking helpers are called only when there is something to check: each call of a
+    -- function with SET clauses costs more than the check (docs/architecture.md).
+    IF complete.at IS NOT NULL THEN
+        PERFORM pgq._check_time(complete.at, 'at');
+    END IF;
     IF complete.outcomes IS NULL THEN
         RAISE EXCEPTION 'outcomes must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
@@ -2007,7 +2037,9 @@ BEGIN
                              FROM jsonb_array_elements(complete.details) WITH ORDINALITY AS e(value, ord)
                             ORDER BY e.ord);
     END IF;
-    PERFORM pgq._check_details(complete.outcomes, v_details);
+    IF v_details IS NOT NULL OR array_ndims(complete.outcomes) > 1 THEN
+        PERFORM pgq._check_details(complete.outcomes, v_details);
+    END IF;
     SELECT u.s, u.d, u.ord INTO v_bad
       FROM unnest(complete.outcomes, v_details) WITH ORDINALITY AS u(s, d, ord)
      WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'interrupted', 'canceled')
@@ -2070,7 +2102,7 @@ BEGIN
                      WHERE i.outcome IN ('failed', 'interrupted')
                        AND j.id = ANY (r_ids)
                        AND j.lease = i.lease
-                       AND j.status = c_running
+                       AND j.status = c_running AND j.slot <> 4
                        AND j.worker_id = complete.worker_id
                      ORDER BY j.id
                        FOR UPDATE OF j) AS d;
@@ -2101,7 +2133,7 @@ BEGIN
                            pgq.entrypoints c
                      WHERE j.id = i.id
                        AND j.id = ANY (v_now_ids)
-                       AND j.status = c_running
+                       AND j.status = c_running AND j.slot <> 4
                        AND c.entrypoint = j.entrypoint
                     RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
                 )
@@ -2121,7 +2153,7 @@ BEGIN
                      USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
                      WHERE j.id = i.id
                        AND j.id = ANY (v_later)
-                       AND j.status = c_running
+                       AND j.status = c_running AND j.slot <> 4
                     RETURNING j.*, i.delay, i.details AS retry_details
                 ), ins AS (
                     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,
@@ -2427,8 +2459,16 @@ BEGIN
        OR (enqueue.headers IS NOT NULL AND jsonb_typeof(enqueue.headers) <> 'object') THEN
         PERFORM pgq._check_job(enqueue.entrypoint, enqueue.payload, enqueue.priority, enqueue.headers, 1);
     END IF;
-    PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
-    PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
+    -- The checking helpers only when there is something to check (a call of a function with
+    -- SET clauses costs more than the check): JSON that pgq._json_ok refuses, a run_at, a
+    -- dedupe_key, a delay.
+    IF NOT (pgq._json_ok(enqueue.payload, 1048576) AND pgq._json_ok(enqueue.headers, 65536))
+       OR enqueue.run_at IS NOT NULL OR enqueue.dedupe_key IS NOT NULL THEN
+        PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
+    END IF;
+    IF enqueue.delay IS NOT NULL THEN
+        PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
+    END IF;
 
     v_due := coalesce(enqueue.run_at, now() + enqueue.delay, now());
     v_id := nextval('pgq.job_id_seq');
@@ -2978,7 +3018,9 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
 BEGIN
-    PERFORM pgq._check_time(heartbeat.at, 'at');
+    IF heartbeat.at IS NOT NULL THEN
+        PERFORM pgq._check_time(heartbeat.at, 'at');
+    END IF;
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
     UPDATE pgq.workers w SET last_seen_at = v_now WHERE w.worker_id = heartbeat.worker_id;
     -- Up to two looks, each a new statement (a new snapshot): the second for the jobs the first
@@ -2995,7 +3037,7 @@ BEGIN
              WHERE j.id = i.id
                AND j.id = ANY (heartbeat.ids)
                AND j.lease = i.lease
-               AND j.status = c_running
+               AND j.status = c_running AND j.slot <> 4
                AND j.worker_id = heartbeat.worker_id
                AND i.id <> ALL (v_ok)
             RETURNING j.id, j.cancel_requested
@@ -4139,7 +4181,7 @@ BEGIN
                   FROM pgq.jobs j
                   JOIN unnest(release.ids, release.leases) AS u(id, lease) ON j.id = u.id AND j.lease = u.lease
                  WHERE j.id = ANY (release.ids)
-                   AND j.status = c_running
+                   AND j.status = c_running AND j.slot <> 4
                    AND j.worker_id = release.worker_id
                    AND j.id <> ALL (v_done)
                  ORDER BY j.id
@@ -4170,7 +4212,7 @@ BEGIN
               FROM (SELECT u.id, u.ord FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
              WHERE j.id = u.id
                AND j.id = ANY (v_back)
-               AND j.status = c_running
+               AND j.status = c_running AND j.slot <> 4
             RETURNING j.id, j.status;
             v_done := v_done || v_back;
         END IF;
@@ -4861,7 +4903,14 @@ CREATE TABLE pgq.jobs (
     ),
     CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
     CONSTRAINT jobs_priority_check CHECK (priority BETWEEN -32768 AND 32767),
-    CONSTRAINT jobs_entrypoint_check CHECK (pgq._valid_name(entrypoint)),
+    -- pgq._valid_name's rule written out: a CHECK constraint is prepared again by every
+    -- statement that writes the table, and an inlined SQL function is parsed again each time
+    -- (tests/sql/name_rule.sql checks that both say the same).
+    CONSTRAINT jobs_entrypoint_check CHECK (
+        octet_length(entrypoint) <= 200
+        AND entrypoint ~ '^[^[:cntrl:],{}"\\ ]([^[:cntrl:],{}"\\]*[^[:cntrl:],{}"\\ ])?$'
+        AND upper(entrypoint) <> 'NULL'
+    ),
     CONSTRAINT jobs_slot_check CHECK ((status = 'scheduled') = (slot = 4)),
     CONSTRAINT jobs_ready_check CHECK (status <> 'queued' OR ready_seq IS NOT NULL)
 ) PARTITION BY LIST (slot);

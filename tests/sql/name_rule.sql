@@ -1,7 +1,7 @@
 -- One name rule (pgq._valid_name) for entrypoints and schedule names, in the functions and the
 -- constraints: a name reads back unchanged from an unquoted array literal.
 BEGIN;
-SELECT plan(26);
+SELECT plan(27);
 
 -- What the rule accepts and refuses --------------------------------------------------------------
 SELECT ok(pgq._valid_name(n), format('accepted: %s', n))
@@ -27,6 +27,27 @@ SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint) VALUES ('a,b')$$, '23514', 
     'pgq.jobs refuses the name in its CHECK constraint');
 SELECT throws_ok($$INSERT INTO pgq.schedules (name, entrypoint, cron, next_run_at) VALUES ('s', 'x}', '* * * * *', now())$$, '23514', NULL,
     'pgq.schedules refuses the name in its CHECK constraint');
+
+-- pgq.jobs writes the rule out (a function in a CHECK constraint is inlined again by every
+-- statement that writes the table): the two must agree.
+CREATE FUNCTION pg_temp.jobs_check_accepts(n text) RETURNS boolean LANGUAGE plpgsql AS $f$
+DECLARE
+    v_ok boolean;
+BEGIN
+    EXECUTE format('SELECT %s FROM (SELECT $1::text AS entrypoint) AS t',
+                   (SELECT pg_get_expr(c.conbin, c.conrelid) FROM pg_constraint c
+                     WHERE c.conrelid = 'pgq.jobs'::regclass AND c.conname = 'jobs_entrypoint_check'))
+       INTO v_ok USING n;
+    RETURN v_ok;
+END
+$f$;
+SELECT is_empty($$
+    SELECT n FROM unnest(ARRAY['a', 'emails.send', 'a b', 'ünïcode.名前', 'x:y/z-1_2', repeat('a', 200),
+                               'nullable', '', 'a,b', '{a}', 'a"b', 'a\b', ' a', 'a ', 'NULL', 'null',
+                               'Null', repeat('a', 201), repeat('é', 100), repeat('é', 101),
+                               E'tab\there', E'new\nline', 'bell' || chr(7), 'del' || chr(127), 'a  b']) AS n
+     WHERE pg_temp.jobs_check_accepts(n) IS DISTINCT FROM pgq._valid_name(n)$$,
+    'the CHECK constraint of pgq.jobs and pgq._valid_name accept and refuse the same names');
 
 SELECT * FROM finish();
 ROLLBACK;

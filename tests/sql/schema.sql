@@ -134,12 +134,14 @@ SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedu
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pgq, pg_temp'], false)
               -- Inlined into its callers (a SET clause would prevent that): private, LANGUAGE sql,
-              -- naming only pg_catalog objects, schema-qualified.
-              AND p.oid NOT IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure)),
-          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok and pgq._valid_name)');
+              -- naming only pg_catalog objects (and pgq._slot its sequence), schema-qualified.
+              AND p.oid NOT IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure,
+                                'pgq._slot()'::regprocedure)),
+          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok, pgq._valid_name and pgq._slot)');
 SELECT ok((SELECT bool_and(p.proconfig IS NULL AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))
-             FROM pg_proc p WHERE p.oid IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure)),
-          'pgq._json_ok and pgq._valid_name: no SET clause, not SECURITY DEFINER (so they are inlined)');
+             FROM pg_proc p WHERE p.oid IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure,
+                                            'pgq._slot()'::regprocedure)),
+          'pgq._json_ok, pgq._valid_name and pgq._slot: no SET clause, not SECURITY DEFINER (so they are inlined)');
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'enqueue', 'enqueue_many')
