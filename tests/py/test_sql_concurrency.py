@@ -261,3 +261,31 @@ def test_dedupe_key_race_admits_one_job(pgq_dsn: str) -> None:
             assert outcome == ids[0]
         else:
             assert outcome in (ids[0], "PQ007")
+
+
+def test_prune_entrypoints_waits_for_an_enqueue_of_a_known_lane(pgq_dsn: str) -> None:
+    """An enqueue whose entrypoint and lane already exist writes nothing to pgq.entrypoints, yet
+    pgq.prune_entrypoints cannot remove that entrypoint under the uncommitted job: the insert
+    trigger's ROW EXCLUSIVE lock on pgq.entrypoints keeps the prune out until the commit."""
+    worker = uuid.uuid4()
+    with connect(pgq_dsn) as admin, connect(pgq_dsn) as producer:
+        admin.execute("SELECT pgq.enqueue('prune.race')")
+        job = admin.execute("SELECT id, lease FROM pgq.claim(%s, '{prune.race}', 1)", (worker,)).fetchone()
+        assert job is not None
+        admin.execute("SELECT pgq.complete(%s, %s, %s, '{successful}')", (worker, [job[0]], [job[1]]))
+        # The entrypoint is idle, unconfigured and its lane exists.
+        with producer.transaction():
+            producer.execute("SELECT pgq.enqueue('prune.race')")
+            pruned = admin.execute(
+                "SELECT pgq.prune_entrypoints(older_than => '0', lock_wait => '10 milliseconds', "
+                "at => now() + interval '1 minute')"
+            ).fetchone()
+            assert pruned == (None,), "the prune took its lock while an enqueue was open"
+        pruned = admin.execute(
+            "SELECT pgq.prune_entrypoints(older_than => '0', at => now() + interval '1 minute')"
+        ).fetchone()
+        assert pruned == (0,)
+        kept = admin.execute(
+            "SELECT count(*) FROM pgq.entrypoints WHERE entrypoint = 'prune.race'"
+        ).fetchone()
+        assert kept == (1,)
