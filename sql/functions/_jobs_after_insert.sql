@@ -9,7 +9,11 @@
 --   Never carries payload data (any role may LISTEN).
 --   Every job's entrypoint row exists whenever its lane does (they are made together here and
 --   removed together by pgq.prune_entrypoints), so one probe of pgq.lanes tells whether
---   anything is new; only then does the trigger write.
+--   anything is new; only then does the trigger write. This is where a job's entrypoint name
+--   and priority are checked (pgq.jobs has no CHECK constraint on them: it would be prepared
+--   again by every statement writing the table): the new pair's rows must pass
+--   entrypoints_entrypoint_check (pgq._valid_name) and lanes_priority_check, else the
+--   statement fails (23514) and adds nothing.
 -- Locking: ROW EXCLUSIVE on pgq.entrypoints until commit, always (pgq.prune_entrypoints takes
 --   SHARE ROW EXCLUSIVE: it waits for the transactions enqueueing now, and they for it, so no
 --   job is added for an entrypoint row being removed). A first-time entrypoint briefly holds its

@@ -4,7 +4,8 @@
 --   with a space: then the name reads back unchanged as an element of an unquoted array
 --   literal ('{a.b,c.d}'), so a literal can never split one name into two, trim it or turn it
 --   into NULL. NULL for NULL. Used by pgq._check_name (the error), the hot-path checks of
---   enqueue/enqueue_many and the CHECK constraints on pgq.jobs and pgq.schedules. LANGUAGE sql,
+--   enqueue/enqueue_many and the CHECK constraints on pgq.entrypoints and pgq.schedules
+--   (pgq.jobs through its entrypoint row, see pgq._jobs_after_insert). LANGUAGE sql,
 --   IMMUTABLE and without a SET clause, so callers inline it; it names pg_catalog objects only,
 --   qualified.
 -- Locking: none.

@@ -1029,7 +1029,11 @@ COMMENT ON FUNCTION pgq._hist_quantiles(int[], bigint[], float8[]) IS
 --   Never carries payload data (any role may LISTEN).
 --   Every job's entrypoint row exists whenever its lane does (they are made together here and
 --   removed together by pgq.prune_entrypoints), so one probe of pgq.lanes tells whether
---   anything is new; only then does the trigger write.
+--   anything is new; only then does the trigger write. This is where a job's entrypoint name
+--   and priority are checked (pgq.jobs has no CHECK constraint on them: it would be prepared
+--   again by every statement writing the table): the new pair's rows must pass
+--   entrypoints_entrypoint_check (pgq._valid_name) and lanes_priority_check, else the
+--   statement fails (23514) and adds nothing.
 -- Locking: ROW EXCLUSIVE on pgq.entrypoints until commit, always (pgq.prune_entrypoints takes
 --   SHARE ROW EXCLUSIVE: it waits for the transactions enqueueing now, and they for it, so no
 --   job is added for an entrypoint row being removed). A first-time entrypoint briefly holds its
@@ -1494,7 +1498,8 @@ COMMENT ON FUNCTION pgq._sweep(text[], timestamptz) IS
 --   with a space: then the name reads back unchanged as an element of an unquoted array
 --   literal ('{a.b,c.d}'), so a literal can never split one name into two, trim it or turn it
 --   into NULL. NULL for NULL. Used by pgq._check_name (the error), the hot-path checks of
---   enqueue/enqueue_many and the CHECK constraints on pgq.jobs and pgq.schedules. LANGUAGE sql,
+--   enqueue/enqueue_many and the CHECK constraints on pgq.entrypoints and pgq.schedules
+--   (pgq.jobs through its entrypoint row, see pgq._jobs_after_insert). LANGUAGE sql,
 --   IMMUTABLE and without a SET clause, so callers inline it; it names pg_catalog objects only,
 --   qualified.
 -- Locking: none.
@@ -4816,6 +4821,10 @@ END
 $$;
 ALTER TABLE pgq.jobs DROP CONSTRAINT jobs_entrypoint_check;
 ALTER TABLE pgq.jobs ADD CONSTRAINT jobs_entrypoint_check CHECK (pgq._valid_name(entrypoint));
+-- The policy rows of names the rule refuses can never get a job again (no live job or schedule
+-- uses them: checked above); they go, and the registry of names keeps the rule.
+DELETE FROM pgq.entrypoints WHERE NOT pgq._valid_name(entrypoint);
+ALTER TABLE pgq.entrypoints ADD CONSTRAINT entrypoints_entrypoint_check CHECK (pgq._valid_name(entrypoint));
 ALTER TABLE pgq.schedules DROP CONSTRAINT schedules_name_check;
 ALTER TABLE pgq.schedules ADD CONSTRAINT schedules_name_check CHECK (pgq._valid_name(name));
 ALTER TABLE pgq.schedules DROP CONSTRAINT schedules_entrypoint_check;
@@ -4855,7 +4864,8 @@ CREATE TABLE pgq.lanes (
     priority    int      NOT NULL,
     lane_id     bigint   NOT NULL,
     cursor_seq  regclass NOT NULL,
-    CONSTRAINT lanes_pkey PRIMARY KEY (entrypoint, priority)
+    CONSTRAINT lanes_pkey PRIMARY KEY (entrypoint, priority),
+    CONSTRAINT lanes_priority_check CHECK (priority BETWEEN -32768 AND 32767)
 );
 COMMENT ON TABLE pgq.lanes IS
     'One row per (entrypoint, priority) ever queued, insert-once: the sequence that is the lane''s claim cursor (every ready number at or below it is settled).';
@@ -4902,18 +4912,14 @@ CREATE TABLE pgq.jobs (
         (status = 'running') = (lease IS NOT NULL AND worker_id IS NOT NULL AND heartbeat_at IS NOT NULL)
     ),
     CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
-    CONSTRAINT jobs_priority_check CHECK (priority BETWEEN -32768 AND 32767),
-    -- pgq._valid_name's rule written out: a CHECK constraint is prepared again by every
-    -- statement that writes the table, and an inlined SQL function is parsed again each time
-    -- (tests/sql/name_rule.sql checks that both say the same).
-    CONSTRAINT jobs_entrypoint_check CHECK (
-        octet_length(entrypoint) <= 200
-        AND entrypoint ~ '^[^[:cntrl:],{}"\\ ]([^[:cntrl:],{}"\\]*[^[:cntrl:],{}"\\ ])?$'
-        AND upper(entrypoint) <> 'NULL'
-    ),
     CONSTRAINT jobs_slot_check CHECK ((status = 'scheduled') = (slot = 4)),
     CONSTRAINT jobs_ready_check CHECK (status <> 'queued' OR ready_seq IS NOT NULL)
 ) PARTITION BY LIST (slot);
+-- A job's entrypoint name and priority are checked once per statement rather than per row and
+-- per statement (a CHECK constraint is prepared again by every statement that writes the
+-- table, claims included): every job has its lane (entrypoint, priority) and its entrypoint
+-- row, which the insert trigger creates for a new pair (pgq._jobs_after_insert), and
+-- entrypoints_entrypoint_check and lanes_priority_check hold the rules there.
 ALTER SEQUENCE pgq.job_id_seq OWNED BY pgq.jobs.id;
 COMMENT ON TABLE pgq.jobs IS
     'Live jobs (scheduled, queued, running). A ring of partitions jobs_0..jobs_3 emptied by TRUNCATE when drained, and jobs_scheduled for jobs not due yet (docs/decisions/0006).';

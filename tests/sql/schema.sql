@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(81);
+SELECT plan(83);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -48,8 +48,8 @@ SELECT col_is_pk('pgq', 'entrypoints', 'entrypoint', 'entrypoints primary key');
 
 -- Named CHECK constraints ----------------------------------------------------------------------
 SELECT set_has($$SELECT conname::text FROM pg_constraint WHERE connamespace = 'pgq'::regnamespace AND contype = 'c'$$,
-               $$VALUES ('jobs_status_check'), ('jobs_running_has_lease_check'), ('jobs_attempt_check'), ('jobs_priority_check'),
-                        ('jobs_entrypoint_check'), ('jobs_slot_check'), ('jobs_ready_check'), ('job_history_status_check'), ('entrypoints_concurrency_limit_check'),
+               $$VALUES ('jobs_status_check'), ('jobs_running_has_lease_check'), ('jobs_attempt_check'), ('lanes_priority_check'),
+                        ('entrypoints_entrypoint_check'), ('jobs_slot_check'), ('jobs_ready_check'), ('job_history_status_check'), ('entrypoints_concurrency_limit_check'),
                         ('entrypoints_max_attempts_check'), ('entrypoints_backoff_check'), ('entrypoints_heartbeat_timeout_check')$$,
                'the named CHECK constraints exist');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, status) VALUES ('s_chk', 'done')$$, '23514',
@@ -65,12 +65,18 @@ SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint) VALUES ('s_chk')$$, '23514'
     'new row for relation "jobs_0" violates check constraint "jobs_ready_check"', 'a queued job needs a ready number');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, status) VALUES ('s_chk', 'scheduled')$$, '23514',
     'new row for relation "jobs_0" violates check constraint "jobs_slot_check"', 'a scheduled job lives in slot 4 only');
-SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, priority) VALUES ('s_chk', 40000)$$, '23514',
-    'new row for relation "jobs_0" violates check constraint "jobs_priority_check"', 'jobs_priority_check');
+-- A job's priority and entrypoint name are checked at its lane and entrypoint row, which the
+-- insert trigger creates for a new pair (pgq._jobs_after_insert).
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, priority, ready_seq) VALUES ('s_chk', 40000, 1)$$, '23514',
+    'new row for relation "lanes" violates check constraint "lanes_priority_check"', 'a job with a priority outside smallint: lanes_priority_check');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, attempt) VALUES ('s_chk', -1)$$, '23514',
     'new row for relation "jobs_0" violates check constraint "jobs_attempt_check"', 'jobs_attempt_check');
-SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint) VALUES ('')$$, '23514',
-    'new row for relation "jobs_0" violates check constraint "jobs_entrypoint_check"', 'jobs_entrypoint_check');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, ready_seq) VALUES ('', 1)$$, '23514',
+    'new row for relation "entrypoints" violates check constraint "entrypoints_entrypoint_check"', 'a job with an empty name: entrypoints_entrypoint_check');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, priority, ready_seq) VALUES ('s_chk', 7, 1), ('{s_chk}', 7, 1)$$, '23514',
+    'new row for relation "entrypoints" violates check constraint "entrypoints_entrypoint_check"',
+    'a bad name beside a good one: the whole statement is refused');
+SELECT is((SELECT count(*) FROM pgq.jobs WHERE entrypoint IN ('s_chk', '{s_chk}', '')), 0::bigint, 'and nothing of it was added');
 SELECT throws_ok($$INSERT INTO pgq.job_history (id, entrypoint, status, priority, attempt, enqueued_at, finished_at)
                    VALUES (-1, 's_chk', 'lost', 0, 0, now(), now())$$, '23514',
     'new row for relation "job_history" violates check constraint "job_history_status_check"', 'job_history_status_check');
