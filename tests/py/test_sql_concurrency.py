@@ -270,9 +270,13 @@ def test_prune_entrypoints_waits_for_an_enqueue_of_a_known_lane(pgq_dsn: str) ->
     worker = uuid.uuid4()
     with connect(pgq_dsn) as admin, connect(pgq_dsn) as producer:
         admin.execute("SELECT pgq.enqueue('prune.race')")
-        job = admin.execute("SELECT id, lease FROM pgq.claim(%s, '{prune.race}', 1)", (worker,)).fetchone()
+        job = admin.execute(
+            "SELECT id, lease FROM pgq.claim(%s, '{prune.race}', 1)", (worker,)
+        ).fetchone()
         assert job is not None
-        admin.execute("SELECT pgq.complete(%s, %s, %s, '{successful}')", (worker, [job[0]], [job[1]]))
+        admin.execute(
+            "SELECT pgq.complete(%s, %s, %s, '{successful}')", (worker, [job[0]], [job[1]])
+        )
         # The entrypoint is idle, unconfigured and its lane exists.
         with producer.transaction():
             producer.execute("SELECT pgq.enqueue('prune.race')")
