@@ -18,6 +18,11 @@ VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 BEGIN
+    -- One entrypoint (pgq.enqueue): no query.
+    IF cardinality(_ready_lock.entrypoints) = 1 THEN
+        PERFORM pg_advisory_xact_lock_shared('pgq.ready_seq'::regclass::oid::int, hashtext(_ready_lock.entrypoints[1]));
+        RETURN;
+    END IF;
     PERFORM pg_advisory_xact_lock_shared('pgq.ready_seq'::regclass::oid::int, s.k)
        FROM (SELECT DISTINCT hashtext(e) AS k FROM unnest(_ready_lock.entrypoints) AS e ORDER BY 1) s;
 END
