@@ -43,7 +43,7 @@ BEGIN
       FROM (SELECT j.id, j.entrypoint, j.priority, j.run_at, j.cancel_requested, j.worker_id,
                    j.heartbeat_at, j.attempt >= c.max_attempts OR j.cancel_requested AS dead
               FROM pgq.entrypoints c
-              JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
+              JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running' AND j.slot <> 4
              WHERE (_sweep.entrypoints IS NULL OR c.entrypoint = ANY (_sweep.entrypoints))
                AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout
                AND (j.attempt >= c.max_attempts OR j.cancel_requested

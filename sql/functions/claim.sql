@@ -93,7 +93,7 @@ BEGIN
        AND EXISTS (SELECT 1 FROM pgq.jobs j
                     WHERE j.entrypoint = ANY (claim.entrypoints)
                       AND j.claim_request = claim.request_id
-                      AND j.status = 'running'
+                      AND j.status = 'running' AND j.slot <> 4
                       AND j.worker_id = claim.worker_id) THEN
         RETURN QUERY
         WITH again AS (
@@ -102,7 +102,7 @@ BEGIN
               FROM pgq.entrypoints c
              WHERE j.entrypoint = ANY (claim.entrypoints)
                AND j.claim_request = claim.request_id
-               AND j.status = 'running'
+               AND j.status = 'running' AND j.slot <> 4
                AND j.worker_id = claim.worker_id
                AND c.entrypoint = j.entrypoint
             RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
@@ -152,7 +152,8 @@ BEGIN
                                            c.concurrency_limit - (SELECT count(*)
                                                                     FROM pgq.jobs r
                                                                    WHERE r.entrypoint = c.entrypoint
-                                                                     AND r.status = 'running')))
+                                                                     AND r.status = 'running'
+                                                                     AND r.slot <> 4)))
                     ELSE 0 END AS quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)

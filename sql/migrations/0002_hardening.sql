@@ -1462,7 +1462,7 @@ BEGIN
       FROM (SELECT j.id, j.entrypoint, j.priority, j.run_at, j.cancel_requested, j.worker_id,
                    j.heartbeat_at, j.attempt >= c.max_attempts OR j.cancel_requested AS dead
               FROM pgq.entrypoints c
-              JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running'
+              JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running' AND j.slot <> 4
              WHERE (_sweep.entrypoints IS NULL OR c.entrypoint = ANY (_sweep.entrypoints))
                AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout
                AND (j.attempt >= c.max_attempts OR j.cancel_requested
@@ -1706,7 +1706,7 @@ BEGIN
        AND EXISTS (SELECT 1 FROM pgq.jobs j
                     WHERE j.entrypoint = ANY (claim.entrypoints)
                       AND j.claim_request = claim.request_id
-                      AND j.status = 'running'
+                      AND j.status = 'running' AND j.slot <> 4
                       AND j.worker_id = claim.worker_id) THEN
         RETURN QUERY
         WITH again AS (
@@ -1715,7 +1715,7 @@ BEGIN
               FROM pgq.entrypoints c
              WHERE j.entrypoint = ANY (claim.entrypoints)
                AND j.claim_request = claim.request_id
-               AND j.status = 'running'
+               AND j.status = 'running' AND j.slot <> 4
                AND j.worker_id = claim.worker_id
                AND c.entrypoint = j.entrypoint
             RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
@@ -1765,7 +1765,8 @@ BEGIN
                                            c.concurrency_limit - (SELECT count(*)
                                                                     FROM pgq.jobs r
                                                                    WHERE r.entrypoint = c.entrypoint
-                                                                     AND r.status = 'running')))
+                                                                     AND r.status = 'running'
+                                                                     AND r.slot <> 4)))
                     ELSE 0 END AS quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)
