@@ -1,0 +1,677 @@
+"""Mutation testing of the SQL core: plant one plausible bug at a time, see whether the suite notices.
+
+Each mutant is a small edit of one function file in ``sql/functions/`` (the exact original
+text, its replacement, and the bug it plants). For every mutant, one at a time, the script
+copies the work tree into a temporary folder, applies the edit there, regenerates the newest
+migration (``scripts/new_migration.py``) and runs the SQL-focused tests from the copy (so that
+``pgq_thin`` and its ``sql/`` are the copy's), against ``PGQ_TEST_DSN``. A failing run means
+the mutant was caught (killed); a passing run means it survived: a bug the suite would let
+through. The work tree itself is never modified.
+
+Usage (from the repository root, with the test venv):
+
+    PGQ_TEST_DSN=postgresql://postgres@127.0.0.1:5432/postgres \\
+        .venv/bin/python scripts/mutate.py                 # every mutant (many minutes)
+    .venv/bin/python scripts/mutate.py --list              # the mutants, one a line
+    .venv/bin/python scripts/mutate.py --check             # every original text present once
+    .venv/bin/python scripts/mutate.py --only claim_attempt --only release_fence
+    .venv/bin/python scripts/mutate.py --only claim_attempt --tests tests/py/test_ring_guards.py
+    .venv/bin/python scripts/mutate.py --threshold 95 --no-baseline
+
+It first runs the selection on the unmutated copy (the baseline must pass, else every mutant
+would look caught), then each mutant, printing one line per mutant and a table at the end.
+The exit status is 1 when the kill rate is below ``--threshold`` percent (default 95), 2 when
+a mutant's original text is no longer found exactly once in its file (the SQL changed: update
+the mutant) or the baseline fails. The tests stop at the first failure (``-x``), so a caught
+mutant costs seconds and a survivor the whole selection.
+"""
+
+# ruff: noqa: E501  (the mutants quote SQL lines as they are)
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FUNCTIONS = ROOT / "sql" / "functions"
+
+# The SQL-focused part of the suite, fastest and most likely to fail first (the run stops at the
+# first failure).
+DEFAULT_TESTS = (
+    "tests/py/test_ring_guards.py",
+    "tests/py/test_pgtap.py",
+    "tests/py/test_ring.py",
+    "tests/py/test_ring_moves.py",
+    "tests/py/test_sql_concurrency.py",
+    "tests/py/test_hostile_neighbours.py",
+    "tests/py/test_plans.py",
+    "tests/py/test_fuzz_sql.py",
+    "tests/py/test_migrate_upgrade.py",
+    "tests/py/test_worker.py",
+    "tests/py/test_admin.py",
+)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One planted bug: in ``sql/functions/<file>``, each ``original`` (found exactly once)
+    becomes its ``replacement``."""
+
+    name: str
+    file: str
+    edits: tuple[tuple[str, str], ...]
+    bug: str
+
+
+def m(name: str, file: str, original: str, replacement: str, bug: str) -> Mutant:
+    return Mutant(name, file, ((original, replacement),), bug)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    # --- The ready-number fence (pgq._ready_lock before a number is drawn; the cursor probe) ---
+    m(
+        "enqueue_fence_after_insert",
+        "enqueue.sql",
+        "        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);\n"
+        "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,\n"
+        "                              ready_seq, slot)\n"
+        "        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,\n"
+        "                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n",
+        "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,\n"
+        "                              ready_seq, slot)\n"
+        "        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,\n"
+        "                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n"
+        "        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);\n",
+        "enqueue takes the fence after drawing its ready number: a claim in between skips the job",
+    ),
+    Mutant(
+        "enqueue_many_fence_after_insert",
+        "enqueue_many.sql",
+        (
+            (
+                "    PERFORM pgq._ready_lock(enqueue_many.entrypoints);\n    INSERT INTO pgq.jobs",
+                "    INSERT INTO pgq.jobs",
+            ),
+            (
+                "     ORDER BY u.ord;\n\n    IF v_missing IS NOT NULL THEN",
+                "     ORDER BY u.ord;\n    PERFORM pgq._ready_lock(enqueue_many.entrypoints);\n\n"
+                "    IF v_missing IS NOT NULL THEN",
+            ),
+        ),
+        "enqueue_many takes the fence after drawing its ready numbers",
+    ),
+    m(
+        "ready_lock_single_noop",
+        "_ready_lock.sql",
+        "hashtext(_ready_lock.entrypoints[1]));",
+        "hashtext(_ready_lock.entrypoints[0]));",
+        "the one-entrypoint fence locks nothing (NULL key: the strict lock function is not called)",
+    ),
+    m(
+        "lane_cursor_ignores_fence",
+        "_lane_cursor.sql",
+        "    IF NOT pg_try_advisory_lock('pgq.ready_seq'::regclass::oid::int, v_key) THEN",
+        "    IF false AND NOT pg_try_advisory_lock('pgq.ready_seq'::regclass::oid::int, v_key) THEN",
+        "the cursor moves on while a producer of the entrypoint is open",
+    ),
+    m(
+        "lane_cursor_skips_first",
+        "_lane_cursor.sql",
+        "least(v_last, v_min - 1)",
+        "least(v_last, v_min)",
+        "the cursor moves onto the first queued job of the lane instead of just below it",
+    ),
+    m(
+        "release_fence_removed",
+        "release.sql",
+        "            PERFORM pgq._ready_lock(v_eps);\n",
+        "",
+        "release draws ready numbers without the fence",
+    ),
+    m(
+        "complete_retry_fence_removed",
+        "complete.sql",
+        "                PERFORM pgq._ready_lock(v_eps);\n",
+        "",
+        "a retry due at once draws its ready number without the fence",
+    ),
+    m(
+        "sweep_fence_removed",
+        "_sweep.sql",
+        "    PERFORM pgq._ready_lock(v_stale.back_eps);\n",
+        "",
+        "the stale sweep queues jobs again without the fence",
+    ),
+    m(
+        "promote_fence_removed",
+        "_promote.sql",
+        "    PERFORM pgq._ready_lock(v_due.eps);\n",
+        "",
+        "promotion draws ready numbers without the fence",
+    ),
+    m(
+        "requeue_fence_removed",
+        "requeue.sql",
+        "        PERFORM pgq._ready_lock(v_eps);\n",
+        "        NULL;\n",
+        "requeue draws ready numbers without the fence",
+    ),
+    # --- Leases and owners ---
+    m(
+        "heartbeat_no_lease",
+        "heartbeat.sql",
+        "               AND j.lease = i.lease\n",
+        "",
+        "heartbeat accepts a stale lease",
+    ),
+    m(
+        "complete_failure_no_lease",
+        "complete.sql",
+        "                       AND j.lease = i.lease\n",
+        "",
+        "complete retries a failure reported under a stale lease",
+    ),
+    m(
+        "archive_no_lease",
+        "_archive.sql",
+        "OR (j.lease = i.lease AND j.status = 'running'",
+        "OR (j.status = 'running'",
+        "complete archives a success reported under a stale lease",
+    ),
+    m(
+        "release_no_lease",
+        "release.sql",
+        "ON j.id = u.id AND j.lease = u.lease",
+        "ON j.id = u.id",
+        "release accepts a stale lease",
+    ),
+    # --- slot <> 4 (jobs_scheduled left out of the plans) ---
+    m(
+        "claim_lane_read_slot",
+        "claim.sql",
+        "                  AND j.slot <> 4\n                  AND j.ready_seq > lanes.cursor",
+        "                  AND j.ready_seq > lanes.cursor",
+        "the claim's lane read probes jobs_scheduled too (answers unchanged, one index more)",
+    ),
+    m(
+        "lane_cursor_slot",
+        "_lane_cursor.sql",
+        "       AND j.slot <> 4\n",
+        "",
+        "the cursor's probe reads jobs_scheduled too",
+    ),
+    m(
+        "heartbeat_slot",
+        "heartbeat.sql",
+        " AND j.slot <> 4\n               AND j.worker_id = heartbeat.worker_id",
+        "\n               AND j.worker_id = heartbeat.worker_id",
+        "heartbeat's UPDATE reads jobs_scheduled too",
+    ),
+    # --- ORDER BY in locking reads (lock order: no deadlocks between batches) ---
+    m(
+        "complete_lock_order",
+        "complete.sql",
+        "                     ORDER BY j.id\n                       FOR UPDATE OF j) AS d;",
+        "                       FOR UPDATE OF j) AS d;",
+        "complete locks the failed jobs of a batch in no set order (deadlocks between batches)",
+    ),
+    m(
+        "release_lock_order",
+        "release.sql",
+        "                 ORDER BY j.id\n                   FOR UPDATE OF j) AS l;",
+        "                   FOR UPDATE OF j) AS l;",
+        "release locks a batch in no set order",
+    ),
+    m(
+        "promote_unordered",
+        "_promote.sql",
+        "             ORDER BY j.run_at, j.id\n             LIMIT _promote.max_rows",
+        "             LIMIT _promote.max_rows",
+        "the capped promotion read takes any due jobs, not the earliest",
+    ),
+    # --- SKIP LOCKED ---
+    m(
+        "claim_jobs_wait",
+        "claim.sql",
+        "LIMIT least(lanes.quota, claim.batch_size)\n                  FOR UPDATE SKIP LOCKED) AS q",
+        "LIMIT least(lanes.quota, claim.batch_size)\n                  FOR UPDATE) AS q",
+        "claimers wait for each other's job locks instead of skipping them",
+    ),
+    m(
+        "claim_limit_waits",
+        "claim.sql",
+        "             ORDER BY e.entrypoint\n               FOR UPDATE SKIP LOCKED) AS c;",
+        "             ORDER BY e.entrypoint\n               FOR UPDATE) AS c;",
+        "a claim of a limited entrypoint waits for the other claimer's policy lock",
+    ),
+    m(
+        "maintain_waits",
+        "maintain.sql",
+        "PERFORM 1 FROM pgq.maintenance m FOR UPDATE SKIP LOCKED;",
+        "PERFORM 1 FROM pgq.maintenance m FOR UPDATE;",
+        "a second maintainer waits instead of answering busy",
+    ),
+    # --- Status and policy guards ---
+    m(
+        "cancel_archives_running",
+        "cancel.sql",
+        "array_agg(l.id ORDER BY l.id) FILTER (WHERE l.status <> c_running),",
+        "array_agg(l.id ORDER BY l.id),",
+        "cancel moves a running job to history at once instead of flagging it",
+    ),
+    m(
+        "claim_ignores_pause",
+        "claim.sql",
+        "           AND c.paused_at IS NULL\n    ), lanes",
+        "    ), lanes",
+        "a paused entrypoint is claimed",
+    ),
+    m(
+        "sweep_ignores_pause",
+        "_sweep.sql",
+        "OR (c.paused_at IS NULL AND coalesce(c.concurrency_limit, 1) > 0))",
+        "OR coalesce(c.concurrency_limit, 1) > 0)",
+        "a paused entrypoint's stale jobs are swept back to the queue",
+    ),
+    m(
+        "limit_counts_current_slot",
+        "claim.sql",
+        "AND r.slot <> 4)))",
+        "AND r.slot = pgq._slot())))",
+        "the concurrency limit counts running jobs of the current slot only",
+    ),
+    # --- Attempts ---
+    m(
+        "claim_attempt",
+        "claim.sql",
+        "attempt = j.attempt + 1",
+        "attempt = j.attempt",
+        "a claim does not count the attempt",
+    ),
+    m(
+        "release_counts_attempt",
+        "release.sql",
+        "                   attempt = j.attempt - 1,\n",
+        "",
+        "release counts the attempt it gave back",
+    ),
+    m(
+        "complete_interrupted_counts",
+        "complete.sql",
+        "attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,",
+        "attempt = j.attempt,",
+        "an interrupted attempt counts",
+    ),
+    m(
+        "complete_one_attempt_more",
+        "complete.sql",
+        "j.attempt < c.max_attempts) AS retry",
+        "j.attempt <= c.max_attempts) AS retry",
+        "a failure retries once more than max_attempts allows",
+    ),
+    m(
+        "sweep_one_attempt_more",
+        "_sweep.sql",
+        "j.attempt >= c.max_attempts OR j.cancel_requested AS dead",
+        "j.attempt > c.max_attempts OR j.cancel_requested AS dead",
+        "a timed-out last attempt is queued again",
+    ),
+    # --- Caps ---
+    m(
+        "claim_promote_uncapped",
+        "claim.sql",
+        "PERFORM pgq._promote(claim.entrypoints, v_now, 1000);",
+        "PERFORM pgq._promote(claim.entrypoints, v_now, NULL);",
+        "a claim promotes every due job, however many",
+    ),
+    m(
+        "maintain_promote_uncapped",
+        "maintain.sql",
+        "pgq._promote(NULL, v_now, 10000)",
+        "pgq._promote(NULL, v_now, NULL)",
+        "maintain promotes every due job, however many",
+    ),
+    m(
+        "maintain_carries_backlog",
+        "maintain.sql",
+        "IF v_n BETWEEN 1 AND c_carry THEN",
+        "IF v_n >= 1 THEN",
+        "a next slot holding a backlog is carried (the cap read still limits it to 1001)",
+    ),
+    m(
+        "lanes_cap",
+        "_add_lanes.sql",
+        "    IF v_new > 100 THEN",
+        "    IF v_new > 1000 THEN",
+        "one statement may open 1000 new lanes",
+    ),
+    # --- The ring's reclaim ---
+    m(
+        "maintain_no_recheck",
+        "maintain.sql",
+        "EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM pgq.%I)', v_target) INTO v_empty;",
+        "v_empty := true;",
+        "truncation without the emptiness check under the lock: a late producer's job is lost",
+    ),
+    Mutant(
+        "maintain_running_is_empty",
+        "maintain.sql",
+        (
+            (
+                "EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM pgq.%I)', 'jobs_' || v_slot) INTO v_empty;",
+                "EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM pgq.%I WHERE status <> ''running'')', "
+                "'jobs_' || v_slot) INTO v_empty;",
+            ),
+            (
+                "EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM pgq.%I)', v_target) INTO v_empty;",
+                "EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM pgq.%I WHERE status <> ''running'')', "
+                "v_target) INTO v_empty;",
+            ),
+        ),
+        "a slot holding only running jobs counts as empty and is truncated",
+    ),
+    m(
+        "maintain_rotates_too_often",
+        "maintain.sql",
+        ">= c_period_ms THEN",
+        ">= 0 THEN",
+        "the ring rotates on every call, not at most every 2 s",
+    ),
+    # --- Second looks (a row carried while the call waited for its lock) ---
+    m(
+        "heartbeat_one_look",
+        "heartbeat.sql",
+        "FOR v_round IN 1..2 LOOP",
+        "FOR v_round IN 1..1 LOOP",
+        "heartbeat reports a job lost when maintenance carried it while the call waited",
+    ),
+    m(
+        "cancel_one_look",
+        "cancel.sql",
+        "FOR v_round IN 1..2 LOOP",
+        "FOR v_round IN 1..1 LOOP",
+        "cancel misses a job carried while it waited",
+    ),
+    # --- Dedupe keys ---
+    m(
+        "archive_keeps_key",
+        "_archive.sql",
+        "         WHERE g.dedupe_key IS NOT NULL\n",
+        "         WHERE g.dedupe_key IS NOT NULL AND g.final_status = 'successful'\n",
+        "a failed or canceled job keeps its dedupe key after it finished",
+    ),
+    # --- Input checks ---
+    m(
+        "claim_no_time_check",
+        "claim.sql",
+        "PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');",
+        "PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints');",
+        "claim accepts an at outside the supported range",
+    ),
+    m(
+        "maintain_no_time_check",
+        "maintain.sql",
+        "coalesce(pgq._check_time(maintain.at, 'at'), now())",
+        "coalesce(maintain.at, now())",
+        "maintain accepts an at outside the supported range",
+    ),
+    m(
+        "heartbeat_no_time_check",
+        "heartbeat.sql",
+        "        PERFORM pgq._check_time(heartbeat.at, 'at');\n",
+        "        NULL;\n",
+        "heartbeat accepts an at outside the supported range",
+    ),
+)
+
+
+class MutantError(Exception):
+    """A mutant's original text is not found exactly once in its file."""
+
+
+def apply(mutant: Mutant, functions: Path) -> None:
+    """Apply the mutant's edits to ``functions/<file>`` (raises :class:`MutantError`)."""
+    path = functions / mutant.file
+    if not path.is_file():
+        raise MutantError(f"{mutant.name}: no file sql/functions/{mutant.file}")
+    text = path.read_text()
+    for original, replacement in mutant.edits:
+        count = text.count(original)
+        if count != 1:
+            first = original.strip().splitlines()[0][:70]
+            raise MutantError(
+                f"{mutant.name}: sql/functions/{mutant.file} holds {first!r} {count} times"
+                " (must be once: update the mutant)"
+            )
+        text = text.replace(original, replacement)
+    path.write_text(text)
+
+
+def check(functions: Path = FUNCTIONS) -> list[str]:
+    """Problems with the list: duplicate names, original texts not found exactly once."""
+    problems = []
+    names = [mu.name for mu in MUTANTS]
+    problems += [f"{n}: name used twice" for n in sorted({n for n in names if names.count(n) > 1})]
+    for mutant in MUTANTS:
+        text = (functions / mutant.file).read_text() if (functions / mutant.file).is_file() else ""
+        for original, replacement in mutant.edits:
+            if original == replacement:
+                problems.append(f"{mutant.name}: an edit changes nothing")
+            elif text.count(original) != 1:
+                first = original.strip().splitlines()[0][:70]
+                problems.append(
+                    f"{mutant.name}: sql/functions/{mutant.file} holds {first!r}"
+                    f" {text.count(original)} times"
+                )
+    return problems
+
+
+def copy_tree(dest: Path) -> None:
+    """The work tree as it is (tracked and untracked files that are not ignored) into dest."""
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for rel in listed:
+        if not rel:
+            continue
+        src = ROOT / rel
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the work tree
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target, follow_symlinks=False)
+
+
+@dataclass
+class Result:
+    name: str
+    outcome: str  # caught, survived, timeout (counted as caught), error
+    seconds: float
+    detail: str = ""
+
+
+def run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float, str]:
+    """('passed' | 'failed' | 'timeout', seconds, the first failing test or error line)."""
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-rf",
+        "--no-header",
+        *tests,
+    ]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tree,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+        return "timeout", time.monotonic() - t0, f"no result within {timeout:.0f} s"
+    seconds = time.monotonic() - t0
+    text = out.decode(errors="replace")
+    lines = text.splitlines()
+    failed = [ln for ln in lines if ln.startswith(("FAILED ", "ERROR "))]
+    if proc.returncode == 0:
+        return "passed", seconds, ""
+    return "failed", seconds, (failed[0] if failed else (lines[-1] if lines else "")).strip()
+
+
+def prepare(tree: Path, mutant: Mutant | None) -> None:
+    """A fresh copy of the work tree in ``tree`` with the mutant applied and the migration
+    regenerated."""
+    if tree.exists():
+        shutil.rmtree(tree)
+    tree.mkdir(parents=True)
+    copy_tree(tree)
+    if mutant is not None:
+        apply(mutant, tree / "sql" / "functions")
+    gen = subprocess.run(
+        [sys.executable, "scripts/new_migration.py"], cwd=tree, capture_output=True, text=True
+    )
+    if gen.returncode != 0:
+        raise MutantError(f"new_migration.py failed: {(gen.stderr or gen.stdout).strip()}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="check that every original text is found exactly once, and exit",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="run only this mutant (repeatable; a prefix matches several)",
+    )
+    parser.add_argument(
+        "--tests",
+        action="append",
+        metavar="PATH",
+        help="test files or node ids to run (repeatable; default: the SQL-focused selection)",
+    )
+    parser.add_argument(
+        "--threshold", type=float, default=95.0, help="minimum kill rate in percent (default 95)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=900.0,
+        help="seconds one test run may take (a hang counts as caught)",
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the run of the unmutated copy"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
+    args = parser.parse_args(argv)
+
+    if args.list:
+        for mu in MUTANTS:
+            print(f"{mu.name:34} {mu.file:20} {mu.bug}")
+        return 0
+    problems = check()
+    if args.check:
+        print("\n".join(problems) or f"{len(MUTANTS)} mutants, every original text found once")
+        return 2 if problems else 0
+
+    chosen = [
+        mu for mu in MUTANTS if not args.only or any(mu.name.startswith(o) for o in args.only)
+    ]
+    if not chosen:
+        print(f"no mutant matches {args.only}", file=sys.stderr)
+        return 2
+    if not os.environ.get("PGQ_TEST_DSN"):
+        print(
+            "PGQ_TEST_DSN is not set: the tests would start an embedded server per run",
+            file=sys.stderr,
+        )
+    tests = args.tests or [t for t in DEFAULT_TESTS if (ROOT / t).exists()]
+    print(f"{len(chosen)} mutants; tests: {' '.join(tests)}", flush=True)
+
+    work = Path(tempfile.mkdtemp(prefix="pgq-mutate-"))
+    tree = work / "tree"
+    results: list[Result] = []
+    t_start = time.monotonic()
+    try:
+        if not args.no_baseline:
+            prepare(tree, None)
+            state, seconds, detail = run_tests(tree, tests, args.timeout)
+            print(f"baseline: {state} in {seconds:.0f} s {detail}", flush=True)
+            if state != "passed":
+                print("the unmutated tests must pass first", file=sys.stderr)
+                return 2
+        for mu in chosen:
+            try:
+                prepare(tree, mu)
+            except MutantError as exc:
+                results.append(Result(mu.name, "error", 0.0, str(exc)))
+                print(f"{mu.name:34} ERROR    {exc}", flush=True)
+                continue
+            state, seconds, detail = run_tests(tree, tests, args.timeout)
+            outcome = {"passed": "survived", "failed": "caught"}.get(state, state)
+            results.append(Result(mu.name, outcome, seconds, detail))
+            print(f"{mu.name:34} {outcome:8} {seconds:6.0f} s  {detail[:110]}", flush=True)
+    finally:
+        if args.keep:
+            print(f"copy kept in {tree}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+    total = time.monotonic() - t_start
+    ran = [r for r in results if r.outcome != "error"]
+    killed = [r for r in ran if r.outcome in ("caught", "timeout")]
+    rate = 100.0 * len(killed) / len(ran) if ran else 0.0
+    print()
+    print("| mutant | file | result | seconds |\n|---|---|---|---|")
+    by_name = {mu.name: mu for mu in MUTANTS}
+    for r in results:
+        print(f"| {r.name} | {by_name[r.name].file} | {r.outcome} | {r.seconds:.0f} |")
+    print()
+    survivors = [r.name for r in ran if r.outcome == "survived"]
+    errors = [r.name for r in results if r.outcome == "error"]
+    print(
+        f"killed {len(killed)} of {len(ran)} ({rate:.1f} %) in {total / 60:.1f} min"
+        + (f"; survived: {', '.join(survivors)}" if survivors else "")
+        + (f"; errors (update the mutant): {', '.join(errors)}" if errors else "")
+    )
+    if errors:
+        return 2
+    return 1 if rate < args.threshold else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
