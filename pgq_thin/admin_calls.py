@@ -136,9 +136,7 @@ _WORKER = ("pgq_worker", calls.GRANT_WORKER)
 #: Who may run each statement (by the function it calls): named in a PrivilegeMissing message.
 NEEDS: dict[str, tuple[str, str]] = {
     **dict.fromkeys(("pgq.metrics", "pgq.worker_status", "pgq.job_results"), _ANY),
-    **dict.fromkeys(
-        ("pgq.job(", "pgq.list_jobs", "pgq.find_", "pgq.entrypoint_config"), _READER
-    ),
+    **dict.fromkeys(("pgq.job(", "pgq.list_jobs", "pgq.find_", "pgq.entrypoint_config"), _READER),
     **dict.fromkeys(
         ("pgq.pause", "pgq.resume", "pgq.requeue_history", "pgq.delete_", "pgq.fire_schedule_now"),
         _ADMIN,
@@ -251,7 +249,8 @@ def sync_method(build: Callable[P, Call[R]]) -> Callable[Concatenate[SyncHandle,
 
     @functools.wraps(build)
     def method(self: SyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return run(self.connection, build(*args, **kwargs))
+        with self.using() as conn:
+            return run(conn, build(*args, **kwargs))
 
     return method
 
@@ -263,7 +262,8 @@ def async_method(
 
     @functools.wraps(build)
     async def method(self: AsyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await arun(await self.connection(), build(*args, **kwargs))
+        async with self.using() as conn:
+            return await arun(conn, build(*args, **kwargs))
 
     return method
 

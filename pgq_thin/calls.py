@@ -92,15 +92,16 @@ FIRE_SCHEDULE = (
     "SELECT * FROM pgq.fire_schedule(%s::uuid, %s::text, %s::bigint, %s::timestamptz,"
     " %s::timestamptz, %s::timestamptz)"
 )
-RELEASE_SCHEDULE = (
-    "SELECT pgq.release_schedule(%s::uuid, %s::text, %s::bigint, %s::text) AS state"
-)
+RELEASE_SCHEDULE = "SELECT pgq.release_schedule(%s::uuid, %s::text, %s::bigint, %s::text) AS state"
 # Seconds until a schedule is due (or a silent claimer may be taken over); NULL: no schedules.
 NEXT_SCHEDULE_IN = "SELECT extract(epoch FROM pgq.next_schedule_at() - now())::float8"
 SCHEDULES = "SELECT * FROM pgq.schedules ORDER BY name"
 LISTEN = "LISTEN pgq_events"
 # The listener's health check: a round trip on its own connection.
 PING = "SELECT 1"
+# Is the server a hot standby? Asked once per new connection when the server did not report
+# ``in_hot_standby`` (PostgreSQL before 14, or a pooler that does not pass it on).
+IN_RECOVERY = "SELECT pg_is_in_recovery()"
 
 CHANNEL = "pgq_events"
 # Never run by the client: what an error message tells the owner to run for a role that lacks
@@ -335,6 +336,17 @@ async def alisten(conn: AConn) -> None:
 async def aping(conn: AConn) -> None:
     """One round trip (the listener's health check)."""
     await conn.execute(PING)
+
+
+def in_recovery(conn: Conn) -> bool:
+    """``pg_is_in_recovery()``: true on a hot standby."""
+    row = conn.execute(IN_RECOVERY).fetchone()
+    return bool(row and row[0])
+
+
+async def ain_recovery(conn: AConn) -> bool:
+    row = await (await conn.execute(IN_RECOVERY)).fetchone()
+    return bool(row and row[0])
 
 
 async def aschedule(conn: AConn, args: tuple[Any, ...]) -> Row:

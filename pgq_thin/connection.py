@@ -13,12 +13,25 @@ by the kernel even when the client is idle or blocked on a write.
 Reconnecting is decided here and nowhere else: :class:`Backoff` is the one retry policy (capped
 exponential with jitter) and :class:`AsyncSession` reconnects in place and re-runs the call that
 met a broken connection. The listener (:mod:`pgq_thin.listener`) uses the same ``Backoff``.
+
+A server that cannot take writes counts as a lost connection, by one rule (:func:`is_lost`):
+
+- a new connection is checked once: on a hot standby (the ``in_hot_standby`` parameter the
+  server reports, PostgreSQL 14+; else ``pg_is_in_recovery()``) :func:`connect` and
+  :func:`aconnect` try once more with ``target_session_attrs=read-write`` (with a multi-host
+  DSN libpq then looks for the primary among the hosts) and otherwise raise
+  :class:`ServerReadOnly`, an ``OperationalError`` like a server that is down;
+- an answer with SQLSTATE 25006 (``read_only_sql_transaction``) on an open connection is a
+  lost connection: the session closes it and connects again, a handle
+  (:mod:`pgq_thin.handle`: ``Queue``, ``Admin``, hence ``top``, the exporter and the web
+  pages) closes it so that its next call connects again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,7 +40,9 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 
+from pgq_thin import calls
 from pgq_thin.embedded import EmbeddedServerError as EmbeddedServerError  # re-export
 from pgq_thin.errors import PgqThinError
 from pgq_thin.errors import one_line as _one_line
@@ -66,33 +81,135 @@ def short_id(worker_id: object) -> str:
     return str(worker_id)[:8]
 
 
+#: SQLSTATE ``read_only_sql_transaction``: what a hot standby (or a read-only session) answers
+#: a write with.
+READ_ONLY_SQLSTATE = "25006"
+#: ``target_session_attrs`` values under which libpq never settles for a standby.
+_WRITABLE_ATTRS = ("read-write", "primary")
+
+
+class ServerReadOnly(psycopg.OperationalError):
+    """A new connection reached a hot standby (a server in recovery), and no host of the DSN
+    accepted a read-write connection: for the queue, the same as a server that is down."""
+
+
+def _standby_reported(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool | None:
+    """What the server reported at connection time (``in_hot_standby``, PostgreSQL 14+), or
+    None when it reported nothing (an older server, or a pooler that does not pass it on)."""
+    status = conn.info.parameter_status("in_hot_standby")
+    return None if status is None else status == "on"
+
+
+def _retry_writable(dsn: str) -> bool:
+    """After landing on a standby: is a ``read-write`` attempt worth making? Not when the DSN
+    (or ``PGTARGETSESSIONATTRS``) asked for it already: libpq did that search."""
+    try:
+        attrs = conninfo_to_dict(dsn).get("target_session_attrs")
+    except psycopg.ProgrammingError:
+        attrs = None
+    attrs = attrs or os.environ.get("PGTARGETSESSIONATTRS") or "any"
+    return str(attrs) not in _WRITABLE_ATTRS
+
+
+def _read_only_error(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any],
+) -> ServerReadOnly:
+    info = conn.info
+    return ServerReadOnly(
+        f"the server at {info.host}:{info.port} is a hot standby (in recovery, read-only) "
+        "and no host of the DSN accepted a read-write connection"
+    )
+
+
 def connect(
     dsn: str, *, autocommit: bool = True, application_name: str | None = None
 ) -> psycopg.Connection[Any]:
     """A sync connection with keepalives, named ``application_name`` (unless the DSN or
-    ``PGAPPNAME`` names it)."""
-    return psycopg.connect(
-        dsn,
-        autocommit=autocommit,
-        prepare_threshold=PREPARE_THRESHOLD,
-        **_named(application_name),
-    )
+    ``PGAPPNAME`` names it), never to a hot standby (see the module docstring)."""
+    settings: dict[str, Any] = {"autocommit": autocommit, "prepare_threshold": PREPARE_THRESHOLD}
+    conn = psycopg.connect(dsn, **settings, **_named(application_name))
+    try:
+        standby = _in_recovery(conn)
+    except BaseException:
+        conn.close()
+        raise
+    if not standby:
+        return conn
+    error = _read_only_error(conn)
+    conn.close()
+    if _retry_writable(dsn):
+        try:
+            conn = psycopg.connect(
+                dsn, **settings, **_named(application_name), target_session_attrs="read-write"
+            )
+        except psycopg.OperationalError as err:
+            raise error from err
+        if not _in_recovery(conn):
+            return conn
+        conn.close()
+    raise error
 
 
 async def aconnect(
     dsn: str, *, autocommit: bool = True, application_name: str | None = None
 ) -> psycopg.AsyncConnection[Any]:
-    """An async connection with keepalives, named as :func:`connect` names it."""
-    return await psycopg.AsyncConnection.connect(
-        dsn,
-        autocommit=autocommit,
-        prepare_threshold=PREPARE_THRESHOLD,
-        **_named(application_name),
-    )
+    """An async connection with keepalives, named and checked as :func:`connect` does."""
+    settings: dict[str, Any] = {"autocommit": autocommit, "prepare_threshold": PREPARE_THRESHOLD}
+    conn = await psycopg.AsyncConnection.connect(dsn, **settings, **_named(application_name))
+    try:
+        standby = await _ain_recovery(conn)
+    except BaseException:
+        await conn.close()
+        raise
+    if not standby:
+        return conn
+    error = _read_only_error(conn)
+    await conn.close()
+    if _retry_writable(dsn):
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                dsn, **settings, **_named(application_name), target_session_attrs="read-write"
+            )
+        except psycopg.OperationalError as err:
+            raise error from err
+        if not await _ain_recovery(conn):
+            return conn
+        await conn.close()
+    raise error
+
+
+def _in_recovery(conn: psycopg.Connection[Any]) -> bool:
+    """The check of a new connection: the reported parameter, else one query."""
+    reported = _standby_reported(conn)
+    if reported is not None:
+        return reported
+    try:
+        return calls.in_recovery(conn)
+    finally:
+        if not conn.autocommit:
+            conn.rollback()
+
+
+async def _ain_recovery(conn: psycopg.AsyncConnection[Any]) -> bool:
+    reported = _standby_reported(conn)
+    if reported is not None:
+        return reported
+    try:
+        return await calls.ain_recovery(conn)
+    finally:
+        if not conn.autocommit:
+            await conn.rollback()
 
 
 class ConnectionUnavailable(PgqThinError):
     """No connection could be made for longer than the session's ``reconnect_timeout``."""
+
+
+#: The longest pause between two connection attempts. A failed attempt on a server that is
+#: down costs a refused TCP connect, so the pause stays short and work resumes within about
+#: this long once the server accepts connections again, whatever the outage lasted
+#: (docs/connection-failures.md: what it costs while the server is down).
+RECONNECT_CAP = 0.5
 
 
 class Backoff:
@@ -100,9 +217,12 @@ class Backoff:
 
     Delay ``n`` (n >= 1) is ``min(cap, base * 2**(n - 1))`` scaled by a random factor in
     [0.5, 1) ("equal jitter"), so workers that lost the same server do not come back in step.
+    The default (0.1 s doubling to :data:`RECONNECT_CAP`) is the reconnect policy of the session
+    and the listener; loops that retry after an error of another kind pass their own ``base``
+    and ``cap``.
     """
 
-    def __init__(self, base: float = 0.1, cap: float = 5.0) -> None:
+    def __init__(self, base: float = 0.1, cap: float = RECONNECT_CAP) -> None:
         self.base = base
         self.cap = cap
         self.failures = 0
@@ -131,6 +251,19 @@ def is_disconnect(conn: psycopg.AsyncConnection[Any] | psycopg.Connection[Any]) 
     return conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
 
 
+def is_lost(
+    conn: psycopg.AsyncConnection[Any] | psycopg.Connection[Any], err: BaseException
+) -> bool:
+    """The rule: does ``err`` on ``conn`` mean the connection is lost for the queue? Yes when
+    it broke (:func:`is_disconnect`), and when the server answered that it is read-only
+    (SQLSTATE 25006: a hot standby, e.g. the one a multi-host DSN without
+    ``target_session_attrs`` reached while the primary was down): a new connection may reach
+    the primary, this one never will."""
+    if is_disconnect(conn):
+        return True
+    return getattr(err, "sqlstate", None) == READ_ONLY_SQLSTATE
+
+
 class AsyncSession:
     """The worker's one connection for claim, heartbeat, complete and release.
 
@@ -138,13 +271,14 @@ class AsyncSession:
     process is enough and the server sees one backend per worker (plus its listener).
 
     :meth:`call` is where connection loss is handled, for every loop of the worker: a call
-    that fails because the connection broke (backend terminated, server restarted, pooler
-    dropped it, network gone) closes it, reconnects with :class:`Backoff` and runs the same
-    call again on the new connection, with the same arguments (so buffered results keep their
-    original leases). Every ``pgq`` call the worker makes is safe to repeat: a lease-guarded
-    write that already committed is simply not applied twice. ``on_reconnect`` runs on each
-    new connection before the retried call (the worker sends its heartbeats there first).
-    After ``reconnect_timeout`` seconds without a working connection :class:`ConnectionUnavailable`
+    that fails because the connection is lost (:func:`is_lost`: backend terminated, server
+    restarted, pooler dropped it, network gone, or the server answered read-only) closes it,
+    reconnects with :class:`Backoff` and runs the same call again on the new connection, with
+    the same arguments (so buffered results keep their original leases). Every ``pgq`` call
+    the worker makes is safe to repeat: a lease-guarded write that already committed is
+    simply not applied twice. ``on_reconnect`` runs on each new connection before the retried
+    call (the worker sends its heartbeats there first). After ``reconnect_timeout`` seconds
+    without a working connection :class:`ConnectionUnavailable`
     is raised and the worker's supervisor takes over.
     """
 
@@ -192,7 +326,7 @@ class AsyncSession:
                 try:
                     result = await fn(conn)
                 except psycopg.Error as err:
-                    if not is_disconnect(conn):
+                    if not is_lost(conn, err):
                         raise
                     await self._lost(conn, err)
                     continue
@@ -207,7 +341,7 @@ class AsyncSession:
             try:
                 yield conn
             except psycopg.Error as err:
-                if is_disconnect(conn):
+                if is_lost(conn, err):
                     await self._lost(conn, err)
                 raise
 
@@ -255,7 +389,7 @@ class AsyncSession:
                 try:
                     await self.on_reconnect(conn)
                 except psycopg.Error as err:
-                    if is_disconnect(conn):
+                    if is_lost(conn, err):
                         await self._lost(conn, err)
                         continue
                     log.warning("pgq-thin after-reconnect step failed: %s", _one_line(err))
@@ -266,4 +400,3 @@ class AsyncSession:
             if self._conn is not None:
                 await self._conn.close()
                 self._conn = None
-

@@ -6,6 +6,11 @@ on :meth:`close` or at the end of a ``with`` block. Given a psycopg connection y
 call runs on it, inside whatever transaction you have open, and it is never closed or committed
 by the handle. Anything else is a :class:`TypeError` at construction.
 
+A connection the handle opens follows the one rule of :mod:`pgq_thin.connection`: it is never
+made to a hot standby, and one found lost (broken, or answering read-only: SQLSTATE 25006) is
+closed, so that the next call opens a new one (with a multi-host DSN, on the primary once it is
+back). The error itself is raised to the caller, as for a server that is down.
+
 A connection the handle opens is named (``application_name``) after the class:
 ``pgq-thin producer`` for a queue, ``pgq-thin admin`` for the admin API, unless the DSN or
 ``PGAPPNAME`` names it, or ``application_name=`` says otherwise.
@@ -14,12 +19,14 @@ A connection the handle opens is named (``application_name``) after the class:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
 import psycopg
 
-from pgq_thin.connection import aconnect, connect
+from pgq_thin.connection import aconnect, connect, is_lost
 from pgq_thin.dsn import resolve_dsn
 
 __all__ = ["AsyncHandle", "SyncHandle"]
@@ -67,6 +74,18 @@ class SyncHandle:
         if self._conn is None or (self._owned and self._conn.closed):
             self._conn = connect(resolve_dsn(self._dsn), application_name=self.application_name)
         return self._conn
+
+    @contextmanager
+    def using(self) -> Iterator[psycopg.Connection[Any]]:
+        """The connection for one call; a connection of the handle's own that the call found
+        lost (:func:`~pgq_thin.connection.is_lost`) is closed, the next call opens another."""
+        conn = self.connection
+        try:
+            yield conn
+        except psycopg.Error as err:
+            if self._owned and is_lost(conn, err):
+                self.close()
+            raise
 
     def close(self) -> None:
         """Close the connection if the handle opened it (a borrowed one is left alone)."""
@@ -116,6 +135,17 @@ class AsyncHandle:
             dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
             self._conn = await aconnect(dsn, application_name=self.application_name)
         return self._conn
+
+    @asynccontextmanager
+    async def using(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """The async twin of :meth:`SyncHandle.using`."""
+        conn = await self.connection()
+        try:
+            yield conn
+        except psycopg.Error as err:
+            if self._owned and is_lost(conn, err):
+                await self.close()
+            raise
 
     async def close(self) -> None:
         """Close the connection if the handle opened it (a borrowed one is left alone)."""

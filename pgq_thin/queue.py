@@ -159,7 +159,8 @@ class Queue(SyncHandle):
         ``on_conflict="existing"`` returns that job's id.
         """
         args = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        return calls.enqueue(self.connection, args)
+        with self.using() as conn:
+            return calls.enqueue(conn, args)
 
     def enqueue_many(
         self,
@@ -180,11 +181,13 @@ class Queue(SyncHandle):
         if not payloads:
             return []
         args = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        return calls.enqueue_many(self.connection, args)
+        with self.using() as conn:
+            return calls.enqueue_many(conn, args)
 
     def cancel(self, ids: Sequence[int]) -> list[int]:
         """Cancel jobs: queued ones at once, running ones are asked to stop. Ids affected."""
-        return calls.cancel(self.connection, ids)
+        with self.using() as conn:
+            return calls.cancel(conn, ids)
 
     def configure(
         self,
@@ -209,7 +212,8 @@ class Queue(SyncHandle):
             heartbeat_timeout,
             reset,
         )
-        return calls.configure(self.connection, args)
+        with self.using() as conn:
+            return calls.configure(conn, args)
 
     result = sync_method(result_call)
     results = sync_method(admin_calls.job_results)
@@ -246,7 +250,8 @@ class AsyncQueue(AsyncHandle):
     ) -> int:
         """As :meth:`Queue.enqueue`."""
         args = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        return await calls.aenqueue(await self.connection(), args)
+        async with self.using() as conn:
+            return await calls.aenqueue(conn, args)
 
     async def enqueue_many(
         self,
@@ -263,11 +268,13 @@ class AsyncQueue(AsyncHandle):
         if not payloads:
             return []
         args = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        return await calls.aenqueue_many(await self.connection(), args)
+        async with self.using() as conn:
+            return await calls.aenqueue_many(conn, args)
 
     async def cancel(self, ids: Sequence[int]) -> list[int]:
         """As :meth:`Queue.cancel`."""
-        return await calls.acancel(await self.connection(), ids)
+        async with self.using() as conn:
+            return await calls.acancel(conn, ids)
 
     async def configure(
         self,
@@ -290,7 +297,8 @@ class AsyncQueue(AsyncHandle):
             heartbeat_timeout,
             reset,
         )
-        return await calls.aconfigure(await self.connection(), args)
+        async with self.using() as conn:
+            return await calls.aconfigure(conn, args)
 
     result = async_method(result_call)
     results = async_method(admin_calls.job_results)

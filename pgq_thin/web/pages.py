@@ -237,7 +237,10 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     BadInput: _bad_input,
     PgqError: _bad_input,
     SetupError: _setup_error,
-    psycopg.OperationalError: _database_down,
+    psycopg.OperationalError: _database_down,  # ServerReadOnly among them (a standby)
+    # a read-only answer (SQLSTATE 25006): the handle closed its connection (the rule of
+    # pgq_thin.connection), the next request connects again
+    psycopg.errors.ReadOnlySqlTransaction: _database_down,
 }
 
 ROUTES = [

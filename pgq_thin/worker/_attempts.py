@@ -204,18 +204,22 @@ class Attempts:
         return dict(answers)
 
     def lose(self, attempt: Attempt) -> None:
-        """The server says another attempt owns this job now: stop it, drop its result."""
-        if not attempt.request_stop(Stop.LOST):
+        """The server says another attempt owns this job now: stop it (it reports nothing).
+
+        A finished attempt is left alone: its result is buffered, or in a write whose answer
+        was lost (``pgq.complete`` committed, then the connection dropped, and the heartbeat
+        after the reconnect finds the job no longer running under this lease). The write
+        decides, once: accepted again under the same lease, the result counts as written;
+        refused, it counts as lost (:meth:`ResultBuffer._settle`). So each job's ending is
+        counted once."""
+        if attempt.phase is Phase.FINISHED or not attempt.request_stop(Stop.LOST):
             return
         self._stats.lost += 1
         job = attempt.job
         if self.owned.get(job.id) is attempt:
             del self.owned[job.id]
-        self._results.drop(job.id, job.lease)
-        running = attempt.phase is not Phase.FINISHED
-        self._tel.lost(attempt, running)
-        if running:
-            self._interrupt(attempt)
+        self._tel.lost(attempt)
+        self._interrupt(attempt)
 
     def cancel(self, attempt: Attempt) -> None:
         if attempt.phase is Phase.FINISHED or not attempt.request_stop(Stop.CANCEL):

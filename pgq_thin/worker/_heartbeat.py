@@ -1,7 +1,8 @@
 """Keeping owned jobs alive: one ``pgq.heartbeat`` for every job the worker owns (running, or
 finished with its result not yet written), every third of the smallest heartbeat timeout among
 them, and at once when a cancel notification names one of them. The answer is the truth:
-``lost`` stops the attempt and drops its result, ``cancel_requested`` cancels it.
+``lost`` stops a running attempt (a finished one is left to the write of its result, which
+counts its ending: see ``Attempts.lose``), ``cancel_requested`` cancels it.
 
 The same call keeps the worker fresh in the registry (``pgq.workers``): once registered, it
 beats at least every ``idle_interval`` (what ``pgq.register_worker`` answered), with empty

