@@ -2,15 +2,19 @@
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
 --   status (successful, failed or canceled), details and finished_at = at, and frees their
 --   dedupe keys in pgq.live_keys (only a key still held by that job id). Returns one row per
---   job moved: its id, entrypoint, final status and attempt.
+--   job moved: its id, entrypoint, final status and attempt. statuses may also say
+--   'interrupted' (an attempt cut off; the job ends canceled), and 'failed' ends canceled when
+--   the job's cancellation was requested; either way the attempt is appended to the error list
+--   (see below).
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
 --   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
 --   'failed' job whose cancellation was requested ends as 'canceled', and the history row keeps
 --   the lease (pgq.complete recognises a repeated call by it). Without leases (cancel, release,
 --   the claim path archiving a stale job) no lease is recorded: an attempt that did not finish
---   the job cannot pass for one that did. A failed job's details are also appended to its error
---   list. One statement: no separate locking pass.
+--   the job cannot pass for one that did. A failed or interrupted attempt is appended to the
+--   error list: {attempt, at, lease and worker_id (with leases), outcome ('interrupted' for
+--   one), decision (the final status), details}. One statement: no separate locking pass.
 -- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
@@ -48,8 +52,11 @@ BEGIN
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,
-                  CASE WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
+                  CASE WHEN i.status = 'interrupted' THEN 'canceled'
+                       WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
                        ELSE i.status END AS final_status,
+                  i.status IN ('failed', 'interrupted') AS ended_attempt,
+                  i.status = 'interrupted' AS interrupted,
                   i.details AS final_details
     ), keys AS (
         DELETE FROM pgq.live_keys k
@@ -64,10 +71,13 @@ BEGIN
     SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
            g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
            CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END, g.final_details,
-           CASE WHEN g.final_status = 'failed'
+           CASE WHEN g.ended_attempt
                 THEN g.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
                          'attempt', g.attempt, 'at', _archive.at,
-                         'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END))
+                         'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END,
+                         'worker_id', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.worker_id END,
+                         'outcome', CASE WHEN g.interrupted THEN 'interrupted' END,
+                         'decision', g.final_status))
                          || jsonb_build_object('details', g.final_details))
                 ELSE g.errors END
       FROM gone g

@@ -32,8 +32,9 @@ BEGIN
     -- that walk is the cost): those to archive, and those to queue again with the entrypoints
     -- whose fence their ready numbers need.
     SELECT array_agg(s.id ORDER BY s.id) FILTER (WHERE s.dead) AS dead_ids,
-           array_agg(CASE WHEN s.cancel_requested THEN 'canceled' ELSE 'failed' END ORDER BY s.id)
-               FILTER (WHERE s.dead) AS statuses,
+           -- 'failed': pgq._archive ends a job whose cancellation was requested as canceled,
+           -- and appends the timeout to the error list either way.
+           array_agg('failed'::text ORDER BY s.id) FILTER (WHERE s.dead) AS statuses,
            array_agg(jsonb_build_object('error', 'heartbeat timeout', 'worker_id', s.worker_id,
                                         'heartbeat_at', s.heartbeat_at) ORDER BY s.id)
                FILTER (WHERE s.dead) AS details,
@@ -70,7 +71,7 @@ BEGIN
            -- No lease in the entry: a lease in the error list means that attempt's result was
            -- applied (see pgq.complete).
            errors = j.errors || jsonb_build_array(jsonb_build_object(
-                        'attempt', j.attempt, 'at', _sweep.at,
+                        'attempt', j.attempt, 'at', _sweep.at, 'decision', 'retry',
                         'details', jsonb_build_object('error', 'heartbeat timeout',
                                                       'worker_id', j.worker_id,
                                                       'heartbeat_at', j.heartbeat_at)))

@@ -8,7 +8,8 @@
 --   ids that are unknown or already finished are ignored. Calling it again is harmless.
 --   at NULL means now(). A job carried to another slot of the ring while the call waited for it
 --   (pgq.maintain) is found again by a second look.
--- Locking: row locks on the affected jobs; waits for a transaction that holds one of them.
+-- Locking: row locks on the affected jobs, taken in id order; waits for a transaction that
+--   holds one of them.
 -- Errors: PQ009 NULL ids or NULL element.
 CREATE OR REPLACE FUNCTION pgq.cancel(ids bigint[], at timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint)
@@ -28,6 +29,7 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
     v_queued  bigint[];
+    v_running bigint[];
     v_flagged bigint[];
     v_done    bigint[] := '{}';
     v_round   int;
@@ -42,33 +44,38 @@ BEGIN
     -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
     -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
     -- the same row) while this call waited for its row lock. Unknown and finished ids miss twice.
+    -- Each round locks its jobs in one read, in id order, whatever their status and slot: every
+    -- function that locks several jobs takes them in id order, so two of them never deadlock.
     FOR v_round IN 1..2 LOOP
-        SELECT array_agg(l.id) INTO v_queued
-          FROM (SELECT j.id FROM pgq.jobs j
-                 WHERE j.id = ANY (cancel.ids) AND j.status IN ('queued', 'scheduled')
+        SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.status <> c_running),
+               array_agg(l.id ORDER BY l.id) FILTER (WHERE l.status = c_running)
+          INTO v_queued, v_running
+          FROM (SELECT j.id, j.status FROM pgq.jobs j
+                 WHERE j.id = ANY (cancel.ids)
                    AND j.id <> ALL (v_done)
                  ORDER BY j.id
                    FOR UPDATE) AS l;
         IF v_queued IS NOT NULL THEN
-            -- To history as canceled; _archive frees their dedupe keys.
+            -- Queued and scheduled: to history as canceled; _archive frees their dedupe keys.
             RETURN QUERY SELECT a.id
                            FROM pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
                                              NULL, coalesce(cancel.at, now())) AS a;
             v_done := v_done || v_queued;
         END IF;
 
-        WITH flagged AS (
-            UPDATE pgq.jobs j
-               SET cancel_requested = true
-             WHERE j.id = ANY (cancel.ids)
-               AND j.status = c_running AND j.slot <> 4
-               AND j.id <> ALL (v_done)
-            RETURNING j.id
-        )
-        SELECT array_agg(f.id) INTO v_flagged FROM flagged f;
-        IF v_flagged IS NOT NULL THEN
-            RETURN QUERY SELECT unnest(v_flagged);
-            v_done := v_done || v_flagged;
+        IF v_running IS NOT NULL THEN
+            WITH flagged AS (
+                UPDATE pgq.jobs j
+                   SET cancel_requested = true
+                 WHERE j.id = ANY (v_running)
+                   AND j.status = c_running AND j.slot <> 4
+                RETURNING j.id
+            )
+            SELECT array_agg(f.id) INTO v_flagged FROM flagged f;
+            IF v_flagged IS NOT NULL THEN
+                RETURN QUERY SELECT unnest(v_flagged);
+                v_done := v_done || v_flagged;
+            END IF;
         END IF;
         EXIT WHEN cardinality(v_done) >= cardinality(cancel.ids);
     END LOOP;

@@ -22,8 +22,11 @@
 --   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
 --   the same request_id by the same worker (its answer was lost with the connection) answers
 --   the jobs the first one claimed that this worker still runs under those leases (heartbeat
---   refreshed), and claims nothing new. A lost answer costs a round trip, not a heartbeat
---   timeout.
+--   refreshed; priority first, then ready order, as a claim answers), and claims nothing new;
+--   when none of them is still running under it (finished, released, swept or claimed again
+--   meanwhile), it is an ordinary claim. A lost answer costs a round trip, not a heartbeat
+--   timeout. A job carried to another slot of the ring while the replay waited for it
+--   (pgq.maintain) is found again by a second look.
 --   Jobs not due yet are 'scheduled' (in their own partition, outside the claim's way); the
 --   claim first promotes the scheduled jobs of its entrypoints that are due at `at` (at most
 --   1000 per call, earliest first; pgq._promote), a cheap index probe when none is due.
@@ -31,7 +34,9 @@
 --   heartbeat_timeout (also in seconds, heartbeat_timeout_s: heartbeat well within it) and
 --   last_attempt (a failure of this attempt makes the job dead).
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
---   never waits for another claimer. Must run in READ COMMITTED so each step sees the last commit.
+--   never waits for another claimer. A replayed request locks its own running jobs in id
+--   order (it waits for a call holding one of them, as heartbeat does). Must run in READ
+--   COMMITTED so each step sees the last commit.
 -- Errors: PQ001 bad entrypoints, PQ002 batch_size outside 1..10000, PQ009 NULL worker_id,
 --   PQ010 not READ COMMITTED.
 CREATE OR REPLACE FUNCTION pgq.claim(
@@ -60,8 +65,10 @@ DECLARE
     v_limited text[];
     v_ids     bigint[];
     v_now_ms  bigint;
+    v_round   int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_queued  constant text := 'queued';
+    c_running constant text := 'running';
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
         PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
@@ -88,29 +95,49 @@ BEGIN
 
     -- The same request again: its answer was lost. Answer the jobs it claimed, still ours.
     -- (A probe first: the UPDATE would fire the update trigger even when it finds nothing, as
-    -- it does for every new request.)
+    -- it does for every new request.) Two locked reads, in id order, each a new statement (a
+    -- new snapshot): a job that pgq.maintain carried into another slot of the ring (DELETE +
+    -- INSERT of the same row) while the first waited for its row lock is found by the second,
+    -- so a replay never falls through to a new claim while its own job is being carried.
     IF claim.request_id IS NOT NULL
        AND EXISTS (SELECT 1 FROM pgq.jobs j
                     WHERE j.entrypoint = ANY (claim.entrypoints)
                       AND j.claim_request = claim.request_id
                       AND j.status = 'running' AND j.slot <> 4
                       AND j.worker_id = claim.worker_id) THEN
-        RETURN QUERY
-        WITH again AS (
-            UPDATE pgq.jobs j
-               SET heartbeat_at = greatest(j.heartbeat_at, v_now)
-              FROM pgq.entrypoints c
-             WHERE j.entrypoint = ANY (claim.entrypoints)
-               AND j.claim_request = claim.request_id
-               AND j.status = 'running' AND j.slot <> 4
-               AND j.worker_id = claim.worker_id
-               AND c.entrypoint = j.entrypoint
-            RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
-                      j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
-                      extract(epoch FROM c.heartbeat_timeout)::float8, j.attempt >= c.max_attempts
-        )
-        SELECT a.* FROM again a ORDER BY a.priority DESC, a.run_at, a.id;
-        IF FOUND THEN
+        v_ids := '{}';
+        FOR v_round IN 1..2 LOOP
+            v_ids := v_ids || ARRAY(SELECT j.id
+                                      FROM pgq.jobs j
+                                     WHERE j.entrypoint = ANY (claim.entrypoints)
+                                       AND j.claim_request = claim.request_id
+                                       AND j.status = 'running' AND j.slot <> 4
+                                       AND j.worker_id = claim.worker_id
+                                       AND j.id <> ALL (v_ids)
+                                     ORDER BY j.id
+                                       FOR UPDATE);
+        END LOOP;
+        -- None of them still runs under this request (finished, released, swept or claimed
+        -- again meanwhile): an ordinary claim below.
+        IF cardinality(v_ids) > 0 THEN
+            RETURN QUERY
+            WITH again AS (
+                UPDATE pgq.jobs j
+                   SET heartbeat_at = greatest(j.heartbeat_at, v_now)
+                  FROM pgq.entrypoints c
+                 WHERE j.id = ANY (v_ids)
+                   AND j.status = c_running AND j.slot <> 4
+                   AND c.entrypoint = j.entrypoint
+                RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
+                          j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
+                          extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
+                          j.attempt >= c.max_attempts AS last_attempt, j.ready_seq
+            )
+            SELECT a.id, a.lease, a.entrypoint, a.payload, a.headers, a.priority, a.attempt,
+                   a.enqueued_at, a.run_at, a.dedupe_key, a.max_attempts, a.heartbeat_timeout,
+                   a.timeout_s, a.last_attempt
+              FROM again a
+             ORDER BY a.priority DESC, a.ready_seq;
             RETURN;
         END IF;
     END IF;

@@ -25,8 +25,8 @@
 --   Idempotent: repeating a call whose answer was lost (the connection dropped after the
 --   commit) finds the results already applied under the same leases, answers the same
 --   decisions (a retry's run_at as stored) and changes nothing.
--- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
---   this instant, and then sees its new lease (and leaves the job alone).
+-- Locking: row locks on the owned jobs, taken in id order; waits only for a claimer that holds
+--   one of them at this instant, and then sees its new lease (and leaves the job alone).
 -- Errors: PQ009, PQ003 (arguments), PQ004 unknown outcome, PQ009 bad details or retry_after.
 CREATE OR REPLACE FUNCTION pgq.complete(
     worker_id  uuid,
@@ -68,6 +68,7 @@ DECLARE
     r_outcomes text[];
     r_details  jsonb[];
     v_round    int;
+    v_retry    boolean;  -- failures or interruptions among the jobs still to decide
     v_decided  bigint[];   -- failures and interruptions locked this round
     v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
     v_later_s  float8[];
@@ -137,11 +138,16 @@ BEGIN
     r_details := v_details;
     FOR v_round IN 1..2 LOOP
         v_decided := '{}';
-        -- Back to the queue: failures with attempts left, and interrupted attempts (not
-        -- counted). Their rows are locked and decided first (lease-fenced), so that a row
-        -- carried meanwhile cannot reach the archive below with a failure it should retry.
-        IF 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes) THEN
-            SELECT coalesce(array_agg(d.id ORDER BY d.id), '{}'),
+        v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes);
+        -- One locked read of the jobs this worker owns under these leases, in id order (every
+        -- function that locks several jobs takes them in id order, so two of them never
+        -- deadlock; the archive's DELETE would lock in the order of its plan). It also decides
+        -- the failures and interrupted attempts (lease-fenced), so that a row carried meanwhile
+        -- cannot reach the archive below with a failure it should retry: back to the queue
+        -- with attempts left, and interrupted attempts (not counted). One job alone needs no
+        -- order, only a decision when it failed.
+        IF v_retry OR cardinality(r_ids) > 1 THEN
+            SELECT coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.outcome IN ('failed', 'interrupted')), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
                    coalesce(array_agg(d.delay ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
@@ -152,12 +158,13 @@ BEGIN
                    array_agg(DISTINCT d.entrypoint) FILTER (WHERE d.retry AND d.delay <= 0)
               INTO v_decided, v_later, v_now_ids, v_later_s, v_now_s, v_later_d, v_now_d, v_now_o, v_eps
               FROM (SELECT j.id, j.entrypoint, i.outcome, i.details,
-                           NOT j.cancel_requested
+                           i.outcome IN ('failed', 'interrupted') AND NOT j.cancel_requested
                            AND (i.outcome = 'interrupted' OR j.attempt < c.max_attempts) AS retry,
                            -- The delay in seconds: none for an interrupted attempt, the handler's
                            -- retry_after, else backoff with equal jitter (numeric: base * 2^40 as
                            -- an interval overflows for a base of a few seconds or more).
-                           CASE WHEN i.outcome = 'interrupted' THEN 0::float8
+                           CASE WHEN i.outcome NOT IN ('failed', 'interrupted') THEN NULL
+                                WHEN i.outcome = 'interrupted' THEN 0::float8
                                 WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
                                 THEN (i.details ->> 'retry_after')::float8
                                 ELSE least(extract(epoch FROM c.backoff_max),
@@ -167,14 +174,14 @@ BEGIN
                       FROM unnest(r_ids, r_leases, r_outcomes, r_details) AS i(id, lease, outcome, details)
                       JOIN pgq.jobs j ON j.id = i.id
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
-                     WHERE i.outcome IN ('failed', 'interrupted')
-                       AND j.id = ANY (r_ids)
+                     WHERE j.id = ANY (r_ids)
                        AND j.lease = i.lease
                        AND j.status = c_running AND j.slot <> 4
                        AND j.worker_id = complete.worker_id
                      ORDER BY j.id
                        FOR UPDATE OF j) AS d;
-
+        END IF;
+        IF v_retry THEN
             -- Due now (no delay): queued again in place, with a new ready number behind the
             -- fence (the back of its lane).
             IF cardinality(v_now_ids) > 0 THEN
@@ -192,7 +199,9 @@ BEGIN
                            claim_request = NULL,
                            errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
                                         'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
-                                        'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END))
+                                        'worker_id', j.worker_id,
+                                        'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END,
+                                        'decision', 'retry'))
                                         || jsonb_build_object('details', i.details))
                       FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
                               FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
@@ -229,7 +238,8 @@ BEGIN
                     SELECT m.id, m.entrypoint, 'scheduled', m.priority, v_now + make_interval(secs => m.delay),
                            m.enqueued_at, m.attempt, m.payload, m.headers, m.dedupe_key, m.cancel_requested,
                            m.errors || jsonb_build_array(jsonb_build_object(
-                               'attempt', m.attempt, 'at', v_now, 'lease', m.lease)
+                               'attempt', m.attempt, 'at', v_now, 'lease', m.lease,
+                               'worker_id', m.worker_id, 'decision', 'retry')
                                || jsonb_build_object('details', m.retry_details)),
                            4
                       FROM moved m
@@ -254,7 +264,7 @@ BEGIN
                a_run || coalesce(array_agg(NULL::timestamptz), '{}')
           INTO a_id, a_status, a_attempt, a_max, a_run
           FROM (SELECT array_agg(u.id ORDER BY u.ord) AS ids, array_agg(u.lease ORDER BY u.ord) AS leases,
-                       array_agg(CASE WHEN u.outcome = 'interrupted' THEN 'canceled' ELSE u.outcome END ORDER BY u.ord) AS outcomes,
+                       array_agg(u.outcome ORDER BY u.ord) AS outcomes,
                        array_agg(u.details ORDER BY u.ord) AS details
                   FROM unnest(r_ids, r_leases, r_outcomes, r_details) WITH ORDINALITY AS u(id, lease, outcome, details, ord)
                  WHERE u.outcome IN ('successful', 'canceled')
@@ -286,12 +296,18 @@ BEGIN
                   JOIN pgq.entrypoints c ON c.entrypoint = h.entrypoint
                  WHERE i.id <> ALL (a_id)
                 UNION ALL
-                SELECT i.id, 'retry', (e.value ->> 'attempt')::int, c.max_attempts, j.run_at
+                -- A job live again: its entry of that lease and worker says what was decided
+                -- (retry; or failed or canceled for a job requeued since it ended).
+                SELECT i.id, e.value ->> 'decision', (e.value ->> 'attempt')::int, c.max_attempts,
+                       CASE WHEN e.value ->> 'decision' = 'retry' THEN j.run_at END
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
                   JOIN pgq.jobs j ON j.id = i.id AND j.id = ANY (complete.ids) AND j.lease IS DISTINCT FROM i.lease
                   JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                  CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(j.errors) AS x(value)
-                                      WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e
+                                      WHERE x.value -> 'lease' = to_jsonb(i.lease)
+                                        AND x.value ->> 'worker_id' = complete.worker_id::text
+                                        AND x.value ? 'decision'
+                                      LIMIT 1) AS e
                  WHERE i.id <> ALL (a_id)) AS x;
     END IF;
 

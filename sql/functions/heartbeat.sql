@@ -6,7 +6,7 @@
 --   row in the workers registry (pgq.register_worker), once per call, also for empty arrays:
 --   an idle worker stays visible by calling it with no jobs. A job carried to another slot of
 --   the ring while the call waited for it (pgq.maintain) is found again by a second look.
--- Locking: row locks on the owned jobs and the worker's registry row (both updates are HOT:
+-- Locking: row locks on the owned jobs (in id order) and the worker's registry row (both updates are HOT:
 --   heartbeat_at and last_seen_at are in no index).
 -- Errors: PQ009, PQ003 (see pgq._check_batch).
 CREATE OR REPLACE FUNCTION pgq.heartbeat(
@@ -49,6 +49,22 @@ BEGIN
     v_ok := '{}';
     v_cancel := '{}';
     FOR v_round IN 1..2 LOOP
+        -- Several jobs: locked first in id order (every function that locks several jobs takes
+        -- them in id order, so two of them never deadlock; the UPDATE would lock in the order
+        -- of its plan).
+        IF cardinality(heartbeat.ids) > 1 THEN
+            PERFORM 1
+               FROM (SELECT j.id
+                       FROM pgq.jobs j
+                       JOIN unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
+                            ON j.id = i.id AND j.lease = i.lease
+                      WHERE j.id = ANY (heartbeat.ids)
+                        AND j.status = c_running AND j.slot <> 4
+                        AND j.worker_id = heartbeat.worker_id
+                        AND i.id <> ALL (v_ok)
+                      ORDER BY j.id
+                        FOR UPDATE OF j) AS l;
+        END IF;
         WITH beat AS (
             UPDATE pgq.jobs j
                SET heartbeat_at = v_now

@@ -5,11 +5,12 @@
 --   the release) and its attempt count is restored (a release is not an attempt). A job whose cancellation was
 --   requested moves to history as canceled instead. Returns one row per job given back: id and
 --   status, 'queued' (back in the queue) or 'canceled' (in history); a stale lease is ignored.
---   at NULL means now(). A job carried to another slot of the ring while the call waited for it
+--   The call writes no job times, but a canceled job's finished_at = at (NULL means now()).
+--   A job carried to another slot of the ring while the call waited for it
 --   (pgq.maintain) is found again by a second look.
 -- Locking: row locks on the released jobs; the ready-number fence (pgq._ready_lock) of their
 --   entrypoints until commit.
--- Errors: PQ009, PQ003 (see pgq._check_batch).
+-- Errors: PQ009, PQ003 (see pgq._check_batch); PQ009 at out of range (pgq._check_time).
 CREATE OR REPLACE FUNCTION pgq.release(
     worker_id  uuid,
     ids        bigint[],
@@ -39,6 +40,9 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running  constant text := 'running';
 BEGIN
+    IF release.at IS NOT NULL THEN
+        PERFORM pgq._check_time(release.at, 'at');
+    END IF;
     PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
 
     -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first

@@ -4,7 +4,8 @@
 --   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Due now: queued
 --   with a new ready number (the back of its lane); due later: scheduled. Successful jobs
 --   and unknown ids are ignored. Returns the ids requeued. at NULL means now().
--- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice) and
+-- Locking: row locks on the history rows (in id order, by one read that also decides which
+--   jobs come back); inserts into pgq.jobs (fires the enqueue notice) and
 --   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
 --   (pgq._ready_lock) of their entrypoints until commit.
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
@@ -19,6 +20,8 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_ids   bigint[];
+    v_back  bigint[];
+    v_eps   text[];
     v_clash text;
     v_due   boolean;
 BEGIN
@@ -29,21 +32,32 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
+    -- One locked read decides which jobs come back: only those are deleted below, so every
+    -- job that gets a ready number is one whose entrypoint's fence was taken first (a job that
+    -- failed or was canceled after this read stays in history: a claim may already have moved
+    -- its lane's cursor past a number drawn without the fence). Locked in id order.
+    SELECT array_agg(h.id ORDER BY h.id), array_agg(DISTINCT h.entrypoint)
+      INTO v_back, v_eps
+      FROM (SELECT h.id, h.entrypoint
+              FROM pgq.job_history h
+             WHERE h.id = ANY (requeue.ids)
+               AND h.status IN ('failed', 'canceled')
+             ORDER BY h.id
+               FOR UPDATE) AS h;
+    IF v_back IS NULL THEN
+        RETURN;
+    END IF;
     -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
     -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
     v_due := requeue.at IS NULL OR requeue.at <= now();
     IF v_due THEN
-        PERFORM pgq._ready_lock(ARRAY(SELECT DISTINCT h.entrypoint
-                                        FROM pgq.job_history h
-                                       WHERE h.id = ANY (requeue.ids)
-                                         AND h.status IN ('failed', 'canceled')));
+        PERFORM pgq._ready_lock(v_eps);
     END IF;
 
     -- Dedupe keys are taken in pgq.live_keys first; a job whose key is held is not inserted.
     WITH back AS (
         DELETE FROM pgq.job_history h
-         WHERE h.id = ANY (requeue.ids)
-           AND h.status IN ('failed', 'canceled')
+         WHERE h.id = ANY (v_back)
         RETURNING h.*
     ), keys AS (
         INSERT INTO pgq.live_keys (dedupe_key, job_id)

@@ -267,15 +267,19 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
 --   status (successful, failed or canceled), details and finished_at = at, and frees their
 --   dedupe keys in pgq.live_keys (only a key still held by that job id). Returns one row per
---   job moved: its id, entrypoint, final status and attempt.
+--   job moved: its id, entrypoint, final status and attempt. statuses may also say
+--   'interrupted' (an attempt cut off; the job ends canceled), and 'failed' ends canceled when
+--   the job's cancellation was requested; either way the attempt is appended to the error list
+--   (see below).
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
 --   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
 --   'failed' job whose cancellation was requested ends as 'canceled', and the history row keeps
 --   the lease (pgq.complete recognises a repeated call by it). Without leases (cancel, release,
 --   the claim path archiving a stale job) no lease is recorded: an attempt that did not finish
---   the job cannot pass for one that did. A failed job's details are also appended to its error
---   list. One statement: no separate locking pass.
+--   the job cannot pass for one that did. A failed or interrupted attempt is appended to the
+--   error list: {attempt, at, lease and worker_id (with leases), outcome ('interrupted' for
+--   one), decision (the final status), details}. One statement: no separate locking pass.
 -- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
@@ -313,8 +317,11 @@ BEGIN
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,
-                  CASE WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
+                  CASE WHEN i.status = 'interrupted' THEN 'canceled'
+                       WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
                        ELSE i.status END AS final_status,
+                  i.status IN ('failed', 'interrupted') AS ended_attempt,
+                  i.status = 'interrupted' AS interrupted,
                   i.details AS final_details
     ), keys AS (
         DELETE FROM pgq.live_keys k
@@ -329,10 +336,13 @@ BEGIN
     SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
            g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
            CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END, g.final_details,
-           CASE WHEN g.final_status = 'failed'
+           CASE WHEN g.ended_attempt
                 THEN g.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
                          'attempt', g.attempt, 'at', _archive.at,
-                         'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END))
+                         'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END,
+                         'worker_id', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.worker_id END,
+                         'outcome', CASE WHEN g.interrupted THEN 'interrupted' END,
+                         'decision', g.final_status))
                          || jsonb_build_object('details', g.final_details))
                 ELSE g.errors END
       FROM gone g
@@ -1451,8 +1461,9 @@ BEGIN
     -- that walk is the cost): those to archive, and those to queue again with the entrypoints
     -- whose fence their ready numbers need.
     SELECT array_agg(s.id ORDER BY s.id) FILTER (WHERE s.dead) AS dead_ids,
-           array_agg(CASE WHEN s.cancel_requested THEN 'canceled' ELSE 'failed' END ORDER BY s.id)
-               FILTER (WHERE s.dead) AS statuses,
+           -- 'failed': pgq._archive ends a job whose cancellation was requested as canceled,
+           -- and appends the timeout to the error list either way.
+           array_agg('failed'::text ORDER BY s.id) FILTER (WHERE s.dead) AS statuses,
            array_agg(jsonb_build_object('error', 'heartbeat timeout', 'worker_id', s.worker_id,
                                         'heartbeat_at', s.heartbeat_at) ORDER BY s.id)
                FILTER (WHERE s.dead) AS details,
@@ -1489,7 +1500,7 @@ BEGIN
            -- No lease in the entry: a lease in the error list means that attempt's result was
            -- applied (see pgq.complete).
            errors = j.errors || jsonb_build_array(jsonb_build_object(
-                        'attempt', j.attempt, 'at', _sweep.at,
+                        'attempt', j.attempt, 'at', _sweep.at, 'decision', 'retry',
                         'details', jsonb_build_object('error', 'heartbeat timeout',
                                                       'worker_id', j.worker_id,
                                                       'heartbeat_at', j.heartbeat_at)))
@@ -1541,7 +1552,8 @@ COMMENT ON FUNCTION pgq._valid_name(text) IS
 --   ids that are unknown or already finished are ignored. Calling it again is harmless.
 --   at NULL means now(). A job carried to another slot of the ring while the call waited for it
 --   (pgq.maintain) is found again by a second look.
--- Locking: row locks on the affected jobs; waits for a transaction that holds one of them.
+-- Locking: row locks on the affected jobs, taken in id order; waits for a transaction that
+--   holds one of them.
 -- Errors: PQ009 NULL ids or NULL element.
 CREATE OR REPLACE FUNCTION pgq.cancel(ids bigint[], at timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint)
@@ -1561,6 +1573,7 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
     v_queued  bigint[];
+    v_running bigint[];
     v_flagged bigint[];
     v_done    bigint[] := '{}';
     v_round   int;
@@ -1575,33 +1588,38 @@ BEGIN
     -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
     -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
     -- the same row) while this call waited for its row lock. Unknown and finished ids miss twice.
+    -- Each round locks its jobs in one read, in id order, whatever their status and slot: every
+    -- function that locks several jobs takes them in id order, so two of them never deadlock.
     FOR v_round IN 1..2 LOOP
-        SELECT array_agg(l.id) INTO v_queued
-          FROM (SELECT j.id FROM pgq.jobs j
-                 WHERE j.id = ANY (cancel.ids) AND j.status IN ('queued', 'scheduled')
+        SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.status <> c_running),
+               array_agg(l.id ORDER BY l.id) FILTER (WHERE l.status = c_running)
+          INTO v_queued, v_running
+          FROM (SELECT j.id, j.status FROM pgq.jobs j
+                 WHERE j.id = ANY (cancel.ids)
                    AND j.id <> ALL (v_done)
                  ORDER BY j.id
                    FOR UPDATE) AS l;
         IF v_queued IS NOT NULL THEN
-            -- To history as canceled; _archive frees their dedupe keys.
+            -- Queued and scheduled: to history as canceled; _archive frees their dedupe keys.
             RETURN QUERY SELECT a.id
                            FROM pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
                                              NULL, coalesce(cancel.at, now())) AS a;
             v_done := v_done || v_queued;
         END IF;
 
-        WITH flagged AS (
-            UPDATE pgq.jobs j
-               SET cancel_requested = true
-             WHERE j.id = ANY (cancel.ids)
-               AND j.status = c_running AND j.slot <> 4
-               AND j.id <> ALL (v_done)
-            RETURNING j.id
-        )
-        SELECT array_agg(f.id) INTO v_flagged FROM flagged f;
-        IF v_flagged IS NOT NULL THEN
-            RETURN QUERY SELECT unnest(v_flagged);
-            v_done := v_done || v_flagged;
+        IF v_running IS NOT NULL THEN
+            WITH flagged AS (
+                UPDATE pgq.jobs j
+                   SET cancel_requested = true
+                 WHERE j.id = ANY (v_running)
+                   AND j.status = c_running AND j.slot <> 4
+                RETURNING j.id
+            )
+            SELECT array_agg(f.id) INTO v_flagged FROM flagged f;
+            IF v_flagged IS NOT NULL THEN
+                RETURN QUERY SELECT unnest(v_flagged);
+                v_done := v_done || v_flagged;
+            END IF;
         END IF;
         EXIT WHEN cardinality(v_done) >= cardinality(cancel.ids);
     END LOOP;
@@ -1635,8 +1653,11 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
 --   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
 --   the same request_id by the same worker (its answer was lost with the connection) answers
 --   the jobs the first one claimed that this worker still runs under those leases (heartbeat
---   refreshed), and claims nothing new. A lost answer costs a round trip, not a heartbeat
---   timeout.
+--   refreshed; priority first, then ready order, as a claim answers), and claims nothing new;
+--   when none of them is still running under it (finished, released, swept or claimed again
+--   meanwhile), it is an ordinary claim. A lost answer costs a round trip, not a heartbeat
+--   timeout. A job carried to another slot of the ring while the replay waited for it
+--   (pgq.maintain) is found again by a second look.
 --   Jobs not due yet are 'scheduled' (in their own partition, outside the claim's way); the
 --   claim first promotes the scheduled jobs of its entrypoints that are due at `at` (at most
 --   1000 per call, earliest first; pgq._promote), a cheap index probe when none is due.
@@ -1644,7 +1665,9 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
 --   heartbeat_timeout (also in seconds, heartbeat_timeout_s: heartbeat well within it) and
 --   last_attempt (a failure of this attempt makes the job dead).
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
---   never waits for another claimer. Must run in READ COMMITTED so each step sees the last commit.
+--   never waits for another claimer. A replayed request locks its own running jobs in id
+--   order (it waits for a call holding one of them, as heartbeat does). Must run in READ
+--   COMMITTED so each step sees the last commit.
 -- Errors: PQ001 bad entrypoints, PQ002 batch_size outside 1..10000, PQ009 NULL worker_id,
 --   PQ010 not READ COMMITTED.
 CREATE OR REPLACE FUNCTION pgq.claim(
@@ -1673,8 +1696,10 @@ DECLARE
     v_limited text[];
     v_ids     bigint[];
     v_now_ms  bigint;
+    v_round   int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_queued  constant text := 'queued';
+    c_running constant text := 'running';
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
         PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
@@ -1701,29 +1726,49 @@ BEGIN
 
     -- The same request again: its answer was lost. Answer the jobs it claimed, still ours.
     -- (A probe first: the UPDATE would fire the update trigger even when it finds nothing, as
-    -- it does for every new request.)
+    -- it does for every new request.) Two locked reads, in id order, each a new statement (a
+    -- new snapshot): a job that pgq.maintain carried into another slot of the ring (DELETE +
+    -- INSERT of the same row) while the first waited for its row lock is found by the second,
+    -- so a replay never falls through to a new claim while its own job is being carried.
     IF claim.request_id IS NOT NULL
        AND EXISTS (SELECT 1 FROM pgq.jobs j
                     WHERE j.entrypoint = ANY (claim.entrypoints)
                       AND j.claim_request = claim.request_id
                       AND j.status = 'running' AND j.slot <> 4
                       AND j.worker_id = claim.worker_id) THEN
-        RETURN QUERY
-        WITH again AS (
-            UPDATE pgq.jobs j
-               SET heartbeat_at = greatest(j.heartbeat_at, v_now)
-              FROM pgq.entrypoints c
-             WHERE j.entrypoint = ANY (claim.entrypoints)
-               AND j.claim_request = claim.request_id
-               AND j.status = 'running' AND j.slot <> 4
-               AND j.worker_id = claim.worker_id
-               AND c.entrypoint = j.entrypoint
-            RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
-                      j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
-                      extract(epoch FROM c.heartbeat_timeout)::float8, j.attempt >= c.max_attempts
-        )
-        SELECT a.* FROM again a ORDER BY a.priority DESC, a.run_at, a.id;
-        IF FOUND THEN
+        v_ids := '{}';
+        FOR v_round IN 1..2 LOOP
+            v_ids := v_ids || ARRAY(SELECT j.id
+                                      FROM pgq.jobs j
+                                     WHERE j.entrypoint = ANY (claim.entrypoints)
+                                       AND j.claim_request = claim.request_id
+                                       AND j.status = 'running' AND j.slot <> 4
+                                       AND j.worker_id = claim.worker_id
+                                       AND j.id <> ALL (v_ids)
+                                     ORDER BY j.id
+                                       FOR UPDATE);
+        END LOOP;
+        -- None of them still runs under this request (finished, released, swept or claimed
+        -- again meanwhile): an ordinary claim below.
+        IF cardinality(v_ids) > 0 THEN
+            RETURN QUERY
+            WITH again AS (
+                UPDATE pgq.jobs j
+                   SET heartbeat_at = greatest(j.heartbeat_at, v_now)
+                  FROM pgq.entrypoints c
+                 WHERE j.id = ANY (v_ids)
+                   AND j.status = c_running AND j.slot <> 4
+                   AND c.entrypoint = j.entrypoint
+                RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
+                          j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
+                          extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
+                          j.attempt >= c.max_attempts AS last_attempt, j.ready_seq
+            )
+            SELECT a.id, a.lease, a.entrypoint, a.payload, a.headers, a.priority, a.attempt,
+                   a.enqueued_at, a.run_at, a.dedupe_key, a.max_attempts, a.heartbeat_timeout,
+                   a.timeout_s, a.last_attempt
+              FROM again a
+             ORDER BY a.priority DESC, a.ready_seq;
             RETURN;
         END IF;
     END IF;
@@ -1976,8 +2021,8 @@ COMMENT ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) IS
 --   Idempotent: repeating a call whose answer was lost (the connection dropped after the
 --   commit) finds the results already applied under the same leases, answers the same
 --   decisions (a retry's run_at as stored) and changes nothing.
--- Locking: row locks on the owned jobs; waits only for a claimer that holds one of them at
---   this instant, and then sees its new lease (and leaves the job alone).
+-- Locking: row locks on the owned jobs, taken in id order; waits only for a claimer that holds
+--   one of them at this instant, and then sees its new lease (and leaves the job alone).
 -- Errors: PQ009, PQ003 (arguments), PQ004 unknown outcome, PQ009 bad details or retry_after.
 CREATE OR REPLACE FUNCTION pgq.complete(
     worker_id  uuid,
@@ -2019,6 +2064,7 @@ DECLARE
     r_outcomes text[];
     r_details  jsonb[];
     v_round    int;
+    v_retry    boolean;  -- failures or interruptions among the jobs still to decide
     v_decided  bigint[];   -- failures and interruptions locked this round
     v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
     v_later_s  float8[];
@@ -2088,11 +2134,16 @@ BEGIN
     r_details := v_details;
     FOR v_round IN 1..2 LOOP
         v_decided := '{}';
-        -- Back to the queue: failures with attempts left, and interrupted attempts (not
-        -- counted). Their rows are locked and decided first (lease-fenced), so that a row
-        -- carried meanwhile cannot reach the archive below with a failure it should retry.
-        IF 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes) THEN
-            SELECT coalesce(array_agg(d.id ORDER BY d.id), '{}'),
+        v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes);
+        -- One locked read of the jobs this worker owns under these leases, in id order (every
+        -- function that locks several jobs takes them in id order, so two of them never
+        -- deadlock; the archive's DELETE would lock in the order of its plan). It also decides
+        -- the failures and interrupted attempts (lease-fenced), so that a row carried meanwhile
+        -- cannot reach the archive below with a failure it should retry: back to the queue
+        -- with attempts left, and interrupted attempts (not counted). One job alone needs no
+        -- order, only a decision when it failed.
+        IF v_retry OR cardinality(r_ids) > 1 THEN
+            SELECT coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.outcome IN ('failed', 'interrupted')), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
                    coalesce(array_agg(d.delay ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
@@ -2103,12 +2154,13 @@ BEGIN
                    array_agg(DISTINCT d.entrypoint) FILTER (WHERE d.retry AND d.delay <= 0)
               INTO v_decided, v_later, v_now_ids, v_later_s, v_now_s, v_later_d, v_now_d, v_now_o, v_eps
               FROM (SELECT j.id, j.entrypoint, i.outcome, i.details,
-                           NOT j.cancel_requested
+                           i.outcome IN ('failed', 'interrupted') AND NOT j.cancel_requested
                            AND (i.outcome = 'interrupted' OR j.attempt < c.max_attempts) AS retry,
                            -- The delay in seconds: none for an interrupted attempt, the handler's
                            -- retry_after, else backoff with equal jitter (numeric: base * 2^40 as
                            -- an interval overflows for a base of a few seconds or more).
-                           CASE WHEN i.outcome = 'interrupted' THEN 0::float8
+                           CASE WHEN i.outcome NOT IN ('failed', 'interrupted') THEN NULL
+                                WHEN i.outcome = 'interrupted' THEN 0::float8
                                 WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
                                 THEN (i.details ->> 'retry_after')::float8
                                 ELSE least(extract(epoch FROM c.backoff_max),
@@ -2118,14 +2170,14 @@ BEGIN
                       FROM unnest(r_ids, r_leases, r_outcomes, r_details) AS i(id, lease, outcome, details)
                       JOIN pgq.jobs j ON j.id = i.id
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
-                     WHERE i.outcome IN ('failed', 'interrupted')
-                       AND j.id = ANY (r_ids)
+                     WHERE j.id = ANY (r_ids)
                        AND j.lease = i.lease
                        AND j.status = c_running AND j.slot <> 4
                        AND j.worker_id = complete.worker_id
                      ORDER BY j.id
                        FOR UPDATE OF j) AS d;
-
+        END IF;
+        IF v_retry THEN
             -- Due now (no delay): queued again in place, with a new ready number behind the
             -- fence (the back of its lane).
             IF cardinality(v_now_ids) > 0 THEN
@@ -2143,7 +2195,9 @@ BEGIN
                            claim_request = NULL,
                            errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
                                         'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
-                                        'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END))
+                                        'worker_id', j.worker_id,
+                                        'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END,
+                                        'decision', 'retry'))
                                         || jsonb_build_object('details', i.details))
                       FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
                               FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
@@ -2180,7 +2234,8 @@ BEGIN
                     SELECT m.id, m.entrypoint, 'scheduled', m.priority, v_now + make_interval(secs => m.delay),
                            m.enqueued_at, m.attempt, m.payload, m.headers, m.dedupe_key, m.cancel_requested,
                            m.errors || jsonb_build_array(jsonb_build_object(
-                               'attempt', m.attempt, 'at', v_now, 'lease', m.lease)
+                               'attempt', m.attempt, 'at', v_now, 'lease', m.lease,
+                               'worker_id', m.worker_id, 'decision', 'retry')
                                || jsonb_build_object('details', m.retry_details)),
                            4
                       FROM moved m
@@ -2205,7 +2260,7 @@ BEGIN
                a_run || coalesce(array_agg(NULL::timestamptz), '{}')
           INTO a_id, a_status, a_attempt, a_max, a_run
           FROM (SELECT array_agg(u.id ORDER BY u.ord) AS ids, array_agg(u.lease ORDER BY u.ord) AS leases,
-                       array_agg(CASE WHEN u.outcome = 'interrupted' THEN 'canceled' ELSE u.outcome END ORDER BY u.ord) AS outcomes,
+                       array_agg(u.outcome ORDER BY u.ord) AS outcomes,
                        array_agg(u.details ORDER BY u.ord) AS details
                   FROM unnest(r_ids, r_leases, r_outcomes, r_details) WITH ORDINALITY AS u(id, lease, outcome, details, ord)
                  WHERE u.outcome IN ('successful', 'canceled')
@@ -2237,12 +2292,18 @@ BEGIN
                   JOIN pgq.entrypoints c ON c.entrypoint = h.entrypoint
                  WHERE i.id <> ALL (a_id)
                 UNION ALL
-                SELECT i.id, 'retry', (e.value ->> 'attempt')::int, c.max_attempts, j.run_at
+                -- A job live again: its entry of that lease and worker says what was decided
+                -- (retry; or failed or canceled for a job requeued since it ended).
+                SELECT i.id, e.value ->> 'decision', (e.value ->> 'attempt')::int, c.max_attempts,
+                       CASE WHEN e.value ->> 'decision' = 'retry' THEN j.run_at END
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
                   JOIN pgq.jobs j ON j.id = i.id AND j.id = ANY (complete.ids) AND j.lease IS DISTINCT FROM i.lease
                   JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                  CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(j.errors) AS x(value)
-                                      WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e
+                                      WHERE x.value -> 'lease' = to_jsonb(i.lease)
+                                        AND x.value ->> 'worker_id' = complete.worker_id::text
+                                        AND x.value ? 'decision'
+                                      LIMIT 1) AS e
                  WHERE i.id <> ALL (a_id)) AS x;
     END IF;
 
@@ -3006,7 +3067,7 @@ COMMENT ON FUNCTION pgq.fire_schedule_now(text, timestamptz) IS
 --   row in the workers registry (pgq.register_worker), once per call, also for empty arrays:
 --   an idle worker stays visible by calling it with no jobs. A job carried to another slot of
 --   the ring while the call waited for it (pgq.maintain) is found again by a second look.
--- Locking: row locks on the owned jobs and the worker's registry row (both updates are HOT:
+-- Locking: row locks on the owned jobs (in id order) and the worker's registry row (both updates are HOT:
 --   heartbeat_at and last_seen_at are in no index).
 -- Errors: PQ009, PQ003 (see pgq._check_batch).
 CREATE OR REPLACE FUNCTION pgq.heartbeat(
@@ -3049,6 +3110,22 @@ BEGIN
     v_ok := '{}';
     v_cancel := '{}';
     FOR v_round IN 1..2 LOOP
+        -- Several jobs: locked first in id order (every function that locks several jobs takes
+        -- them in id order, so two of them never deadlock; the UPDATE would lock in the order
+        -- of its plan).
+        IF cardinality(heartbeat.ids) > 1 THEN
+            PERFORM 1
+               FROM (SELECT j.id
+                       FROM pgq.jobs j
+                       JOIN unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
+                            ON j.id = i.id AND j.lease = i.lease
+                      WHERE j.id = ANY (heartbeat.ids)
+                        AND j.status = c_running AND j.slot <> 4
+                        AND j.worker_id = heartbeat.worker_id
+                        AND i.id <> ALL (v_ok)
+                      ORDER BY j.id
+                        FOR UPDATE OF j) AS l;
+        END IF;
         WITH beat AS (
             UPDATE pgq.jobs j
                SET heartbeat_at = v_now
@@ -4151,11 +4228,12 @@ COMMENT ON FUNCTION pgq.register_worker(uuid, text[], text, int, text, text, jso
 --   the release) and its attempt count is restored (a release is not an attempt). A job whose cancellation was
 --   requested moves to history as canceled instead. Returns one row per job given back: id and
 --   status, 'queued' (back in the queue) or 'canceled' (in history); a stale lease is ignored.
---   at NULL means now(). A job carried to another slot of the ring while the call waited for it
+--   The call writes no job times, but a canceled job's finished_at = at (NULL means now()).
+--   A job carried to another slot of the ring while the call waited for it
 --   (pgq.maintain) is found again by a second look.
 -- Locking: row locks on the released jobs; the ready-number fence (pgq._ready_lock) of their
 --   entrypoints until commit.
--- Errors: PQ009, PQ003 (see pgq._check_batch).
+-- Errors: PQ009, PQ003 (see pgq._check_batch); PQ009 at out of range (pgq._check_time).
 CREATE OR REPLACE FUNCTION pgq.release(
     worker_id  uuid,
     ids        bigint[],
@@ -4185,6 +4263,9 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running  constant text := 'running';
 BEGIN
+    IF release.at IS NOT NULL THEN
+        PERFORM pgq._check_time(release.at, 'at');
+    END IF;
     PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
 
     -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
@@ -4302,7 +4383,8 @@ COMMENT ON FUNCTION pgq.release_schedule(uuid, text, bigint, text, interval, tim
 --   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Due now: queued
 --   with a new ready number (the back of its lane); due later: scheduled. Successful jobs
 --   and unknown ids are ignored. Returns the ids requeued. at NULL means now().
--- Locking: row locks on the history rows; inserts into pgq.jobs (fires the enqueue notice) and
+-- Locking: row locks on the history rows (in id order, by one read that also decides which
+--   jobs come back); inserts into pgq.jobs (fires the enqueue notice) and
 --   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
 --   (pgq._ready_lock) of their entrypoints until commit.
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
@@ -4317,6 +4399,8 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_ids   bigint[];
+    v_back  bigint[];
+    v_eps   text[];
     v_clash text;
     v_due   boolean;
 BEGIN
@@ -4327,21 +4411,32 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
+    -- One locked read decides which jobs come back: only those are deleted below, so every
+    -- job that gets a ready number is one whose entrypoint's fence was taken first (a job that
+    -- failed or was canceled after this read stays in history: a claim may already have moved
+    -- its lane's cursor past a number drawn without the fence). Locked in id order.
+    SELECT array_agg(h.id ORDER BY h.id), array_agg(DISTINCT h.entrypoint)
+      INTO v_back, v_eps
+      FROM (SELECT h.id, h.entrypoint
+              FROM pgq.job_history h
+             WHERE h.id = ANY (requeue.ids)
+               AND h.status IN ('failed', 'canceled')
+             ORDER BY h.id
+               FOR UPDATE) AS h;
+    IF v_back IS NULL THEN
+        RETURN;
+    END IF;
     -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
     -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
     v_due := requeue.at IS NULL OR requeue.at <= now();
     IF v_due THEN
-        PERFORM pgq._ready_lock(ARRAY(SELECT DISTINCT h.entrypoint
-                                        FROM pgq.job_history h
-                                       WHERE h.id = ANY (requeue.ids)
-                                         AND h.status IN ('failed', 'canceled')));
+        PERFORM pgq._ready_lock(v_eps);
     END IF;
 
     -- Dedupe keys are taken in pgq.live_keys first; a job whose key is held is not inserted.
     WITH back AS (
         DELETE FROM pgq.job_history h
-         WHERE h.id = ANY (requeue.ids)
-           AND h.status IN ('failed', 'canceled')
+         WHERE h.id = ANY (v_back)
         RETURNING h.*
     ), keys AS (
         INSERT INTO pgq.live_keys (dedupe_key, job_id)

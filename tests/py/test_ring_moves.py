@@ -231,3 +231,32 @@ def test_a_stale_lease_is_still_lost_after_a_move(pgq_dsn: str) -> None:
             "SELECT id, state FROM pgq.heartbeat(%s, %s, %s)", (WORKER, [job_id], [lease])
         ).fetchall()
         assert rows == [(job_id, "ok")]
+
+
+def test_a_replayed_claim_finds_its_job_carried_while_it_waited(pgq_dsn: str) -> None:
+    """A claim sent again (its answer lost) answers its own job even while maintenance carries
+    it, and never falls through to claiming a new job under a new lease."""
+    request = uuid.UUID("22222222-2222-2222-2222-222222222222")
+    with connect(pgq_dsn) as conn:
+        first = conn.execute("SELECT pgq.enqueue('rm_replay')").fetchone()
+        other = conn.execute("SELECT pgq.enqueue('rm_replay')").fetchone()
+        assert first is not None and other is not None
+        claimed = conn.execute(
+            "SELECT id, lease FROM pgq.claim(%s, '{rm_replay}', 1, NULL, %s)", (WORKER, request)
+        ).fetchall()
+        assert claimed == [(first[0], claimed[0][1])]
+        rows = call_while_carried(
+            pgq_dsn,
+            first[0],
+            lambda b: b.execute(
+                "SELECT id, lease FROM pgq.claim(%s, '{rm_replay}', 1, NULL, %s)",
+                (WORKER, request),
+            ).fetchall(),
+        )
+        assert rows == claimed
+        assert conn.execute(
+            "SELECT status, lease FROM pgq.jobs WHERE id = %s", (first[0],)
+        ).fetchall() == [("running", claimed[0][1])]
+        assert conn.execute(
+            "SELECT status FROM pgq.jobs WHERE id = %s", (other[0],)
+        ).fetchall() == [("queued",)]

@@ -1,7 +1,7 @@
 -- pgq.complete: successful / canceled to history, failed retried with capped jittered backoff or
 -- dead, retry_after, status and argument errors, stale leases and zombies.
 BEGIN;
-SELECT plan(92);
+SELECT plan(100);
 
 -- successful -> history with details --------------------------------------------------------
 SELECT pgq.enqueue('cp_ok', '{"p": 1}', priority => 3, dedupe_key => 'cp-ok', headers => '{"h": 1}') AS ok_id \gset
@@ -47,8 +47,10 @@ SELECT ok((SELECT run_at BETWEEN now() + interval '1 minute 5 seconds' AND now()
           'attempt 1: run_at = at + a delay between base/2 and base');
 SELECT is((SELECT jsonb_agg(e - 'lease') FROM pgq.jobs, jsonb_array_elements(errors) AS e WHERE id = :r_id),
           jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now() + interval '1 minute',
+                                               'worker_id', '11111111-1111-1111-1111-111111111111',
+                                               'decision', 'retry',
                                                'details', '{"error": "boom 1"}'::jsonb)),
-          'the error list records attempt, time and details');
+          'the error list records attempt, time, worker, decision and details');
 SELECT is((SELECT count(*)::int FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{cp_retry}', 1,
                                                now() + interval '1 minute 4 seconds')), 0,
           'not claimable before the backoff ends');
@@ -87,7 +89,8 @@ SELECT row_eq(format('SELECT status, attempt, finished_at, details, jsonb_array_
               ROW('failed'::text, 5, now() + interval '4 hours', '{"error": "boom 5"}'::jsonb, 5),
               'in history as failed with its last details and all five errors');
 SELECT is((SELECT (errors -> -1) - 'lease' FROM pgq.job_history WHERE id = :r_id),
-          jsonb_build_object('attempt', 5, 'at', now() + interval '4 hours', 'details', '{"error": "boom 5"}'::jsonb),
+          jsonb_build_object('attempt', 5, 'at', now() + interval '4 hours', 'details', '{"error": "boom 5"}'::jsonb,
+                             'worker_id', '11111111-1111-1111-1111-111111111111', 'decision', 'failed'),
           'the last error entry is the final failure');
 SELECT ok((SELECT (errors -> -1 ->> 'lease')::bigint = lease FROM pgq.job_history WHERE id = :r_id),
           'and carries the lease of that attempt');
@@ -360,7 +363,8 @@ SELECT row_eq(format('SELECT status, attempt, run_at FROM pgq.jobs WHERE id = %s
               ROW('queued'::text, 0, now() + interval '1 minute'),
               'queued, due at once, its attempt not counted');
 SELECT is((SELECT (errors -> -1) - 'at' FROM pgq.jobs WHERE id = :it),
-          jsonb_build_object('attempt', 1, 'lease', :itl::bigint, 'outcome', 'interrupted', 'details', '{"error": "WorkerShutdown"}'::jsonb),
+          jsonb_build_object('attempt', 1, 'lease', :itl::bigint, 'outcome', 'interrupted', 'details', '{"error": "WorkerShutdown"}'::jsonb,
+                             'worker_id', '33333333-3333-3333-3333-333333333333', 'decision', 'retry'),
           'the error list notes the interrupted attempt');
 SELECT results_eq(
     format($$SELECT status, attempt, retry_in_s FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
@@ -374,6 +378,45 @@ SELECT results_eq(
                                                       ARRAY[%s]::bigint[], '{interrupted}')$$, :it, :itl2),
     $$VALUES ('canceled'::text, 1)$$,
     'interrupted after a cancel request: canceled');
+SELECT is((SELECT (errors -> -1) - 'at' FROM pgq.job_history WHERE id = :it),
+          jsonb_build_object('attempt', 1, 'lease', :itl2::bigint, 'outcome', 'interrupted',
+                             'worker_id', '33333333-3333-3333-3333-333333333333', 'decision', 'canceled',
+                             'details', NULL),
+          'an interrupted attempt that ends canceled is in the error list too');
+
+-- A failure after a cancel request ends canceled, and is in the error list like every failure.
+SELECT pgq.enqueue('cp_int') AS fc \gset
+SELECT lease AS fcl FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{cp_int}', 1, now()) \gset
+SELECT pgq.cancel(ARRAY[:fc]::bigint[]);
+SELECT results_eq(
+    format($$SELECT status FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
+                                             ARRAY[%s]::bigint[], '{failed}', '[{"error": "late"}]')$$, :fc, :fcl),
+    $$VALUES ('canceled'::text)$$, 'failed after a cancel request: canceled');
+SELECT is((SELECT jsonb_build_array(jsonb_array_length(errors), errors -> -1 -> 'decision', errors -> -1 -> 'details')
+             FROM pgq.job_history WHERE id = :fc),
+          '[1, "canceled", {"error": "late"}]'::jsonb,
+          'the failure that ended it canceled is in its error list');
+
+-- A repeated complete answers only the worker that held the lease, and what was decided then.
+SELECT pgq.enqueue('cp_rep') AS rp \gset
+SELECT pgq.configure('cp_rep', max_attempts => 1);
+SELECT lease AS rpl FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{cp_rep}', 1, now()) \gset
+SELECT results_eq(
+    format($$SELECT status FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
+                                             ARRAY[%s]::bigint[], '{failed}')$$, :rp, :rpl),
+    $$VALUES ('failed'::text)$$, 'the last attempt fails: dead');
+SELECT is((SELECT count(*)::int FROM pgq.requeue(ARRAY[:rp]::bigint[])), 1, 'requeued');
+SELECT results_eq(
+    format($$SELECT status, attempt FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
+                                                      ARRAY[%s]::bigint[], '{failed}')$$, :rp, :rpl),
+    $$VALUES ('failed'::text, 1)$$,
+    'repeated after a requeue: the answer it had (failed), not retry');
+SELECT is_empty(
+    format($$SELECT * FROM pgq.complete('44444444-4444-4444-4444-444444444444', ARRAY[%s]::bigint[],
+                                        ARRAY[%s]::bigint[], '{failed}')$$, :rp, :rpl),
+    'another worker sending the same lease gets no answer');
+SELECT row_eq(format('SELECT status, attempt, lease FROM pgq.jobs WHERE id = %s', :rp),
+              ROW('queued'::text, 0, NULL::bigint), 'and the requeued job is untouched');
 
 -- A cancel request on a job that then succeeds: it stays successful.
 SELECT pgq.enqueue('cp_int') AS cs2 \gset

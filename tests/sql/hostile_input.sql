@@ -2,7 +2,7 @@
 -- and numbers, dedupe keys, multi-dimensional arrays, cron strings, new entrypoints per call),
 -- with a PQ code naming the value, and a refused call changes nothing.
 BEGIN;
-SELECT plan(65);
+SELECT plan(69);
 
 -- (That a refused call changes nothing is checked for every function by tests/py/test_fuzz_sql.py.)
 
@@ -25,6 +25,19 @@ SELECT lives_ok($$SELECT * FROM pgq.history_summary()$$, 'history_summary works'
 SELECT throws_ok($$SELECT * FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{hi.t}', 1, '-infinity')$$, 'PQ009', NULL, 'claim at -infinity: PQ009');
 SELECT throws_ok($$SELECT * FROM pgq.heartbeat('11111111-1111-1111-1111-111111111111', '{}', '{}', 'infinity')$$, 'PQ009', NULL, 'heartbeat at infinity: PQ009');
 SELECT throws_ok($$SELECT * FROM pgq.complete('11111111-1111-1111-1111-111111111111', '{}', '{}', '{}', NULL, 'infinity')$$, 'PQ009', NULL, 'complete at infinity: PQ009');
+-- release of a job whose cancel was requested used to write finished_at = infinity to history.
+SELECT pgq.enqueue('hi.rl') AS hi_rl \gset
+SELECT lease AS hi_rl_lease FROM pgq.claim('11111111-1111-1111-1111-111111111111', '{hi.rl}') \gset
+SELECT pgq.cancel(ARRAY[:hi_rl]::bigint[]);
+SELECT throws_ok(format($$SELECT * FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[], 'infinity')$$,
+                        :hi_rl, :hi_rl_lease), 'PQ009',
+    'at ''infinity'' is out of range: times must be finite, from 1970-01-01 to 9000-01-01 UTC',
+    'release at infinity: PQ009 naming the value');
+SELECT throws_ok(format($$SELECT * FROM pgq.release('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[], ARRAY[%s]::bigint[], '1960-01-01')$$,
+                        :hi_rl, :hi_rl_lease), 'PQ009', NULL, 'release at 1960: PQ009');
+SELECT row_eq(format('SELECT status, cancel_requested FROM pgq.jobs WHERE id = %s', :hi_rl),
+              ROW('running'::text, true), 'and the job is still running, flagged');
+SELECT lives_ok($$SELECT * FROM pgq.history_summary()$$, 'history_summary still answers');
 SELECT throws_ok($$SELECT * FROM pgq.claim_schedules('11111111-1111-1111-1111-111111111111', 1, '294000-01-01')$$, 'PQ009', NULL, 'claim_schedules far future: PQ009');
 SELECT throws_ok($$SELECT pgq.schedule('hi.s', 'hi.t', '* * * * *', 'infinity')$$, 'PQ009', NULL, 'schedule next_run_at infinity: PQ009');
 
