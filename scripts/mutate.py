@@ -433,6 +433,9 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 
+SHOW_OUTPUT = False
+
+
 class MutantError(Exception):
     """A mutant's original text is not found exactly once in its file."""
 
@@ -541,6 +544,8 @@ def run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float,
         return "timeout", time.monotonic() - t0, f"no result within {timeout:.0f} s"
     seconds = time.monotonic() - t0
     text = out.decode(errors="replace")
+    if SHOW_OUTPUT:
+        print(text[-6000:], flush=True)
     lines = text.splitlines()
     failed = [ln for ln in lines if ln.startswith(("FAILED ", "ERROR "))]
     if proc.returncode == 0:
@@ -597,7 +602,10 @@ def main(argv: list[str] | None = None) -> int:
         "--no-baseline", action="store_true", help="skip the run of the unmutated copy"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
+    parser.add_argument("--show", action="store_true", help="print the end of each test run")
     args = parser.parse_args(argv)
+    global SHOW_OUTPUT
+    SHOW_OUTPUT = args.show
 
     if args.list:
         for mu in MUTANTS:
