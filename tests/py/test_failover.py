@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,8 +24,9 @@ import pytest
 from helpers import faults
 from helpers.wait import await_for, wait_for
 
-from pgq_thin import calls
-from pgq_thin.connection import AsyncSession
+from pgq_thin import calls, migrate
+from pgq_thin.admin import Admin
+from pgq_thin.connection import AsyncSession, ServerReadOnly, aconnect, connect
 from pgq_thin.job import Job
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
@@ -162,3 +165,114 @@ async def test_a_completion_whose_answer_was_lost_is_counted_once(
         assert worker.stats.reconnects == 1
         assert (worker.stats.successful, worker.stats.lost, worker.stats.rejected) == (1, 0, 0)
     assert history(pgq_dsn) == {job_id: ("successful", 1)}
+
+
+# --- a primary and a streaming hot standby of our own --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[faults.Pair]:
+    reason = faults.why_no_own_server()
+    if reason is not None:
+        pytest.fail(reason)  # never skipped: the suite turns skips into failures anyway
+    with faults.primary_and_standby(synchronous=True) as pair:
+        migrate.upgrade(pair.primary.dsn())
+        pair.wait_replayed()
+        yield pair
+
+
+def test_a_new_connection_never_stays_on_the_standby(pair: faults.Pair) -> None:
+    """The standby listed first, no target_session_attrs (libpq takes the first server that
+    accepts): the connection is checked, found on a standby, and made again read-write."""
+    dsn = pair.dsn(standby_first=True)
+    with psycopg.connect(dsn) as plain:  # what libpq alone does
+        assert plain.info.port == pair.standby.port
+    with connect(dsn) as conn:
+        assert conn.info.port == pair.primary.port
+    with Queue(dsn) as q:
+        assert q.enqueue("failover.first") > 0
+    with Admin(dsn) as admin:
+        assert admin.connection.info.port == pair.primary.port
+
+    async def session() -> None:
+        s = AsyncSession(dsn)
+        await s.open()
+        try:
+            assert await s.call(lambda conn: _port(conn)) == pair.primary.port
+        finally:
+            await s.close()
+
+    asyncio.run(session())
+
+
+async def _port(conn: calls.AConn) -> int:
+    return conn.info.port
+
+
+def test_the_standby_alone_is_refused_as_a_server_that_is_down(pair: faults.Pair) -> None:
+    with pytest.raises(ServerReadOnly, match="hot standby"):
+        connect(pair.standby.dsn())
+
+    async def refused() -> None:
+        with pytest.raises(psycopg.OperationalError, match="hot standby"):
+            await aconnect(pair.standby.dsn())
+
+    asyncio.run(refused())
+
+
+@pytest.mark.parametrize("attrs", [None, "read-write"], ids=["any", "read-write"])
+@aio
+async def test_workers_ride_through_a_primary_crash_and_restart(
+    pair: faults.Pair, attrs: str | None
+) -> None:
+    """Two workers on a multi-host DSN; jobs in flight when the primary crashes; it comes back
+    about a second later. Without target_session_attrs (libpq's ``any``) the sessions first
+    land on the standby, which must count as a lost connection. Every job finishes once, none
+    is lost, new work runs after the restart, and both workers stop cleanly."""
+    params = {} if attrs is None else {"target_session_attrs": attrs}
+    dsn = pair.dsn(**params)
+    entrypoint = f"failover.{attrs or 'any'}"
+    primary = pair.primary.dsn()
+    runs: Counter[int] = Counter()
+    ended: Counter[int] = Counter()
+    release = asyncio.Event()
+    workers = [ThinWorker(dsn, concurrency=10, poll_interval=60) for _ in range(2)]
+    for worker in workers:
+
+        @worker.entrypoint(entrypoint)
+        async def handle(job: Job[Any]) -> None:
+            runs[job.id] += 1
+            if (job.payload or {}).get("wait"):
+                await release.wait()
+            ended[job.id] += 1
+
+    async with running(workers[0]), running(workers[1]):
+        with Queue(primary) as q:
+            before = q.enqueue_many(entrypoint, [{"wait": True}] * 6 + [None] * 6)
+        await until(lambda: sum(runs.values()) == 12, 10, "all 12 jobs started")
+        await asyncio.to_thread(pair.crash_primary)
+        release.set()  # the 6 held jobs end while the primary is down: results kept
+        await until(lambda: sum(ended.values()) == 12, 10, "all 12 jobs ended")
+        await asyncio.to_thread(pair.primary.start)  # -w: back once it accepts connections
+        back = time.monotonic()
+        with Queue(primary) as q:
+            after = q.enqueue_many(entrypoint, [None] * 10)
+        everything = before + after
+
+        def all_done() -> bool:
+            done = rows(
+                primary, "SELECT count(*) FROM pgq.job_history WHERE id = ANY(%s)", (everything,)
+            )
+            return done[0][0] == len(everything)
+
+        await until(all_done, 30, "every job finished on the restarted primary")
+        resumed = time.monotonic() - back
+        for worker in workers:
+            assert worker.stats.lost == 0
+            assert worker.stats.rejected == 0
+            assert worker.backend_pids["session"] is not None
+    assert runs == dict.fromkeys(everything, 1)  # each ran once
+    found = history(primary)
+    assert {i: found[i] for i in everything} == dict.fromkeys(everything, ("successful", 1))
+    assert sum(w.stats.successful for w in workers) == len(everything)
+    assert resumed < 15, f"work resumed {resumed:.1f} s after the primary was back"

@@ -1,6 +1,8 @@
 """Fault tooling shared by the connection-failure tests and ``benchmarks/connection_failures.py``:
-a PgBouncer of our own (transaction mode, generated config in a temp folder, a free local port)
-and a PostgreSQL server of our own that may be restarted (never the server the suite uses).
+a PgBouncer of our own (transaction mode, generated config in a temp folder, a free local port),
+a PostgreSQL server of our own that may be restarted (never the server the suite uses), and a
+primary with a streaming hot standby of its own (``pg_basebackup -R``, synchronous replication
+or not) whose primary may be crashed and restarted.
 
 Both run as the ``postgres`` system user when this process is root (neither program runs as
 root). Only 127.0.0.1 and Unix sockets in the temp folder are used.
@@ -18,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +212,8 @@ class OwnServer:
     bindir: Path
     folder: Path
     port: int
+    #: server settings (``-c``) on top of the defaults of :meth:`start`, which they override
+    settings: dict[str, str] = field(default_factory=dict)
 
     @property
     def datadir(self) -> Path:
@@ -223,9 +227,15 @@ class OwnServer:
         subprocess.run(_as_user(command), check=True, capture_output=True)
 
     def start(self) -> None:
-        options = (
-            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off"
+        settings = {
+            "listen_addresses": "127.0.0.1",
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            **self.settings,
+        }
+        options = f"-p {self.port} -k {self.folder} " + " ".join(
+            f"-c {key}={value}" for key, value in settings.items()
         )
         self.pg_ctl("-o", options, "-l", str(self.folder / "server.log"), "start")
 
@@ -238,12 +248,12 @@ class OwnServer:
 
 
 @contextmanager
-def own_server() -> Iterator[OwnServer]:
+def own_server(settings: dict[str, str] | None = None) -> Iterator[OwnServer]:
     bindir = postgres_bindir()
     if bindir is None:
         raise FileNotFoundError("no PostgreSQL server binaries found")
     folder = _own_dir("pgq-own-pg-")
-    server = OwnServer(bindir=bindir, folder=folder, port=free_port())
+    server = OwnServer(bindir=bindir, folder=folder, port=free_port(), settings=settings or {})
     try:
         subprocess.run(
             _as_user(
@@ -270,6 +280,141 @@ def own_server() -> Iterator[OwnServer]:
         with suppress(subprocess.CalledProcessError):
             server.stop("immediate")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- a primary and a streaming hot standby -----------------------------------------------------
+
+#: The standby's ``application_name`` in its ``primary_conninfo``: what the primary's
+#: ``synchronous_standby_names`` names.
+STANDBY_NAME = "pgq_standby"
+
+
+@dataclass
+class Pair:
+    """A primary and its streaming hot standby (own servers, free ports)."""
+
+    primary: OwnServer
+    standby: OwnServer
+    synchronous: bool
+
+    def dsn(self, dbname: str = "postgres", *, standby_first: bool = False, **params: Any) -> str:
+        """A multi-host DSN over both (``host=127.0.0.1,127.0.0.1 port=P1,P2``), as users
+        configure failover; ``params`` adds e.g. ``target_session_attrs``."""
+        ports = [self.primary.port, self.standby.port]
+        if standby_first:
+            ports.reverse()
+        return make_conninfo(
+            host="127.0.0.1,127.0.0.1",
+            port=",".join(map(str, ports)),
+            user="postgres",
+            dbname=dbname,
+            **params,
+        )
+
+    def replication(self) -> tuple[str, str] | None:
+        """The standby's (state, sync_state) as the primary sees it; None when not connected."""
+        try:
+            with psycopg.connect(self.primary.dsn(), autocommit=True, connect_timeout=2) as conn:
+                row = conn.execute(
+                    "SELECT state, sync_state FROM pg_stat_replication WHERE application_name = %s",
+                    (STANDBY_NAME,),
+                ).fetchone()
+        except psycopg.OperationalError:
+            return None
+        return None if row is None else (str(row[0]), str(row[1]))
+
+    def wait_streaming(self, timeout: float = 30.0) -> None:
+        """Until the standby streams from the primary (and is its synchronous standby)."""
+        want = ("streaming", "sync" if self.synchronous else "async")
+        deadline = time.monotonic() + timeout
+        while self.replication() != want:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the standby is not {want} after {timeout} s")
+            time.sleep(0.02)
+
+    def wait_replayed(self, timeout: float = 30.0) -> None:
+        """Until the standby has replayed everything the primary has written so far."""
+        with psycopg.connect(self.primary.dsn(), autocommit=True) as conn:
+            row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        assert row is not None
+        deadline = time.monotonic() + timeout
+        with psycopg.connect(self.standby.dsn(), autocommit=True) as conn:
+            while True:
+                done = conn.execute(
+                    "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (row[0],)
+                ).fetchone()
+                if done and done[0]:
+                    return
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the standby did not replay {row[0]} in {timeout} s")
+                time.sleep(0.02)
+
+    def crash_primary(self) -> None:
+        """The primary stops at once, as after a crash (``pg_ctl stop -m immediate``: every
+        process gets SIGQUIT, nothing is checkpointed; the next start runs crash recovery)."""
+        self.primary.stop("immediate")
+
+
+@contextmanager
+def primary_and_standby(*, synchronous: bool = True) -> Iterator[Pair]:
+    """A primary and a hot standby made from it with ``pg_basebackup -R`` (the standby's
+    ``primary_conninfo`` names it :data:`STANDBY_NAME`); ``synchronous``: the primary's
+    ``synchronous_standby_names`` names it, and ``synchronous_commit`` is on (a commit waits
+    for the standby to have flushed it). Returns once the standby streams."""
+    # The primary commits asynchronously until the standby exists (a synchronous primary
+    # without its standby would wait forever); synchronous_standby_names is set after, by
+    # ALTER SYSTEM, so it survives restarts.
+    with own_server({"synchronous_commit": "on" if synchronous else "off"}) as primary:
+        folder = _own_dir("pgq-standby-")
+        standby = OwnServer(
+            bindir=primary.bindir,
+            folder=folder,
+            port=free_port(),
+            settings={"hot_standby": "on", "wal_retrieve_retry_interval": "100ms"},
+        )
+        try:
+            conninfo = make_conninfo(
+                host="127.0.0.1",
+                port=primary.port,
+                user="postgres",
+                application_name=STANDBY_NAME,
+            )
+            subprocess.run(
+                _as_user(
+                    [
+                        str(primary.bindir / "pg_basebackup"),
+                        "-D",
+                        str(standby.datadir),
+                        "-d",
+                        conninfo,
+                        "-R",
+                        "-X",
+                        "stream",
+                        "--checkpoint=fast",
+                        "--no-sync",
+                    ]
+                ),
+                check=True,
+                capture_output=True,
+            )
+            # -R wrote primary_conninfo; say it once more with the name, in case the version
+            # of pg_basebackup left application_name out (the last line wins).
+            auto = standby.datadir / "postgresql.auto.conf"
+            with auto.open("a") as f:
+                f.write(f"primary_conninfo = '{conninfo}'\n")
+            standby.start()
+            wait_connectable(standby.dsn())
+            pair = Pair(primary=primary, standby=standby, synchronous=synchronous)
+            if synchronous:
+                with psycopg.connect(primary.dsn(), autocommit=True) as conn:
+                    conn.execute(f"ALTER SYSTEM SET synchronous_standby_names = '{STANDBY_NAME}'")
+                    conn.execute("SELECT pg_reload_conf()")
+            pair.wait_streaming()
+            yield pair
+        finally:
+            with suppress(subprocess.CalledProcessError):
+                standby.stop("immediate")
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def terminate_backends(dsn: str, pids: Sequence[int]) -> int:
