@@ -181,13 +181,11 @@ def test_requeue_never_queues_a_job_that_ended_after_it_looked(pgq_dsn: str) -> 
         for ep in ("lo_rq_x", "lo_rq_y"):
             conn.execute("SELECT pgq.configure(%s, max_attempts => 1)", (ep,))
             conn.execute("SELECT pgq.enqueue(%s)", (ep,))
-        (dead, dead_lease), = conn.execute(
+        ((dead, dead_lease),) = conn.execute(
             "SELECT id, lease FROM pgq.claim(%s, '{lo_rq_x}')", (WORKER,)
         ).fetchall()
-        conn.execute(
-            "SELECT pgq.complete(%s, %s, %s, '{failed}')", (WORKER, [dead], [dead_lease])
-        )
-        (live, live_lease), = conn.execute(
+        conn.execute("SELECT pgq.complete(%s, %s, %s, '{failed}')", (WORKER, [dead], [dead_lease]))
+        ((live, live_lease),) = conn.execute(
             "SELECT id, lease FROM pgq.claim(%s, '{lo_rq_y}')", (WORKER,)
         ).fetchall()
 
@@ -212,7 +210,8 @@ def test_requeue_never_queues_a_job_that_ended_after_it_looked(pgq_dsn: str) -> 
         with fence.transaction():
             # The exclusive side of the ready-number fence of lo_rq_x: requeue's shared lock waits.
             fence.execute(
-                "SELECT pg_advisory_xact_lock('pgq.ready_seq'::regclass::oid::int, hashtext('lo_rq_x'))"
+                "SELECT pg_advisory_xact_lock('pgq.ready_seq'::regclass::oid::int,"
+                " hashtext('lo_rq_x'))"
             )
             thread.start()
             wait_for(lambda: waiting_on_a_lock(conn, rq.info.backend_pid), what="requeue to wait")
