@@ -95,6 +95,7 @@ def in_thread(target: Callable[[], None]) -> Iterator[None]:
         "SELECT pgq.enqueue('fence')",
         "SELECT * FROM pgq.enqueue_many(ARRAY['fence'])",
     ],
+    ids=["enqueue", "enqueue_many"],
 )
 def test_the_fence_is_held_before_a_producer_draws_its_ready_number(
     pgq_dsn: str, call: str
@@ -340,7 +341,7 @@ def test_the_capped_promotion_takes_the_earliest_due_jobs(pgq_dsn: str) -> None:
 
 # A condition on queued or running jobs (not inside an aggregate's FILTER).
 _ON_LIVE_JOBS = re.compile(
-    r"(?<!FILTER \()(?:AND|WHERE) \w+\.status = (?:'queued'|'running'|c_queued|c_running)\b"
+    r"(?<!FILTER \()(?:AND|WHERE) \w+\.status = (?:'queued'|'running'|c_queued|c_running)(?!\w)"
 )
 # Statements that may read jobs_scheduled although they name a live status, by a phrase of
 # their text: pgq._archive finds jobs by id in any state (a canceled scheduled job too), with
