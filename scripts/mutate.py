@@ -47,10 +47,12 @@ FUNCTIONS = ROOT / "sql" / "functions"
 # first failure).
 DEFAULT_TESTS = (
     "tests/py/test_ring_guards.py",
+    "tests/py/test_time_args.py",
     "tests/py/test_pgtap.py",
     "tests/py/test_ring.py",
     "tests/py/test_ring_moves.py",
     "tests/py/test_sql_concurrency.py",
+    "tests/py/test_lock_order.py",
     "tests/py/test_hostile_neighbours.py",
     "tests/py/test_plans.py",
     "tests/py/test_fuzz_sql.py",

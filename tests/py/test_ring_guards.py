@@ -366,3 +366,40 @@ def test_statements_on_queued_or_running_jobs_leave_jobs_scheduled_out(pgq_dsn: 
         if any(n.get("Relation Name") == "jobs_scheduled" for n in nodes(doc["Plan"])):
             found.add(text[:160])
     assert not found, "\n".join(sorted(found))
+
+
+# --- Nobody waits for another claimer or maintainer ----------------------------------------------
+
+
+def test_a_claim_skips_a_job_another_claimer_holds(pgq_dsn: str) -> None:
+    """(mutant claim_jobs_wait)"""
+    with connect(pgq_dsn) as conn, psycopg.connect(pgq_dsn) as holder:
+        conn.execute("SELECT * FROM pgq.enqueue_many(ARRAY['skip', 'skip'])").fetchall()
+        held = claim(holder, "skip")  # its transaction stays open: the row stays locked
+        conn.execute("SET lock_timeout = '1s'")
+        got = claim(conn, "skip")
+        assert len(held) == len(got) == 1 and held != got
+
+
+def test_a_claim_of_a_limited_entrypoint_skips_it_while_another_claimer_holds_it(
+    pgq_dsn: str,
+) -> None:
+    """(mutant claim_limit_waits)"""
+    with connect(pgq_dsn) as conn, psycopg.connect(pgq_dsn) as holder:
+        conn.execute("SELECT pgq.configure('skip.lim', concurrency_limit => 5)")
+        conn.execute("SELECT * FROM pgq.enqueue_many(ARRAY['skip.lim', 'skip.lim'])").fetchall()
+        assert len(claim(holder, "skip.lim")) == 1  # holds the policy row to its commit
+        conn.execute("SET lock_timeout = '1s'")
+        assert claim(conn, "skip.lim") == []
+        holder.commit()
+        assert len(claim(conn, "skip.lim")) == 1
+
+
+def test_a_second_maintainer_answers_busy_at_once(pgq_dsn: str) -> None:
+    """(mutant maintain_waits)"""
+    with connect(pgq_dsn) as conn, psycopg.connect(pgq_dsn) as holder:
+        holder.execute("SELECT * FROM pgq.maintain()").fetchall()  # its transaction stays open
+        conn.execute("SET lock_timeout = '1s'")
+        assert maintain(conn, may_rotate=False)["state"] == "busy"
+        holder.commit()
+        assert maintain(conn, may_rotate=False)["state"] == "ok"
