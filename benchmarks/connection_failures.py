@@ -2,7 +2,7 @@
 docs/connection-failures.md.
 
 Usage: python benchmarks/connection_failures.py [--dsn DSN] [--churn-seconds 60]
-           [--rows direct,schedule,pgbouncer,restart,sigkill,churn]
+           [--rows direct,schedule,pgbouncer,restart,outage5,failover-any,failover-rw,sigkill,churn]
 
 Each row gets a fresh scratch database (the restart row a PostgreSQL server of its own in a temp
 folder, never the server of --dsn) and one worker process (``worker`` mode of this script:
@@ -17,12 +17,19 @@ quick one ends (its result probably still buffered) the fault hits:
   ``pg_terminate_backend`` (behind PgBouncer in transaction mode: the pooler's server backends
   and the worker's direct LISTEN connection);
 * restart: the server is restarted (``pg_ctl restart -m fast``);
+* outage5: the server is stopped (``-m fast``) for 5 s, then started;
+* failover-any / failover-rw: a primary and a streaming hot standby of their own (synchronous
+  replication), the worker on a multi-host DSN (``host=127.0.0.1,127.0.0.1 port=P1,P2``) without
+  ``target_session_attrs`` (libpq's ``any``) or with ``read-write``; the primary crashes
+  (``pg_ctl stop -m immediate``) and is started again 1 s later;
 * sigkill: the worker process gets SIGKILL and a second worker process (poll 1 s) is started.
 
 Then 20 new quick jobs are enqueued at once. Measured: the time from the kill until the worker
 starts a new job, new jobs processed, jobs run twice (finished before the kill / in flight at the
 kill), jobs lost (not finished 20 s after the rest), and the pickup latency of one job enqueued
-on the idle worker afterwards (NOTIFY back: well under the 30 s poll). The churn row runs load
+on the idle worker afterwards; for the outage and failover rows also the time from the server
+accepting connections again until the worker starts a new job (the new jobs are enqueued as
+soon as it accepts) (NOTIFY back: well under the 30 s poll). The churn row runs load
 through PgBouncer for --churn-seconds while the pooler's server backends are killed every 0.5 s
 and expire every 2 s, and counts jobs run twice and jobs lost.
 """
@@ -197,17 +204,31 @@ def prepare(dsn: str) -> None:
         Queue(conn).configure("cf.job", heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT))
 
 
-def run_row(kind: str, dsn: str, *, bouncer_dsn: str | None = None, server: Any = None) -> dict:
+def run_row(
+    kind: str,
+    dsn: str,
+    *,
+    bouncer_dsn: str | None = None,
+    server: Any = None,
+    pair: faults.Pair | None = None,
+) -> dict:
     """One row of the table (see the module docstring)."""
     prepare(dsn)
+    if kind.startswith("failover"):
+        pair.wait_replayed()
     folder = Path(tempfile.mkdtemp(prefix="pgq-cf-"))
     log = folder / "runs.log"
     worker_dsn = make_conninfo(bouncer_dsn or dsn, application_name=WORKER_APP)
+    if kind.startswith("failover"):
+        attrs = {"target_session_attrs": "read-write"} if kind == "failover-rw" else {}
+        worker_dsn = pair.dsn(str(conninfo_to_dict(dsn)["dbname"]), **attrs)
+        worker_dsn = make_conninfo(worker_dsn, application_name=WORKER_APP)
     listen_dsn = make_conninfo(dsn, application_name=WORKER_APP) if bouncer_dsn else None
     proc = spawn_worker(
         worker_dsn, log, listen_dsn=listen_dsn, schedule=kind == "schedule", poll=POLL
     )
     second: subprocess.Popen[str] | None = None
+    t_back: float | None = None
     try:
         warm = enqueue(dsn, 1, 0)  # the worker is up and listening once it ran this
         wait(lambda: finished(dsn, warm), 30, "the worker to start")
@@ -244,6 +265,19 @@ def run_row(kind: str, dsn: str, *, bouncer_dsn: str | None = None, server: Any 
         elif kind == "restart":
             server.restart()
             killed = -1
+        elif kind == "outage5":
+            server.stop("fast")
+            time.sleep(5.0)
+            server.start()  # -w: returns once the server accepts connections
+            t_back = time.time()
+            killed = -1
+        elif kind.startswith("failover"):
+            assert pair is not None
+            pair.crash_primary()
+            time.sleep(1.0)
+            pair.primary.start()
+            t_back = time.time()
+            killed = -1
         else:
             killed = faults.terminate_backends(dsn, worker_pids(dsn))
         new = enqueue(dsn, NEW, 0.01)
@@ -260,8 +294,13 @@ def run_row(kind: str, dsn: str, *, bouncer_dsn: str | None = None, server: Any 
         # NOTIFY after the recovery: one job on the idle worker (poll 30 s).
         t0 = time.time()
         probe = enqueue(dsn, 1, 0)
-        wait(lambda: finished(dsn, probe), 40, "the probe job")
-        probe_start = next(at for k, i, _a, at in read_log(log) if k == "start" and i == probe[0])
+        try:
+            wait(lambda: finished(dsn, probe), 40, "the probe job")
+            probe_start: float | None = next(
+                at for k, i, _a, at in read_log(log) if k == "start" and i == probe[0]
+            )
+        except TimeoutError:  # the worker never came back
+            probe_start = None
 
         row: dict[str, Any] = {
             "row": kind,
@@ -272,8 +311,11 @@ def run_row(kind: str, dsn: str, *, bouncer_dsn: str | None = None, server: Any 
             "twice_finished_before": sum(starts[i] > 1 for i in quick),
             "twice_in_flight": sum(starts[i] > 1 for i in slow),
             "lost": len(set(everything) - done),
-            "pickup_after_s": round(probe_start - t0, 3),
+            "pickup_after_s": None if probe_start is None else round(probe_start - t0, 3),
         }
+        if t_back is not None:
+            row["outage_s"] = round(t_back - t_kill, 2)
+            row["resume_after_back_s"] = round(new_starts[0] - t_back, 3) if new_starts else None
         if kind == "sigkill":
             redelivered = {i: at for k, i, a, at in runs if k == "start" and i in slow and a == 2}
             after_beat = [redelivered[i] - float(last_beat[i]) for i in redelivered]
@@ -370,7 +412,10 @@ def main() -> None:
     w.add_argument("--schedule", action="store_true")
     parser.add_argument("--dsn", default=common.DEFAULT_DSN)
     parser.add_argument("--churn-seconds", type=float, default=60.0)
-    parser.add_argument("--rows", default="direct,schedule,pgbouncer,restart,sigkill,churn")
+    parser.add_argument(
+        "--rows",
+        default="direct,schedule,pgbouncer,restart,outage5,failover-any,failover-rw,sigkill,churn",
+    )
     args = parser.parse_args()
     if args.mode == "worker":
         worker_main(args)
@@ -381,9 +426,12 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     for kind in wanted:
         print(f"--- {kind}", flush=True)
-        if kind == "restart":
+        if kind in ("restart", "outage5"):
             with faults.own_server() as server:
                 row = run_row(kind, server.dsn(), server=server)
+        elif kind.startswith("failover"):
+            with faults.primary_and_standby(synchronous=True) as pair:
+                row = run_row(kind, pair.primary.dsn(), pair=pair)
         elif kind == "churn":
             with common.scratch_db(args.dsn, "cf") as dsn, bouncer_for(dsn) as bdsn:
                 row = churn_row(dsn, bdsn, args.churn_seconds)
@@ -401,6 +449,8 @@ def main() -> None:
         "run twice: finished before / in flight",
         "lost",
         "pickup after recovery (poll 30 s)",
+        "outage",
+        "starts a new job after the server is back",
     ]
     table_rows = [
         [
@@ -409,7 +459,15 @@ def main() -> None:
             f"{r['new_processed']}/{r['new_jobs']}",
             f"{r['twice_finished_before']} / {r['twice_in_flight']}",
             r["lost"],
-            f"{r['pickup_after_s'] * 1000:.0f} ms",
+            f"{r['pickup_after_s'] * 1000:.0f} ms" if r["pickup_after_s"] is not None else "never",
+            f"{r['outage_s']:.2f} s" if "outage_s" in r else "-",
+            (
+                "-"
+                if "outage_s" not in r
+                else f"{r['resume_after_back_s']:.2f} s"
+                if r["resume_after_back_s"] is not None
+                else "never (20 s)"
+            ),
         ]
         for r in results
         if r["row"] != "churn"
