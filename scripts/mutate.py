@@ -17,6 +17,7 @@ Usage (from the repository root, with the test venv):
     .venv/bin/python scripts/mutate.py --only claim_attempt --only release_fence
     .venv/bin/python scripts/mutate.py --only claim_attempt --tests tests/py/test_ring_guards.py
     .venv/bin/python scripts/mutate.py --threshold 95 --no-baseline
+    .venv/bin/python scripts/mutate.py --rev HEAD           # the last commit, not the work tree
 
 It first runs the selection on the unmutated copy (the baseline must pass, else every mutant
 would look caught), then each mutant, printing one line per mutant and a table at the end.
@@ -479,8 +480,15 @@ def check(functions: Path = FUNCTIONS) -> list[str]:
     return problems
 
 
-def copy_tree(dest: Path) -> None:
-    """The work tree as it is (tracked and untracked files that are not ignored) into dest."""
+def copy_tree(dest: Path, rev: str | None = None) -> None:
+    """The work tree as it is (tracked and untracked files that are not ignored) into dest, or
+    the tree of commit ``rev``."""
+    if rev is not None:
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", rev], cwd=ROOT, check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        return
     listed = (
         subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -555,13 +563,13 @@ def run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float,
     return "failed", seconds, (failed[0] if failed else (lines[-1] if lines else "")).strip()
 
 
-def prepare(tree: Path, mutant: Mutant | None) -> None:
+def prepare(tree: Path, mutant: Mutant | None, rev: str | None = None) -> None:
     """A fresh copy of the work tree in ``tree`` with the mutant applied and the migration
     regenerated."""
     if tree.exists():
         shutil.rmtree(tree)
     tree.mkdir(parents=True)
-    copy_tree(tree)
+    copy_tree(tree, rev)
     if mutant is not None:
         apply(mutant, tree / "sql" / "functions")
     gen = subprocess.run(
@@ -603,6 +611,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-baseline", action="store_true", help="skip the run of the unmutated copy"
     )
+    parser.add_argument(
+        "--rev", metavar="COMMIT", help="mutate the tree of this commit instead of the work tree"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
     parser.add_argument("--show", action="store_true", help="print the end of each test run")
     args = parser.parse_args(argv)
@@ -638,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.monotonic()
     try:
         if not args.no_baseline:
-            prepare(tree, None)
+            prepare(tree, None, args.rev)
             state, seconds, detail = run_tests(tree, tests, args.timeout)
             print(f"baseline: {state} in {seconds:.0f} s {detail}", flush=True)
             if state != "passed":
@@ -646,7 +657,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         for mu in chosen:
             try:
-                prepare(tree, mu)
+                prepare(tree, mu, args.rev)
             except MutantError as exc:
                 results.append(Result(mu.name, "error", 0.0, str(exc)))
                 print(f"{mu.name:34} ERROR    {exc}", flush=True)
