@@ -64,6 +64,7 @@ DECLARE
     v_now     timestamptz := coalesce(claim.at, now());
     v_limited text[];
     v_ids     bigint[];
+    v_found   bigint[];
     v_now_ms  bigint;
     v_round   int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
@@ -94,28 +95,33 @@ BEGIN
     END IF;
 
     -- The same request again: its answer was lost. Answer the jobs it claimed, still ours.
-    -- (A probe first: the UPDATE would fire the update trigger even when it finds nothing, as
-    -- it does for every new request.) Two locked reads, in id order, each a new statement (a
-    -- new snapshot): a job that pgq.maintain carried into another slot of the ring (DELETE +
-    -- INSERT of the same row) while the first waited for its row lock is found by the second,
-    -- so a replay never falls through to a new claim while its own job is being carried.
-    IF claim.request_id IS NOT NULL
-       AND EXISTS (SELECT 1 FROM pgq.jobs j
-                    WHERE j.entrypoint = ANY (claim.entrypoints)
-                      AND j.claim_request = claim.request_id
-                      AND j.status = 'running' AND j.slot <> 4
-                      AND j.worker_id = claim.worker_id) THEN
+    -- (A read first: the UPDATE would fire the update trigger even when it finds nothing, as
+    -- it does for every new request.) Then the jobs are locked by id, in id order, in up to two
+    -- looks, each a new statement (a new snapshot): a job that pgq.maintain carried into
+    -- another slot of the ring (DELETE + INSERT of the same row, same id) while the first look
+    -- waited for its row lock is found by the second, so a replay never falls through to a new
+    -- claim while its own job is being carried.
+    IF claim.request_id IS NOT NULL THEN
+        SELECT array_agg(j.id) INTO v_found
+          FROM pgq.jobs j
+         WHERE j.entrypoint = ANY (claim.entrypoints)
+           AND j.claim_request = claim.request_id
+           AND j.status = 'running' AND j.slot <> 4
+           AND j.worker_id = claim.worker_id;
+    END IF;
+    IF v_found IS NOT NULL THEN
         v_ids := '{}';
         FOR v_round IN 1..2 LOOP
             v_ids := v_ids || ARRAY(SELECT j.id
                                       FROM pgq.jobs j
-                                     WHERE j.entrypoint = ANY (claim.entrypoints)
-                                       AND j.claim_request = claim.request_id
-                                       AND j.status = 'running' AND j.slot <> 4
-                                       AND j.worker_id = claim.worker_id
+                                     WHERE j.id = ANY (v_found)
                                        AND j.id <> ALL (v_ids)
+                                       AND j.claim_request = claim.request_id
+                                       AND j.status = c_running AND j.slot <> 4
+                                       AND j.worker_id = claim.worker_id
                                      ORDER BY j.id
                                        FOR UPDATE);
+            EXIT WHEN cardinality(v_ids) = cardinality(v_found);
         END LOOP;
         -- None of them still runs under this request (finished, released, swept or claimed
         -- again meanwhile): an ordinary claim below.

@@ -4,7 +4,7 @@
 -- cannot change after its first query, and this whole file is one transaction; the Python tests
 -- call claim from a REPEATABLE READ transaction.
 BEGIN;
-SELECT plan(72);
+SELECT plan(75);
 
 -- Argument errors (nothing is claimed) ---------------------------------------------------------
 SELECT pgq.enqueue('cl_err') AS err_id \gset
@@ -243,6 +243,24 @@ SELECT pgq.complete('55555555-5555-5555-5555-555555555555', ARRAY[id], ARRAY[lea
 SELECT is((SELECT array_agg(attempt || ':' || last_attempt ORDER BY attempt)
              FROM pgq.claim('66666666-6666-6666-6666-666666666666', '{cl_req}', 5, now() + interval '1 hour')),
           ARRAY['1:false', '2:true', '2:true'], 'max_attempts 2: the second attempt is the last (the interrupted one was not counted; the stale one was)');
+
+-- A replay answers in the claim's order (priority, then ready order: here enqueue order, which
+-- is not run_at order), and once none of its jobs still runs under it, it is an ordinary claim.
+SELECT pgq.enqueue('cl_rord', '{"n": "a"}') AS ra \gset
+SELECT pgq.enqueue('cl_rord', '{"n": "b"}', run_at => now() - interval '1 hour') AS rb \gset
+SELECT pgq.enqueue('cl_rord', '{"n": "c"}') AS rc \gset
+SELECT is((SELECT array_agg(id) FROM pgq.claim('77777777-7777-7777-7777-777777777777', '{cl_rord}', 2,
+                                              request_id => 'aaaaaaaa-0000-0000-0000-000000000002')),
+          ARRAY[:ra, :rb]::bigint[], 'a claim answers in ready order (enqueue order), not run_at order');
+SELECT is((SELECT array_agg(id) FROM pgq.claim('77777777-7777-7777-7777-777777777777', '{cl_rord}', 2,
+                                              request_id => 'aaaaaaaa-0000-0000-0000-000000000002')),
+          ARRAY[:ra, :rb]::bigint[], 'the replay answers in the same order');
+SELECT pgq.complete('77777777-7777-7777-7777-777777777777', array_agg(id), array_agg(lease),
+                    array_fill('successful'::text, ARRAY[count(*)::int]))
+  FROM pgq.jobs WHERE entrypoint = 'cl_rord' AND status = 'running';
+SELECT is((SELECT array_agg(id) FROM pgq.claim('77777777-7777-7777-7777-777777777777', '{cl_rord}', 2,
+                                              request_id => 'aaaaaaaa-0000-0000-0000-000000000002')),
+          ARRAY[:rc]::bigint[], 'a replay after all its jobs finished is an ordinary claim: the next job');
 
 -- Jobs not due are 'scheduled' (outside the claim index); a claim promotes them once due ----------
 SELECT pgq.enqueue('cl_sched', '{"n": 1}', priority => 32767, delay => interval '1 hour') AS sc1 \gset
