@@ -652,6 +652,13 @@ def main(argv: list[str] | None = None) -> int:
             prepare(tree, None, args.rev)
             state, seconds, detail = run_tests(tree, tests, args.timeout)
             print(f"baseline: {state} in {seconds:.0f} s {detail}", flush=True)
+            node = detail.split()[1] if detail.startswith("FAILED ") else ""
+            if state == "failed" and node:
+                # Once more alone: a test that fails only under load is reported, not fatal.
+                again, _, _ = run_tests(tree, [node], args.timeout)
+                if again == "passed":
+                    print(f"baseline: {node} passes alone: flaky, going on", flush=True)
+                    state = "passed"
             if state != "passed":
                 print("the unmutated tests must pass first", file=sys.stderr)
                 return 2
