@@ -635,7 +635,9 @@ class Runner:
                     self.fail("complete-replay", f"job {i}: repeated complete answered {r[1:4]}, first answer {fr}")
                 if fr["status"] == "retry" and j.status in ("scheduled", "queued"):
                     # "a retry's run_at as stored" (a requeue since may have stored another)
-                    if r[4] != j.run_at or r[5] is None or abs(r[5] - (j.run_at - frec.at).total_seconds()) > 1e-5:  # type: ignore[operator]
+                    # retry_in_s: seconds from this call's at (a due time already past: 0 or less)
+                    in_s = (j.run_at - at).total_seconds()  # type: ignore[operator]
+                    if r[4] != j.run_at or r[5] is None or min(abs(r[5] - in_s), abs(r[5] - max(in_s, 0))) > 1e-5:
                         self.fail("complete-replay", f"job {i}: repeated retry answered run_at {r[4]} / {r[5]}, stored {j.run_at} (first answer {fr})")
                 continue
             exp_ids.append(i)
