@@ -2141,14 +2141,23 @@ BEGIN
     FOR v_round IN 1..2 LOOP
         v_decided := '{}';
         v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes);
-        -- One locked read of the jobs this worker owns under these leases, in id order (every
-        -- function that locks several jobs takes them in id order, so two of them never
-        -- deadlock; the archive's DELETE would lock in the order of its plan). It also decides
-        -- the failures and interrupted attempts (lease-fenced), so that a row carried meanwhile
-        -- cannot reach the archive below with a failure it should retry: back to the queue
-        -- with attempts left, and interrupted attempts (not counted). One job alone needs no
-        -- order, only a decision when it failed.
-        IF v_retry OR cardinality(r_ids) > 1 THEN
+        -- The jobs are locked in id order first (every function that locks several jobs takes
+        -- them in id order, so two of them never deadlock; the archive's DELETE would lock in
+        -- the order of its plan). Successes and cancellations alone: a bare locked read by id
+        -- (the archive checks the leases). One job alone needs no order.
+        IF NOT v_retry AND cardinality(r_ids) > 1 THEN
+            PERFORM 1
+               FROM (SELECT j.id FROM pgq.jobs j
+                      WHERE j.id = ANY (r_ids)
+                        AND j.status = c_running AND j.slot <> 4
+                      ORDER BY j.id
+                        FOR UPDATE) AS l;
+        END IF;
+        -- With failures or interrupted attempts, the locked read of the jobs this worker owns
+        -- under these leases also decides those (lease-fenced), so that a row carried
+        -- meanwhile cannot reach the archive below with a failure it should retry: back to
+        -- the queue with attempts left, and interrupted attempts (not counted).
+        IF v_retry THEN
             SELECT coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.outcome IN ('failed', 'interrupted')), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
@@ -2182,8 +2191,7 @@ BEGIN
                        AND j.worker_id = complete.worker_id
                      ORDER BY j.id
                        FOR UPDATE OF j) AS d;
-        END IF;
-        IF v_retry THEN
+
             -- Due now (no delay): queued again in place, with a new ready number behind the
             -- fence (the back of its lane).
             IF cardinality(v_now_ids) > 0 THEN
