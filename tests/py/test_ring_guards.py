@@ -403,3 +403,35 @@ def test_a_second_maintainer_answers_busy_at_once(pgq_dsn: str) -> None:
         assert maintain(conn, may_rotate=False)["state"] == "busy"
         holder.commit()
         assert maintain(conn, may_rotate=False)["state"] == "ok"
+
+
+# --- Leases: the same worker's old lease --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "SELECT id FROM pgq.complete(%s, %s::bigint[], %s::bigint[], ARRAY['successful'])",
+        "SELECT id FROM pgq.complete(%s, %s::bigint[], %s::bigint[], ARRAY['failed'])",
+        "SELECT id FROM pgq.release(%s, %s::bigint[], %s::bigint[])",
+        "SELECT id FROM pgq.heartbeat(%s, %s::bigint[], %s::bigint[]) WHERE state <> 'lost'",
+    ],
+    ids=["complete-successful", "complete-failed", "release", "heartbeat"],
+)
+def test_an_old_lease_of_the_same_worker_is_refused(pgq_dsn: str, call: str) -> None:
+    """A job swept as stale and claimed again by the same worker: the first attempt's lease
+    is refused, only the worker id matches (mutants archive_no_lease, complete_failure_no_lease,
+    release_no_lease, heartbeat_no_lease)."""
+    with connect(pgq_dsn) as conn:
+        w = uuid.uuid4()
+        conn.execute("SELECT pgq.enqueue('old')")
+        ((jid, old),) = conn.execute(
+            "SELECT id, lease FROM pgq.claim(%s, ARRAY['old'], 1)", (w,)
+        ).fetchall()
+        ((again, new),) = conn.execute(
+            f"SELECT id, lease FROM pgq.claim(%s, ARRAY['old'], 1, {LATER})", (w,)
+        ).fetchall()
+        assert again == jid and new != old
+        assert conn.execute(call, (w, [jid], [old])).fetchall() == []
+        row = conn.execute("SELECT status, lease FROM pgq.jobs WHERE id = %s", (jid,)).fetchone()
+        assert row == ("running", new)
