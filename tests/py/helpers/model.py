@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - diagnostics quote whole rows and statements
 """A Python model of the job lifecycle contract (docs/sql-api.md) and a runner that drives
 random step sequences against a real database, checking it against the model after every step.
 
@@ -14,12 +15,14 @@ recorded as literal SQL, so a failure prints a psql script that reproduces it on
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
+import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -77,7 +80,7 @@ def q(s: str) -> str:
 
 
 def ts(t: datetime) -> str:
-    return q(t.astimezone(timezone.utc).isoformat()) + "::timestamptz"
+    return q(t.astimezone(UTC).isoformat()) + "::timestamptz"
 
 
 def arr(values: list[Any], typ: str) -> str:
@@ -182,7 +185,9 @@ class Model:
         return [j for j in self.jobs.values() if j.status not in TERMINAL]
 
     def running(self, ep: str | None = None) -> list[Job]:
-        return [j for j in self.jobs.values() if j.status == "running" and (ep is None or j.ep == ep)]
+        return [
+            j for j in self.jobs.values() if j.status == "running" and (ep is None or j.ep == ep)
+        ]
 
     def live_key_holder(self, key: str) -> Job | None:
         for j in self.live():
@@ -216,7 +221,11 @@ class Model:
         plan = self.sweep_plan(at)
         group = self.next_ready()
         for j, fate in plan:
-            record = {"error": "heartbeat timeout", "worker_id": j.worker, "heartbeat_at": j.heartbeat_at}
+            record = {
+                "error": "heartbeat timeout",
+                "worker_id": j.worker,
+                "heartbeat_at": j.heartbeat_at,
+            }
             j.errors.append({"kind": "timeout", "attempt": j.attempt, "at": at, "details": record})
             if fate == "queued":
                 j.status = "queued"
@@ -304,7 +313,9 @@ class Runner:
         if choice < 0.6:
             return None, True
         if choice < 0.75:
-            return m.real_now - timedelta(days=1, seconds=rng.randint(0, 1000), microseconds=m.frac), True
+            return m.real_now - timedelta(
+                days=1, seconds=rng.randint(0, 1000), microseconds=m.frac
+            ), True
         return m.clock + timedelta(seconds=rng.randint(1, 20), microseconds=m.frac), False
 
     def _enqueue(self, rng: random.Random, n: int, single: bool) -> None:
@@ -364,7 +375,9 @@ class Runner:
         if conflict:
             state = self.sql_error(text)
             if state != "PQ007":
-                self.fail("enqueue", f"expected PQ007 (dedupe key held, on_conflict raise), got {state}")
+                self.fail(
+                    "enqueue", f"expected PQ007 (dedupe key held, on_conflict raise), got {state}"
+                )
             return
         rows = self.sql(text)
         ids = [r[0] for r in rows]
@@ -372,11 +385,13 @@ class Runner:
             self.fail("enqueue", f"{n} elements, {len(ids)} ids returned: {ids}")
         last = m.max_id
         new_ready: list[Job] = []
-        for pos, (e, exp) in enumerate(zip(elems, expected)):
+        for pos, (e, exp) in enumerate(zip(elems, expected, strict=False)):
             got = ids[pos]
             if exp is None:
                 if got <= last:
-                    self.fail("enqueue", f"position {pos + 1}: new id {got} not above {last} (ids {ids})")
+                    self.fail(
+                        "enqueue", f"position {pos + 1}: new id {got} not above {last} (ids {ids})"
+                    )
                 last = got
                 m.ensure_ep(e["ep"])
                 j = Job(
@@ -393,9 +408,14 @@ class Runner:
                     new_ready.append(j)
             elif exp < 0:
                 if got != ids[-1 - exp]:
-                    self.fail("enqueue", f"position {pos + 1}: same key as position {-exp}, ids {ids}")
+                    self.fail(
+                        "enqueue", f"position {pos + 1}: same key as position {-exp}, ids {ids}"
+                    )
             elif got != exp:
-                self.fail("enqueue", f"position {pos + 1}: key {e['key']} held by job {exp}, answered {got}")
+                self.fail(
+                    "enqueue",
+                    f"position {pos + 1}: key {e['key']} held by job {exp}, answered {got}",
+                )
         m.max_id = max(m.max_id, last)
         for j in new_ready:  # input order
             j.ready = (m.next_ready(), 0)
@@ -430,7 +450,9 @@ class Runner:
         else:
             eps = rng.sample(EPS, rng.randint(1, 3))
             batch = rng.choice([1, 1, 2, 3, 5])
-            request = str(uuid.UUID(int=rng.getrandbits(128), version=4)) if rng.random() < 0.6 else None
+            request = (
+                str(uuid.UUID(int=rng.getrandbits(128), version=4)) if rng.random() < 0.6 else None
+            )
         replay = [
             j
             for j in m.running()
@@ -466,7 +488,10 @@ class Runner:
             for r in rows:
                 j = m.jobs[r[0]]
                 if r[1] != j.lease or r[5] != j.attempt:
-                    self.fail("claim-resend", f"job {j.id}: answered lease/attempt {r[1]}/{r[5]}, holds {j.lease}/{j.attempt}")
+                    self.fail(
+                        "claim-resend",
+                        f"job {j.id}: answered lease/attempt {r[1]}/{r[5]}, holds {j.lease}/{j.attempt}",
+                    )
                 j.heartbeat_at = at
             m.bump("claim_resend_answered")
             return
@@ -489,21 +514,38 @@ class Runner:
         for pos, r in enumerate(rows):
             j = cands.get(r[0])
             if j is None:
-                self.fail("claim", f"claimed job {r[0]} is not a queued job of {eps} in the model (answer {[x[0] for x in rows]})")
+                self.fail(
+                    "claim",
+                    f"claimed job {r[0]} is not a queued job of {eps} in the model (answer {[x[0] for x in rows]})",
+                )
                 return
             if room[j.ep] <= 0:
-                self.fail("claim", f"claimed job {j.id} of {j.ep} beyond its room (limit {m.pol(j.ep)['limit']}, paused {m.pol(j.ep)['paused']})")
+                self.fail(
+                    "claim",
+                    f"claimed job {j.id} of {j.ep} beyond its room (limit {m.pol(j.ep)['limit']}, paused {m.pol(j.ep)['paused']})",
+                )
             key = (-j.priority, j.ready)
-            better = [c.id for c in cands.values() if room[c.ep] > 0 and c.id not in {t.id for t in taken} and (-c.priority, c.ready) < key]  # type: ignore[operator]
+            better = [
+                c.id
+                for c in cands.values()
+                if room[c.ep] > 0
+                and c.id not in {t.id for t in taken}
+                and (-c.priority, c.ready) < key
+            ]  # type: ignore[operator]
             if better:
-                self.fail("claim-order", f"claim answer {[x[0] for x in rows]} took job {j.id} at position {pos + 1} before {better} (priority desc, then ready order)")
+                self.fail(
+                    "claim-order",
+                    f"claim answer {[x[0] for x in rows]} took job {j.id} at position {pos + 1} before {better} (priority desc, then ready order)",
+                )
             taken.append(j)
             room[j.ep] -= 1
             del cands[j.id]
         left = [c.id for c in cands.values() if room[c.ep] > 0]
         if len(rows) < batch and left:
-            self.fail("claim", f"claimed {len(rows)} of batch {batch}, but {left} could still be claimed")
-        for r, j in zip(rows, taken):
+            self.fail(
+                "claim", f"claimed {len(rows)} of batch {batch}, but {left} could still be claimed"
+            )
+        for r, j in zip(rows, taken, strict=False):
             p = m.pol(j.ep)
             lease = r[1]
             if lease in m.leases:
@@ -519,7 +561,19 @@ class Runner:
                 j.run_at = r[6]
             if j.enqueued_at is None:
                 j.enqueued_at = r[12]
-            exp = (j.ep, j.payload, j.priority, j.attempt, j.run_at, j.key, p["max_attempts"], p["hb"], p["hb"], j.attempt >= p["max_attempts"], j.enqueued_at)
+            exp = (
+                j.ep,
+                j.payload,
+                j.priority,
+                j.attempt,
+                j.run_at,
+                j.key,
+                p["max_attempts"],
+                p["hb"],
+                p["hb"],
+                j.attempt >= p["max_attempts"],
+                j.enqueued_at,
+            )
             got = (r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12])
             if exp != got:
                 self.fail("claim-row", f"job {j.id}: claimed row {got}, model {exp}")
@@ -527,16 +581,22 @@ class Runner:
 
     def _check_order(self, rows: list[tuple[Any, ...]], kind: str) -> None:
         keys = [(-self.model.jobs[r[0]].priority, self.model.jobs[r[0]].ready) for r in rows]
-        if any(a > b for a, b in zip(keys, keys[1:])):  # type: ignore[operator]
+        if any(a > b for a, b in itertools.pairwise(keys)):  # type: ignore[operator]
             self.fail(kind, f"answer {[r[0] for r in rows]} not by priority desc, then ready order")
 
-    def _pick(self, rng: random.Random, w: str, zombie_p: float = 0.25) -> tuple[list[int], list[int]]:
+    def _pick(
+        self, rng: random.Random, w: str, zombie_p: float = 0.25
+    ) -> tuple[list[int], list[int]]:
         """Some jobs the worker holds (current leases) and perhaps one it held once (a stale
         lease: a zombie write)."""
         m = self.model
         mine = [(j.id, j.lease) for j in sorted(m.running(), key=lambda j: j.id) if j.worker == w]
         picked = rng.sample(mine, rng.randint(min(1, len(mine)), len(mine))) if mine else []
-        stale = [(i, lease) for i, lease in m.held[w] if m.jobs[i].lease != lease and i not in {p[0] for p in picked}]
+        stale = [
+            (i, lease)
+            for i, lease in m.held[w]
+            if m.jobs[i].lease != lease and i not in {p[0] for p in picked}
+        ]
         if stale and rng.random() < zombie_p:
             picked.insert(rng.randint(0, len(picked)), rng.choice(stale))
         return [p[0] for p in picked], [p[1] for p in picked]  # type: ignore[misc]
@@ -546,9 +606,11 @@ class Runner:
         w = rng.choice(WORKERS)
         ids, leases = self._pick(rng, w)
         at = m.clock
-        rows = self.sql(f"SELECT id, state FROM pgq.heartbeat({uu(w)}, {arr(ids, 'bigint')}, {arr(leases, 'bigint')}, {ts(at)})")
+        rows = self.sql(
+            f"SELECT id, state FROM pgq.heartbeat({uu(w)}, {arr(ids, 'bigint')}, {arr(leases, 'bigint')}, {ts(at)})"
+        )
         exp = []
-        for i, lease in zip(ids, leases):
+        for i, lease in zip(ids, leases, strict=False):
             j = m.jobs[i]
             if j.status == "running" and j.worker == w and j.lease == lease:
                 exp.append((i, "cancel_requested" if j.cancel_requested else "ok"))
@@ -564,7 +626,10 @@ class Runner:
         if c < 0.25:
             return None
         if outcome == "failed" and c < 0.5:
-            return {"error": "rate limited", "retry_after": rng.choice([0, round(rng.uniform(0.5, 30), 3)])}
+            return {
+                "error": "rate limited",
+                "retry_after": rng.choice([0, round(rng.uniform(0.5, 30), 3)]),
+            }
         if outcome == "successful":
             return {"result": rng.randint(0, 99)}
         return {"error": "boom", "n": rng.randint(0, 99)}
@@ -573,7 +638,9 @@ class Runner:
         m = self.model
         w = rng.choice(WORKERS)
         ids, leases = self._pick(rng, w)
-        outcomes = [rng.choice(["successful", "failed", "failed", "interrupted", "canceled"]) for _ in ids]
+        outcomes = [
+            rng.choice(["successful", "failed", "failed", "interrupted", "canceled"]) for _ in ids
+        ]
         details = [self._details(rng, o) for o in outcomes] if rng.random() < 0.85 else None
         self._complete(w, ids, leases, outcomes, details, m.clock, record=True)
 
@@ -608,7 +675,7 @@ class Runner:
         rec = CompleteRecord(w, ids, leases, outcomes, details, at, {}, {}, {})
         queued_now: list[Job] = []
         exp_ids = []
-        for pos, (i, lease, outcome) in enumerate(zip(ids, leases, outcomes)):
+        for pos, (i, lease, outcome) in enumerate(zip(ids, leases, outcomes, strict=False)):
             j = m.jobs[i]
             d = details[pos] if details is not None else None
             r = got.get(i)
@@ -617,32 +684,55 @@ class Runner:
                 answerable = False
                 if first is not None:
                     frec, fid = first
-                    answerable = (frec.entry[fid] and (REPLAY_ANSWERS_FROM_FINISHED_JOB or j.status not in TERMINAL)) or (
-                        j.status in TERMINAL and j.hist_lease == lease and j.hist_worker == w
-                    )
+                    answerable = (
+                        frec.entry[fid]
+                        and (REPLAY_ANSWERS_FROM_FINISHED_JOB or j.status not in TERMINAL)
+                    ) or (j.status in TERMINAL and j.hist_lease == lease and j.hist_worker == w)
                 if not answerable:
                     if r is not None:
-                        self.fail("zombie", f"job {i}: complete by {w} under lease {lease} (not owned, never decided under it) answered {r}")
+                        self.fail(
+                            "zombie",
+                            f"job {i}: complete by {w} under lease {lease} (not owned, never decided under it) answered {r}",
+                        )
                     m.bump("zombie_complete")
                     continue
                 exp_ids.append(i)
                 m.bump("complete_replayed")
                 fr = frec.rows[fid]
                 if r is None:
-                    self.fail("complete-replay", f"job {i} (now {j.status}, lease {j.lease or j.hist_lease}): repeated complete under lease {lease} answered nothing; first answer {fr}")
+                    self.fail(
+                        "complete-replay",
+                        f"job {i} (now {j.status}, lease {j.lease or j.hist_lease}): repeated complete under lease {lease} answered nothing; first answer {fr}",
+                    )
                     continue
-                if (r[1], r[2]) != (fr["status"], fr["attempt"]) or r[3] not in (fr["max_attempts"], m.pol(j.ep)["max_attempts"]):
-                    self.fail("complete-replay", f"job {i}: repeated complete answered {r[1:4]}, first answer {fr}")
+                if (r[1], r[2]) != (fr["status"], fr["attempt"]) or r[3] not in (
+                    fr["max_attempts"],
+                    m.pol(j.ep)["max_attempts"],
+                ):
+                    self.fail(
+                        "complete-replay",
+                        f"job {i}: repeated complete answered {r[1:4]}, first answer {fr}",
+                    )
                 if fr["status"] == "retry" and j.status in ("scheduled", "queued"):
                     # "a retry's run_at as stored" (a requeue since may have stored another)
                     # retry_in_s: seconds from this call's at (a due time already past: 0 or less)
                     in_s = (j.run_at - at).total_seconds()  # type: ignore[operator]
-                    if r[4] != j.run_at or r[5] is None or min(abs(r[5] - in_s), abs(r[5] - max(in_s, 0))) > 1e-5:
-                        self.fail("complete-replay", f"job {i}: repeated retry answered run_at {r[4]} / {r[5]}, stored {j.run_at} (first answer {fr})")
+                    if (
+                        r[4] != j.run_at
+                        or r[5] is None
+                        or min(abs(r[5] - in_s), abs(r[5] - max(in_s, 0))) > 1e-5
+                    ):
+                        self.fail(
+                            "complete-replay",
+                            f"job {i}: repeated retry answered run_at {r[4]} / {r[5]}, stored {j.run_at} (first answer {fr})",
+                        )
                 continue
             exp_ids.append(i)
             if r is None:
-                self.fail("complete", f"job {i}: owned by {w} under lease {lease}, complete answered nothing")
+                self.fail(
+                    "complete",
+                    f"job {i}: owned by {w} under lease {lease}, complete answered nothing",
+                )
                 continue
             p = m.pol(j.ep)
             n = j.attempt
@@ -653,12 +743,35 @@ class Runner:
                 decision = "canceled"
             elif outcome == "interrupted":
                 decision = "canceled" if j.cancel_requested else "retry"
-                entry = {"kind": "interrupted", "attempt": n, "at": at, "lease": lease, "details": d, "worker": w, "decision": decision}
+                entry = {
+                    "kind": "interrupted",
+                    "attempt": n,
+                    "at": at,
+                    "lease": lease,
+                    "details": d,
+                    "worker": w,
+                    "decision": decision,
+                }
             else:
-                decision = "canceled" if j.cancel_requested else ("retry" if n < p["max_attempts"] else "failed")
-                entry = {"kind": "failed", "attempt": n, "at": at, "lease": lease, "details": d, "worker": w, "decision": decision}
+                decision = (
+                    "canceled"
+                    if j.cancel_requested
+                    else ("retry" if n < p["max_attempts"] else "failed")
+                )
+                entry = {
+                    "kind": "failed",
+                    "attempt": n,
+                    "at": at,
+                    "lease": lease,
+                    "details": d,
+                    "worker": w,
+                    "decision": decision,
+                }
             if r[1] != decision or r[2] != n or r[3] != p["max_attempts"]:
-                self.fail("complete", f"job {i} ({outcome}, attempt {n} of {p['max_attempts']}, cancel requested {j.cancel_requested}): answered {r[1:4]}, model ({decision}, {n}, {p['max_attempts']})")
+                self.fail(
+                    "complete",
+                    f"job {i} ({outcome}, attempt {n} of {p['max_attempts']}, cancel requested {j.cancel_requested}): answered {r[1:4]}, model ({decision}, {n}, {p['max_attempts']})",
+                )
             if entry is not None:
                 j.errors.append(entry)
             if decision == "retry":
@@ -671,9 +784,14 @@ class Runner:
                     cap = min(p["max"], p["base"] * 2 ** (n - 1))
                     delay_lo, delay_hi = cap / 2, cap
                 if r[5] is None or r[4] is None or not (delay_lo - 1e-6 <= r[5] <= delay_hi + 1e-6):
-                    self.fail("backoff", f"job {i}: retry_in_s {r[5]} outside [{delay_lo}, {delay_hi}] (attempt {n}, policy {p}, details {d})")
+                    self.fail(
+                        "backoff",
+                        f"job {i}: retry_in_s {r[5]} outside [{delay_lo}, {delay_hi}] (attempt {n}, policy {p}, details {d})",
+                    )
                 if r[4] is not None and abs((r[4] - at).total_seconds() - (r[5] or 0)) > 1e-5:
-                    self.fail("backoff", f"job {i}: run_at {r[4]} is not at + retry_in_s ({at} + {r[5]})")
+                    self.fail(
+                        "backoff", f"job {i}: run_at {r[4]} is not at + retry_in_s ({at} + {r[5]})"
+                    )
                 j.run_at = r[4]
                 if delay_hi == 0:
                     j.status = "queued"
@@ -684,7 +802,9 @@ class Runner:
                 m.bump("retry")
             else:
                 if r[4] is not None or r[5] is not None:
-                    self.fail("complete", f"job {i}: {decision} answered run_at/retry_in_s {r[4]}/{r[5]}")
+                    self.fail(
+                        "complete", f"job {i}: {decision} answered run_at/retry_in_s {r[4]}/{r[5]}"
+                    )
                 j.status = decision
                 j.finished_at = at
                 j.hist_by, j.hist_lease, j.hist_worker = "complete", lease, w
@@ -695,12 +815,21 @@ class Runner:
             j.lease = j.worker = j.started_at = j.heartbeat_at = None
             j.claim_request = None
             j.cancel_requested = False
-            rec.rows[i] = {"status": r[1], "attempt": r[2], "max_attempts": r[3], "run_at": r[4], "retry_in_s": r[5]}
+            rec.rows[i] = {
+                "status": r[1],
+                "attempt": r[2],
+                "max_attempts": r[3],
+                "run_at": r[4],
+                "retry_in_s": r[5],
+            }
             rec.entry[i] = entry is not None
             rec.epoch[i] = j.epoch
             m.answered[(w, lease)] = (rec, i)
         if [r[0] for r in rows] != exp_ids:
-            self.fail("complete", f"answered ids {[r[0] for r in rows]}, model {exp_ids} (input {ids}, leases {leases})")
+            self.fail(
+                "complete",
+                f"answered ids {[r[0] for r in rows]}, model {exp_ids} (input {ids}, leases {leases})",
+            )
         if queued_now:
             group = m.next_ready()
             for j in queued_now:
@@ -713,10 +842,12 @@ class Runner:
         w = rng.choice(WORKERS)
         ids, leases = self._pick(rng, w)
         at = m.clock
-        rows = self.sql(f"SELECT id, status FROM pgq.release({uu(w)}, {arr(ids, 'bigint')}, {arr(leases, 'bigint')}, {ts(at)})")
+        rows = self.sql(
+            f"SELECT id, status FROM pgq.release({uu(w)}, {arr(ids, 'bigint')}, {arr(leases, 'bigint')}, {ts(at)})"
+        )
         exp = []
         group = m.next_ready()
-        for i, lease in zip(ids, leases):
+        for i, lease in zip(ids, leases, strict=False):
             j = m.jobs[i]
             if not (j.status == "running" and j.worker == w and j.lease == lease):
                 m.bump("zombie_release")
@@ -772,8 +903,12 @@ class Runner:
                 j.ready = None
                 m.bump("canceled_queued")
         got = [r[0] for r in rows]
-        if sorted(got[: len(canceled)]) != sorted(canceled) or sorted(got[len(canceled):]) != sorted(flagged):
-            self.fail("cancel", f"answer {got}, model: canceled {canceled} first, then flagged {flagged}")
+        if sorted(got[: len(canceled)]) != sorted(canceled) or sorted(
+            got[len(canceled) :]
+        ) != sorted(flagged):
+            self.fail(
+                "cancel", f"answer {got}, model: canceled {canceled} first, then flagged {flagged}"
+            )
 
     def op_requeue(self, rng: random.Random, step: dict[str, Any]) -> None:
         m = self.model
@@ -796,7 +931,9 @@ class Runner:
         if any(m.live_key_holder(k) for k in keys) or len(keys) != len(set(keys)):
             state = self.sql_error(text)
             if state != "PQ007":
-                self.fail("requeue", f"requeue {ids}: a dedupe key is held, expected PQ007, got {state}")
+                self.fail(
+                    "requeue", f"requeue {ids}: a dedupe key is held, expected PQ007, got {state}"
+                )
             return
         rows = self.sql(text)
         if [r[0] for r in rows] != back:
@@ -833,13 +970,22 @@ class Runner:
         text += f", reset => {'true' if reset else 'false'})"
         cur = dict(m.pol(ep))
         new = dict(DEFAULT_POLICY, paused=cur["paused"]) if reset else dict(cur)
-        ren = {"concurrency_limit": "limit", "max_attempts": "max_attempts", "backoff_base": "base", "backoff_max": "max", "heartbeat_timeout": "hb"}
+        ren = {
+            "concurrency_limit": "limit",
+            "max_attempts": "max_attempts",
+            "backoff_base": "base",
+            "backoff_max": "max",
+            "heartbeat_timeout": "hb",
+        }
         for k, v in args.items():
             new[ren[k]] = v
         if new["base"] > new["max"]:
             state = self.sql_error(text)
             if state != "PQ008":
-                self.fail("configure", f"backoff_max {new['max']} below backoff_base {new['base']}: expected PQ008, got {state}")
+                self.fail(
+                    "configure",
+                    f"backoff_max {new['max']} below backoff_base {new['base']}: expected PQ008, got {state}",
+                )
             return
         rows = self.sql(text)
         exp = (ep, new["limit"], new["max_attempts"], new["base"], new["max"], new["hb"])
@@ -872,22 +1018,32 @@ class Runner:
             self.sql("SELECT setval('pgq.ring_rotated_at', 0) > 0 AS may_rotate")
         swept = m.apply_sweep(at)
         promoted = m.apply_promotion(at, None)
-        rows = self.sql(f"SELECT state, swept, promoted, carried, truncated, rotated, lock_wait_ms FROM pgq.maintain({ts(at)})")
+        rows = self.sql(
+            f"SELECT state, swept, promoted, carried, truncated, rotated, lock_wait_ms FROM pgq.maintain({ts(at)})"
+        )
         state, r_swept, r_promoted, carried, truncated, rotated, _ = rows[0]
         if state not in ("ok", "busy") or (state == "busy" and truncated is not None):
             self.fail("maintain", f"answer {rows[0]}")
         if (r_swept, r_promoted) != (swept, promoted):
-            self.fail("maintain", f"swept/promoted {r_swept}/{r_promoted}, model {swept}/{promoted}")
+            self.fail(
+                "maintain", f"swept/promoted {r_swept}/{r_promoted}, model {swept}/{promoted}"
+            )
         m.bump("carried", carried)
         m.bump("rotated", int(bool(rotated)))
         m.bump("truncated", int(truncated is not None))
 
     def op_bad_at(self, rng: random.Random, step: dict[str, Any]) -> None:
         """A time argument out of range is PQ009 and changes nothing."""
-        m = self.model
         w = rng.choice(WORKERS)
         ids, leases = self._pick(rng, w, zombie_p=0)
-        bad = rng.choice(["'infinity'::timestamptz", "'-infinity'::timestamptz", "'1969-12-31 23:59:59+00'::timestamptz", "'9000-01-01 00:00:00+00'::timestamptz"])
+        bad = rng.choice(
+            [
+                "'infinity'::timestamptz",
+                "'-infinity'::timestamptz",
+                "'1969-12-31 23:59:59+00'::timestamptz",
+                "'9000-01-01 00:00:00+00'::timestamptz",
+            ]
+        )
         fn = rng.choice(["release", "heartbeat", "complete", "claim", "cancel"])
         if fn == "release":
             text = f"SELECT * FROM pgq.release({uu(w)}, {arr(ids, 'bigint')}, {arr(leases, 'bigint')}, {bad})"
@@ -927,7 +1083,10 @@ class Runner:
             self.fail("invariant", f"jobs both live and in history: {sorted(both)}")
         everywhere = set(live_ids) | set(hist_ids)
         if everywhere != set(m.jobs):
-            self.fail("invariant", f"lost: {sorted(set(m.jobs) - everywhere)}, unknown: {sorted(everywhere - set(m.jobs))}")
+            self.fail(
+                "invariant",
+                f"lost: {sorted(set(m.jobs) - everywhere)}, unknown: {sorted(everywhere - set(m.jobs))}",
+            )
         running_leases = [r[7] for r in live if r[2] == "running"]
         if len(set(running_leases)) != len(running_leases):
             self.fail("invariant", f"two running jobs share a lease: {running_leases}")
@@ -941,9 +1100,12 @@ class Runner:
         # ready order: queued jobs by ready number follow the model's order of becoming runnable
         queued = sorted((r for r in live if r[2] == "queued"), key=lambda r: r[15])
         order = [m.jobs[r[0]].ready for r in queued]
-        for a, b, ra, rb in zip(order, order[1:], queued, queued[1:]):
+        for a, b, ra, rb in zip(order, order[1:], queued, queued[1:], strict=False):
             if a > b:  # type: ignore[operator]
-                self.fail("ready-order", f"job {ra[0]} (ready {ra[15]}) became runnable after job {rb[0]} (ready {rb[15]}) in the model")
+                self.fail(
+                    "ready-order",
+                    f"job {ra[0]} (ready {ra[15]}) became runnable after job {rb[0]} (ready {rb[15]}) in the model",
+                )
         for ep in EPS:
             p = m.pol(ep)
             n = sum(1 for r in live if r[1] == ep and r[2] == "running")
@@ -957,12 +1119,17 @@ class Runner:
     def _errors_match(self, j: Job, got: list[dict[str, Any]]) -> str | None:
         if len(got) != len(j.errors):
             return f"{len(got)} error entries, model {len(j.errors)}: {got} / {j.errors}"
-        for g, e in zip(got, j.errors):
+        for g, e in zip(got, j.errors, strict=False):
             if g.get("attempt") != e["attempt"] or parse_ts(g["at"]) != e["at"]:
                 return f"entry {g} vs model {e}"
             if e["kind"] == "timeout":
                 d = g.get("details") or {}
-                if g.get("lease") is not None or d.get("error") != "heartbeat timeout" or d.get("worker_id") != e["details"]["worker_id"] or parse_ts(d["heartbeat_at"]) != e["details"]["heartbeat_at"]:
+                if (
+                    g.get("lease") is not None
+                    or d.get("error") != "heartbeat timeout"
+                    or d.get("worker_id") != e["details"]["worker_id"]
+                    or parse_ts(d["heartbeat_at"]) != e["details"]["heartbeat_at"]
+                ):
                     return f"heartbeat-timeout entry {g} vs model {e}"
             else:
                 if g.get("lease") != e["lease"] or g.get("details") != e["details"]:
@@ -975,7 +1142,26 @@ class Runner:
 
     def _check_live(self, r: tuple[Any, ...]) -> None:
         m = self.model
-        (i, ep, status, prio, attempt, run_at, enq, lease, worker, started, hb, cancel, errors, key, creq, ready, slot, payload) = r
+        (
+            i,
+            ep,
+            status,
+            prio,
+            attempt,
+            run_at,
+            enq,
+            lease,
+            worker,
+            started,
+            hb,
+            cancel,
+            errors,
+            key,
+            creq,
+            ready,
+            slot,
+            payload,
+        ) = r
         j = m.jobs[i]
         if j.enqueued_at is None:
             j.enqueued_at = enq
@@ -983,15 +1169,31 @@ class Runner:
             j.run_at = run_at
         exp = (j.ep, j.status, j.priority, j.attempt, j.key, j.enqueued_at, j.payload)
         if (ep, status, prio, attempt, key, enq, payload) != exp:
-            self.fail("job", f"job {i}: (entrypoint, status, priority, attempt, dedupe_key, enqueued_at, payload) = {(ep, status, prio, attempt, key, enq, payload)}, model {exp}")
+            self.fail(
+                "job",
+                f"job {i}: (entrypoint, status, priority, attempt, dedupe_key, enqueued_at, payload) = {(ep, status, prio, attempt, key, enq, payload)}, model {exp}",
+            )
         if run_at != j.run_at:
             self.fail("job", f"job {i} ({status}): run_at {run_at}, model {j.run_at}")
         if status == "running":
-            exp2 = (j.lease, j.worker, j.started_at, j.heartbeat_at, j.cancel_requested, j.claim_request)
+            exp2 = (
+                j.lease,
+                j.worker,
+                j.started_at,
+                j.heartbeat_at,
+                j.cancel_requested,
+                j.claim_request,
+            )
             if (lease, worker, started, hb, cancel, creq) != exp2:
-                self.fail("lease", f"job {i}: (lease, worker, started_at, heartbeat_at, cancel_requested, claim_request) = {(lease, worker, started, hb, cancel, creq)}, model {exp2}")
+                self.fail(
+                    "lease",
+                    f"job {i}: (lease, worker, started_at, heartbeat_at, cancel_requested, claim_request) = {(lease, worker, started, hb, cancel, creq)}, model {exp2}",
+                )
         elif (lease, worker, started, hb) != (None, None, None, None) or cancel:
-            self.fail("job", f"job {i} ({status}): lease/worker/started_at/heartbeat_at/cancel {lease, worker, started, hb, cancel}, expected unset")
+            self.fail(
+                "job",
+                f"job {i} ({status}): lease/worker/started_at/heartbeat_at/cancel {lease, worker, started, hb, cancel}, expected unset",
+            )
         if (status == "scheduled") != (slot == 4) or (status == "queued" and ready is None):
             self.fail("job", f"job {i} ({status}): slot {slot}, ready_seq {ready}")
         problem = self._errors_match(j, errors)
@@ -1004,15 +1206,37 @@ class Runner:
         j = m.jobs[i]
         if j.enqueued_at is None:
             j.enqueued_at = enq
-        exp = (j.ep, j.status, j.priority, j.attempt, j.key, j.enqueued_at, j.finished_at, j.payload)
+        exp = (
+            j.ep,
+            j.status,
+            j.priority,
+            j.attempt,
+            j.key,
+            j.enqueued_at,
+            j.finished_at,
+            j.payload,
+        )
         if (ep, status, prio, attempt, key, enq, fin, payload) != exp:
-            self.fail("history", f"job {i} (finished by {j.hist_by}): (entrypoint, status, priority, attempt, dedupe_key, enqueued_at, finished_at, payload) = {(ep, status, prio, attempt, key, enq, fin, payload)}, model {exp}")
-        if (j.hist_by == "complete" or (j.hist_by == "release" and RELEASE_HISTORY_HAS_LEASE)) and (lease, worker) != (j.hist_lease, j.hist_worker):
-            self.fail("history", f"job {i}: history lease/worker {lease}/{worker}, model {j.hist_lease}/{j.hist_worker} (finished by {j.hist_by})")
+            self.fail(
+                "history",
+                f"job {i} (finished by {j.hist_by}): (entrypoint, status, priority, attempt, dedupe_key, enqueued_at, finished_at, payload) = {(ep, status, prio, attempt, key, enq, fin, payload)}, model {exp}",
+            )
+        if (j.hist_by == "complete" or (j.hist_by == "release" and RELEASE_HISTORY_HAS_LEASE)) and (
+            lease,
+            worker,
+        ) != (j.hist_lease, j.hist_worker):
+            self.fail(
+                "history",
+                f"job {i}: history lease/worker {lease}/{worker}, model {j.hist_lease}/{j.hist_worker} (finished by {j.hist_by})",
+            )
         if j.details_known:
             if j.hist_by == "sweep":
                 d = details or {}
-                if d.get("error") != "heartbeat timeout" or d.get("worker_id") != j.details["worker_id"] or parse_ts(d["heartbeat_at"]) != j.details["heartbeat_at"]:
+                if (
+                    d.get("error") != "heartbeat timeout"
+                    or d.get("worker_id") != j.details["worker_id"]
+                    or parse_ts(d["heartbeat_at"]) != j.details["heartbeat_at"]
+                ):
                     self.fail("history", f"job {i}: details {details}, model {j.details}")
             elif details != j.details:
                 self.fail("history", f"job {i}: details {details}, model {j.details}")
@@ -1043,11 +1267,21 @@ WEIGHTS = {
 
 def generate(seed: int, n: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    ops, weights = zip(*WEIGHTS.items())
+    ops, weights = zip(*WEIGHTS.items(), strict=False)
     steps = []
     for _ in range(n):
         c = rng.random()
-        dt = 0 if c < 0.3 else 1 if c < 0.6 else rng.randint(2, 4) if c < 0.85 else rng.randint(5, 40) if c < 0.97 else rng.randint(60, 400)
+        dt = (
+            0
+            if c < 0.3
+            else 1
+            if c < 0.6
+            else rng.randint(2, 4)
+            if c < 0.85
+            else rng.randint(5, 40)
+            if c < 0.97
+            else rng.randint(60, 400)
+        )
         op = rng.choices(ops, weights)[0]
         step = {"op": op, "dt": dt, "r": rng.getrandbits(32)}
         if op == "maintain":
@@ -1066,7 +1300,9 @@ def run(dsn: str, steps: list[dict[str, Any]]) -> Runner:
         runner = Runner(conn, model)
         for no, step in enumerate(steps, 1):
             runner.step_no = no
-            runner.script.append(f"-- step {no}: {step['op']} at {model.clock + timedelta(seconds=step['dt'])}")
+            runner.script.append(
+                f"-- step {no}: {step['op']} at {model.clock + timedelta(seconds=step['dt'])}"
+            )
             try:
                 runner.run_step(step)
             except Skip:
@@ -1087,10 +1323,14 @@ def run(dsn: str, steps: list[dict[str, Any]]) -> Runner:
         return runner
 
 
-def shrink(fresh_dsn: Any, steps: list[dict[str, Any]], kind: str, budget: int = 60) -> list[dict[str, Any]]:
+def shrink(
+    fresh_dsn: Any, steps: list[dict[str, Any]], kind: str, budget: int = 60, seconds: float = 30
+) -> list[dict[str, Any]]:
     """Delta debugging: drop chunks of steps while the run still fails with the same kind of
-    mismatch; ``fresh_dsn`` is a context manager factory of fresh installed databases."""
+    mismatch (at most ``budget`` replays and about ``seconds``); ``fresh_dsn`` is a context
+    manager factory of fresh installed databases."""
     tries = 0
+    deadline = time.monotonic() + seconds
 
     def fails(candidate: list[dict[str, Any]]) -> bool:
         nonlocal tries
@@ -1103,12 +1343,12 @@ def shrink(fresh_dsn: Any, steps: list[dict[str, Any]], kind: str, budget: int =
         return False
 
     n = 2
-    while len(steps) >= 2 and tries < budget:
+    while len(steps) >= 2 and tries < budget and time.monotonic() < deadline:
         chunk = math.ceil(len(steps) / n)
         reduced = False
         for start in range(0, len(steps), chunk):
             candidate = steps[:start] + steps[start + chunk :]
-            if candidate and tries < budget and fails(candidate):
+            if candidate and tries < budget and time.monotonic() < deadline and fails(candidate):
                 steps, n, reduced = candidate, max(n - 1, 2), True
                 break
         if not reduced:
