@@ -2,6 +2,8 @@
 every change of the installed schema and of the documented psql session in a diff.
 
 - ``sql/schema.snapshot``: schema pgq at head as readable text (``helpers.catalog.readable``).
+- ``sql/api.json``: the public SQL API (``helpers.catalog.api_manifest``), and
+  ``pgq_thin/_api.py``, the Python statement layer ``scripts/gen_api.py`` generates from it.
 - ``docs/examples/lifecycle.out``: ``docs/examples/lifecycle.sql`` run by psql (echoing each
   statement) against a fresh install, with process ids and timestamps normalized.
 
@@ -13,9 +15,12 @@ comparing), review the diff and commit it.
 from __future__ import annotations
 
 import difflib
+import importlib.util
+import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -25,6 +30,7 @@ from helpers.server import REPO, PgServer
 from pgq_thin import migrate
 
 SNAPSHOT = REPO / "sql" / "schema.snapshot"
+API = REPO / "sql" / "api.json"
 LIFECYCLE = REPO / "docs" / "examples" / "lifecycle.sql"
 LIFECYCLE_OUT = REPO / "docs" / "examples" / "lifecycle.out"
 REGENERATE = "make golden"
@@ -100,6 +106,44 @@ def test_schema_snapshot_matches_a_fresh_install(pgq_dsn: str) -> None:
     with psycopg.connect(pgq_dsn, autocommit=True) as conn:
         actual = catalog.readable(conn, snapshot_header())
     check_golden(SNAPSHOT, actual, re.compile(r"[a-z]"))
+
+
+# --- sql/api.json and the statement layer generated from it ---------------------------------
+
+
+def api_json(conn: psycopg.Connection[Any]) -> str:
+    manifest = {
+        "about": (
+            "The public SQL API of schema pgq at this revision: per function its arguments, "
+            "result columns, the roles granted EXECUTE and its comment; per readable relation "
+            "its columns and the roles granted SELECT. Generated from a fresh install by "
+            f"tests/py/helpers/catalog.py (`{REGENERATE}`); see docs/any-language.md."
+        ),
+        "revision": migrate.head(),
+        **catalog.api_manifest(conn),
+    }
+    return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_api_manifest_matches_a_fresh_install(pgq_dsn: str) -> None:
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        actual = api_json(conn)
+    check_golden(API, actual, re.compile(r'    "\w+": \{'))
+
+
+def test_generated_statement_layer_is_the_manifest() -> None:
+    """pgq_thin/_api.py is what scripts/gen_api.py makes of the committed sql/api.json (under
+    PGQ_UPDATE_GOLDEN=1, after the test above rewrote it, it is written again)."""
+    gen_api = _gen_api()
+    check_golden(gen_api.TARGET, gen_api.render(json.loads(API.read_text())), re.compile("def "))
+
+
+def _gen_api() -> Any:
+    spec = importlib.util.spec_from_file_location("gen_api", REPO / "scripts" / "gen_api.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # --- docs/examples/lifecycle.sql --------------------------------------------------------------

@@ -416,3 +416,116 @@ def readable(conn: psycopg.Connection[Any], header: str = "") -> str:
         for item in rows(conn, section):
             block(section.replace("_", " "), [(k, str(v)) for k, v in item.items()])
     return "\n".join(out).strip("\n") + "\n"
+
+
+# --- the SQL API manifest (sql/api.json) --------------------------------------------------------
+
+# The public API: functions whose name does not start with "_", and the relations a pgq role may
+# read (plus every view). For a function: its arguments (name, type, the default as PostgreSQL
+# prints it, or null), its result columns (RETURNS TABLE / OUT columns, the columns of a row
+# type, or one column named after the function for a scalar), the roles granted EXECUTE and
+# its comment. The installing role's own privileges are left out, as in the snapshot.
+_API_FUNCTIONS = """
+    SELECT p.proname AS name, p.oid::regprocedure::text AS signature,
+           pg_get_function_arguments(p.oid) AS arguments, pg_get_function_result(p.oid) AS result,
+           p.proretset AS returns_set, obj_description(p.oid, 'pg_proc') AS comment,
+           coalesce(p.proargnames, '{}') AS arg_names,
+           coalesce(p.proargmodes::text[], array_fill('i'::text, ARRAY[p.pronargs])) AS arg_modes,
+           (SELECT coalesce(array_agg(format_type(t, NULL) ORDER BY o), '{}')
+              FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) WITH ORDINALITY
+                   AS u(t, o)) AS arg_types,
+           p.pronargdefaults AS defaults,
+           CASE WHEN rt.typrelid <> 0 THEN format_type(p.prorettype, NULL) END AS row_type,
+           format_type(p.prorettype, NULL) AS return_type,
+           (SELECT coalesce(array_agg(pg_get_userbyid(a.grantee) ORDER BY
+                   pg_get_userbyid(a.grantee)), '{}')
+              FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+             WHERE a.grantee NOT IN (0, p.proowner) AND a.privilege_type = 'EXECUTE') AS roles,
+           (SELECT bool_or(a.grantee = 0)
+              FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a) AS public
+      FROM pg_proc p JOIN pg_type rt ON rt.oid = p.prorettype
+     WHERE p.pronamespace = 'pgq'::regnamespace AND p.proname !~ '^_' AND p.prokind = 'f'
+     ORDER BY p.proname"""
+_API_ROW_COLUMNS = """
+    SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
+           a.attnotnull AS not_null
+      FROM pg_attribute a WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
+     ORDER BY a.attnum"""
+_API_RELATIONS = """
+    SELECT c.relname AS name, CASE c.relkind WHEN 'v' THEN 'view' ELSE 'table' END AS kind,
+           obj_description(c.oid, 'pg_class') AS comment,
+           (SELECT coalesce(array_agg(DISTINCT pg_get_userbyid(a.grantee)), '{}')
+              FROM aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) a
+             WHERE a.grantee NOT IN (0, c.relowner) AND a.privilege_type = 'SELECT') AS roles
+      FROM pg_class c WHERE c.relnamespace = 'pgq'::regnamespace AND c.relkind IN ('v', 'r')
+     ORDER BY c.relname"""
+
+
+def _split_arguments(text: str) -> list[str]:
+    """``pg_get_function_arguments`` text split at its top-level commas."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if ch == "'":
+            quoted = not quoted
+        elif not quoted and ch in "([":
+            depth += 1
+        elif not quoted and ch in ")]":
+            depth -= 1
+        elif not quoted and depth == 0 and ch == ",":
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    return [*parts, tail] if tail else parts
+
+
+def api_manifest(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    """The public SQL API of schema pgq as JSON data, in a deterministic order."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        functions = cur.execute(_API_FUNCTIONS).fetchall()
+        relations = cur.execute(_API_RELATIONS).fetchall()
+
+        def row_columns(relation: str) -> list[dict[str, Any]]:
+            return [
+                {"name": c["name"], "type": c["type"], **({"not_null": True} if c["not_null"]
+                                                          else {})}
+                for c in cur.execute(_API_ROW_COLUMNS, (relation,)).fetchall()
+            ]  # fmt: skip
+
+        out_functions: dict[str, Any] = {}
+        for f in functions:
+            texts = iter(_split_arguments(f["arguments"]))
+            arguments, columns = [], []
+            for name, mode, type_ in zip(
+                f["arg_names"] or [""] * len(f["arg_types"]), f["arg_modes"], f["arg_types"],
+                strict=True,
+            ):
+                if mode in ("o", "t"):
+                    columns.append({"name": name, "type": type_})
+                    continue
+                text = next(texts)
+                default = text.split(" DEFAULT ", 1)[1] if " DEFAULT " in text else None
+                arguments.append({"name": name, "type": type_, "default": default})
+            if not columns and f["row_type"]:
+                columns = row_columns(f["row_type"])
+            out_functions[f["name"]] = {
+                "signature": f["signature"],
+                "arguments": arguments,
+                "returns": f["result"],
+                "returns_set": f["returns_set"],
+                **({"row_type": f["row_type"]} if f["row_type"] else {}),
+                "scalar": not columns,
+                "columns": columns or [{"name": f["name"], "type": f["return_type"]}],
+                "execute": list(f["roles"]) + (["PUBLIC"] if f["public"] else []),
+                "comment": f["comment"],
+            }
+        out_relations = {
+            r["name"]: {
+                "kind": r["kind"],
+                "columns": row_columns(f"pgq.{r['name']}"),
+                "select": sorted(r["roles"]),
+                "comment": r["comment"],
+            }
+            for r in relations
+            if r["kind"] == "view" or r["roles"]
+        }
+    return {"functions": out_functions, "relations": out_relations}

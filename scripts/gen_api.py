@@ -1,0 +1,173 @@
+"""Writes pgq_thin/_api.py, the Python statement layer, from sql/api.json (the SQL API manifest).
+
+``make golden`` writes sql/api.json from a fresh install and then this module (through
+``tests/py/test_golden.py``); run it alone with ``python scripts/gen_api.py`` after editing
+the manifest by hand (never needed). ``--check`` exits 1 when pgq_thin/_api.py is stale.
+
+Per public function: its argument list (name and SQL type, which have a default), its result
+columns, who may call it (the roles granted EXECUTE, named in a PrivilegeMissing error) and its
+identity signature (for ``has_function_privilege``); and one keyword-only, typed builder of a
+:class:`pgq_thin._statements.Call` that passes the arguments given and leaves the others to
+their SQL defaults. Per readable relation: its columns.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+MANIFEST = REPO / "sql" / "api.json"
+TARGET = REPO / "pgq_thin" / "_api.py"
+# The roles in the order a missing grant is fixed (the narrowest first), as pgq_thin.migrate.ROLES.
+ROLES = ("pgq_producer", "pgq_worker", "pgq_reader", "pgq_admin")
+SCALARS = {
+    "text": "str",
+    "integer": "int",
+    "bigint": "int",
+    "smallint": "int",
+    "boolean": "bool",
+    "double precision": "float",
+    "real": "float",
+    "numeric": "Decimal",
+    "uuid": "UUID",
+    "timestamp with time zone": "datetime",
+    "interval": "timedelta",
+    "jsonb": "Any",
+}
+
+
+def python_type(sql_type: str) -> str:
+    """The Python type a caller passes for an argument of ``sql_type``."""
+    if sql_type.endswith("[]"):
+        return f"Sequence[{python_type(sql_type[:-2])}]"
+    if sql_type == "timestamp with time zone":
+        return "datetime | timedelta"  # a timedelta: that long before the server's now()
+    return SCALARS.get(sql_type, "Any")
+
+
+def needs(roles: list[str]) -> tuple[str, str]:
+    """What a PrivilegeMissing error says the role lacks, and the fix it names."""
+    granted = [r for r in ROLES if r in roles]
+    if not granted:
+        return "the rights of the schema owner", "OWNER_ONLY"
+    first, others = granted[0], granted[1:]
+    if first == "pgq_admin":
+        others = ["the owner"]
+    text = first + (f" (or {' or '.join(others)})" if others else "")
+    return text, f"GRANT {first} TO {{role}}"
+
+
+def _wrap_comment(text: str | None, indent: str) -> list[str]:
+    words, lines = (text or "").replace('"""', "'''").replace("\\", "\\\\").split(), [""]
+    for word in words:
+        if lines[-1] and len(indent) + len(lines[-1]) + 1 + len(word) > 92:
+            lines.append("")
+        lines[-1] = f"{lines[-1]} {word}".strip()
+    return [f"{indent}{line}" for line in lines if line]
+
+
+def render(manifest: dict[str, Any]) -> str:
+    fns: dict[str, Any] = manifest["functions"]
+    out = [
+        '"""The public SQL API of schema pgq as Python. GENERATED from sql/api.json by',
+        "scripts/gen_api.py (``make golden``): do not edit.",
+        "",
+        "One keyword-only builder per ``pgq`` function returns a :class:`Call` (run it with",
+        "``pgq_thin._statements.run`` or ``arun``); an argument left out (or None) takes its SQL",
+        "default. :data:`FUNCTIONS`, :data:`COLUMNS`, :data:`NEEDS` and :data:`SIGNATURES` are",
+        'the manifest\'s tables."""',
+        "",
+        "# ruff: noqa: E501, F401",
+        "from __future__ import annotations",
+        "",
+        "from collections.abc import Sequence",
+        "from datetime import datetime, timedelta",
+        "from decimal import Decimal",
+        "from typing import Any",
+        "from uuid import UUID",
+        "",
+        "from pgq_thin._statements import Call, Fn, Row",
+        "",
+        f'REVISION = "{manifest.get("revision", "")}"',
+        "",
+        "#: Each function: its arguments (name, SQL type), how many have no default, a scalar.",
+        "FUNCTIONS: dict[str, Fn] = {",
+    ]
+    for name, f in fns.items():
+        args = ", ".join(f'("{a["name"]}", "{a["type"]}")' for a in f["arguments"])
+        required = sum(1 for a in f["arguments"] if a["default"] is None)
+        comma = "," if len(f["arguments"]) == 1 else ""
+        out.append(f'    "{name}": Fn("pgq.{name}", ({args}{comma}), {required}, {f["scalar"]}),')
+    out += [
+        "}",
+        "",
+        "#: The result columns of each function, and the columns of each readable relation.",
+    ]
+    out.append("COLUMNS: dict[str, tuple[str, ...]] = {")
+    items = [(n, f["columns"]) for n, f in fns.items()]
+    items += [(n, r["columns"]) for n, r in manifest["relations"].items()]
+    for name, columns in items:
+        cols = ", ".join(f'"{c["name"]}"' for c in columns)
+        comma = "," if len(columns) == 1 else ""
+        out.append(f'    "{name}": ({cols}{comma}),')
+    out += [
+        "}",
+        "",
+        "#: Identity signatures, as has_function_privilege takes them.",
+        "SIGNATURES: dict[str, str] = {",
+    ]
+    out += [f'    "{n}": "{f["signature"]}",' for n, f in fns.items()]
+    out += [
+        "}",
+        "",
+        "#: What a role must hold to call each function, and the fix a PrivilegeMissing names.",
+    ]
+    out += [
+        'OWNER_ONLY = "connect as the owner of schema pgq, or as an operator role with the grants"'
+        ' " in docs/operations.md"'
+    ]
+    out.append("NEEDS: dict[str, tuple[str, str]] = {")
+    for n, f in fns.items():
+        text, fix = needs(f["execute"])
+        out.append(f'    "{n}": ("{text}", {fix if fix == "OWNER_ONLY" else repr(fix)}),')
+    out += [
+        "}",
+        "#: The roles that may read each relation.",
+        "SELECTABLE: dict[str, tuple[str, ...]] = {",
+    ]
+    for n, r in manifest["relations"].items():
+        roles = "".join(f'"{x}", ' for x in r["select"]).rstrip(" ")
+        out.append(f'    "{n}": ({roles}),')
+    out += ["}"]
+    for name, f in fns.items():
+        params = []
+        for a in f["arguments"]:
+            t = python_type(a["type"])
+            params.append(
+                f"{a['name']}: {t}" if a["default"] is None else f"{a['name']}: {t} | None = None"
+            )
+        given = ", ".join(f"{a['name']}={a['name']}" for a in f["arguments"])
+        star = "*, " if params else ""
+        out += ["", "", f"def {name}({star}{', '.join(params)}) -> Call[list[Row]]:"]
+        out += ['    """' + f"``{f['signature']}``, ``RETURNS {f['returns']}``."]
+        out += [*_wrap_comment(f["comment"], "    "), '    """']
+        out.append(f'    return FUNCTIONS["{name}"].call({given})')
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render(json.loads(MANIFEST.read_text()))
+    if "--check" in argv:
+        if TARGET.read_text() != text:
+            print(f"{TARGET.relative_to(REPO)} is stale: run `make golden`", file=sys.stderr)
+            return 1
+        return 0
+    TARGET.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
