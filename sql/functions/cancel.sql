@@ -32,7 +32,7 @@ DECLARE
     v_running bigint[];
     v_flagged bigint[];
     v_done    bigint[] := '{}';
-    v_round   int;
+    v_look   int;
 BEGIN
     PERFORM pgq._check_dims(cancel.ids, 'ids');
     PERFORM pgq._check_time(cancel.at, 'at');
@@ -41,12 +41,9 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
-    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
-    -- the same row) while this call waited for its row lock. Unknown and finished ids miss twice.
-    -- Each round locks its jobs in one read, in id order, whatever their status and slot: every
-    -- function that locks several jobs takes them in id order, so two of them never deadlock.
-    FOR v_round IN 1..2 LOOP
+    -- Unknown and finished ids miss twice. Each look locks its jobs in one read, in id order,
+    -- whatever their status and slot (docs/architecture.md#leases-and-zombie-fencing).
+    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.status <> c_running),
                array_agg(l.id ORDER BY l.id) FILTER (WHERE l.status = c_running)
           INTO v_queued, v_running

@@ -66,7 +66,7 @@ DECLARE
     v_ids     bigint[];
     v_found   bigint[];
     v_now_ms  bigint;
-    v_round   int;
+    v_look   int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_queued  constant text := 'queued';
     c_running constant text := 'running';
@@ -96,11 +96,8 @@ BEGIN
 
     -- The same request again: its answer was lost. Answer the jobs it claimed, still ours.
     -- (A read first: the UPDATE would fire the update trigger even when it finds nothing, as
-    -- it does for every new request.) Then the jobs are locked by id, in id order, in up to two
-    -- looks, each a new statement (a new snapshot): a job that pgq.maintain carried into
-    -- another slot of the ring (DELETE + INSERT of the same row, same id) while the first look
-    -- waited for its row lock is found by the second, so a replay never falls through to a new
-    -- claim while its own job is being carried.
+    -- it does for every new request.) Then the jobs are locked by id, in id order, looking
+    -- twice: a replay never falls through to a new claim while its own job is being carried.
     IF claim.request_id IS NOT NULL THEN
         SELECT array_agg(j.id) INTO v_found
           FROM pgq.jobs j
@@ -111,7 +108,7 @@ BEGIN
     END IF;
     IF v_found IS NOT NULL THEN
         v_ids := '{}';
-        FOR v_round IN 1..2 LOOP
+        FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
             v_ids := v_ids || ARRAY(SELECT j.id
                                       FROM pgq.jobs j
                                      WHERE j.id = ANY (v_found)

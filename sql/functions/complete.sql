@@ -9,10 +9,9 @@
 --                 requested meanwhile: the work is done).
 --   'failed'      the handler raised: the entrypoint's retry policy decides. While
 --                 attempt < max_attempts and no cancel was requested, status 'retry': queued
---                 again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal
---                 jitter (a delay between half and all of that; computed in seconds, a month
---                 counting as 30 days), or after details->'retry_after' seconds when the handler
---                 asked for it (due later: status 'scheduled', see pgq.claim). Else history
+--                 again after pgq._retry_delay (backoff_base * 2^(attempt-1), capped at
+--                 backoff_max, with equal jitter; or details->'retry_after' seconds when the
+--                 handler asked for it; due later: status 'scheduled', see pgq.claim). Else history
 --                 as 'failed' (dead), or 'canceled' when a cancel
 --                 was requested.
 --   'interrupted' the worker cut the attempt off (shutdown): status 'retry', queued again at
@@ -67,7 +66,7 @@ DECLARE
     r_leases   bigint[];
     r_outcomes text[];
     r_details  jsonb[];
-    v_round    int;
+    v_look    int;
     v_retry    boolean;  -- failures or interruptions among the jobs still to decide
     v_decided  bigint[];   -- failures and interruptions locked this round
     v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
@@ -128,15 +127,12 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
-    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
-    -- the same row, same id and lease) while this call waited for its row lock. A stale lease
-    -- misses twice and gets no row.
+    -- A stale lease misses twice and gets no row.
     r_ids := complete.ids;
     r_leases := complete.leases;
     r_outcomes := complete.outcomes;
     r_details := v_details;
-    FOR v_round IN 1..2 LOOP
+    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         v_decided := '{}';
         v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes);
         -- The jobs are locked in id order first (every function that locks several jobs takes
@@ -169,17 +165,11 @@ BEGIN
               FROM (SELECT j.id, j.entrypoint, i.outcome, i.details,
                            i.outcome IN ('failed', 'interrupted') AND NOT j.cancel_requested
                            AND (i.outcome = 'interrupted' OR j.attempt < c.max_attempts) AS retry,
-                           -- The delay in seconds: none for an interrupted attempt, the handler's
-                           -- retry_after, else backoff with equal jitter (numeric: base * 2^40 as
-                           -- an interval overflows for a base of a few seconds or more).
-                           CASE WHEN i.outcome NOT IN ('failed', 'interrupted') THEN NULL
-                                WHEN i.outcome = 'interrupted' THEN 0::float8
-                                WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
-                                THEN (i.details ->> 'retry_after')::float8
-                                ELSE least(extract(epoch FROM c.backoff_max),
-                                           extract(epoch FROM c.backoff_base)
-                                           * 2::numeric ^ least(j.attempt - 1, 40))::float8
-                                     * (0.5 + random() * 0.5) END AS delay
+                           -- The delay in seconds: none for an interrupted attempt, else the
+                           -- retry policy (inlined).
+                           CASE WHEN i.outcome = 'failed'
+                                THEN pgq._retry_delay(j.attempt, c.backoff_base, c.backoff_max, i.details)
+                                WHEN i.outcome = 'interrupted' THEN 0::float8 END AS delay
                       FROM unnest(r_ids, r_leases, r_outcomes, r_details) AS i(id, lease, outcome, details)
                       JOIN pgq.jobs j ON j.id = i.id
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
@@ -281,7 +271,7 @@ BEGIN
           JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint
          WHERE x.ids IS NOT NULL;
 
-        EXIT WHEN cardinality(a_id) >= v_n OR v_round = 2;
+        EXIT WHEN cardinality(a_id) >= v_n OR v_look = 2;
         -- The jobs missed so far, for the second look.
         SELECT array_agg(u.id ORDER BY u.ord), array_agg(u.lease ORDER BY u.ord),
                array_agg(u.outcome ORDER BY u.ord), array_agg(u.details ORDER BY u.ord)

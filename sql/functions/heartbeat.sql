@@ -33,7 +33,7 @@ DECLARE
     v_now    timestamptz := coalesce(heartbeat.at, now());
     v_ok     bigint[];
     v_cancel bigint[];
-    v_round  int;
+    v_look  int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
 BEGIN
@@ -42,13 +42,10 @@ BEGIN
     END IF;
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
     UPDATE pgq.workers w SET last_seen_at = v_now WHERE w.worker_id = heartbeat.worker_id;
-    -- Up to two looks, each a new statement (a new snapshot): the second for the jobs the first
-    -- missed, since maintenance may have carried one into another slot (DELETE + INSERT of the
-    -- same row, same id and lease) while this call waited for its row lock. A stale lease
-    -- misses twice.
+    -- A stale lease misses twice.
     v_ok := '{}';
     v_cancel := '{}';
-    FOR v_round IN 1..2 LOOP
+    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         -- Several jobs: locked first in id order (every function that locks several jobs takes
         -- them in id order, so two of them never deadlock; the UPDATE would lock in the order
         -- of its plan).

@@ -36,7 +36,7 @@ DECLARE
     v_canceled bigint[];
     v_back     bigint[];
     v_eps      text[];
-    v_round    int;
+    v_look    int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running  constant text := 'running';
 BEGIN
@@ -45,11 +45,8 @@ BEGIN
     END IF;
     PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
 
-    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
-    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
-    -- the same row, same id and lease) while this call waited for its row lock. A stale lease
-    -- misses twice.
-    FOR v_round IN 1..2 LOOP
+    -- A stale lease misses twice.
+    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.cancel_requested),
                array_agg(l.id ORDER BY l.id) FILTER (WHERE NOT l.cancel_requested),
                array_agg(DISTINCT l.entrypoint) FILTER (WHERE NOT l.cancel_requested)

@@ -1,13 +1,31 @@
--- pgq-thin migration 0002 (not released yet): what this release changes after 0.1.0. Each change
--- adds its hand-written DDL below under a comment naming it.
--- Hand-written DDL before the functions section (tables, types, indexes, dropped or
--- re-signed functions), grants and triggers after it. Not released yet: see RELEASED.
+-- pgq-thin migration 0002 (not released yet): what this release changes after 0.1.0, each change
+-- under a heading (`-- ## `) that names it. Reads top-down: the hand-written DDL first; just
+-- before the DDL that needs them, a short generated section with the two new helpers it uses
+-- (pgq._slot, the default of pgq.jobs.slot; pgq._valid_name, in the name CHECKs); then the
+-- generated section with every other function this release re-creates; then what needs those
+-- functions: the triggers of the new pgq.jobs, the copy of the live jobs into it (it fires the
+-- insert trigger) and the grants (sql/migrations/README.md). The schema as it stands after
+-- all migrations, every column explained, is sql/schema.snapshot. Not released yet: see
+-- RELEASED.
 
--- Operate it: workers registry, metrics rollup, pause/resume, job lookup (docs/sql-api.md,
--- "Seeing and steering the queue"). New roles, tables, a column on pgq.entrypoints and one on
--- pgq.job_history; grants and views after the functions section.
+-- CONTENTS (line numbers; written by scripts/new_migration.py from the '-- ##' headings)
+--      26  Roles for dashboards (read only) and operators (actions)
+--      41  Operate it: workers registry, metrics rollup, pause/resume, job lookup
+--     216  Hostile input and hostile neighbours: schedules that cannot be computed rest
+--     227  Policy back in SQL: re-signed functions and the claim answer
+--     248  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
+--     302  One name rule for entrypoints and schedules
+--     335  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+--     512  Comments on the columns of the tables 0.1.0 created
+--     547  Views of the live jobs (they read the new pgq.jobs)
+--     599  Functions: the other 63 functions this migration re-creates (generated)
+--    5273  The ring, continued: triggers and the copy of the live jobs
+--    5305  Grants
+-- END CONTENTS
 
--- Roles for dashboards (read only) and operators (actions). Cluster-wide, created once.
+-- ## Roles for dashboards (read only) and operators (actions)
+
+-- Cluster-wide, created once.
 DO $roles$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'pgq_reader') THEN
@@ -19,6 +37,11 @@ BEGIN
 END
 $roles$;
 GRANT USAGE ON SCHEMA pgq TO pgq_reader, pgq_admin;
+
+-- ## Operate it: workers registry, metrics rollup, pause/resume, job lookup
+
+-- docs/sql-api.md, "Seeing and steering the queue". New tables, a column on pgq.entrypoints and
+-- one on pgq.job_history; the view pgq.worker_status comes with the new pgq.jobs (it reads it).
 
 -- Workers registry: one row per worker that announced itself with pgq.register_worker.
 -- pgq.heartbeat refreshes last_seen_at (one row per call, never per job); last_seen_at is in
@@ -42,10 +65,22 @@ CREATE TABLE pgq.workers (
 COMMENT ON TABLE pgq.workers IS
     'Workers registry: what each worker announced (pgq.register_worker) and when it was last seen (pgq.heartbeat). See the view pgq.worker_status.';
 
+COMMENT ON COLUMN pgq.workers.entrypoints IS
+    'The entrypoints the worker said it serves (as announced; claims do not check it).';
+COMMENT ON COLUMN pgq.workers.metadata IS 'What the worker chose to announce (a JSON object).';
+COMMENT ON COLUMN pgq.workers.client_addr IS 'The address its connection came from (inet_client_addr()).';
+COMMENT ON COLUMN pgq.workers.timeout IS
+    'Silent for longer than this, the worker counts as gone (pgq.worker_status); pgq.prune_workers deletes a gone worker that holds no job 15 minutes later.';
+COMMENT ON COLUMN pgq.workers.last_seen_at IS
+    'Its last pgq.register_worker or pgq.heartbeat (in no index, so the refresh is a HOT update).';
+
 -- Paused entrypoints: claims skip them (queued and stale jobs alike) until pgq.resume; the
 -- rest of the policy is left as configured.
 ALTER TABLE pgq.entrypoints ADD COLUMN paused_at timestamptz;
 ALTER TABLE pgq.entrypoints ADD COLUMN paused_by text;
+COMMENT ON COLUMN pgq.entrypoints.paused_at IS
+    'Set by pgq.pause: claims skip this entrypoint until pgq.resume clears it. NULL: not paused.';
+COMMENT ON COLUMN pgq.entrypoints.paused_by IS 'Who paused it (pgq.pause''s by, free text).';
 
 -- Metrics rollup. Every history row records the transaction that wrote it (finished_xid);
 -- pgq.rollup_metrics folds rows into 10-second buckets exactly once, in xid order, up to the
@@ -55,6 +90,8 @@ ALTER TABLE pgq.job_history ADD COLUMN finished_xid xid8;
 ALTER TABLE pgq.job_history ALTER COLUMN finished_xid SET DEFAULT pg_current_xact_id();
 CREATE INDEX job_history_finished_xid_idx ON pgq.job_history (finished_xid)
     WHERE finished_xid IS NOT NULL;
+COMMENT ON COLUMN pgq.job_history.finished_xid IS
+    'The transaction that wrote the row: pgq.rollup_metrics counts rows in this order, once (NULL: finished before 0002, never counted).';
 
 -- The failed-jobs page without an entrypoint (pgq.find_history: failed or canceled, newest
 -- first, maybe an error text) walks only the unsuccessful rows, not the whole history. Small:
@@ -77,6 +114,11 @@ CREATE TABLE pgq.metrics_state (
 );
 COMMENT ON TABLE pgq.metrics_state IS
     'One row: the rollup watermark (history rows with finished_xid >= watermark are not counted yet), the last rollup time, rows counted so far, whether the last rollup caught up.';
+COMMENT ON COLUMN pgq.metrics_state.watermark IS
+    'History rows with finished_xid below it are counted; the rollup moves it up to the oldest transaction still running.';
+COMMENT ON COLUMN pgq.metrics_state.caught_up IS
+    'Whether the last rollup counted every row below the horizon (false: its row limit stopped it first).';
+COMMENT ON COLUMN pgq.metrics_state.pruned_at IS 'When buckets older than an hour were last deleted.';
 INSERT INTO pgq.metrics_state DEFAULT VALUES;
 
 -- Finished jobs per entrypoint and 10-second bucket of finished_at: counts per final status,
@@ -97,6 +139,13 @@ CREATE TABLE pgq.metrics_buckets (
     CONSTRAINT metrics_buckets_pkey PRIMARY KEY (entrypoint, bucket)
 );
 CREATE INDEX metrics_buckets_bucket_idx ON pgq.metrics_buckets (bucket);
+COMMENT ON COLUMN pgq.metrics_buckets.bucket IS 'Start of the 10-second bucket of finished_at.';
+COMMENT ON COLUMN pgq.metrics_buckets.wait_sum_s IS 'Sum of wait times (enqueued_at to started_at), seconds.';
+COMMENT ON COLUMN pgq.metrics_buckets.run_sum_s IS 'Sum of run times (started_at to finished_at), seconds.';
+COMMENT ON COLUMN pgq.metrics_buckets.wait_bins IS
+    'Histogram of wait times, sparse: the log bins (pgq._hist_bin) that have jobs, ascending; wait_counts holds their counts.';
+COMMENT ON COLUMN pgq.metrics_buckets.run_bins IS
+    'Histogram of run times, sparse: the log bins (pgq._hist_bin) that have jobs, ascending; run_counts holds their counts.';
 COMMENT ON TABLE pgq.metrics_buckets IS
     'Finished jobs per entrypoint and 10-second bucket of finished_at: counts per status, wait/run time sums and log-bucketed histograms (see pgq._hist_bin). Written by pgq.rollup_metrics, kept one hour.';
 
@@ -164,12 +213,18 @@ CREATE TYPE pgq.job_listing AS (
 );
 REVOKE ALL ON TYPE pgq.job_info, pgq.job_listing FROM PUBLIC;
 
+-- ## Hostile input and hostile neighbours: schedules that cannot be computed rest
 
 -- Hostile input and hostile neighbours (docs/architecture.md, "Security"). A schedule that a
 -- scheduler cannot compute a next time for is given back (pgq.release_schedule) and rests until
 -- retry_at; last_error says why. Both are cleared by the next fire.
 ALTER TABLE pgq.schedules ADD COLUMN retry_at timestamptz;
 ALTER TABLE pgq.schedules ADD COLUMN last_error text;
+COMMENT ON COLUMN pgq.schedules.retry_at IS
+    'Given back by pgq.release_schedule: not claimed again before this time (NULL: claimable when due).';
+COMMENT ON COLUMN pgq.schedules.last_error IS 'Why the last fire was given back; cleared by the next fire.';
+
+-- ## Policy back in SQL: re-signed functions and the claim answer
 
 -- Policy back in SQL, a SQL API drivers like (docs/sql-api.md). pgq.complete takes what the
 -- worker observed (outcomes, with 'interrupted') and answers what SQL decided per job; delays
@@ -190,22 +245,356 @@ DROP FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[
 -- attempt, so no client computes either.
 ALTER TYPE pgq.claimed_job ADD ATTRIBUTE heartbeat_timeout_s float8, ADD ATTRIBUTE last_attempt boolean;
 
--- Claims stay fast with far-future jobs: a job not due yet is 'scheduled' (indexed by due time
--- alone) and becomes 'queued' when due (pgq.claim promotes the due ones of its entrypoints
--- first, a cheap probe of this index), so the claim index holds due jobs only and a claim never
--- walks jobs that are not due. Queued jobs not due yet at upgrade time become scheduled.
-ALTER TABLE pgq.jobs DROP CONSTRAINT jobs_status_check;
-ALTER TABLE pgq.jobs ADD CONSTRAINT jobs_status_check CHECK (status IN ('scheduled', 'queued', 'running'));
-CREATE INDEX jobs_scheduled_idx ON pgq.jobs (entrypoint, run_at) WHERE status = 'scheduled';
-UPDATE pgq.jobs SET status = 'scheduled' WHERE status = 'queued' AND run_at > now();
+-- BEGIN FUNCTIONS _slot _valid_name (written by scripts/new_migration.py from sql/functions/; do not edit here)
+SET check_function_bodies = false;
 
--- The request a running job was claimed by (pgq.claim's request_id): a claim sent again with
--- it answers the same jobs. It joins the running-jobs index (no fifth index on the hot table;
--- the claim changes status anyway, and heartbeats leave both columns alone: still HOT).
-ALTER TABLE pgq.jobs ADD COLUMN claim_request uuid;
-DROP INDEX pgq.jobs_running_idx;
-CREATE INDEX jobs_running_idx ON pgq.jobs (entrypoint, claim_request)
-    WHERE status = 'running';
+-- sql/functions/_slot.sql
+-- pgq._slot(): the ring slot new due jobs enter (docs/decisions/0006).
+-- Contract: pgq.ring_seq's last value mod 4 (0..3). A sequence: reading it, and pgq.maintain
+--   moving it on, leaves no row version behind. The default of pgq.jobs.slot; jobs not due yet
+--   go to slot 4 (jobs_scheduled) instead, given explicitly by their writers. One expression
+--   with no FROM, no SET clause and only qualified pg_catalog names, so that it is inlined
+--   where it is planned (a SQL function that is not inlined is parsed and planned again by
+--   every statement that calls it, before PostgreSQL 18). Before pgq.maintain first moves
+--   the ring, the sequence has no last value (NULL): slot 0, its START.
+-- Locking: none.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._slot()
+RETURNS smallint
+LANGUAGE sql
+VOLATILE
+AS $$
+    SELECT (COALESCE(pg_catalog.pg_sequence_last_value('pgq.ring_seq'::pg_catalog.regclass), 0)
+            OPERATOR(pg_catalog.%) 4)::smallint
+$$;
+COMMENT ON FUNCTION pgq._slot() IS
+    'Private. The ring slot (0..3) new due jobs enter: pgq.ring_seq mod 4.';
+
+-- sql/functions/_valid_name.sql
+-- pgq._valid_name(name): the one rule for entrypoint and schedule names.
+-- Contract: true when name is 1 to 200 bytes, not the word NULL (any case), and holds no
+--   control character, comma, brace, double quote or backslash, and neither starts nor ends
+--   with a space: then the name reads back unchanged as an element of an unquoted array
+--   literal ('{a.b,c.d}'), so a literal can never split one name into two, trim it or turn it
+--   into NULL. NULL for NULL. Used by pgq._check_name (the error), the hot-path checks of
+--   enqueue/enqueue_many and the CHECK constraints on pgq.entrypoints and pgq.schedules
+--   (pgq.jobs through its entrypoint row, see pgq._jobs_after_insert). LANGUAGE sql,
+--   IMMUTABLE and without a SET clause, so callers inline it; it names pg_catalog objects only,
+--   qualified.
+-- Locking: none.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._valid_name(name text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 200
+       AND name OPERATOR(pg_catalog.~) '^[^[:cntrl:],{}"\\ ]([^[:cntrl:],{}"\\]*[^[:cntrl:],{}"\\ ])?$'
+       AND pg_catalog.upper(name) OPERATOR(pg_catalog.<>) 'NULL';
+$$;
+COMMENT ON FUNCTION pgq._valid_name(text) IS
+    'Private. The name rule: 1 to 200 bytes, not NULL, no control characters, commas, braces, double quotes, backslashes or surrounding spaces.';
+
+RESET check_function_bodies;
+-- END FUNCTIONS
+
+-- ## One name rule for entrypoints and schedules
+
+-- One name rule (pgq._valid_name) for entrypoints and schedule names, in the functions and in
+-- the constraints alike (0.1.0 counted bytes for jobs and characters for schedules): no control
+-- characters, commas, braces, double quotes, backslashes or surrounding spaces, not the word
+-- NULL, so a name reads back unchanged from an unquoted array literal. Live rows that break it
+-- stop the upgrade with their names (finish or cancel those jobs, re-register those schedules);
+-- finished jobs in pgq.job_history keep their names. The new pgq.jobs (below) checks its names
+-- through its entrypoint rows.
+DO $$
+DECLARE
+    v_bad text;
+BEGIN
+    SELECT string_agg(DISTINCT quote_literal(n), ', ') INTO v_bad
+      FROM (SELECT entrypoint FROM pgq.jobs
+            UNION ALL SELECT name FROM pgq.schedules
+            UNION ALL SELECT entrypoint FROM pgq.schedules) AS t(n)
+     WHERE NOT pgq._valid_name(n);
+    IF v_bad IS NOT NULL THEN
+        RAISE EXCEPTION 'live jobs or schedules use names the new rule refuses: %', v_bad
+            USING HINT = 'finish or cancel those jobs and remove those schedules, then upgrade again';
+    END IF;
+END
+$$;
+-- The policy rows of names the rule refuses can never get a job again (no live job or schedule
+-- uses them: checked above); they go, and the registry of names keeps the rule.
+DELETE FROM pgq.entrypoints WHERE NOT pgq._valid_name(entrypoint);
+ALTER TABLE pgq.entrypoints ADD CONSTRAINT entrypoints_entrypoint_check CHECK (pgq._valid_name(entrypoint));
+ALTER TABLE pgq.schedules DROP CONSTRAINT schedules_name_check;
+ALTER TABLE pgq.schedules ADD CONSTRAINT schedules_name_check CHECK (pgq._valid_name(name));
+ALTER TABLE pgq.schedules DROP CONSTRAINT schedules_entrypoint_check;
+ALTER TABLE pgq.schedules ADD CONSTRAINT schedules_entrypoint_check CHECK (pgq._valid_name(entrypoint));
+
+-- ## The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+
+-- Storage that keeps its pace while the vacuum horizon is held (docs/decisions/0006). pgq.jobs
+-- becomes a ring: PARTITION BY LIST (slot), four ring partitions jobs_0..jobs_3 that new due
+-- jobs enter by turns (the current slot is pgq.ring_seq mod 4) and that pgq.maintain empties
+-- with TRUNCATE once drained, and jobs_scheduled (slot 4) for jobs not due yet. A job gets a
+-- ready number (pgq.ready_seq) when it becomes runnable; claims read each lane (entrypoint,
+-- priority) from its cursor on (a sequence per lane in pgq.lanes: moving it leaves no row
+-- version behind), so dead versions of claimed and finished jobs are never walked again.
+-- Dedupe keys of live jobs move to pgq.live_keys (no unique index spans partitions). The
+-- CLUSTER compaction (pgq.compaction) goes: truncation gives the space back. The live rows are
+-- copied under an exclusive lock (in-flight calls finish first, new ones wait for the upgrade)
+-- once the functions and triggers are in place (after the functions section): running jobs keep
+-- lease, worker and heartbeat; due queued jobs get ready numbers in the old claim order.
+-- Two more changes of the same table come with it. Claims stay fast with far-future jobs: a
+-- job not due yet is 'scheduled' (indexed by due time alone, in jobs_scheduled) and becomes
+-- 'queued' when due (pgq.claim promotes the due ones of its entrypoints first, a cheap probe of
+-- that index), so the claim index holds due jobs only; queued jobs not due yet at upgrade time
+-- become scheduled. And a running job records the request it was claimed by (pgq.claim's
+-- request_id, claim_request): a claim sent again with it answers the same jobs. It joins the
+-- running-jobs index (no fifth index on the hot table; the claim changes status anyway, and
+-- heartbeats leave both columns alone: still HOT).
+LOCK TABLE pgq.jobs IN ACCESS EXCLUSIVE MODE;
+CREATE SEQUENCE pgq.ready_seq AS bigint;
+CREATE SEQUENCE pgq.lane_id_seq AS bigint;
+CREATE SEQUENCE pgq.ring_seq AS bigint MINVALUE 0 START 0;
+CREATE SEQUENCE pgq.ring_rotated_at AS bigint MINVALUE 0 START 0;
+CREATE SEQUENCE pgq.maintained_at AS bigint MINVALUE 0 START 0;
+CREATE SEQUENCE pgq.swept_at AS bigint MINVALUE 0 START 0;
+COMMENT ON SEQUENCE pgq.ready_seq IS
+    'Ready numbers: the order in which jobs became runnable (claims read each lane in this order).';
+COMMENT ON SEQUENCE pgq.ring_seq IS
+    'The ring''s current slot is last_value mod 4 (pgq._slot); pgq.maintain moves it on.';
+COMMENT ON SEQUENCE pgq.ring_rotated_at IS 'Epoch milliseconds of the last rotation of the ring.';
+COMMENT ON SEQUENCE pgq.maintained_at IS
+    'Epoch milliseconds (server clock) of the last pgq.maintain (claims never run it).';
+COMMENT ON SEQUENCE pgq.swept_at IS
+    'Epoch milliseconds (claim clock) of the last stale sweep by a claim (at most one a second).';
+
+CREATE TABLE pgq.lanes (
+    entrypoint  text     NOT NULL,
+    priority    int      NOT NULL,
+    lane_id     bigint   NOT NULL,
+    cursor_seq  regclass NOT NULL,
+    CONSTRAINT lanes_pkey PRIMARY KEY (entrypoint, priority),
+    CONSTRAINT lanes_priority_check CHECK (priority BETWEEN -32768 AND 32767)
+);
+COMMENT ON TABLE pgq.lanes IS
+    'One row per (entrypoint, priority) ever queued, insert-once: the sequence that is the lane''s claim cursor (every ready number at or below it is settled).';
+COMMENT ON COLUMN pgq.lanes.lane_id IS 'From pgq.lane_id_seq; names the cursor sequence pgq.lane_cursor_<lane_id>.';
+COMMENT ON COLUMN pgq.lanes.cursor_seq IS
+    'The lane''s claim cursor: a sequence whose value is the ready number up to which the lane is settled (claims read from it on).';
+
+CREATE TABLE pgq.live_keys (
+    dedupe_key  text   NOT NULL,
+    job_id      bigint NOT NULL,
+    CONSTRAINT live_keys_pkey PRIMARY KEY (dedupe_key)
+);
+COMMENT ON TABLE pgq.live_keys IS
+    'Dedupe keys of live jobs (scheduled, queued, running): unique here, freed when the job finishes.';
+COMMENT ON COLUMN pgq.live_keys.job_id IS 'The live job that holds the key (pgq.jobs.id).';
+
+DROP VIEW pgq.queue_stats;
+ALTER SEQUENCE pgq.job_id_seq OWNED BY NONE;
+ALTER TABLE pgq.jobs RENAME TO jobs_old;
+ALTER TABLE pgq.jobs_old RENAME CONSTRAINT jobs_pkey TO jobs_old_pkey;
+DROP INDEX pgq.jobs_queued_idx, pgq.jobs_running_idx, pgq.jobs_dedupe_key_idx;
+DROP TRIGGER jobs_after_insert ON pgq.jobs_old;
+DROP TRIGGER jobs_after_update ON pgq.jobs_old;
+DROP TRIGGER jobs_after_delete ON pgq.jobs_old;
+
+CREATE TABLE pgq.jobs (
+    id                bigint      NOT NULL DEFAULT nextval('pgq.job_id_seq'),
+    entrypoint        text        NOT NULL,
+    status            text        NOT NULL DEFAULT 'queued',
+    priority          int         NOT NULL DEFAULT 0,
+    run_at            timestamptz NOT NULL DEFAULT now(),
+    enqueued_at       timestamptz NOT NULL DEFAULT now(),
+    attempt           int         NOT NULL DEFAULT 0,
+    payload           jsonb,
+    headers           jsonb,
+    dedupe_key        text,
+    lease             bigint,
+    worker_id         uuid,
+    started_at        timestamptz,
+    heartbeat_at      timestamptz,
+    cancel_requested  boolean     NOT NULL DEFAULT false,
+    errors            jsonb       NOT NULL DEFAULT '[]',
+    claim_request     uuid,
+    ready_seq         bigint,
+    slot              smallint    NOT NULL DEFAULT pgq._slot(),
+    CONSTRAINT jobs_status_check CHECK (status IN ('scheduled', 'queued', 'running')),
+    CONSTRAINT jobs_running_has_lease_check CHECK (
+        (status = 'running') = (lease IS NOT NULL AND worker_id IS NOT NULL AND heartbeat_at IS NOT NULL)
+    ),
+    CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
+    CONSTRAINT jobs_slot_check CHECK ((status = 'scheduled') = (slot = 4)),
+    CONSTRAINT jobs_ready_check CHECK (status <> 'queued' OR ready_seq IS NOT NULL)
+) PARTITION BY LIST (slot);
+-- A job's entrypoint name and priority are checked once per statement rather than per row and
+-- per statement (a CHECK constraint is prepared again by every statement that writes the
+-- table, claims included): every job has its lane (entrypoint, priority) and its entrypoint
+-- row, which the insert trigger creates for a new pair (pgq._jobs_after_insert), and
+-- entrypoints_entrypoint_check and lanes_priority_check hold the rules there.
+ALTER SEQUENCE pgq.job_id_seq OWNED BY pgq.jobs.id;
+COMMENT ON TABLE pgq.jobs IS
+    'Live jobs (scheduled, queued, running). A ring of partitions jobs_0..jobs_3 emptied by TRUNCATE when drained, and jobs_scheduled for jobs not due yet (docs/decisions/0006).';
+COMMENT ON COLUMN pgq.jobs.status IS
+    'scheduled: not due yet (slot 4); queued: due, with a ready number; running: claimed, with a lease. Finished jobs leave for pgq.job_history.';
+COMMENT ON COLUMN pgq.jobs.priority IS
+    'Higher is claimed first. With entrypoint, the lane the job waits in (pgq.lanes).';
+COMMENT ON COLUMN pgq.jobs.run_at IS
+    'When the job is due: the enqueue time, a delay, or a retry''s backoff.';
+COMMENT ON COLUMN pgq.jobs.attempt IS
+    'Attempts claimed so far (each claim adds one); the entrypoint''s max_attempts bounds it.';
+COMMENT ON COLUMN pgq.jobs.headers IS
+    'The producer''s metadata for the job (a JSON object, e.g. trace context), handed to the worker with the payload.';
+COMMENT ON COLUMN pgq.jobs.dedupe_key IS
+    'At most one live job per key (held in pgq.live_keys until the job finishes).';
+COMMENT ON COLUMN pgq.jobs.lease IS
+    'The fence of the running attempt: a new number (pgq.lease_seq) per claim. Every write of that attempt (heartbeat, complete, release) names it and does nothing once it no longer matches.';
+COMMENT ON COLUMN pgq.jobs.worker_id IS 'The worker that runs it (running jobs only).';
+COMMENT ON COLUMN pgq.jobs.started_at IS 'When the running attempt was claimed.';
+COMMENT ON COLUMN pgq.jobs.heartbeat_at IS
+    'The running attempt''s last sign of life (pgq.heartbeat). Older than the entrypoint''s heartbeat_timeout, the job is stale: the next sweep retries or fails it.';
+COMMENT ON COLUMN pgq.jobs.cancel_requested IS
+    'pgq.cancel asked a running job to stop: the heartbeat answers cancel_requested, and a failure then ends the job canceled.';
+COMMENT ON COLUMN pgq.jobs.errors IS
+    'One entry per failed or interrupted attempt: attempt, at, lease, worker_id, outcome, decision, details.';
+COMMENT ON COLUMN pgq.jobs.claim_request IS
+    'The request_id of the pgq.claim that took the running job: a claim sent again with it answers the same jobs.';
+COMMENT ON COLUMN pgq.jobs.ready_seq IS
+    'Ready number (pgq.ready_seq), drawn when the job became queued: claims read each lane in this order, from its cursor on.';
+COMMENT ON COLUMN pgq.jobs.slot IS
+    'The partition: 0..3 the ring slot the job entered (pgq._slot(): pgq.ring_seq mod 4), 4 jobs_scheduled (not due yet). A job changes slot by DELETE and INSERT, never by UPDATE.';
+-- Ring slots: fillfactor 50 keeps heartbeats HOT. Autovacuum stays on (a slot that cannot be
+-- truncated yet, because the next slot still holds a backlog, is vacuumed as before); the
+-- TRUNCATE is what gives the space back while a long transaction holds the horizon.
+CREATE TABLE pgq.jobs_0 PARTITION OF pgq.jobs FOR VALUES IN (0);
+CREATE TABLE pgq.jobs_1 PARTITION OF pgq.jobs FOR VALUES IN (1);
+CREATE TABLE pgq.jobs_2 PARTITION OF pgq.jobs FOR VALUES IN (2);
+CREATE TABLE pgq.jobs_3 PARTITION OF pgq.jobs FOR VALUES IN (3);
+CREATE TABLE pgq.jobs_scheduled PARTITION OF pgq.jobs FOR VALUES IN (4);
+ALTER TABLE pgq.jobs_0 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE pgq.jobs_1 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE pgq.jobs_2 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE pgq.jobs_3 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
+
+-- By id (heartbeat, complete, release, cancel, look-ups); not unique (a unique index must hold
+-- the partition key): ids come from pgq.job_id_seq alone.
+CREATE INDEX jobs_id_idx ON pgq.jobs (id);
+-- The claim: each lane in ready order, read from its cursor on (and queued listings in claim
+-- order: priority desc, then ready order).
+CREATE INDEX jobs_ready_idx ON pgq.jobs (entrypoint, priority DESC, ready_seq) WHERE status = 'queued';
+-- Running jobs per entrypoint (stale sweep, limit counts) and the claim request that took them.
+CREATE INDEX jobs_running_idx ON pgq.jobs (entrypoint, claim_request) WHERE status = 'running';
+-- Not-yet-due jobs by due time (promotion, next_run_at).
+CREATE INDEX jobs_scheduled_idx ON pgq.jobs (entrypoint, run_at) WHERE status = 'scheduled';
+DROP TABLE pgq.compaction;
+-- One maintainer at a time (pgq.maintain): the row lock of this one-row table, which only the
+-- owner can take (an advisory lock could be held by any role that can connect, keeping
+-- maintenance, and with it stale recovery and the ring's reclaim, busy for ever).
+CREATE TABLE pgq.maintenance (
+    id  boolean PRIMARY KEY DEFAULT true CHECK (id)
+);
+INSERT INTO pgq.maintenance DEFAULT VALUES;
+COMMENT ON TABLE pgq.maintenance IS
+    'One row, never updated: pgq.maintain holds its row lock (one maintainer at a time).';
+
+-- ## Comments on the columns of the tables 0.1.0 created
+
+COMMENT ON TABLE pgq.entrypoints IS
+    'Per-entrypoint policy: concurrency limit, attempts, backoff, heartbeat timeout, pause. A row appears with the first job or schedule of a name (defaults) and is changed by pgq.configure.';
+COMMENT ON COLUMN pgq.entrypoints.concurrency_limit IS
+    'At most this many running jobs of the entrypoint (NULL: no limit; 0 stops claims).';
+COMMENT ON COLUMN pgq.entrypoints.max_attempts IS 'Attempts before a failing job is dead (ends failed).';
+COMMENT ON COLUMN pgq.entrypoints.backoff_base IS
+    'Retry delay after attempt n: least(backoff_max, backoff_base * 2^(n-1)), with equal jitter (or the worker''s retry_after).';
+COMMENT ON COLUMN pgq.entrypoints.backoff_max IS 'The longest retry delay (see backoff_base).';
+COMMENT ON COLUMN pgq.entrypoints.heartbeat_timeout IS
+    'A running job silent for longer is stale: swept back to the queue (or failed on its last attempt).';
+COMMENT ON COLUMN pgq.entrypoints.updated_at IS
+    'Last change of the row (configure, pause, resume); pgq.prune_entrypoints removes unused rows not changed for a while.';
+COMMENT ON TABLE pgq.job_history IS
+    'One row per finished job (successful, failed: attempts used up or dead, canceled), moved here from pgq.jobs by pgq._archive.';
+COMMENT ON COLUMN pgq.job_history.attempt IS 'The attempt that finished the job (0: canceled before any claim).';
+COMMENT ON COLUMN pgq.job_history.lease IS
+    'The lease of the attempt that finished the job through pgq.complete (a repeated complete is recognised by it); NULL when no attempt finished it (cancel, release, sweep).';
+COMMENT ON COLUMN pgq.job_history.details IS 'What the worker reported with the final outcome (pgq.complete''s details).';
+COMMENT ON COLUMN pgq.job_history.errors IS
+    'One entry per failed or interrupted attempt: attempt, at, lease, worker_id, outcome, decision, details.';
+COMMENT ON COLUMN pgq.schedules.catch_up IS
+    'A tick older than misfire_grace (downtime): once fires it once (the missed ticks collapse), skip drops it.';
+COMMENT ON COLUMN pgq.schedules.misfire_grace IS
+    'Within it, every tick fires in turn; an older tick is missed (see catch_up).';
+COMMENT ON COLUMN pgq.schedules.fire_timeout IS
+    'A firing schedule silent for longer (heartbeat_at) may be claimed by another scheduler.';
+COMMENT ON COLUMN pgq.schedules.next_run_at IS
+    'The next tick: computed from cron and timezone by the scheduler that fired the last one (pgq.fire_schedule).';
+COMMENT ON COLUMN pgq.schedules.last_job_id IS 'The job the last fire enqueued.';
+COMMENT ON COLUMN pgq.schedules.state IS 'idle, or firing: claimed by a scheduler (worker_id, lease, heartbeat_at set).';
+COMMENT ON COLUMN pgq.schedules.lease IS
+    'The fence of the current fire: pgq.fire_schedule and pgq.release_schedule name it and do nothing once it no longer matches.';
+
+-- ## Views of the live jobs (they read the new pgq.jobs)
+
+CREATE VIEW pgq.queue_stats AS
+SELECT c.entrypoint,
+       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled'))            AS queued,
+       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled')
+                             AND j.run_at <= now())                               AS due,
+       count(j.id) FILTER (WHERE j.status = 'running')                            AS running,
+       count(j.id) FILTER (WHERE j.status = 'running'
+                             AND j.heartbeat_at < now() - c.heartbeat_timeout)     AS stale,
+       now() - min(j.enqueued_at) FILTER (WHERE j.status IN ('queued', 'scheduled')) AS oldest_queued_age,
+       c.concurrency_limit,
+       c.max_attempts,
+       c.heartbeat_timeout,
+       c.paused_at IS NOT NULL                                                    AS paused
+  FROM pgq.entrypoints c
+  LEFT JOIN pgq.jobs j ON j.entrypoint = c.entrypoint
+ GROUP BY c.entrypoint, c.concurrency_limit, c.max_attempts, c.heartbeat_timeout, c.paused_at;
+COMMENT ON VIEW pgq.queue_stats IS
+    'Per entrypoint: queued, due, running, stale (heartbeat older than its timeout), age of the oldest queued job, its policy, and whether it is paused.';
+REVOKE ALL ON pgq.jobs, pgq.jobs_0, pgq.jobs_1, pgq.jobs_2, pgq.jobs_3, pgq.jobs_scheduled,
+              pgq.lanes, pgq.live_keys, pgq.maintenance, pgq.queue_stats FROM PUBLIC;
+REVOKE ALL ON SEQUENCE pgq.ready_seq, pgq.lane_id_seq, pgq.ring_seq, pgq.ring_rotated_at,
+                       pgq.maintained_at, pgq.swept_at FROM PUBLIC;
+GRANT SELECT ON pgq.queue_stats TO pgq_producer, pgq_worker;
+
+-- Operate it: workers with their running jobs.
+CREATE VIEW pgq.worker_status AS
+SELECT coalesce(w.worker_id, r.worker_id) AS worker_id,
+       CASE WHEN w.worker_id IS NULL THEN 'unregistered'
+            WHEN w.last_seen_at >= now() - w.timeout THEN 'active'
+            ELSE 'gone' END AS state,
+       w.host, w.pid, w.application_name, w.entrypoints, w.version, w.metadata, w.client_addr,
+       w.started_at, w.last_seen_at,
+       date_part('epoch', now() - w.last_seen_at) AS silent_s,
+       w.timeout,
+       coalesce(r.running, 0) AS running,
+       coalesce(r.stale, 0) AS stale,
+       coalesce(r.job_ids, '{}') AS job_ids
+  FROM pgq.workers w
+  FULL JOIN (SELECT j.worker_id, count(*) AS running,
+                    count(*) FILTER (WHERE j.heartbeat_at < now() - c.heartbeat_timeout) AS stale,
+                    array_agg(j.id ORDER BY j.id) AS job_ids
+               FROM pgq.jobs j
+               JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+              WHERE j.status = 'running'
+              GROUP BY j.worker_id) AS r ON r.worker_id = w.worker_id;
+COMMENT ON VIEW pgq.worker_status IS
+    'Per worker: state (active; gone when silent past its timeout; unregistered: holds jobs but never registered), what it announced, last seen, silent_s, and the running jobs it holds (running, stale, job_ids).';
+
+REVOKE ALL ON pgq.worker_status FROM PUBLIC;
 
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
@@ -1404,27 +1793,35 @@ $$;
 COMMENT ON FUNCTION pgq._ready_lock(text[]) IS
     'Private. The fence: shared advisory locks a transaction holds while it draws ready numbers for these entrypoints.';
 
--- sql/functions/_slot.sql
--- pgq._slot(): the ring slot new due jobs enter (docs/decisions/0006).
--- Contract: pgq.ring_seq's last value mod 4 (0..3). A sequence: reading it, and pgq.maintain
---   moving it on, leaves no row version behind. The default of pgq.jobs.slot; jobs not due yet
---   go to slot 4 (jobs_scheduled) instead, given explicitly by their writers. One expression
---   with no FROM, no SET clause and only qualified pg_catalog names, so that it is inlined
---   where it is planned (a SQL function that is not inlined is parsed and planned again by
---   every statement that calls it, before PostgreSQL 18). Before pgq.maintain first moves
---   the ring, the sequence has no last value (NULL): slot 0, its START.
+-- sql/functions/_retry_delay.sql
+-- pgq._retry_delay(attempt, backoff_base, backoff_max, details): the retry policy, in seconds.
+-- Contract: the delay before a failed attempt runs again. details->'retry_after' (a JSON number
+--   of seconds, checked by pgq.complete) when the handler asked for it; else the entrypoint's
+--   backoff, least(backoff_max, backoff_base * 2^(attempt-1)), with equal jitter: a random
+--   factor in [0.5, 1.0), so half the delay is guaranteed and the other half spreads a burst of
+--   failures out. Intervals count in seconds (a month as 30 days); the doubling is numeric and
+--   stops at 2^40 (base * 2^40 as an interval overflows for a base of a few seconds or more).
+--   LANGUAGE sql without a SET clause, so pgq.complete inlines it into its statement (as
+--   pgq._json_ok: it names pg_catalog functions only, qualified; EXECUTE is the owner's alone).
+--   See docs/architecture.md#retry-backoff.
 -- Locking: none.
 -- Errors: none.
-CREATE OR REPLACE FUNCTION pgq._slot()
-RETURNS smallint
+CREATE OR REPLACE FUNCTION pgq._retry_delay(attempt int, backoff_base interval, backoff_max interval,
+                                            details jsonb)
+RETURNS float8
 LANGUAGE sql
 VOLATILE
 AS $$
-    SELECT (COALESCE(pg_catalog.pg_sequence_last_value('pgq.ring_seq'::pg_catalog.regclass), 0)
-            OPERATOR(pg_catalog.%) 4)::smallint
+    SELECT CASE WHEN pg_catalog.jsonb_typeof(details) = 'object' AND details ? 'retry_after'
+                THEN (details ->> 'retry_after')::pg_catalog.float8
+                ELSE least(EXTRACT(epoch FROM backoff_max),
+                                      EXTRACT(epoch FROM backoff_base)
+                                      * 2::pg_catalog.numeric ^ least(attempt - 1, 40))::pg_catalog.float8
+                     * (0.5 + pg_catalog.random() * 0.5)
+           END;
 $$;
-COMMENT ON FUNCTION pgq._slot() IS
-    'Private. The ring slot (0..3) new due jobs enter: pgq.ring_seq mod 4.';
+COMMENT ON FUNCTION pgq._retry_delay(int, interval, interval, jsonb) IS
+    'Private. The retry policy: seconds before a failed attempt runs again (retry_after, else backoff with equal jitter). Inlined into pgq.complete.';
 
 -- sql/functions/_sweep.sql
 -- pgq._sweep(entrypoints, at): stale running jobs leave the running state.
@@ -1515,32 +1912,6 @@ $$;
 COMMENT ON FUNCTION pgq._sweep(text[], timestamptz) IS
     'Private. Stale running jobs: archived (attempts used up, cancel requested) or queued again with a new ready number.';
 
--- sql/functions/_valid_name.sql
--- pgq._valid_name(name): the one rule for entrypoint and schedule names.
--- Contract: true when name is 1 to 200 bytes, not the word NULL (any case), and holds no
---   control character, comma, brace, double quote or backslash, and neither starts nor ends
---   with a space: then the name reads back unchanged as an element of an unquoted array
---   literal ('{a.b,c.d}'), so a literal can never split one name into two, trim it or turn it
---   into NULL. NULL for NULL. Used by pgq._check_name (the error), the hot-path checks of
---   enqueue/enqueue_many and the CHECK constraints on pgq.entrypoints and pgq.schedules
---   (pgq.jobs through its entrypoint row, see pgq._jobs_after_insert). LANGUAGE sql,
---   IMMUTABLE and without a SET clause, so callers inline it; it names pg_catalog objects only,
---   qualified.
--- Locking: none.
--- Errors: none.
-CREATE OR REPLACE FUNCTION pgq._valid_name(name text)
-RETURNS boolean
-LANGUAGE sql
-IMMUTABLE
-PARALLEL SAFE
-AS $$
-    SELECT pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 200
-       AND name OPERATOR(pg_catalog.~) '^[^[:cntrl:],{}"\\ ]([^[:cntrl:],{}"\\]*[^[:cntrl:],{}"\\ ])?$'
-       AND pg_catalog.upper(name) OPERATOR(pg_catalog.<>) 'NULL';
-$$;
-COMMENT ON FUNCTION pgq._valid_name(text) IS
-    'Private. The name rule: 1 to 200 bytes, not NULL, no control characters, commas, braces, double quotes, backslashes or surrounding spaces.';
-
 -- sql/functions/cancel.sql
 -- pgq.cancel(ids, at)
 -- Contract: queued and scheduled jobs move to history as canceled at once (their dedupe keys
@@ -1576,7 +1947,7 @@ DECLARE
     v_running bigint[];
     v_flagged bigint[];
     v_done    bigint[] := '{}';
-    v_round   int;
+    v_look   int;
 BEGIN
     PERFORM pgq._check_dims(cancel.ids, 'ids');
     PERFORM pgq._check_time(cancel.at, 'at');
@@ -1585,12 +1956,9 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
-    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
-    -- the same row) while this call waited for its row lock. Unknown and finished ids miss twice.
-    -- Each round locks its jobs in one read, in id order, whatever their status and slot: every
-    -- function that locks several jobs takes them in id order, so two of them never deadlock.
-    FOR v_round IN 1..2 LOOP
+    -- Unknown and finished ids miss twice. Each look locks its jobs in one read, in id order,
+    -- whatever their status and slot (docs/architecture.md#leases-and-zombie-fencing).
+    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.status <> c_running),
                array_agg(l.id ORDER BY l.id) FILTER (WHERE l.status = c_running)
           INTO v_queued, v_running
@@ -1697,7 +2065,7 @@ DECLARE
     v_ids     bigint[];
     v_found   bigint[];
     v_now_ms  bigint;
-    v_round   int;
+    v_look   int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_queued  constant text := 'queued';
     c_running constant text := 'running';
@@ -1727,11 +2095,8 @@ BEGIN
 
     -- The same request again: its answer was lost. Answer the jobs it claimed, still ours.
     -- (A read first: the UPDATE would fire the update trigger even when it finds nothing, as
-    -- it does for every new request.) Then the jobs are locked by id, in id order, in up to two
-    -- looks, each a new statement (a new snapshot): a job that pgq.maintain carried into
-    -- another slot of the ring (DELETE + INSERT of the same row, same id) while the first look
-    -- waited for its row lock is found by the second, so a replay never falls through to a new
-    -- claim while its own job is being carried.
+    -- it does for every new request.) Then the jobs are locked by id, in id order, looking
+    -- twice: a replay never falls through to a new claim while its own job is being carried.
     IF claim.request_id IS NOT NULL THEN
         SELECT array_agg(j.id) INTO v_found
           FROM pgq.jobs j
@@ -1742,7 +2107,7 @@ BEGIN
     END IF;
     IF v_found IS NOT NULL THEN
         v_ids := '{}';
-        FOR v_round IN 1..2 LOOP
+        FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
             v_ids := v_ids || ARRAY(SELECT j.id
                                       FROM pgq.jobs j
                                      WHERE j.id = ANY (v_found)
@@ -2011,10 +2376,9 @@ COMMENT ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) IS
 --                 requested meanwhile: the work is done).
 --   'failed'      the handler raised: the entrypoint's retry policy decides. While
 --                 attempt < max_attempts and no cancel was requested, status 'retry': queued
---                 again after backoff_base * 2^(attempt-1), capped at backoff_max, with equal
---                 jitter (a delay between half and all of that; computed in seconds, a month
---                 counting as 30 days), or after details->'retry_after' seconds when the handler
---                 asked for it (due later: status 'scheduled', see pgq.claim). Else history
+--                 again after pgq._retry_delay (backoff_base * 2^(attempt-1), capped at
+--                 backoff_max, with equal jitter; or details->'retry_after' seconds when the
+--                 handler asked for it; due later: status 'scheduled', see pgq.claim). Else history
 --                 as 'failed' (dead), or 'canceled' when a cancel
 --                 was requested.
 --   'interrupted' the worker cut the attempt off (shutdown): status 'retry', queued again at
@@ -2069,7 +2433,7 @@ DECLARE
     r_leases   bigint[];
     r_outcomes text[];
     r_details  jsonb[];
-    v_round    int;
+    v_look    int;
     v_retry    boolean;  -- failures or interruptions among the jobs still to decide
     v_decided  bigint[];   -- failures and interruptions locked this round
     v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
@@ -2130,15 +2494,12 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
-    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
-    -- the same row, same id and lease) while this call waited for its row lock. A stale lease
-    -- misses twice and gets no row.
+    -- A stale lease misses twice and gets no row.
     r_ids := complete.ids;
     r_leases := complete.leases;
     r_outcomes := complete.outcomes;
     r_details := v_details;
-    FOR v_round IN 1..2 LOOP
+    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         v_decided := '{}';
         v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes);
         -- The jobs are locked in id order first (every function that locks several jobs takes
@@ -2171,17 +2532,11 @@ BEGIN
               FROM (SELECT j.id, j.entrypoint, i.outcome, i.details,
                            i.outcome IN ('failed', 'interrupted') AND NOT j.cancel_requested
                            AND (i.outcome = 'interrupted' OR j.attempt < c.max_attempts) AS retry,
-                           -- The delay in seconds: none for an interrupted attempt, the handler's
-                           -- retry_after, else backoff with equal jitter (numeric: base * 2^40 as
-                           -- an interval overflows for a base of a few seconds or more).
-                           CASE WHEN i.outcome NOT IN ('failed', 'interrupted') THEN NULL
-                                WHEN i.outcome = 'interrupted' THEN 0::float8
-                                WHEN jsonb_typeof(i.details) = 'object' AND i.details ? 'retry_after'
-                                THEN (i.details ->> 'retry_after')::float8
-                                ELSE least(extract(epoch FROM c.backoff_max),
-                                           extract(epoch FROM c.backoff_base)
-                                           * 2::numeric ^ least(j.attempt - 1, 40))::float8
-                                     * (0.5 + random() * 0.5) END AS delay
+                           -- The delay in seconds: none for an interrupted attempt, else the
+                           -- retry policy (inlined).
+                           CASE WHEN i.outcome = 'failed'
+                                THEN pgq._retry_delay(j.attempt, c.backoff_base, c.backoff_max, i.details)
+                                WHEN i.outcome = 'interrupted' THEN 0::float8 END AS delay
                       FROM unnest(r_ids, r_leases, r_outcomes, r_details) AS i(id, lease, outcome, details)
                       JOIN pgq.jobs j ON j.id = i.id
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
@@ -2283,7 +2638,7 @@ BEGIN
           JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint
          WHERE x.ids IS NOT NULL;
 
-        EXIT WHEN cardinality(a_id) >= v_n OR v_round = 2;
+        EXIT WHEN cardinality(a_id) >= v_n OR v_look = 2;
         -- The jobs missed so far, for the second look.
         SELECT array_agg(u.id ORDER BY u.ord), array_agg(u.lease ORDER BY u.ord),
                array_agg(u.outcome ORDER BY u.ord), array_agg(u.details ORDER BY u.ord)
@@ -3108,7 +3463,7 @@ DECLARE
     v_now    timestamptz := coalesce(heartbeat.at, now());
     v_ok     bigint[];
     v_cancel bigint[];
-    v_round  int;
+    v_look  int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
 BEGIN
@@ -3117,13 +3472,10 @@ BEGIN
     END IF;
     PERFORM pgq._check_batch(heartbeat.worker_id, heartbeat.ids, heartbeat.leases);
     UPDATE pgq.workers w SET last_seen_at = v_now WHERE w.worker_id = heartbeat.worker_id;
-    -- Up to two looks, each a new statement (a new snapshot): the second for the jobs the first
-    -- missed, since maintenance may have carried one into another slot (DELETE + INSERT of the
-    -- same row, same id and lease) while this call waited for its row lock. A stale lease
-    -- misses twice.
+    -- A stale lease misses twice.
     v_ok := '{}';
     v_cancel := '{}';
-    FOR v_round IN 1..2 LOOP
+    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         -- Several jobs: locked first in id order (every function that locks several jobs takes
         -- them in id order, so two of them never deadlock; the UPDATE would lock in the order
         -- of its plan).
@@ -4273,7 +4625,7 @@ DECLARE
     v_canceled bigint[];
     v_back     bigint[];
     v_eps      text[];
-    v_round    int;
+    v_look    int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running  constant text := 'running';
 BEGIN
@@ -4282,11 +4634,8 @@ BEGIN
     END IF;
     PERFORM pgq._check_batch(release.worker_id, release.ids, release.leases);
 
-    -- Two rounds: the second looks again (new statements, a new snapshot) for the jobs the first
-    -- missed: maintenance may have carried one into another slot of the ring (DELETE + INSERT of
-    -- the same row, same id and lease) while this call waited for its row lock. A stale lease
-    -- misses twice.
-    FOR v_round IN 1..2 LOOP
+    -- A stale lease misses twice.
+    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.cancel_requested),
                array_agg(l.id ORDER BY l.id) FILTER (WHERE NOT l.cancel_requested),
                array_agg(DISTINCT l.entrypoint) FILTER (WHERE NOT l.cancel_requested)
@@ -4921,163 +5270,10 @@ COMMENT ON FUNCTION pgq.unregister_worker(uuid) IS
 RESET check_function_bodies;
 -- END FUNCTIONS
 
--- One name rule (pgq._valid_name) for entrypoints and schedule names, in the functions and in
--- the constraints alike (0.1.0 counted bytes for jobs and characters for schedules): no control
--- characters, commas, braces, double quotes, backslashes or surrounding spaces, not the word
--- NULL, so a name reads back unchanged from an unquoted array literal. Live rows that break it
--- stop the upgrade with their names (finish or cancel those jobs, re-register those schedules);
--- finished jobs in pgq.job_history keep their names.
-DO $$
-DECLARE
-    v_bad text;
-BEGIN
-    SELECT string_agg(DISTINCT quote_literal(n), ', ') INTO v_bad
-      FROM (SELECT entrypoint FROM pgq.jobs
-            UNION ALL SELECT name FROM pgq.schedules
-            UNION ALL SELECT entrypoint FROM pgq.schedules) AS t(n)
-     WHERE NOT pgq._valid_name(n);
-    IF v_bad IS NOT NULL THEN
-        RAISE EXCEPTION 'live jobs or schedules use names the new rule refuses: %', v_bad
-            USING HINT = 'finish or cancel those jobs and remove those schedules, then upgrade again';
-    END IF;
-END
-$$;
-ALTER TABLE pgq.jobs DROP CONSTRAINT jobs_entrypoint_check;
-ALTER TABLE pgq.jobs ADD CONSTRAINT jobs_entrypoint_check CHECK (pgq._valid_name(entrypoint));
--- The policy rows of names the rule refuses can never get a job again (no live job or schedule
--- uses them: checked above); they go, and the registry of names keeps the rule.
-DELETE FROM pgq.entrypoints WHERE NOT pgq._valid_name(entrypoint);
-ALTER TABLE pgq.entrypoints ADD CONSTRAINT entrypoints_entrypoint_check CHECK (pgq._valid_name(entrypoint));
-ALTER TABLE pgq.schedules DROP CONSTRAINT schedules_name_check;
-ALTER TABLE pgq.schedules ADD CONSTRAINT schedules_name_check CHECK (pgq._valid_name(name));
-ALTER TABLE pgq.schedules DROP CONSTRAINT schedules_entrypoint_check;
-ALTER TABLE pgq.schedules ADD CONSTRAINT schedules_entrypoint_check CHECK (pgq._valid_name(entrypoint));
+-- ## The ring, continued: triggers and the copy of the live jobs
 
--- Storage that keeps its pace while the vacuum horizon is held (docs/decisions/0006). pgq.jobs
--- becomes a ring: PARTITION BY LIST (slot), four ring partitions jobs_0..jobs_3 that new due
--- jobs enter by turns (the current slot is pgq.ring_seq mod 4) and that pgq.maintain empties
--- with TRUNCATE once drained, and jobs_scheduled (slot 4) for jobs not due yet. A job gets a
--- ready number (pgq.ready_seq) when it becomes runnable; claims read each lane (entrypoint,
--- priority) from its cursor on (a sequence per lane in pgq.lanes: moving it leaves no row
--- version behind), so dead versions of claimed and finished jobs are never walked again.
--- Dedupe keys of live jobs move to pgq.live_keys (no unique index spans partitions). The
--- CLUSTER compaction (pgq.compaction) goes: truncation gives the space back. The live rows are
--- copied under an exclusive lock (in-flight calls finish first, new ones wait for the upgrade):
--- running jobs keep lease, worker and heartbeat; due queued jobs get ready numbers in the old
--- claim order.
-LOCK TABLE pgq.jobs IN ACCESS EXCLUSIVE MODE;
-CREATE SEQUENCE pgq.ready_seq AS bigint;
-CREATE SEQUENCE pgq.lane_id_seq AS bigint;
-CREATE SEQUENCE pgq.ring_seq AS bigint MINVALUE 0 START 0;
-CREATE SEQUENCE pgq.ring_rotated_at AS bigint MINVALUE 0 START 0;
-CREATE SEQUENCE pgq.maintained_at AS bigint MINVALUE 0 START 0;
-CREATE SEQUENCE pgq.swept_at AS bigint MINVALUE 0 START 0;
-COMMENT ON SEQUENCE pgq.ready_seq IS
-    'Ready numbers: the order in which jobs became runnable (claims read each lane in this order).';
-COMMENT ON SEQUENCE pgq.ring_seq IS
-    'The ring''s current slot is last_value mod 4 (pgq._slot); pgq.maintain moves it on.';
-COMMENT ON SEQUENCE pgq.ring_rotated_at IS 'Epoch milliseconds of the last rotation of the ring.';
-COMMENT ON SEQUENCE pgq.maintained_at IS
-    'Epoch milliseconds (server clock) of the last pgq.maintain (claims never run it).';
-COMMENT ON SEQUENCE pgq.swept_at IS
-    'Epoch milliseconds (claim clock) of the last stale sweep by a claim (at most one a second).';
-
-CREATE TABLE pgq.lanes (
-    entrypoint  text     NOT NULL,
-    priority    int      NOT NULL,
-    lane_id     bigint   NOT NULL,
-    cursor_seq  regclass NOT NULL,
-    CONSTRAINT lanes_pkey PRIMARY KEY (entrypoint, priority),
-    CONSTRAINT lanes_priority_check CHECK (priority BETWEEN -32768 AND 32767)
-);
-COMMENT ON TABLE pgq.lanes IS
-    'One row per (entrypoint, priority) ever queued, insert-once: the sequence that is the lane''s claim cursor (every ready number at or below it is settled).';
-
-CREATE TABLE pgq.live_keys (
-    dedupe_key  text   NOT NULL,
-    job_id      bigint NOT NULL,
-    CONSTRAINT live_keys_pkey PRIMARY KEY (dedupe_key)
-);
-COMMENT ON TABLE pgq.live_keys IS
-    'Dedupe keys of live jobs (scheduled, queued, running): unique here, freed when the job finishes.';
-
-DROP VIEW pgq.queue_stats;
-ALTER SEQUENCE pgq.job_id_seq OWNED BY NONE;
-ALTER TABLE pgq.jobs RENAME TO jobs_old;
-ALTER TABLE pgq.jobs_old RENAME CONSTRAINT jobs_pkey TO jobs_old_pkey;
-DROP INDEX pgq.jobs_queued_idx, pgq.jobs_running_idx, pgq.jobs_scheduled_idx, pgq.jobs_dedupe_key_idx;
-DROP TRIGGER jobs_after_insert ON pgq.jobs_old;
-DROP TRIGGER jobs_after_update ON pgq.jobs_old;
-DROP TRIGGER jobs_after_delete ON pgq.jobs_old;
-
-CREATE TABLE pgq.jobs (
-    id                bigint      NOT NULL DEFAULT nextval('pgq.job_id_seq'),
-    entrypoint        text        NOT NULL,
-    status            text        NOT NULL DEFAULT 'queued',
-    priority          int         NOT NULL DEFAULT 0,
-    run_at            timestamptz NOT NULL DEFAULT now(),
-    enqueued_at       timestamptz NOT NULL DEFAULT now(),
-    attempt           int         NOT NULL DEFAULT 0,
-    payload           jsonb,
-    headers           jsonb,
-    dedupe_key        text,
-    lease             bigint,
-    worker_id         uuid,
-    started_at        timestamptz,
-    heartbeat_at      timestamptz,
-    cancel_requested  boolean     NOT NULL DEFAULT false,
-    errors            jsonb       NOT NULL DEFAULT '[]',
-    claim_request     uuid,
-    ready_seq         bigint,
-    slot              smallint    NOT NULL DEFAULT pgq._slot(),
-    CONSTRAINT jobs_status_check CHECK (status IN ('scheduled', 'queued', 'running')),
-    CONSTRAINT jobs_running_has_lease_check CHECK (
-        (status = 'running') = (lease IS NOT NULL AND worker_id IS NOT NULL AND heartbeat_at IS NOT NULL)
-    ),
-    CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
-    CONSTRAINT jobs_slot_check CHECK ((status = 'scheduled') = (slot = 4)),
-    CONSTRAINT jobs_ready_check CHECK (status <> 'queued' OR ready_seq IS NOT NULL)
-) PARTITION BY LIST (slot);
--- A job's entrypoint name and priority are checked once per statement rather than per row and
--- per statement (a CHECK constraint is prepared again by every statement that writes the
--- table, claims included): every job has its lane (entrypoint, priority) and its entrypoint
--- row, which the insert trigger creates for a new pair (pgq._jobs_after_insert), and
--- entrypoints_entrypoint_check and lanes_priority_check hold the rules there.
-ALTER SEQUENCE pgq.job_id_seq OWNED BY pgq.jobs.id;
-COMMENT ON TABLE pgq.jobs IS
-    'Live jobs (scheduled, queued, running). A ring of partitions jobs_0..jobs_3 emptied by TRUNCATE when drained, and jobs_scheduled for jobs not due yet (docs/decisions/0006).';
--- Ring slots: fillfactor 50 keeps heartbeats HOT. Autovacuum stays on (a slot that cannot be
--- truncated yet, because the next slot still holds a backlog, is vacuumed as before); the
--- TRUNCATE is what gives the space back while a long transaction holds the horizon.
-CREATE TABLE pgq.jobs_0 PARTITION OF pgq.jobs FOR VALUES IN (0);
-CREATE TABLE pgq.jobs_1 PARTITION OF pgq.jobs FOR VALUES IN (1);
-CREATE TABLE pgq.jobs_2 PARTITION OF pgq.jobs FOR VALUES IN (2);
-CREATE TABLE pgq.jobs_3 PARTITION OF pgq.jobs FOR VALUES IN (3);
-CREATE TABLE pgq.jobs_scheduled PARTITION OF pgq.jobs FOR VALUES IN (4);
-ALTER TABLE pgq.jobs_0 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
-    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
-    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
-ALTER TABLE pgq.jobs_1 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
-    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
-    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
-ALTER TABLE pgq.jobs_2 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
-    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
-    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
-ALTER TABLE pgq.jobs_3 SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
-    autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000,
-    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
-
--- By id (heartbeat, complete, release, cancel, look-ups); not unique (a unique index must hold
--- the partition key): ids come from pgq.job_id_seq alone.
-CREATE INDEX jobs_id_idx ON pgq.jobs (id);
--- The claim: each lane in ready order, read from its cursor on (and queued listings in claim
--- order: priority desc, then ready order).
-CREATE INDEX jobs_ready_idx ON pgq.jobs (entrypoint, priority DESC, ready_seq) WHERE status = 'queued';
--- Running jobs per entrypoint (stale sweep, limit counts) and the claim request that took them.
-CREATE INDEX jobs_running_idx ON pgq.jobs (entrypoint, claim_request) WHERE status = 'running';
--- Not-yet-due jobs by due time (promotion, next_run_at).
-CREATE INDEX jobs_scheduled_idx ON pgq.jobs (entrypoint, run_at) WHERE status = 'scheduled';
-
+-- The triggers call the functions above; the copy fires the insert trigger, which creates the
+-- lanes and their cursors (and the entrypoint rows).
 CREATE TRIGGER jobs_after_insert AFTER INSERT ON pgq.jobs
     REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION pgq._jobs_after_insert();
@@ -5088,79 +5284,26 @@ CREATE TRIGGER jobs_after_delete AFTER DELETE ON pgq.jobs
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION pgq._jobs_after_delete();
 
--- The copy (the insert trigger creates the lanes and their cursors).
 INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload, headers,
                       dedupe_key, lease, worker_id, started_at, heartbeat_at, cancel_requested, errors,
                       claim_request, ready_seq, slot)
 SELECT o.id, o.entrypoint, o.status, o.priority, o.run_at, o.enqueued_at, o.attempt, o.payload, o.headers,
        o.dedupe_key, o.lease, o.worker_id, o.started_at, o.heartbeat_at, o.cancel_requested, o.errors,
-       o.claim_request,
+       NULL,
        CASE WHEN o.status = 'queued' THEN nextval('pgq.ready_seq') END,
        CASE WHEN o.status = 'scheduled' THEN 4 ELSE 0 END
-  FROM (SELECT * FROM pgq.jobs_old ORDER BY priority DESC, run_at, id) o;
+  FROM (SELECT j.id, j.entrypoint,
+               CASE WHEN j.status = 'queued' AND j.run_at > now() THEN 'scheduled' ELSE j.status END AS status,
+               j.priority, j.run_at, j.enqueued_at, j.attempt, j.payload, j.headers, j.dedupe_key, j.lease,
+               j.worker_id, j.started_at, j.heartbeat_at, j.cancel_requested, j.errors
+          FROM pgq.jobs_old j
+         ORDER BY j.priority DESC, j.run_at, j.id) o;
 INSERT INTO pgq.live_keys (dedupe_key, job_id)
 SELECT o.dedupe_key, o.id FROM pgq.jobs_old o WHERE o.dedupe_key IS NOT NULL;
 DROP TABLE pgq.jobs_old;
-DROP TABLE pgq.compaction;
--- One maintainer at a time (pgq.maintain): the row lock of this one-row table, which only the
--- owner can take (an advisory lock could be held by any role that can connect, keeping
--- maintenance, and with it stale recovery and the ring's reclaim, busy for ever).
-CREATE TABLE pgq.maintenance (
-    id  boolean PRIMARY KEY DEFAULT true CHECK (id)
-);
-INSERT INTO pgq.maintenance DEFAULT VALUES;
-COMMENT ON TABLE pgq.maintenance IS
-    'One row, never updated: pgq.maintain holds its row lock (one maintainer at a time).';
 
-CREATE VIEW pgq.queue_stats AS
-SELECT c.entrypoint,
-       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled'))            AS queued,
-       count(j.id) FILTER (WHERE j.status IN ('queued', 'scheduled')
-                             AND j.run_at <= now())                               AS due,
-       count(j.id) FILTER (WHERE j.status = 'running')                            AS running,
-       count(j.id) FILTER (WHERE j.status = 'running'
-                             AND j.heartbeat_at < now() - c.heartbeat_timeout)     AS stale,
-       now() - min(j.enqueued_at) FILTER (WHERE j.status IN ('queued', 'scheduled')) AS oldest_queued_age,
-       c.concurrency_limit,
-       c.max_attempts,
-       c.heartbeat_timeout,
-       c.paused_at IS NOT NULL                                                    AS paused
-  FROM pgq.entrypoints c
-  LEFT JOIN pgq.jobs j ON j.entrypoint = c.entrypoint
- GROUP BY c.entrypoint, c.concurrency_limit, c.max_attempts, c.heartbeat_timeout, c.paused_at;
-COMMENT ON VIEW pgq.queue_stats IS
-    'Per entrypoint: queued, due, running, stale (heartbeat older than its timeout), age of the oldest queued job, its policy, and whether it is paused.';
-REVOKE ALL ON pgq.jobs, pgq.jobs_0, pgq.jobs_1, pgq.jobs_2, pgq.jobs_3, pgq.jobs_scheduled,
-              pgq.lanes, pgq.live_keys, pgq.maintenance, pgq.queue_stats FROM PUBLIC;
-REVOKE ALL ON SEQUENCE pgq.ready_seq, pgq.lane_id_seq, pgq.ring_seq, pgq.ring_rotated_at,
-                       pgq.maintained_at, pgq.swept_at FROM PUBLIC;
-GRANT SELECT ON pgq.queue_stats TO pgq_producer, pgq_worker;
+-- ## Grants
 
--- Operate it: views and privileges (workers registry, metrics, pause/resume, job lookup).
-CREATE VIEW pgq.worker_status AS
-SELECT coalesce(w.worker_id, r.worker_id) AS worker_id,
-       CASE WHEN w.worker_id IS NULL THEN 'unregistered'
-            WHEN w.last_seen_at >= now() - w.timeout THEN 'active'
-            ELSE 'gone' END AS state,
-       w.host, w.pid, w.application_name, w.entrypoints, w.version, w.metadata, w.client_addr,
-       w.started_at, w.last_seen_at,
-       date_part('epoch', now() - w.last_seen_at) AS silent_s,
-       w.timeout,
-       coalesce(r.running, 0) AS running,
-       coalesce(r.stale, 0) AS stale,
-       coalesce(r.job_ids, '{}') AS job_ids
-  FROM pgq.workers w
-  FULL JOIN (SELECT j.worker_id, count(*) AS running,
-                    count(*) FILTER (WHERE j.heartbeat_at < now() - c.heartbeat_timeout) AS stale,
-                    array_agg(j.id ORDER BY j.id) AS job_ids
-               FROM pgq.jobs j
-               JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
-              WHERE j.status = 'running'
-              GROUP BY j.worker_id) AS r ON r.worker_id = w.worker_id;
-COMMENT ON VIEW pgq.worker_status IS
-    'Per worker: state (active; gone when silent past its timeout; unregistered: holds jobs but never registered), what it announced, last seen, silent_s, and the running jobs it holds (running, stale, job_ids).';
-
-REVOKE ALL ON pgq.worker_status FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgq FROM PUBLIC;
 
 -- Read side. Numbers without payloads: every pgq role. Payloads, errors and listings: readers

@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(83);
+SELECT plan(85);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -142,12 +142,28 @@ SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedu
               -- Inlined into its callers (a SET clause would prevent that): private, LANGUAGE sql,
               -- naming only pg_catalog objects (and pgq._slot its sequence), schema-qualified.
               AND p.oid NOT IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure,
-                                'pgq._slot()'::regprocedure)),
-          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok, pgq._valid_name and pgq._slot)');
+                                'pgq._slot()'::regprocedure,
+                                'pgq._retry_delay(int, interval, interval, jsonb)'::regprocedure)),
+          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok, pgq._valid_name, pgq._slot and pgq._retry_delay)');
 SELECT ok((SELECT bool_and(p.proconfig IS NULL AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))
              FROM pg_proc p WHERE p.oid IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure,
-                                            'pgq._slot()'::regprocedure)),
-          'pgq._json_ok, pgq._valid_name and pgq._slot: no SET clause, not SECURITY DEFINER (so they are inlined)');
+                                            'pgq._slot()'::regprocedure,
+                                            'pgq._retry_delay(int, interval, interval, jsonb)'::regprocedure)),
+          'pgq._json_ok, pgq._valid_name, pgq._slot and pgq._retry_delay: no SET clause, not SECURITY DEFINER (so they are inlined)');
+CREATE FUNCTION pg_temp.verbose_plan(query text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+    line text;
+    plan text := '';
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || query LOOP
+        plan := plan || line || E'\n';
+    END LOOP;
+    RETURN plan;
+END
+$f$;
+SELECT unalike(pg_temp.verbose_plan($q$SELECT pgq._retry_delay(e.a, e.base, e.max, e.d)
+                                         FROM (VALUES (1, interval '1 second', interval '5 minutes', NULL::jsonb)) AS e(a, base, max, d)$q$),
+               '%_retry_delay%', 'pgq._retry_delay is inlined (its expression, not a call, is in the plan)');
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'enqueue', 'enqueue_many')
@@ -159,6 +175,16 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
                                 'enqueue_many', '_promote', '_sweep', '_lane_cursor', 'maintain')
               AND NOT p.proconfig @> ARRAY['enable_seqscan=off']),
           NULL, 'the hot functions plan without sequential scans (a plan made while a slot was empty would scan it once per job)');
+-- Look twice (docs/architecture.md#look-twice): a function that writes pgq.jobs waits for row
+-- locks unless it locks with SKIP LOCKED; one that waits must look twice for a row carried
+-- meanwhile. pgq._archive is called inside its callers' loops.
+SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
+            WHERE p.pronamespace = 'pgq'::regnamespace
+              AND p.prosrc ~ '(UPDATE|DELETE FROM) pgq\.jobs\M'
+              AND p.prosrc NOT LIKE '%FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice%'
+              AND (p.prosrc NOT LIKE '%SKIP LOCKED%' OR p.proname = 'claim')
+              AND p.proname <> '_archive'),
+          NULL, 'every function that writes pgq.jobs and waits for row locks looks twice (and a replayed claim)');
 SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.prosrc LIKE '%nextval(''pgq.ready_seq'')%'
