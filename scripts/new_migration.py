@@ -1,15 +1,16 @@
 """Write migrations from the function files: the one way SQL changes reach an install.
 
 Functions are edited only in ``sql/functions/<name>.sql``. A migration is
-``sql/migrations/NNNN_slug.sql``: hand-written DDL (tables, types, indexes, drops, grants) around
-one generated section that re-creates every function whose file changed since the migrations
-before it. ``sql/migrations/RELEASED`` lists the released migrations with their SHA-256: a
-released file never changes again.
+``sql/migrations/NNNN_slug.sql``: hand-written parts (tables, types, indexes, drops, triggers,
+data moves, grants) around generated sections that re-create every function whose file changed
+since the migrations before it. ``sql/migrations/RELEASED`` lists the released migrations with
+their SHA-256: a released file never changes again.
 
 Usage (from the repository root):
 
-    python scripts/new_migration.py                # regenerate the functions section of the
-                                                   # newest migration (it must be unreleased)
+    python scripts/new_migration.py                # regenerate the functions sections and the
+                                                   # contents of the newest migration (it must
+                                                   # be unreleased)
     python scripts/new_migration.py new SLUG       # start migration NNNN_SLUG.sql (the newest
                                                    # one must be released)
     python scripts/new_migration.py --check        # exit 1 if anything above would change a
@@ -17,8 +18,18 @@ Usage (from the repository root):
     python scripts/new_migration.py release VER    # record the newest migration as released in
                                                    # package version VER
 
-The generated section lies between the lines ``-- BEGIN FUNCTIONS`` and ``-- END FUNCTIONS``.
-A function file deleted since an earlier migration must be dropped by the hand-written part of
+A generated section lies between a line ``-- BEGIN FUNCTIONS`` and a line ``-- END FUNCTIONS``.
+One section has no list: it holds every changed function not named elsewhere. A section whose
+BEGIN line names functions (``-- BEGIN FUNCTIONS _slot _valid_name (...)``) holds exactly those:
+put it before hand-written DDL that needs them (a column default, a CHECK constraint), so that
+the DDL can read top-down before the long main section. Each name must be a function this
+migration re-creates.
+
+A migration may open with a table of contents between ``-- CONTENTS`` and ``-- END CONTENTS``:
+the generator writes it from the hand-written headings (lines ``-- ## Title``) and the generated
+sections, with their line numbers.
+
+A function file deleted since an earlier migration must be dropped by a hand-written part of
 the newest migration (``DROP FUNCTION pgq.name(...)``); a changed signature needs the old one
 dropped there too (the suite fails on overloaded names).
 """
@@ -28,14 +39,21 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SQL = ROOT / "sql"
 BEGIN = "-- BEGIN FUNCTIONS"
 END = "-- END FUNCTIONS"
-BEGIN_LINE = f"{BEGIN} (written by scripts/new_migration.py from sql/functions/; do not edit here)"
+NOTE = "(written by scripts/new_migration.py from sql/functions/; do not edit here)"
+BEGIN_LINE = f"{BEGIN} {NOTE}"
+CONTENTS = "-- CONTENTS"
+END_CONTENTS = "-- END CONTENTS"
+HEADING = "-- ## "
+_BEGIN = re.compile(r"^-- BEGIN FUNCTIONS(?P<names>(?: [a-z_][a-z0-9_]*)*)(?: \(.*\))?$", re.M)
+_END = re.compile(r"^-- END FUNCTIONS$", re.M)
+_CONTENTS = re.compile(r"^-- CONTENTS\b.*\n(?:.*\n)*?-- END CONTENTS$", re.M)
 _FILE_MARK = re.compile(r"^-- sql/functions/(\S+)\.sql$", re.MULTILINE)
 _MIGRATION = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -49,6 +67,18 @@ class Released:
     revision: str
     sha256: str
     version: str
+
+
+@dataclass
+class Section:
+    """One generated section: ``names`` lists what it holds (empty: every changed function not
+    listed by another section of the migration)."""
+
+    names: tuple[str, ...] = ()
+    functions: dict[str, str] = field(default_factory=dict)
+
+
+Part = str | Section
 
 
 def migration_paths(sql: Path = SQL) -> list[Path]:
@@ -72,31 +102,112 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def split(text: str, name: str) -> tuple[str, dict[str, str], str]:
-    """(text before the section, {function: text} of the section, text after it)."""
-    head, sep, rest = text.partition(BEGIN)
-    if not sep or END not in rest:
+def parse(text: str, name: str) -> list[Part]:
+    """The migration as hand-written text and generated sections, alternating (text first and
+    last)."""
+    parts: list[Part] = []
+    rest = text
+    while True:
+        begin = _BEGIN.search(rest)
+        if begin is None:
+            break
+        end = _END.search(rest, begin.end())
+        if end is None or (_BEGIN.search(rest, begin.end()) or end).start() < end.start():
+            raise MigrationFilesError(f"{name}: '{BEGIN}' without its '{END}'")
+        body = rest[begin.end() : end.start()]
+        body = body.replace("SET check_function_bodies = false;", "")
+        body = body.replace("RESET check_function_bodies;", "")
+        functions: dict[str, str] = {}
+        marks = list(_FILE_MARK.finditer(body))
+        for i, mark in enumerate(marks):
+            stop = marks[i + 1].start() if i + 1 < len(marks) else len(body)
+            functions[mark[1]] = body[mark.end() : stop].strip()
+        parts += [rest[: begin.start()], Section(tuple(begin["names"].split()), functions)]
+        rest = rest[end.end() :]
+    parts.append(rest)
+    sections = [p for p in parts if isinstance(p, Section)]
+    if not sections:
         raise MigrationFilesError(f"{name}: no '{BEGIN}' ... '{END}' section")
-    _, _, rest = rest.partition("\n")  # the rest of the BEGIN line
-    body, _, tail = rest.partition(END)
-    body = body.replace("SET check_function_bodies = false;", "")
-    body = body.replace("RESET check_function_bodies;", "")
-    functions: dict[str, str] = {}
-    marks = list(_FILE_MARK.finditer(body))
-    for i, mark in enumerate(marks):
-        end = marks[i + 1].start() if i + 1 < len(marks) else len(body)
-        functions[mark[1]] = body[mark.end() : end].strip()
-    return head, functions, tail
+    if sum(1 for s in sections if not s.names) != 1:
+        raise MigrationFilesError(
+            f"{name}: exactly one '{BEGIN}' section must name no functions (it holds the rest)"
+        )
+    listed = [n for s in sections for n in s.names]
+    twice = sorted({n for n in listed if listed.count(n) > 1})
+    if twice:
+        raise MigrationFilesError(f"{name}: functions {', '.join(twice)} listed by two sections")
+    return parts
 
 
-def render(head: str, functions: dict[str, str], tail: str) -> str:
+def functions_of(parts: list[Part]) -> dict[str, str]:
+    """Every function the generated sections define."""
+    return {k: v for p in parts if isinstance(p, Section) for k, v in p.functions.items()}
+
+
+def hand_written(parts: list[Part]) -> str:
+    return "".join(p for p in parts if isinstance(p, str))
+
+
+def split(text: str, name: str) -> tuple[str, dict[str, str], str]:
+    """(hand-written text before the main section, {function: text} of all sections,
+    hand-written text after the main section)."""
+    parts = parse(text, name)
+    main = next(i for i, p in enumerate(parts) if isinstance(p, Section) and not p.names)
+    before = "".join(p if isinstance(p, str) else _section(p) for p in parts[:main])
+    after = "".join(p if isinstance(p, str) else _section(p) for p in parts[main + 1 :])
+    return before, functions_of(parts), after
+
+
+def _section(section: Section) -> str:
     body = "".join(
-        f"\n-- sql/functions/{name}.sql\n{functions[name]}\n" for name in sorted(functions)
+        f"\n-- sql/functions/{name}.sql\n{section.functions[name]}\n"
+        for name in sorted(section.functions)
     )
+    names = "".join(f" {n}" for n in section.names)
     return (
-        f"{head}{BEGIN_LINE}\nSET check_function_bodies = false;\n{body}\n"
-        f"RESET check_function_bodies;\n{END}{tail}"
+        f"{BEGIN}{names} {NOTE}\nSET check_function_bodies = false;\n{body}\n"
+        f"RESET check_function_bodies;\n{END}"
     )
+
+
+def _contents(parts: list[Part], text: str) -> str:
+    """``text`` (the rendered parts) with its contents block written from the headings."""
+    block = _CONTENTS.search(text)
+    if block is None:
+        return text
+    entries: list[tuple[str, str]] = []  # (the line to find, the title)
+    for part in parts:
+        if isinstance(part, Section):
+            what = (
+                ", ".join(f"pgq.{n}" for n in part.names) + " (needed by the DDL below)"
+                if part.names
+                else f"the other {len(part.functions)} functions this migration re-creates"
+            )
+            entries.append((_section(part).split("\n", 1)[0], f"Functions: {what} (generated)"))
+        else:
+            for line in part.splitlines():
+                if line.startswith(HEADING):
+                    entries.append((line, line[len(HEADING) :].strip()))
+
+    def block_text(numbers: list[int]) -> str:
+        lines = [
+            f"{CONTENTS} (line numbers; written by scripts/new_migration.py from the "
+            f"'{HEADING.strip()}' headings)"
+        ]
+        lines += [f"--   {n:>5}  {title}" for n, (_, title) in zip(numbers, entries, strict=True)]
+        return "\n".join([*lines, END_CONTENTS])
+
+    draft = text[: block.start()] + block_text([0] * len(entries)) + text[block.end() :]
+    numbers, lines, start = [], draft.split("\n"), 0
+    for line, _ in entries:
+        start = lines.index(line, start)
+        numbers.append(start + 1)
+    return text[: block.start()] + block_text(numbers) + text[block.end() :]
+
+
+def render(parts: list[Part]) -> str:
+    text = "".join(p if isinstance(p, str) else _section(p) for p in parts)
+    return _contents(parts, text)
 
 
 def function_files(sql: Path = SQL) -> dict[str, str]:
@@ -107,7 +218,7 @@ def defined_before(paths: list[Path]) -> dict[str, str]:
     """Each function's text as the given migrations leave it (the last definition wins)."""
     state: dict[str, str] = {}
     for path in paths:
-        state.update(split(path.read_text(), path.name)[1])
+        state.update(functions_of(parse(path.read_text(), path.name)))
     return state
 
 
@@ -115,6 +226,28 @@ def changed_functions(paths: list[Path], files: dict[str, str]) -> dict[str, str
     """The function files whose text differs from their definition in ``paths`` (or is new)."""
     before = defined_before(paths)
     return {name: text for name, text in files.items() if before.get(name) != text}
+
+
+def fill(parts: list[Part], changed: dict[str, str], name: str) -> list[Part]:
+    """The parts with their sections holding ``changed``: each listed function in its section,
+    the rest in the section without a list."""
+    listed = {n for p in parts if isinstance(p, Section) for n in p.names}
+    unknown = sorted(listed - set(changed))
+    if unknown:
+        raise MigrationFilesError(
+            f"{name}: a section lists {', '.join(unknown)}, which this migration does not "
+            "re-create (no such file, or unchanged since the migrations before): take it out "
+            "of the list"
+        )
+    return [
+        Section(
+            p.names,
+            {n: t for n, t in changed.items() if (n in p.names if p.names else n not in listed)},
+        )
+        if isinstance(p, Section)
+        else p
+        for p in parts
+    ]
 
 
 def check_released(sql: Path = SQL) -> list[str]:
@@ -150,21 +283,21 @@ def expected_newest(sql: Path = SQL) -> tuple[Path, str] | None:
                 "`python scripts/new_migration.py new SLUG`"
             )
         return None
-    text = newest.read_text()
-    head, _, tail = split(text, newest.name)
+    parts = parse(newest.read_text(), newest.name)
     changed = changed_functions(paths[:-1], files)
     dropped = sorted(set(defined_before(paths[:-1])) - set(files))
+    text = hand_written(parts)
     missing = [
         name
         for name in dropped
-        if not re.search(rf"DROP FUNCTION (IF EXISTS )?pgq\.{re.escape(name)}\(", head + tail)
+        if not re.search(rf"DROP FUNCTION (IF EXISTS )?pgq\.{re.escape(name)}\(", text)
     ]
     if missing:
         raise MigrationFilesError(
             f"{newest.name}: functions {', '.join(missing)} have no file any more; drop them in "
-            "the hand-written part (DROP FUNCTION pgq.name(argument types))"
+            "a hand-written part (DROP FUNCTION pgq.name(argument types))"
         )
-    return newest, render(head, changed, tail)
+    return newest, render(fill(parts, changed, newest.name))
 
 
 def check(sql: Path = SQL) -> list[str]:
@@ -176,8 +309,8 @@ def check(sql: Path = SQL) -> list[str]:
         return [*problems, str(err)]
     if expected is not None and expected[0].read_text() != expected[1]:
         problems.append(
-            f"{expected[0].name}: its functions section is not what the function files say; "
-            "run `python scripts/new_migration.py`"
+            f"{expected[0].name}: its functions sections or contents are not what the function "
+            "files and headings say; run `python scripts/new_migration.py`"
         )
     return problems
 
@@ -206,12 +339,17 @@ def new(slug: str, sql: Path = SQL) -> str:
     number = f"{int(newest.name[:4]) + 1:04d}"
     path = newest.parent / f"{number}_{slug}.sql"
     head = (
-        f"-- pgq-thin migration {number}: (say what it changes and why).\n"
-        "-- Hand-written DDL before the functions section (tables, types, indexes, dropped or\n"
-        "-- re-signed functions), grants and triggers after it. Not released yet: see RELEASED.\n\n"
+        f"-- pgq-thin migration {number}: (say what it changes and why). Not released yet: see\n"
+        "-- RELEASED. Reads top-down: hand-written DDL (tables, types, indexes, dropped or\n"
+        "-- re-signed functions), then the generated functions, then triggers, data moves that\n"
+        "-- need the new functions, and grants. DDL that needs a new function (a column default,\n"
+        "-- a CHECK) goes after an earlier section that names it: `-- BEGIN FUNCTIONS name ...`\n"
+        "-- (sql/migrations/README.md).\n\n"
+        f"{CONTENTS}\n{END_CONTENTS}\n\n{HEADING}Schema\n\n"
     )
-    tail = "\n\nREVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgq FROM PUBLIC;\n"
-    path.write_text(render(head, changed_functions(paths, function_files(sql)), tail))
+    tail = f"\n\n{HEADING}Grants\n\nREVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgq FROM PUBLIC;\n"
+    parts: list[Part] = [head, Section(), tail]
+    path.write_text(render(fill(parts, changed_functions(paths, function_files(sql)), path.name)))
     return f"wrote {path.name}"
 
 

@@ -5,6 +5,7 @@ are exercised on a copy of ``sql/`` in a temporary folder."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -103,7 +104,50 @@ def test_a_deleted_function_file_must_be_dropped_by_hand(sql: Path) -> None:
     (sql / "functions" / f"{name}.sql").unlink()
     assert any(name in p and "DROP FUNCTION" in p for p in nm.check(sql))
     newest = _newest(sql)
-    head, functions, tail = nm.split(newest.read_text(), newest.name)
-    head += f"DROP FUNCTION pgq.{name}({candidates[name]});\n"
-    newest.write_text(nm.render(head, functions, tail))
+    parts = nm.parse(newest.read_text(), newest.name)
+    parts[0] = f"{parts[0]}DROP FUNCTION pgq.{name}({candidates[name]});\n"
+    newest.write_text(nm.render(parts))
+    nm.write(sql)
     assert nm.check(sql) == []
+
+
+def test_the_unreleased_migration_reads_top_down() -> None:
+    """The DDL that needs new functions follows a section that names them; the long main section
+    comes after all DDL, followed only by triggers, the copy into the ring and grants."""
+    newest = nm.migration_paths()[-1]
+    parts = nm.parse(newest.read_text(), newest.name)
+    sections = [i for i, p in enumerate(parts) if isinstance(p, nm.Section)]
+    main = next(i for i in sections if not parts[i].names)  # type: ignore[union-attr]
+    after = "".join(p for p in parts[main + 1 :] if isinstance(p, str))
+    statements = re.findall(r"^(?:CREATE|ALTER) (?:TABLE|TYPE|INDEX|SEQUENCE|VIEW)\b", after, re.M)
+    assert statements == [], "tables, types, indexes, sequences and views come before the functions"
+    assert nm.CONTENTS in parts[0], "a long migration opens with its table of contents"
+
+
+def test_a_listed_section_holds_exactly_its_functions(sql: Path) -> None:
+    newest = _newest(sql)
+    text = newest.read_text()
+    listed = next(p for p in nm.parse(text, newest.name) if isinstance(p, nm.Section) and p.names)
+    assert set(listed.functions) == set(listed.names)
+    # Listing a function the migration does not re-create is refused.
+    unchanged = next(n for n in _released_functions(sql) if n not in nm.split(text, "x")[1])
+    begin = f"{nm.BEGIN} {' '.join(listed.names)} "
+    newest.write_text(text.replace(begin, f"{nm.BEGIN} {' '.join(listed.names)} {unchanged} "))
+    assert any(unchanged in p and "take it out" in p for p in nm.check(sql))
+    # Two sections without a list are refused.
+    newest.write_text(text.replace(begin, f"{nm.BEGIN} "))
+    assert any("exactly one" in p for p in nm.check(sql))
+
+
+def test_contents_lists_the_headings_with_their_line_numbers() -> None:
+    newest = nm.migration_paths()[-1]
+    lines = newest.read_text().splitlines()
+    entries = [
+        re.match(r"^--\s+(\d+)  (.*)$", line)
+        for line in lines[lines.index(next(x for x in lines if x.startswith(nm.CONTENTS))) + 1 :
+                          lines.index(nm.END_CONTENTS)]
+    ]
+    assert entries and all(entries)
+    headings = [i + 1 for i, line in enumerate(lines) if line.startswith(nm.HEADING)]
+    generated = [i + 1 for i, line in enumerate(lines) if line.startswith(nm.BEGIN)]
+    assert [int(e[1]) for e in entries if e] == sorted(headings + generated)
