@@ -392,15 +392,15 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "heartbeat_one_look",
         "heartbeat.sql",
-        "FOR v_round IN 1..2 LOOP",
-        "FOR v_round IN 1..1 LOOP",
+        "FOR v_look IN 1..2 LOOP",
+        "FOR v_look IN 1..1 LOOP",
         "heartbeat reports a job lost when maintenance carried it while the call waited",
     ),
     m(
         "cancel_one_look",
         "cancel.sql",
-        "FOR v_round IN 1..2 LOOP",
-        "FOR v_round IN 1..1 LOOP",
+        "FOR v_look IN 1..2 LOOP",
+        "FOR v_look IN 1..1 LOOP",
         "cancel misses a job carried while it waited",
     ),
     # --- Dedupe keys ---
