@@ -1,7 +1,8 @@
 -- pgq._add_lanes(entrypoints, priorities): create the lanes that do not exist yet.
 -- Contract: a lane is (entrypoint, priority), one row of pgq.lanes, insert-once, with its own
 --   cursor sequence pgq.lane_cursor_<lane_id> (starts at 0: nothing settled). Called by the
---   insert trigger of pgq.jobs for queued rows. Concurrent creators of one lane wait on the
+--   insert trigger of pgq.jobs for the new rows, queued and scheduled alike (the cap below is
+--   met by the producer, never by a later promotion). Concurrent creators of one lane wait on the
 --   primary key; the loser drops the sequence it made. A claim probes every lane of its
 --   entrypoints, so one statement may open at most 100 new lanes (distinct new priorities).
 -- Locking: the primary key of pgq.lanes while a lane is created (once per lane, ever).

@@ -2,10 +2,11 @@
 -- Contract: when a statement puts running jobs back in the queue (retry, release), sends
 --   {"kind": "enqueued", "entrypoints": [...]} for jobs due now, and {"kind": "scheduled",
 --   "entrypoints": [...]} for jobs due later (a retry after its backoff: workers ask
---   pgq.next_run_at when to look, rather than wake now and claim nothing); when a claim
---   promotes scheduled jobs that became due, {"kind": "enqueued"} for them; when it flags running jobs for cancellation,
---   sends {"kind": "cancel", "ids": [...]}. Claims and heartbeats (rows left running, no new
---   cancel flag) return after one scan of the transition table and send nothing.
+--   pgq.next_run_at when to look, rather than wake now and claim nothing); when it flags
+--   running jobs for cancellation, sends {"kind": "cancel", "ids": [...]}. Claims and
+--   heartbeats (rows left running, no new cancel flag) return after one scan of the
+--   transition table and send nothing. A promotion of scheduled jobs that became due is a
+--   DELETE and an INSERT (pgq._promote), never an UPDATE: the insert trigger announces it.
 -- Locking: none.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._jobs_after_update()

@@ -19,8 +19,8 @@
 --     512  Comments on the columns of the tables 0.1.0 created
 --     547  Views of the live jobs (they read the new pgq.jobs)
 --     599  Functions: the other 63 functions this migration re-creates (generated)
---    5273  The ring, continued: triggers and the copy of the live jobs
---    5305  Grants
+--    5275  The ring, continued: triggers and the copy of the live jobs
+--    5307  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -603,7 +603,8 @@ SET check_function_bodies = false;
 -- pgq._add_lanes(entrypoints, priorities): create the lanes that do not exist yet.
 -- Contract: a lane is (entrypoint, priority), one row of pgq.lanes, insert-once, with its own
 --   cursor sequence pgq.lane_cursor_<lane_id> (starts at 0: nothing settled). Called by the
---   insert trigger of pgq.jobs for queued rows. Concurrent creators of one lane wait on the
+--   insert trigger of pgq.jobs for the new rows, queued and scheduled alike (the cap below is
+--   met by the producer, never by a later promotion). Concurrent creators of one lane wait on the
 --   primary key; the loser drops the sequence it made. A claim probes every lane of its
 --   entrypoints, so one statement may open at most 100 new lanes (distinct new priorities).
 -- Locking: the primary key of pgq.lanes while a lane is created (once per lane, ever).
@@ -1496,10 +1497,11 @@ COMMENT ON FUNCTION pgq._jobs_after_insert() IS
 -- Contract: when a statement puts running jobs back in the queue (retry, release), sends
 --   {"kind": "enqueued", "entrypoints": [...]} for jobs due now, and {"kind": "scheduled",
 --   "entrypoints": [...]} for jobs due later (a retry after its backoff: workers ask
---   pgq.next_run_at when to look, rather than wake now and claim nothing); when a claim
---   promotes scheduled jobs that became due, {"kind": "enqueued"} for them; when it flags running jobs for cancellation,
---   sends {"kind": "cancel", "ids": [...]}. Claims and heartbeats (rows left running, no new
---   cancel flag) return after one scan of the transition table and send nothing.
+--   pgq.next_run_at when to look, rather than wake now and claim nothing); when it flags
+--   running jobs for cancellation, sends {"kind": "cancel", "ids": [...]}. Claims and
+--   heartbeats (rows left running, no new cancel flag) return after one scan of the
+--   transition table and send nothing. A promotion of scheduled jobs that became due is a
+--   DELETE and an INSERT (pgq._promote), never an UPDATE: the insert trigger announces it.
 -- Locking: none.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._jobs_after_update()
