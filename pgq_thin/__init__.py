@@ -4,19 +4,15 @@ The queue is the SQL in schema ``pgq``; this package is a thin client for it.
 Install or upgrade the schema with :func:`pgq_thin.migrate.upgrade` or ``pgq-thin install``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
+
+from pgq_thin._version import __version__
 
 if TYPE_CHECKING:  # the real names for type checkers; at run time they load lazily below
     from pgq_thin.admin import Admin, AsyncAdmin
     from pgq_thin.job import CancelJob, Job, RetryAfter
     from pgq_thin.queue import AsyncQueue, Queue
     from pgq_thin.worker import ThinWorker
-
-try:
-    __version__ = version("pgq-thin")
-except PackageNotFoundError:  # running from a checkout that was never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "Admin",

@@ -1,13 +1,14 @@
 """Wake-ups: LISTEN on ``pgq_events`` on a dedicated autocommit connection.
 
-Notifications are hints (DESIGN.md principle 5): the worker's poll finds work without them.
-A LISTEN must stay on one server session, so the listener always has its own connection,
-direct to PostgreSQL (``listen_dsn``) when the worker's calls go through a transaction-mode
-pooler. The connection is checked, not trusted: a failed read raises at once, and every
-``check_interval`` seconds a ``SELECT 1`` must come back within ``ping_timeout``, which catches
-a connection that died silently (a pooler or a network path that dropped it without a reset).
-On a loss it reconnects in place with the shared :class:`~pgq_thin.connection.Backoff`,
-LISTENs again and calls ``on_connect`` so the worker polls once for what it may have missed.
+Notifications are hints (docs/architecture.md, "Principles"): the worker's poll finds work
+without them. A LISTEN must stay on one server session, so the listener always has its own
+connection, direct to PostgreSQL (``listen_dsn``) when the worker's calls go through a
+transaction-mode pooler. The connection is checked, not trusted: a failed read raises at once,
+and every ``check_interval`` seconds a ``SELECT 1`` must come back within ``ping_timeout``,
+which catches a connection that died silently (a pooler or a network path that dropped it
+without a reset). On a loss it reconnects in place with the shared
+:class:`~pgq_thin.connection.Backoff`, LISTENs again and calls ``on_connect`` so the worker
+polls once for what it may have missed.
 
 Any role that can connect may NOTIFY on any channel, so nothing that arrives is trusted: a
 payload is turned into one of the three events below only when it has exactly the expected

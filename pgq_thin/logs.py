@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import MutableMapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -37,6 +38,23 @@ FORMATS = ("text", "json")
 
 # The attributes every LogRecord has; anything else on a record came from ``extra=``.
 _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+
+
+class WorkerLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """A worker's logger (``pgq_thin.worker``): every record gets the worker's fields, merged
+    with its own ``extra=``."""
+
+    def process(
+        self, msg: Any, kwargs: MutableMapping[str, Any]
+    ) -> tuple[Any, MutableMapping[str, Any]]:
+        own = kwargs.get("extra")
+        kwargs["extra"] = self.extra if own is None else {**(self.extra or {}), **own}
+        return msg, kwargs
+
+
+def worker_log(worker_id: object) -> WorkerLog:
+    """The logger of the worker ``worker_id``: its records carry ``worker_id``."""
+    return WorkerLog(logging.getLogger("pgq_thin.worker"), {"worker_id": str(worker_id)})
 
 
 class JsonFormatter(logging.Formatter):

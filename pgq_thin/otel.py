@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from pgq_thin import __version__
+from pgq_thin._version import __version__
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span

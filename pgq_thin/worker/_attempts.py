@@ -40,18 +40,18 @@ from pgq_thin.job import (
     failure_details,
     validate_payload,
 )
-from pgq_thin.worker._registry import Handler
-from pgq_thin.worker._results import (
+from pgq_thin.worker._outcomes import (
     CANCELED,
     FAILED,
-    INTERRUPTED,
     SUCCESSFUL,
-    Result,
-    ResultBuffer,
+    Ending,
+    aborted,
     result_details,
 )
+from pgq_thin.worker._registry import Handler
+from pgq_thin.worker._results import ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
-from pgq_thin.worker._telemetry import Ending, Telemetry, job_fields
+from pgq_thin.worker._telemetry import Telemetry, job_fields
 
 log = logging.getLogger("pgq_thin.worker")
 
@@ -83,7 +83,7 @@ class Attempt:
     phase: Phase = Phase.CLAIMED
     stop: Stop | None = None
     began: float = 0.0  # time.monotonic() when its task started
-    span: Any = None  # its trace span while it runs (with OpenTelemetry)
+    span: Any = None  # its trace span while it runs (with OpenTelemetry): the attempt's alone
 
     def begin(self) -> bool:
         """CLAIMED -> RUNNING, unless released or stopped first."""
@@ -218,7 +218,7 @@ class Attempts:
         job = attempt.job
         if self.owned.get(job.id) is attempt:
             del self.owned[job.id]
-        self._tel.lost(attempt)
+        self._tel.lost(job)
         self._interrupt(attempt)
 
     def cancel(self, attempt: Attempt) -> None:
@@ -283,25 +283,27 @@ class Attempts:
     async def _execute(self, attempt: Attempt) -> None:
         """One job's task: runs the handler, reports the outcome, frees the slot. Never
         cancelled before its first step (see :meth:`_interrupt`), so ``finally`` always runs.
-        With OpenTelemetry, the job's span is the current one while its handler runs."""
+        With OpenTelemetry, the job's span is the current one while its handler runs; it is
+        started here and handed over to telemetry once, to end it (:meth:`_end`, or here)."""
         attempt.began = time.monotonic()
         tracer = self._tel.tracer
         try:
             if tracer is None or attempt.phase is not Phase.CLAIMED:  # no span: released
-                ending = await self._outcome(attempt)
+                ending = await self._ending(attempt)
             else:
                 attempt.span = tracer.start(attempt.job)
                 with tracer.current(attempt.span):
-                    ending = await self._outcome(attempt)
+                    ending = await self._ending(attempt)
             if ending is not None:
                 self._end(attempt, ending)
         finally:
             if attempt.span is not None:  # lost, released, or the run is closing
-                self._tel.left(attempt, left_as(attempt))
+                span, attempt.span = attempt.span, None
+                self._tel.unfinished(span, unfinished_as(attempt))
             self._tasks.pop(attempt, None)  # its slot is free from here
             self._on_slot_free()
 
-    async def _outcome(self, attempt: Attempt) -> Ending | None:
+    async def _ending(self, attempt: Attempt) -> Ending | None:
         job, handler = attempt.job, attempt.handler
         try:
             if handler.is_async:
@@ -362,41 +364,29 @@ class Attempts:
         """What to report: the handler's outcome, plus what stopped it."""
         if attempt.stop is Stop.LOST or not attempt.finish():
             return None  # lost: never written; finished already: reported at the abort
-        if attempt.stop is Stop.ABORT and ending.status != SUCCESSFUL:
+        if attempt.stop is Stop.ABORT and ending.outcome != SUCCESSFUL:
             return aborted(self._settings.grace_period)
         if attempt.stop is Stop.CANCEL:
             ending.details = {**(ending.details or {}), "cancel_requested": True}
         return ending
 
     def _end(self, attempt: Attempt, ending: Ending) -> None:
-        """Tell the outside how the attempt ended, and buffer its result."""
-        ending.duration = time.monotonic() - attempt.began
-        self._tel.ended(attempt, ending)
+        """Tell the outside how the attempt ended (its span with it), and buffer its result."""
         job = attempt.job
+        ending.for_claim(job.id, job.lease, job.entrypoint, time.monotonic() - attempt.began)
+        span, attempt.span = attempt.span, None
+        self._tel.ended(job, span, ending)
+        ending.error = None  # told; its traceback (the handler's frames) need not wait longer
         alone = len(self._tasks) <= 1  # nothing else runs: write now, not after flush_interval
-        result = Result(
-            job.id, job.lease, ending.status, ending.details, job.entrypoint, ending.outcome
-        )
-        self._results.report(result, alone=alone)
+        self._results.report(ending, alone=alone)
 
 
 #: The span outcome of an attempt still running when the run closes.
 CLOSING = "interrupted"
 
 
-def aborted_details(grace_period: float) -> dict[str, Any]:
-    return {
-        "error": "WorkerShutdown",
-        "message": f"the worker shut down and the job ran past its {grace_period:g} s grace period",
-    }
-
-
-def left_as(attempt: Attempt) -> str:
-    """The outcome of an attempt whose task ended without an ending of its own."""
+def unfinished_as(attempt: Attempt) -> str:
+    """The log outcome of an attempt whose task ended without an ending of its own."""
     if attempt.stop is Stop.LOST:
         return "lost"
     return "released" if attempt.phase is Phase.RELEASED else CLOSING
-
-
-def aborted(grace_period: float) -> Ending:
-    return Ending(INTERRUPTED, aborted_details(grace_period), "aborted")

@@ -28,7 +28,8 @@ from pgq_thin.connection import Backoff
 from pgq_thin.job import Job, UndecodableJob
 from pgq_thin.worker._attempts import Attempts
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, jittered, one_line, wait_event
-from pgq_thin.worker._results import FAILED, Result, ResultBuffer
+from pgq_thin.worker._outcomes import FAILED, Ending
+from pgq_thin.worker._results import ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._telemetry import Telemetry
 
@@ -164,8 +165,10 @@ class Claimer:
         self._tel.undecodable(str(err), fields)
         self._stats.undecodable += 1
         details = {"error": "UndecodableJob", "message": str(err)}
-        result = Result(err.job_id, err.lease, FAILED, details, err.entrypoint, "undecodable")
-        self._results.report(result, alone=self._attempts.running == 0)
+        ending = Ending(FAILED, details, "undecodable").for_claim(
+            err.job_id, err.lease, err.entrypoint, 0.0
+        )
+        self._results.report(ending, alone=self._attempts.running == 0)
 
     # --- the loop -----------------------------------------------------------------------------
 

@@ -14,9 +14,9 @@ import asyncio
 import uuid
 
 from pgq_thin import calls
+from pgq_thin.logs import WorkerLog, worker_log
 from pgq_thin.worker._attempts import Attempt, Attempts
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, jittered, one_line, wait_event
-from pgq_thin.worker._telemetry import WorkerLog, worker_log
 
 
 class Heartbeat:

@@ -25,10 +25,10 @@ from prometheus_client.core import (
     Metric,
 )
 
-from pgq_thin import __version__
+from pgq_thin._version import __version__
 from pgq_thin.errors import PgqThinError
+from pgq_thin.logs import worker_log
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
-from pgq_thin.worker._telemetry import worker_log
 
 #: Seconds; handlers run from microseconds to hours.
 HANDLER_BUCKETS = (

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import socket
 
-from pgq_thin import __version__, admin_calls, calls
+from pgq_thin import admin_calls, calls
+from pgq_thin._version import __version__
 from pgq_thin.records import WorkerRegistration
 from pgq_thin.worker._settings import WorkerSettings
 

@@ -1,4 +1,5 @@
 """Finished attempts waiting to be written with ``pgq.complete``, and the one way to take them.
+A result is an attempt's :class:`~pgq_thin.worker._outcomes.Ending`, buffered under its lease.
 
 Results are written in batches, by one of two writers: the claim loop, which sends them with
 its next claim in one round trip (``pgq.complete`` then ``pgq.claim`` in a pipeline), or the
@@ -18,11 +19,9 @@ refused (its job then goes stale and is retried by SQL's rules).
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, NamedTuple
 
 import psycopg
 
@@ -31,6 +30,7 @@ from pgq_thin.calls import Decision
 from pgq_thin.connection import Backoff
 from pgq_thin.errors import PgqError
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, one_line, wait_event
+from pgq_thin.worker._outcomes import CANCELED, FAILED, SUCCESSFUL, Details, Ending
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._telemetry import Telemetry
 
@@ -38,35 +38,12 @@ MAX_FLUSH = 1000  # results per pgq.complete call
 UNSTORABLE = "UnstorableDetails"
 #: What the server refuses because of a value in the call (rather than the connection).
 REFUSED: tuple[type[Exception], ...] = (psycopg.DataError, PgqError)
-log = logging.getLogger("pgq_thin.worker")
-
-Details = dict[str, Any] | None
-
-# What a worker reports to pgq.complete: what it observed, never a decision.
-SUCCESSFUL = "successful"  # the handler returned
-FAILED = "failed"  # the handler raised
-INTERRUPTED = "interrupted"  # the worker cut the attempt off (shutdown)
-CANCELED = "canceled"  # the handler gave up because the job was canceled
-
-
-class Result(NamedTuple):
-    """How one attempt ended, to be written under its lease (``status``: what the worker
-    observed, one of :data:`SUCCESSFUL`, :data:`FAILED`, :data:`INTERRUPTED`,
-    :data:`CANCELED`; ``details``), and what the worker tells the outside about it once
-    written (``entrypoint``, ``outcome``)."""
-
-    job_id: int
-    lease: int
-    status: str
-    details: Details
-    entrypoint: str = ""
-    outcome: str = ""
 
 
 class Batch:
     """Results taken for one ``pgq.complete``; settle it with the ids the server accepted."""
 
-    def __init__(self, buffer: ResultBuffer, results: list[Result]) -> None:
+    def __init__(self, buffer: ResultBuffer, results: list[Ending]) -> None:
         self._buffer = buffer
         self.results = results
         self.settled = False
@@ -76,13 +53,13 @@ class Batch:
 
     @property
     def args(self) -> tuple[list[int], list[int], list[str], list[Details]]:
-        """The ``ids, leases, statuses, details`` arrays. The leases are those of the claim,
+        """The ``ids, leases, outcomes, details`` arrays. The leases are those of the claim,
         whatever connection the call ends up on (``pgq.complete`` is idempotent)."""
         rs = self.results
         return (
             [r.job_id for r in rs],
             [r.lease for r in rs],
-            [r.status for r in rs],
+            [r.outcome for r in rs],
             [r.details for r in rs],
         )
 
@@ -100,7 +77,7 @@ class ResultBuffer:
         settings: WorkerSettings,
         stats: WorkerStats,
         call: Call,
-        on_settled: Callable[[list[Result]], None],
+        on_settled: Callable[[list[Ending]], None],
         telemetry: Telemetry,
     ) -> None:
         self._settings = settings
@@ -109,7 +86,7 @@ class ResultBuffer:
         self._stats = stats
         self._call = call
         self._on_settled = on_settled
-        self._pending: list[Result] = []
+        self._pending: list[Ending] = []
         self._lock = asyncio.Lock()  # one write at a time: waiting for it means it is written
         self._ready = asyncio.Event()  # results wait
         self._now = asyncio.Event()  # ... and should be written without waiting
@@ -119,8 +96,8 @@ class ResultBuffer:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def report(self, result: Result, *, alone: bool) -> None:
-        """Buffer a result; ``alone``: nothing else runs, so write it now."""
+    def report(self, result: Ending, *, alone: bool) -> None:
+        """Buffer an attempt's ending; ``alone``: nothing else runs, so write it now."""
         self._pending.append(result)
         if alone or len(self._pending) >= self._flush_at:
             self._now.set()
@@ -163,7 +140,7 @@ class ResultBuffer:
                     self._give_back(taken, err)
                 raise
 
-    def _give_back(self, taken: list[Result], err: BaseException) -> None:
+    def _give_back(self, taken: list[Ending], err: BaseException) -> None:
         back = taken
         if isinstance(err, REFUSED) and back:
             if len(back) > 1:
@@ -177,7 +154,7 @@ class ResultBuffer:
             elif (back[0].details or {}).get("error") != UNSTORABLE:
                 (r,) = back
                 note = {"error": UNSTORABLE, "message": f"the server refused: {one_line(err)}"}
-                back = [r._replace(details=note)]
+                back = [dataclasses.replace(r, details=note)]
                 self._tel.log.warning(
                     "pgq-thin: job %s: its result was refused (%s)", r.job_id, note
                 )
@@ -193,7 +170,7 @@ class ResultBuffer:
         self._pending[:0] = back
         self._ready.set()
 
-    def _settle(self, batch: list[Result], accepted: dict[int, Decision]) -> None:
+    def _settle(self, batch: list[Ending], accepted: dict[int, Decision]) -> None:
         """Account for written results: accepted ones by what SQL decided (an interrupted
         attempt sent back to the queue is counted as aborted already), the rest as lost
         leases. This is where a finished attempt's ending is counted, once: a heartbeat that
@@ -212,7 +189,7 @@ class ResultBuffer:
                 stats.successful += 1
             elif decided.status == CANCELED:
                 stats.canceled += 1
-            elif r.status == FAILED:
+            elif r.outcome == FAILED:
                 stats.failed += 1
         self._tel.written(batch, accepted)
         if rejected:
@@ -269,15 +246,3 @@ class ResultBuffer:
                 )
                 await asyncio.sleep(delay)
                 self._ready.set()
-
-
-def result_details(result: Any) -> Details:
-    """A handler's return value is stored as ``{"result": ...}`` when it is plain JSON."""
-    if result is None:
-        return None
-    try:
-        json.dumps(result, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        log.debug("pgq-thin: handler result %r is not JSON; not stored", result)
-        return None
-    return {"result": result}

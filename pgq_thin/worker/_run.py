@@ -35,8 +35,9 @@ from pgq_thin.worker._attempts import Attempts
 from pgq_thin.worker._claimer import Claimer
 from pgq_thin.worker._heartbeat import Heartbeat
 from pgq_thin.worker._loops import LOOP_ERRORS, every, one_line
+from pgq_thin.worker._outcomes import Ending
 from pgq_thin.worker._registry import Registry
-from pgq_thin.worker._results import Result, ResultBuffer
+from pgq_thin.worker._results import ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._telemetry import Telemetry
 
@@ -327,7 +328,7 @@ class Run:
 
     # --- wiring -------------------------------------------------------------------------------
 
-    def _settled(self, results: list[Result]) -> None:
+    def _settled(self, results: list[Ending]) -> None:
         self.attempts.forget([(r.job_id, r.lease) for r in results])
         self.claimer.kick()
 

@@ -18,9 +18,9 @@ import time
 from collections.abc import Awaitable, Callable
 
 from pgq_thin.errors import SetupError
+from pgq_thin.logs import worker_log
 from pgq_thin.worker._registry import UnknownEntrypoint
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
-from pgq_thin.worker._telemetry import worker_log
 
 log = logging.getLogger("pgq_thin.worker")
 

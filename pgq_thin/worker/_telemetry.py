@@ -17,11 +17,11 @@ Log lines (logger ``pgq_thin.worker``; every record carries ``worker_id``, and a
     pgq-thin job 42 (send_email) attempt 1 of 5: canceled in 2.104 s: cancel requested  INFO
     pgq-thin job 42 (send_email) attempt 2 of 5: aborted in 30.002 s: ...          WARNING
 
-The line that ends an attempt carries ``outcome`` and ``duration`` too, and is written when
-the handler ends. What SQL decides next for a failed or interrupted attempt is known only once
-its result is written: ``pgq.complete`` answers it, and :meth:`Telemetry.written` says it on a
-line of its own (fields ``decided`` and, for a retry, ``retry_in``), word for word from that
-answer::
+The line that ends an attempt carries ``outcome`` (the ending's ``log_outcome``, see
+:mod:`~pgq_thin.worker._outcomes`) and ``duration`` too, and is written when the handler ends.
+What SQL decides next for a failed or interrupted attempt is known only once its result is
+written: ``pgq.complete`` answers it, and :meth:`Telemetry.written` says it on a line of its
+own (fields ``decided`` and, for a retry, ``retry_in``), word for word from that answer::
 
     pgq-thin job 42 (send_email): retry in 1.7 s, attempt 1 of 5                 INFO
     pgq-thin job 42 (send_email): dead, attempt 5 of 5                           WARNING
@@ -34,79 +34,36 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Iterable, Mapping, MutableMapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pgq_thin.errors import one_line
 from pgq_thin.job import Job, RetryAfter
+from pgq_thin.logs import worker_log
+from pgq_thin.worker._outcomes import DEAD, LEVELS, Ending
 
 if TYPE_CHECKING:
     from pgq_thin.calls import Decision
     from pgq_thin.otel import JobTracer
-    from pgq_thin.worker._attempts import Attempt
-    from pgq_thin.worker._metrics import WorkerMetrics
-    from pgq_thin.worker._results import Result
     from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 
 T = TypeVar("T")
 
 log = logging.getLogger("pgq_thin.worker")
 
-#: How an attempt ended, as the worker saw it (the ``outcome`` of logs, metrics and spans).
-OUTCOMES = (
-    "successful",  # the handler returned
-    "failed",  # it raised an exception
-    "retry_after",  # it raised RetryAfter
-    "invalid_payload",  # the payload did not fit the handler's payload type
-    "canceled",  # a cancel request stopped it, or it raised CancelJob
-    "aborted",  # still running at the end of the shutdown's grace period
-    "undecodable",  # the claimed row could not be turned into Python values
-    "lost",  # the lease was lost (the job went stale and was claimed again): nothing written
-)
-#: SQL's answer for a job that failed for good (``pgq.complete``'s status), and how the
-#: decision line words SQL's answers.
-DEAD = "failed"
+#: How the decision line words SQL's answers.
 DEAD_TEXT = "dead"
 RETRY_TEXT = "retry in {:.3g} s"
-#: The level of the line that ends an attempt, by outcome.
-LEVELS = {
-    "successful": logging.DEBUG,
-    "failed": logging.WARNING,
-    "retry_after": logging.INFO,
-    "invalid_payload": logging.INFO,
-    "canceled": logging.INFO,
-    "aborted": logging.WARNING,
-    "undecodable": logging.WARNING,
-    "lost": logging.WARNING,
-}
 
 
-class WorkerLog(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """The worker's logger: every record gets the worker's fields, merged with its own."""
+class Meter(Protocol):
+    """What telemetry measures with (``_metrics.WorkerMetrics``, made with ``metrics_port``)."""
 
-    def process(
-        self, msg: Any, kwargs: MutableMapping[str, Any]
-    ) -> tuple[Any, MutableMapping[str, Any]]:
-        own = kwargs.get("extra")
-        kwargs["extra"] = self.extra if own is None else {**(self.extra or {}), **own}
-        return msg, kwargs
-
-
-def worker_log(worker_id: object) -> WorkerLog:
-    return WorkerLog(log, {"worker_id": str(worker_id)})
-
-
-@dataclass(slots=True)
-class Ending:
-    """How one attempt ended: what ``pgq.complete`` is told (``status``, ``details``) and what
-    the worker tells the outside (``outcome``, the exception, the handler's duration)."""
-
-    status: str
-    details: dict[str, Any] | None
-    outcome: str
-    error: BaseException | None = None
-    duration: float = 0.0
+    def job_written(self, entrypoint: str, outcome: str) -> None: ...
+    def handler_ended(self, entrypoint: str, seconds: float) -> None: ...
+    def claim_done(self, seconds: float) -> None: ...
+    def complete_done(self, seconds: float) -> None: ...
+    def complete_and_claim_done(self, seconds: float) -> None: ...
 
 
 def job_fields(job: Job[Any]) -> dict[str, Any]:
@@ -120,14 +77,14 @@ def job_fields(job: Job[Any]) -> dict[str, Any]:
 
 def _detail(ending: Ending) -> str:
     err, details = ending.error, ending.details or {}
-    if ending.outcome == "failed" and err is not None:
+    if ending.log_outcome == "failed" and err is not None:
         text = one_line(err)
         name = type(err).__name__
         return name if text == name else f"{name}: {text}"
     if isinstance(err, RetryAfter):
         asked = f"retry after {err.seconds:g} s"
         return asked if str(err) == asked else f"{asked} ({err})"
-    if ending.outcome == "canceled" and details.get("error") == "CancelledError":
+    if ending.log_outcome == "canceled" and details.get("error") == "CancelledError":
         return "cancel requested"
     return str(details.get("message") or "")
 
@@ -138,7 +95,7 @@ class Telemetry:
     def __init__(
         self,
         worker_id: object,
-        metrics: WorkerMetrics | None = None,
+        metrics: Meter | None = None,
         tracer: JobTracer | None = None,
     ) -> None:
         self.log = worker_log(worker_id)
@@ -146,7 +103,7 @@ class Telemetry:
         self.tracer = tracer
 
     @classmethod
-    def for_run(cls, settings: WorkerSettings, metrics: WorkerMetrics | None) -> Telemetry:
+    def for_run(cls, settings: WorkerSettings, metrics: Meter | None) -> Telemetry:
         """What a run logs, measures and traces with: spans when tracing is on and
         OpenTelemetry is in use."""
         from pgq_thin import otel
@@ -175,17 +132,17 @@ class Telemetry:
             "pgq-thin %s; failing it", message, extra={**fields, "outcome": "undecodable"}
         )
 
-    def ended(self, attempt: Attempt, ending: Ending) -> None:
+    def ended(self, job: Job[Any], span: Any, ending: Ending) -> None:
         """An attempt ended (its result is about to be buffered): its line, its handler's
-        duration, the end of its span."""
-        job = attempt.job
+        duration, the end of its ``span`` (the attempt's, handed over: None without one)."""
         metrics = self.metrics
         if metrics is not None:
             metrics.handler_ended(job.entrypoint, ending.duration)
-        level = LEVELS[ending.outcome]
+        outcome = ending.log_outcome
+        level = LEVELS[outcome]
         if log.isEnabledFor(level):  # the logger's own cached check (the adapter adds a call)
             detail = _detail(ending)
-            error = ending.error if ending.outcome == "failed" else None
+            error = ending.error if ending.log_outcome == "failed" else None
             self.log.log(
                 level,
                 "pgq-thin job %s (%s) attempt %d of %d: %s in %.3f s%s",
@@ -193,27 +150,25 @@ class Telemetry:
                 job.entrypoint,
                 job.attempt,
                 job.max_attempts,
-                ending.outcome,
+                outcome,
                 ending.duration,
                 f": {detail}" if detail else "",
                 exc_info=error,
-                extra={**job_fields(job), "outcome": ending.outcome, "duration": ending.duration},
+                extra={**job_fields(job), "outcome": outcome, "duration": ending.duration},
             )
-        if attempt.span is not None and self.tracer is not None:
-            span, attempt.span = attempt.span, None
-            self.tracer.end(span, ending.outcome, ending.error)
+        if span is not None and self.tracer is not None:
+            self.tracer.end(span, outcome, ending.error)
 
-    def left(self, attempt: Attempt, outcome: str) -> None:
+    def unfinished(self, span: Any, log_outcome: str) -> None:
         """An attempt's task ended without an ending of its own (``lost``, ``released`` before
-        it started, or ``interrupted``: the run is closing): its span ends with that outcome."""
-        if attempt.span is not None and self.tracer is not None:
-            span, attempt.span = attempt.span, None
-            self.tracer.end(span, outcome, None)
+        it started, or ``interrupted``: the run is closing): its ``span`` (handed over by the
+        attempt) ends with that outcome."""
+        if span is not None and self.tracer is not None:
+            self.tracer.end(span, log_outcome, None)
 
-    def lost(self, attempt: Attempt) -> None:
+    def lost(self, job: Job[Any]) -> None:
         """The server says another attempt owns the job now (a running attempt: a finished
         one is counted by the write of its result)."""
-        job = attempt.job
         if self.metrics is not None:
             self.metrics.job_written(job.entrypoint, "lost")
         self.log.warning(
@@ -227,12 +182,12 @@ class Telemetry:
 
     def written(
         self,
-        results: list[Result],
+        results: list[Ending],
         accepted: Mapping[int, Decision],
     ) -> None:
         """Results were written with ``pgq.complete``: what SQL decided for a job that goes
         back to the queue or dies is logged from its answer; those accepted count under their
-        outcome, the others (their lease was lost) as ``lost``."""
+        log outcome, the others (their lease was lost) as ``lost``."""
         for r in results:
             decided = accepted.get(r.job_id)
             if decided is not None and decided.retry_in_s is not None:
@@ -243,9 +198,9 @@ class Telemetry:
         if metrics is None:
             return
         for r in results:
-            metrics.job_written(r.entrypoint, r.outcome if r.job_id in accepted else "lost")
+            metrics.job_written(r.entrypoint, r.log_outcome if r.job_id in accepted else "lost")
 
-    def _decided(self, result: Result, decided: Decision, level: int, what: str) -> None:
+    def _decided(self, result: Ending, decided: Decision, level: int, what: str) -> None:
         if log.isEnabledFor(level):
             self.log.log(
                 level,
