@@ -6,7 +6,8 @@
 --   which a share q of the samples lies, interpolated geometrically inside its bin (linearly
 --   in bin 1; bin 130 answers its lower bound), so an answer is off by at most one bin width
 --   (about 19 %). NULL elements when the histogram is empty.
--- Locking: none. Errors: none.
+-- Locking: none.
+-- Errors: none.
 CREATE OR REPLACE FUNCTION pgq._hist_quantiles(bins int[], counts bigint[], qs float8[])
 RETURNS float8[]
 LANGUAGE plpgsql

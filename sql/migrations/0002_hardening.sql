@@ -19,8 +19,8 @@
 --     512  Comments on the columns of the tables 0.1.0 created
 --     547  Views of the live jobs (they read the new pgq.jobs)
 --     599  Functions: the other 63 functions this migration re-creates (generated)
---    5275  The ring, continued: triggers and the copy of the live jobs
---    5307  Grants
+--    5276  The ring, continued: triggers and the copy of the live jobs
+--    5308  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1375,7 +1375,8 @@ COMMENT ON FUNCTION pgq._find_history(text, text[], timestamptz, timestamptz, te
 --   which a share q of the samples lies, interpolated geometrically inside its bin (linearly
 --   in bin 1; bin 130 answers its lower bound), so an answer is off by at most one bin width
 --   (about 19 %). NULL elements when the histogram is empty.
--- Locking: none. Errors: none.
+-- Locking: none.
+-- Errors: none.
 CREATE OR REPLACE FUNCTION pgq._hist_quantiles(bins int[], counts bigint[], qs float8[])
 RETURNS float8[]
 LANGUAGE plpgsql

@@ -249,3 +249,77 @@ def test_no_page_names_a_migration_that_does_not_exist() -> None:
         "pages naming migration files that do not exist (say 'the newest migration' or name "
         f"a real one): {problems}"
     )
+
+
+# --- Lists in docs/architecture.md that mirror code -------------------------------------------
+
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+SNAPSHOT = REPO / "sql" / "schema.snapshot"
+
+
+def _code_block_after(text: str, marker: str) -> str:
+    start = text.index(marker)
+    return text[start : text.index("```", start + len(marker))]
+
+
+def test_worker_module_map_lists_every_module() -> None:
+    """The module map of ``pgq_thin/worker/`` names exactly the package's files."""
+    block = _code_block_after(ARCHITECTURE.read_text(), "```\npgq_thin/worker/\n")
+    listed = set(re.findall(r"^  (\w+\.py) ", block, re.MULTILINE))
+    modules = {p.name for p in (REPO / "pgq_thin" / "worker").glob("*.py")}
+    assert listed == modules, (
+        f"docs/architecture.md worker map: missing {sorted(modules - listed)}, "
+        f"not in the package {sorted(listed - modules)}"
+    )
+
+
+def _snapshot_indexes(table: str) -> set[str]:
+    """The index names of ``table`` in sql/schema.snapshot (the fresh install's catalog)."""
+    text = SNAPSHOT.read_text()
+    section = re.search(
+        rf"^(?:partitioned )?table pgq\.{table}\n(.*?)(?=^\S|\Z)", text, re.MULTILINE | re.DOTALL
+    )
+    assert section is not None, table
+    return set(re.findall(r"CREATE (?:UNIQUE )?INDEX (\w+) ON", section[1]))
+
+
+def test_storage_index_list_matches_the_schema() -> None:
+    """The index block of "Storage" lists every index of the hot tables and the history."""
+    block = _code_block_after(ARCHITECTURE.read_text(), "```\npgq.jobs  PARTITION BY LIST")
+    listed = set(re.findall(r"^  (\w+_(?:idx|pkey))\b", block, re.MULTILINE))
+    installed = set().union(
+        *(_snapshot_indexes(t) for t in ("jobs", "lanes", "live_keys", "job_history"))
+    )
+    assert listed == installed
+
+
+def test_force_generic_plan_list_names_every_such_function() -> None:
+    text = ARCHITECTURE.read_text()
+    section = text[text.index("## Execution settings of the hot functions") :]
+    paragraph = section[: section.index("plan_cache_mode = force_generic_plan")]
+    listed = set(re.findall(r"`(\w+)`", paragraph))
+    generic = {
+        p.stem
+        for p in (REPO / "sql" / "functions").glob("*.sql")
+        if re.search(r"^SET plan_cache_mode = force_generic_plan", p.read_text(), re.MULTILINE)
+    }
+    assert listed == generic
+
+
+def test_every_function_file_opens_with_its_contract() -> None:
+    """Each ``sql/functions/<name>.sql`` opens with ``-- pgq.<name>(`` and has Contract:,
+    Locking: and Errors: blocks in its header comment."""
+    problems = []
+    for path in sorted((REPO / "sql" / "functions").glob("*.sql")):
+        lines = path.read_text().splitlines()
+        if not lines or not lines[0].startswith(f"-- pgq.{path.stem}("):
+            problems.append(f"{path.name}: does not open with '-- pgq.{path.stem}('")
+        header = []
+        for line in lines:
+            if not line.startswith("--"):
+                break
+            header.append(line)
+        for block in ("Contract:", "Locking:", "Errors:"):
+            if not any(line.startswith(f"-- {block}") for line in header):
+                problems.append(f"{path.name}: no '-- {block}' block in its header")
+    assert problems == []
