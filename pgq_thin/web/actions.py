@@ -27,7 +27,7 @@ from starlette.routing import Route
 from pgq_thin.admin import AsyncAdmin
 from pgq_thin.errors import PgqError, PrivilegeMissing, one_line
 from pgq_thin.web.data import Taken
-from pgq_thin.web.pages import BadInput, failed_filter, parse_time, web_of
+from pgq_thin.web.forms import BadInput, failed_filter, form_text, job_ids, parse_time, required
 from pgq_thin.web.security import (
     FLASH_COOKIE,
     SESSION_COOKIE,
@@ -35,12 +35,12 @@ from pgq_thin.web.security import (
     check_token,
     valid_actor,
 )
+from pgq_thin.web.state import web_of
 
 __all__ = ["ROUTES"]
 
 log = logging.getLogger("pgq_thin.web.actions")
 
-MAX_IDS = 1000
 BULK = 10000  # jobs per call of requeue_history / delete_history
 
 Act = Callable[[AsyncAdmin, FormData], Awaitable[str]]
@@ -88,7 +88,7 @@ async def _authorize(
         session = web.session(request)
         if session is None:
             return None, "not signed in with the token"
-        if not web.signer.check_csrf(session, _text(form, "csrf")):
+        if not web.signer.check_csrf(session, form_text(form, "csrf")):
             return session.actor, "the form's CSRF token does not match the session"
         actor = session.actor
     if not getattr(await web.privileges(), privilege, False):
@@ -96,34 +96,10 @@ async def _authorize(
     return actor, None
 
 
-def _text(form: FormData, name: str) -> str | None:
-    value = form.get(name)
-    return value if isinstance(value, str) else None
-
-
-def _ids(form: FormData) -> list[int]:
-    raw = [v for v in form.getlist("ids") if isinstance(v, str)]
-    if not raw:
-        raise BadInput("no job selected")
-    if len(raw) > MAX_IDS:
-        raise BadInput(f"at most {MAX_IDS} jobs at once, got {len(raw)}")
-    try:
-        return [int(v) for v in raw]
-    except ValueError:
-        raise BadInput(f"job ids must be numbers: {raw!r}") from None
-
-
-def _required(form: FormData, name: str) -> str:
-    value = (_text(form, name) or "").strip()
-    if not value:
-        raise BadInput(f"{name} is required")
-    return value
-
-
 def _done(request: Request, form: FormData, kind: str, message: str, status: int) -> Response:
     if _bearer(request) is not None:
         return JSONResponse({"ok": kind == "ok", "message": message}, status_code=status)
-    response = RedirectResponse(safe_next(_text(form, "next")), status_code=303)
+    response = RedirectResponse(safe_next(form_text(form, "next")), status_code=303)
     web = web_of(request)
     response.set_cookie(
         FLASH_COOKIE, web.signer.sign("flash", [kind, message]), httponly=True, samesite="strict"
@@ -186,38 +162,38 @@ async def _refused(request: Request, reason: str) -> Response:
 
 
 async def _pause(admin: AsyncAdmin, form: FormData) -> str:
-    name = _required(form, "entrypoint")
+    name = required(form, "entrypoint")
     await admin.pause([name])
     return f"paused {name}"
 
 
 async def _resume(admin: AsyncAdmin, form: FormData) -> str:
-    name = _required(form, "entrypoint")
+    name = required(form, "entrypoint")
     await admin.resume([name])
     return f"resumed {name}"
 
 
 async def _cancel(admin: AsyncAdmin, form: FormData) -> str:
-    ids = _ids(form)
+    ids = job_ids(form)
     done = await admin.cancel(ids)
     return f"canceled {len(done)} of {len(ids)} job(s): {_list(done)}"
 
 
 async def _requeue(admin: AsyncAdmin, form: FormData) -> str:
-    ids = _ids(form)
+    ids = job_ids(form)
     done = await admin.requeue(ids)
     return f"requeued {len(done)} of {len(ids)} job(s): {_list(done)}"
 
 
 async def _delete(admin: AsyncAdmin, form: FormData) -> str:
-    ids = _ids(form)
+    ids = job_ids(form)
     deleted = await admin.delete_jobs(ids)
     return f"deleted {len(deleted)} of {len(ids)} finished job(s): {_list(deleted)}"
 
 
 async def _requeue_failed_since(admin: AsyncAdmin, form: FormData) -> str:
-    name = _required(form, "entrypoint")
-    since = parse_time(_text(form, "since"), "since")
+    name = required(form, "entrypoint")
+    since = parse_time(form_text(form, "since"), "since")
     # every: again until nothing more matches, each job at most once (one that fails again
     # meanwhile is not requeued twice)
     ids = await admin.requeue_history(name, since=since, max_jobs=BULK, every=True)
@@ -235,33 +211,33 @@ async def _delete_matching(admin: AsyncAdmin, form: FormData) -> str:
 
 
 async def _schedule_add(admin: AsyncAdmin, form: FormData) -> str:
-    payload_text = (_text(form, "payload") or "").strip()
+    payload_text = (form_text(form, "payload") or "").strip()
     try:
         payload = json.loads(payload_text) if payload_text else None
     except ValueError as err:
         raise BadInput(f"the payload is not JSON ({err})") from None
-    priority_text = (_text(form, "priority") or "0").strip() or "0"
+    priority_text = (form_text(form, "priority") or "0").strip() or "0"
     if not priority_text.lstrip("-").isdigit():
         raise BadInput(f"priority must be a whole number: {priority_text!r}")
     row = await admin.add_schedule(
-        _required(form, "name"),
-        _required(form, "entrypoint"),
-        _required(form, "cron"),
+        required(form, "name"),
+        required(form, "entrypoint"),
+        required(form, "cron"),
         payload=payload,
-        timezone=(_text(form, "timezone") or "UTC").strip() or "UTC",
+        timezone=(form_text(form, "timezone") or "UTC").strip() or "UTC",
         priority=int(priority_text),
     )
     return f"schedule {row.name} saved: next run {row.next_run_at.isoformat()}"
 
 
 async def _schedule_remove(admin: AsyncAdmin, form: FormData) -> str:
-    name = _required(form, "name")
+    name = required(form, "name")
     removed = await admin.remove_schedule(name)
     return f"schedule {name} removed" if removed else f"no schedule {name}"
 
 
 async def _schedule_fire(admin: AsyncAdmin, form: FormData) -> str:
-    name = _required(form, "name")
+    name = required(form, "name")
     job_id = await admin.fire_schedule_now(name)
     return f"schedule {name} fired: job {job_id}"
 
@@ -279,15 +255,17 @@ async def login(request: Request) -> Response:
     web = web_of(request)
     form = await request.form()
     where = _address(request)
-    following = safe_next(_text(form, "next"))
+    following = safe_next(form_text(form, "next"))
     if _cross_site(request) or not web.config.token:
         reason = "a POST from another site" if web.config.token else "the dashboard is read-only"
         log.warning("web sign-in refused (from %s): %s", where, reason)
         return await _refused(request, reason)
-    actor = valid_actor(_text(form, "who") or "")
-    if actor is None or not check_token(web.config.token, _text(form, "token")):
+    actor = valid_actor(form_text(form, "who") or "")
+    if actor is None or not check_token(web.config.token, form_text(form, "token")):
         log.warning(
-            "web sign-in refused (as %r from %s): wrong token or name", _text(form, "who"), where
+            "web sign-in refused (as %r from %s): wrong token or name",
+            form_text(form, "who"),
+            where,
         )
         await asyncio.sleep(0.5)  # slows guessing down
         return await web.render(

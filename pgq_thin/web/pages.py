@@ -7,8 +7,7 @@ not a time) is shown on the page as the database or this module phrased it.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from starlette.exceptions import HTTPException
@@ -17,34 +16,12 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from pgq_thin.errors import PgqError, PrivilegeMissing, SetupError, one_line
-
-if TYPE_CHECKING:
-    from pgq_thin.web.app import Web
+from pgq_thin.web.forms import BadInput, failed_filter, parse_time
+from pgq_thin.web.state import web_of
 
 __all__ = ["EXCEPTION_HANDLERS", "ROUTES", "parse_time"]
 
 STATES = ("queued", "scheduled", "running", "successful", "failed", "canceled")
-HISTORY_STATES = ("failed", "canceled")
-
-
-def web_of(request: Request) -> Web:
-    web: Web = request.app.state.web
-    return web
-
-
-def parse_time(text: str | None, what: str) -> datetime | None:
-    """A time typed in a form (``YYYY-MM-DD[THH:MM[:SS]]``, UTC unless it says otherwise)."""
-    if text is None or not text.strip():
-        return None
-    try:
-        value = datetime.fromisoformat(text.strip().replace(" ", "T"))
-    except ValueError:
-        raise BadInput(f"{what} is not a time (YYYY-MM-DD HH:MM:SS, UTC): {text!r}") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-class BadInput(ValueError):
-    """A query string or form value this page cannot use; shown to the user, status 400."""
 
 
 async def overview(request: Request) -> Response:
@@ -119,20 +96,6 @@ def _attempts(info: Any) -> list[dict[str, Any]]:
             }
         )
     return attempts
-
-
-def failed_filter(params: Any) -> dict[str, Any]:
-    """The failed-jobs filter of a query string or form: entrypoint, status, since, until, error."""
-    status = params.get("status") or "failed"
-    if status not in HISTORY_STATES:
-        raise BadInput(f"unknown status {status!r}: failed or canceled")
-    return {
-        "entrypoint": params.get("entrypoint") or None,
-        "statuses": [status],
-        "since": parse_time(params.get("since"), "since"),
-        "until": parse_time(params.get("until"), "until"),
-        "error": params.get("error") or None,
-    }
 
 
 async def failed(request: Request) -> Response:

@@ -129,7 +129,7 @@ STATUS_SURFACE = {
     ("listener.py", "parse_event", "scheduled"): "a notification kind, not a job status",
     ("web/actions.py", "action.endpoint", "failed"): "how an operator's action went, not a job",
     ("web/pages.py", "entrypoint", "queued"): "the page's default filter",
-    ("web/pages.py", "failed_filter", "failed"): "the page's default filter",
+    ("web/forms.py", "failed_filter", "failed"): "the failed-jobs filter's default",
 }
 
 #: (module, enclosing function or class) -> why a wall-clock read there is no job's time.
