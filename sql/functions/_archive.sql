@@ -2,10 +2,11 @@
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
 --   status (successful, failed or canceled), details and finished_at = at, and frees their
 --   dedupe keys in pgq.live_keys (only a key still held by that job id). Returns one row per
---   job moved: its id, entrypoint, final status and attempt. statuses may also say
---   'interrupted' (an attempt cut off; the job ends canceled), and 'failed' ends canceled when
---   the job's cancellation was requested; either way the attempt is appended to the error list
---   (see below).
+--   job moved: its id, entrypoint, final status and the attempt that ended. statuses may also
+--   say 'interrupted' (an attempt cut off: the job ends canceled, the attempt appended to the
+--   error list but not counted) or 'released' (pgq.release of a job whose cancel was requested:
+--   canceled, never started, so no attempt, start time or worker is recorded); 'failed' ends
+--   canceled when the job's cancellation was requested, the attempt appended all the same.
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
 --   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
@@ -52,11 +53,15 @@ BEGIN
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,
-                  CASE WHEN i.status = 'interrupted' THEN 'canceled'
+                  CASE WHEN i.status IN ('interrupted', 'released') THEN 'canceled'
                        WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
                        ELSE i.status END AS final_status,
                   i.status IN ('failed', 'interrupted') AS ended_attempt,
                   i.status = 'interrupted' AS interrupted,
+                  -- Not an attempt: an interrupted one is not counted, a released job never
+                  -- started (and had no worker).
+                  i.status IN ('interrupted', 'released') AS uncounted,
+                  i.status = 'released' AS released,
                   i.details AS final_details
     ), keys AS (
         DELETE FROM pgq.live_keys k
@@ -64,24 +69,28 @@ BEGIN
          WHERE g.dedupe_key IS NOT NULL
            AND k.dedupe_key = g.dedupe_key
            AND k.job_id = g.id
+    ), ins AS (
+        INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
+                                          dedupe_key, enqueued_at, started_at, finished_at, worker_id,
+                                          lease, details, errors)
+        SELECT g.id, g.entrypoint, g.final_status, g.priority,
+               CASE WHEN g.uncounted THEN g.attempt - 1 ELSE g.attempt END, g.payload, g.headers,
+               g.dedupe_key, g.enqueued_at, CASE WHEN g.released THEN NULL ELSE g.started_at END,
+               _archive.at, CASE WHEN g.released THEN NULL ELSE g.worker_id END,
+               CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END, g.final_details,
+               CASE WHEN g.ended_attempt
+                    THEN g.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+                             'attempt', g.attempt, 'at', _archive.at,
+                             'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END,
+                             'worker_id', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.worker_id END,
+                             'outcome', CASE WHEN g.interrupted THEN 'interrupted' END,
+                             'decision', g.final_status))
+                             || jsonb_build_object('details', g.final_details))
+                    ELSE g.errors END
+          FROM gone g
     )
-    INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
-                                      dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                      lease, details, errors)
-    SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
-           g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
-           CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END, g.final_details,
-           CASE WHEN g.ended_attempt
-                THEN g.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
-                         'attempt', g.attempt, 'at', _archive.at,
-                         'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END,
-                         'worker_id', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.worker_id END,
-                         'outcome', CASE WHEN g.interrupted THEN 'interrupted' END,
-                         'decision', g.final_status))
-                         || jsonb_build_object('details', g.final_details))
-                ELSE g.errors END
-      FROM gone g
-    RETURNING h.id, h.entrypoint, h.status, h.attempt;
+    -- The attempt that ended (an interrupted one too, though history does not count it).
+    SELECT g.id, g.entrypoint, g.final_status, g.attempt FROM gone g;
 END
 $$;
 COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS

@@ -199,7 +199,7 @@ BEGIN
                                         'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
                                         'worker_id', j.worker_id,
                                         'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END,
-                                        'decision', 'retry'))
+                                        'decision', 'retry', 'run_at', v_now + make_interval(secs => i.delay)))
                                         || jsonb_build_object('details', i.details))
                       FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
                               FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
@@ -237,7 +237,8 @@ BEGIN
                            m.enqueued_at, m.attempt, m.payload, m.headers, m.dedupe_key, m.cancel_requested,
                            m.errors || jsonb_build_array(jsonb_build_object(
                                'attempt', m.attempt, 'at', v_now, 'lease', m.lease,
-                               'worker_id', m.worker_id, 'decision', 'retry')
+                               'worker_id', m.worker_id, 'decision', 'retry',
+                               'run_at', v_now + make_interval(secs => m.delay))
                                || jsonb_build_object('details', m.retry_details)),
                            4
                       FROM moved m
@@ -288,20 +289,29 @@ BEGIN
                a_attempt || coalesce(array_agg(x.attempt), '{}'), a_max || coalesce(array_agg(x.max_attempts), '{}'),
                a_run || coalesce(array_agg(x.run_at), '{}')
           INTO a_id, a_status, a_attempt, a_max, a_run
-          FROM (SELECT i.id, h.status, h.attempt, c.max_attempts, NULL::timestamptz AS run_at
+          FROM (-- Ended by that attempt: its history row (the attempt as answered then: an
+                -- interrupted one is in the error list, not in the count).
+                SELECT i.id, h.status, coalesce((e.value ->> 'attempt')::int, h.attempt) AS attempt,
+                       c.max_attempts, NULL::timestamptz AS run_at
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
                   JOIN pgq.job_history h ON h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id
                   JOIN pgq.entrypoints c ON c.entrypoint = h.entrypoint
+                  LEFT JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(h.errors) AS x(value)
+                                      WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e ON true
                  WHERE i.id <> ALL (a_id)
                 UNION ALL
-                -- A job live again: its entry of that lease and worker says what was decided
-                -- (retry; or failed or canceled for a job requeued since it ended).
+                -- Queued again by that attempt (and perhaps ended since under another lease, or
+                -- requeued): its error entry of that lease and worker says what was decided.
                 SELECT i.id, e.value ->> 'decision', (e.value ->> 'attempt')::int, c.max_attempts,
-                       CASE WHEN e.value ->> 'decision' = 'retry' THEN j.run_at END
+                       CASE WHEN e.value ->> 'decision' = 'retry' THEN (e.value ->> 'run_at')::timestamptz END
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
-                  JOIN pgq.jobs j ON j.id = i.id AND j.id = ANY (complete.ids) AND j.lease IS DISTINCT FROM i.lease
-                  JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
-                 CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(j.errors) AS x(value)
+                  JOIN (SELECT j.id, j.entrypoint, j.lease, j.errors FROM pgq.jobs j WHERE j.id = ANY (complete.ids)
+                        UNION ALL
+                        SELECT h.id, h.entrypoint, h.lease, h.errors FROM pgq.job_history h
+                         WHERE h.id = ANY (complete.ids)) AS o
+                       ON o.id = i.id AND o.lease IS DISTINCT FROM i.lease
+                  JOIN pgq.entrypoints c ON c.entrypoint = o.entrypoint
+                 CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(o.errors) AS x(value)
                                       WHERE x.value -> 'lease' = to_jsonb(i.lease)
                                         AND x.value ->> 'worker_id' = complete.worker_id::text
                                         AND x.value ? 'decision'

@@ -64,7 +64,7 @@ BEGIN
         -- A job whose cancellation was requested is not queued again: it ends as canceled.
         IF v_canceled IS NOT NULL THEN
             RETURN QUERY SELECT a.id, a.status
-                           FROM pgq._archive(v_canceled, array_fill('canceled'::text, ARRAY[cardinality(v_canceled)]),
+                           FROM pgq._archive(v_canceled, array_fill('released'::text, ARRAY[cardinality(v_canceled)]),
                                              NULL, coalesce(release.at, now())) AS a;
             v_done := v_done || v_canceled;
         END IF;

@@ -19,8 +19,8 @@
 --     512  Comments on the columns of the tables 0.1.0 created
 --     547  Views of the live jobs (they read the new pgq.jobs)
 --     599  Functions: the other 63 functions this migration re-creates (generated)
---    5276  The ring, continued: triggers and the copy of the live jobs
---    5308  Grants
+--    5295  The ring, continued: triggers and the copy of the live jobs
+--    5327  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -657,10 +657,11 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 -- Contract: deletes the given jobs from pgq.jobs and writes one history row each with the final
 --   status (successful, failed or canceled), details and finished_at = at, and frees their
 --   dedupe keys in pgq.live_keys (only a key still held by that job id). Returns one row per
---   job moved: its id, entrypoint, final status and attempt. statuses may also say
---   'interrupted' (an attempt cut off; the job ends canceled), and 'failed' ends canceled when
---   the job's cancellation was requested; either way the attempt is appended to the error list
---   (see below).
+--   job moved: its id, entrypoint, final status and the attempt that ended. statuses may also
+--   say 'interrupted' (an attempt cut off: the job ends canceled, the attempt appended to the
+--   error list but not counted) or 'released' (pgq.release of a job whose cancel was requested:
+--   canceled, never started, so no attempt, start time or worker is recorded); 'failed' ends
+--   canceled when the job's cancellation was requested, the attempt appended all the same.
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
 --   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
@@ -707,11 +708,15 @@ BEGIN
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,
-                  CASE WHEN i.status = 'interrupted' THEN 'canceled'
+                  CASE WHEN i.status IN ('interrupted', 'released') THEN 'canceled'
                        WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
                        ELSE i.status END AS final_status,
                   i.status IN ('failed', 'interrupted') AS ended_attempt,
                   i.status = 'interrupted' AS interrupted,
+                  -- Not an attempt: an interrupted one is not counted, a released job never
+                  -- started (and had no worker).
+                  i.status IN ('interrupted', 'released') AS uncounted,
+                  i.status = 'released' AS released,
                   i.details AS final_details
     ), keys AS (
         DELETE FROM pgq.live_keys k
@@ -719,24 +724,28 @@ BEGIN
          WHERE g.dedupe_key IS NOT NULL
            AND k.dedupe_key = g.dedupe_key
            AND k.job_id = g.id
+    ), ins AS (
+        INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
+                                          dedupe_key, enqueued_at, started_at, finished_at, worker_id,
+                                          lease, details, errors)
+        SELECT g.id, g.entrypoint, g.final_status, g.priority,
+               CASE WHEN g.uncounted THEN g.attempt - 1 ELSE g.attempt END, g.payload, g.headers,
+               g.dedupe_key, g.enqueued_at, CASE WHEN g.released THEN NULL ELSE g.started_at END,
+               _archive.at, CASE WHEN g.released THEN NULL ELSE g.worker_id END,
+               CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END, g.final_details,
+               CASE WHEN g.ended_attempt
+                    THEN g.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+                             'attempt', g.attempt, 'at', _archive.at,
+                             'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END,
+                             'worker_id', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.worker_id END,
+                             'outcome', CASE WHEN g.interrupted THEN 'interrupted' END,
+                             'decision', g.final_status))
+                             || jsonb_build_object('details', g.final_details))
+                    ELSE g.errors END
+          FROM gone g
     )
-    INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
-                                      dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                      lease, details, errors)
-    SELECT g.id, g.entrypoint, g.final_status, g.priority, g.attempt, g.payload, g.headers,
-           g.dedupe_key, g.enqueued_at, g.started_at, _archive.at, g.worker_id,
-           CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END, g.final_details,
-           CASE WHEN g.ended_attempt
-                THEN g.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
-                         'attempt', g.attempt, 'at', _archive.at,
-                         'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END,
-                         'worker_id', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.worker_id END,
-                         'outcome', CASE WHEN g.interrupted THEN 'interrupted' END,
-                         'decision', g.final_status))
-                         || jsonb_build_object('details', g.final_details))
-                ELSE g.errors END
-      FROM gone g
-    RETURNING h.id, h.entrypoint, h.status, h.attempt;
+    -- The attempt that ended (an interrupted one too, though history does not count it).
+    SELECT g.id, g.entrypoint, g.final_status, g.attempt FROM gone g;
 END
 $$;
 COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS
@@ -2569,7 +2578,7 @@ BEGIN
                                         'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
                                         'worker_id', j.worker_id,
                                         'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END,
-                                        'decision', 'retry'))
+                                        'decision', 'retry', 'run_at', v_now + make_interval(secs => i.delay)))
                                         || jsonb_build_object('details', i.details))
                       FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
                               FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
@@ -2607,7 +2616,8 @@ BEGIN
                            m.enqueued_at, m.attempt, m.payload, m.headers, m.dedupe_key, m.cancel_requested,
                            m.errors || jsonb_build_array(jsonb_build_object(
                                'attempt', m.attempt, 'at', v_now, 'lease', m.lease,
-                               'worker_id', m.worker_id, 'decision', 'retry')
+                               'worker_id', m.worker_id, 'decision', 'retry',
+                               'run_at', v_now + make_interval(secs => m.delay))
                                || jsonb_build_object('details', m.retry_details)),
                            4
                       FROM moved m
@@ -2658,20 +2668,29 @@ BEGIN
                a_attempt || coalesce(array_agg(x.attempt), '{}'), a_max || coalesce(array_agg(x.max_attempts), '{}'),
                a_run || coalesce(array_agg(x.run_at), '{}')
           INTO a_id, a_status, a_attempt, a_max, a_run
-          FROM (SELECT i.id, h.status, h.attempt, c.max_attempts, NULL::timestamptz AS run_at
+          FROM (-- Ended by that attempt: its history row (the attempt as answered then: an
+                -- interrupted one is in the error list, not in the count).
+                SELECT i.id, h.status, coalesce((e.value ->> 'attempt')::int, h.attempt) AS attempt,
+                       c.max_attempts, NULL::timestamptz AS run_at
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
                   JOIN pgq.job_history h ON h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id
                   JOIN pgq.entrypoints c ON c.entrypoint = h.entrypoint
+                  LEFT JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(h.errors) AS x(value)
+                                      WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e ON true
                  WHERE i.id <> ALL (a_id)
                 UNION ALL
-                -- A job live again: its entry of that lease and worker says what was decided
-                -- (retry; or failed or canceled for a job requeued since it ended).
+                -- Queued again by that attempt (and perhaps ended since under another lease, or
+                -- requeued): its error entry of that lease and worker says what was decided.
                 SELECT i.id, e.value ->> 'decision', (e.value ->> 'attempt')::int, c.max_attempts,
-                       CASE WHEN e.value ->> 'decision' = 'retry' THEN j.run_at END
+                       CASE WHEN e.value ->> 'decision' = 'retry' THEN (e.value ->> 'run_at')::timestamptz END
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
-                  JOIN pgq.jobs j ON j.id = i.id AND j.id = ANY (complete.ids) AND j.lease IS DISTINCT FROM i.lease
-                  JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
-                 CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(j.errors) AS x(value)
+                  JOIN (SELECT j.id, j.entrypoint, j.lease, j.errors FROM pgq.jobs j WHERE j.id = ANY (complete.ids)
+                        UNION ALL
+                        SELECT h.id, h.entrypoint, h.lease, h.errors FROM pgq.job_history h
+                         WHERE h.id = ANY (complete.ids)) AS o
+                       ON o.id = i.id AND o.lease IS DISTINCT FROM i.lease
+                  JOIN pgq.entrypoints c ON c.entrypoint = o.entrypoint
+                 CROSS JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(o.errors) AS x(value)
                                       WHERE x.value -> 'lease' = to_jsonb(i.lease)
                                         AND x.value ->> 'worker_id' = complete.worker_id::text
                                         AND x.value ? 'decision'
@@ -4656,7 +4675,7 @@ BEGIN
         -- A job whose cancellation was requested is not queued again: it ends as canceled.
         IF v_canceled IS NOT NULL THEN
             RETURN QUERY SELECT a.id, a.status
-                           FROM pgq._archive(v_canceled, array_fill('canceled'::text, ARRAY[cardinality(v_canceled)]),
+                           FROM pgq._archive(v_canceled, array_fill('released'::text, ARRAY[cardinality(v_canceled)]),
                                              NULL, coalesce(release.at, now())) AS a;
             v_done := v_done || v_canceled;
         END IF;

@@ -1,7 +1,7 @@
 -- pgq.complete: successful / canceled to history, failed retried with capped jittered backoff or
 -- dead, retry_after, status and argument errors, stale leases and zombies.
 BEGIN;
-SELECT plan(100);
+SELECT plan(106);
 
 -- successful -> history with details --------------------------------------------------------
 SELECT pgq.enqueue('cp_ok', '{"p": 1}', priority => 3, dedupe_key => 'cp-ok', headers => '{"h": 1}') AS ok_id \gset
@@ -45,7 +45,9 @@ SELECT row_eq(format('SELECT status, attempt, lease, worker_id, heartbeat_at, st
 SELECT ok((SELECT run_at BETWEEN now() + interval '1 minute 5 seconds' AND now() + interval '1 minute 10 seconds'
              FROM pgq.jobs WHERE id = :r_id),
           'attempt 1: run_at = at + a delay between base/2 and base');
-SELECT is((SELECT jsonb_agg(e - 'lease') FROM pgq.jobs, jsonb_array_elements(errors) AS e WHERE id = :r_id),
+SELECT is((SELECT (errors -> 0 ->> 'run_at')::timestamptz FROM pgq.jobs WHERE id = :r_id),
+          (SELECT run_at FROM pgq.jobs WHERE id = :r_id), 'the error entry records when the retry is due');
+SELECT is((SELECT jsonb_agg(e - 'lease' - 'run_at') FROM pgq.jobs, jsonb_array_elements(errors) AS e WHERE id = :r_id),
           jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now() + interval '1 minute',
                                                'worker_id', '11111111-1111-1111-1111-111111111111',
                                                'decision', 'retry',
@@ -362,7 +364,7 @@ SELECT results_eq(
 SELECT row_eq(format('SELECT status, attempt, run_at FROM pgq.jobs WHERE id = %s', :it),
               ROW('queued'::text, 0, now() + interval '1 minute'),
               'queued, due at once, its attempt not counted');
-SELECT is((SELECT (errors -> -1) - 'at' FROM pgq.jobs WHERE id = :it),
+SELECT is((SELECT (errors -> -1) - 'at' - 'run_at' FROM pgq.jobs WHERE id = :it),
           jsonb_build_object('attempt', 1, 'lease', :itl::bigint, 'outcome', 'interrupted', 'details', '{"error": "WorkerShutdown"}'::jsonb,
                              'worker_id', '33333333-3333-3333-3333-333333333333', 'decision', 'retry'),
           'the error list notes the interrupted attempt');
@@ -383,6 +385,14 @@ SELECT is((SELECT (errors -> -1) - 'at' FROM pgq.job_history WHERE id = :it),
                              'worker_id', '33333333-3333-3333-3333-333333333333', 'decision', 'canceled',
                              'details', NULL),
           'an interrupted attempt that ends canceled is in the error list too');
+SELECT row_eq(format('SELECT attempt, lease, worker_id FROM pgq.job_history WHERE id = %s', :it),
+              ROW(0, :itl2::bigint, '33333333-3333-3333-3333-333333333333'::uuid),
+              'and history does not count it (attempt 0), with the lease and worker that reported it');
+SELECT results_eq(
+    format($$SELECT status, attempt FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
+                                                      ARRAY[%s]::bigint[], '{interrupted}')$$, :it, :itl2),
+    $$VALUES ('canceled'::text, 1)$$,
+    'repeated: the same answer (the attempt that ended), from history');
 
 -- A failure after a cancel request ends canceled, and is in the error list like every failure.
 SELECT pgq.enqueue('cp_int') AS fc \gset
@@ -417,6 +427,22 @@ SELECT is_empty(
     'another worker sending the same lease gets no answer');
 SELECT row_eq(format('SELECT status, attempt, lease FROM pgq.jobs WHERE id = %s', :rp),
               ROW('queued'::text, 0, NULL::bigint), 'and the requeued job is untouched');
+
+-- A repeated complete of a retry whose job was canceled since (it is in history now): the same
+-- answer, from the history row's error list.
+SELECT pgq.configure('cp_rep2', max_attempts => 3);
+SELECT pgq.enqueue('cp_rep2') AS rq \gset
+SELECT lease AS rql FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{cp_rep2}', 1, now()) \gset
+CREATE TEMP TABLE rq_first AS
+SELECT status, attempt, run_at FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[:rq]::bigint[],
+                                                 ARRAY[:rql]::bigint[], '{failed}', '[{"retry_after": 60}]');
+SELECT is((SELECT count(*)::int FROM pgq.cancel(ARRAY[:rq]::bigint[])), 1, 'the retried job is canceled while it waits');
+SELECT results_eq(
+    format($$SELECT status, attempt, run_at FROM pgq.complete('33333333-3333-3333-3333-333333333333', ARRAY[%s]::bigint[],
+                                                              ARRAY[%s]::bigint[], '{failed}', '[{"retry_after": 60}]')$$, :rq, :rql),
+    'SELECT status, attempt, run_at FROM rq_first',
+    'repeated after the job was canceled: the same retry answer, with its run_at');
+SELECT is((SELECT status FROM rq_first), 'retry', 'the first answer was a retry');
 
 -- A cancel request on a job that then succeeds: it stays successful.
 SELECT pgq.enqueue('cp_int') AS cs2 \gset

@@ -1,6 +1,6 @@
 -- pgq.release: claimed jobs go back to the queue without counting an attempt; stale leases ignored.
 BEGIN;
-SELECT plan(22);
+SELECT plan(23);
 
 SELECT pgq.enqueue('rl', '{"n": 1}', run_at => now() - interval '1 minute') AS r1 \gset
 SELECT pgq.enqueue('rl', '{"n": 2}', run_at => now() - interval '30 seconds') AS r2 \gset
@@ -60,6 +60,9 @@ SELECT is((SELECT array_agg(r.id) FROM pgq.release('11111111-1111-1111-1111-1111
 SELECT ok(NOT EXISTS (SELECT 1 FROM pgq.jobs WHERE id = :rc)
           AND (SELECT status FROM pgq.job_history WHERE id = :rc) = 'canceled',
           'and it ends in history as canceled, not back in the queue');
+SELECT row_eq(format('SELECT attempt, lease, worker_id, started_at, errors FROM pgq.job_history WHERE id = %s', :rc),
+              ROW(0, NULL::bigint, NULL::uuid, NULL::timestamptz, '[]'::jsonb),
+              'a release is not an attempt: attempt 0, no lease, worker or start time, nothing in the error list');
 
 -- A released job goes to the back of its lane: a new ready number, after the jobs that became
 -- runnable before the release (a claim's cursor may have passed its old place).
