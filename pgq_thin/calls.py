@@ -6,18 +6,19 @@ public function or view, so it is one transaction on an autocommit connection an
 through a transaction-mode pooler. The queue logic lives in those functions, not here.
 
 Each operation has a sync and an async variant taking an open psycopg connection. Errors of
-class ``PQ`` are re-raised as :mod:`pgq_thin.errors` exceptions.
+class ``PQ`` are re-raised as :mod:`pgq_thin.errors` exceptions (by the runner of
+:mod:`pgq_thin._sql_runner`). The calls of the other functions are generated from the
+manifest (:mod:`pgq_thin._api`); the statements here are the measured hot-path overrides
+(projection, casts, comma-joined arrays) and the few not of one function.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import psycopg
 from psycopg.rows import dict_row
 
 from pgq_thin._call_args import (
@@ -30,7 +31,8 @@ from pgq_thin._call_args import (
     jsonb,
     schedule_args,
 )
-from pgq_thin.errors import PgqThinError, from_psycopg, setup_error
+from pgq_thin._sql_runner import translated
+from pgq_thin._statements import AConn, Conn, Row
 
 # A delay travels as an interval and is resolved on the server's clock.
 ENQUEUE = (
@@ -58,6 +60,12 @@ CLAIM = (
     " LATERAL (SELECT c.enqueued_at BETWEEN '0001-01-02+00' AND '9999-12-30+00' AS e,"
     " coalesce(c.run_at BETWEEN '0001-01-02+00' AND '9999-12-30+00', true) AS r) holdable"
 )
+#: The columns of :data:`CLAIM`, by name: those of pgq.claimed_job (``sql/api.json``) it sends,
+#: in its order, and the note. :meth:`pgq_thin.job.Job.from_claimed` decodes by these names.
+CLAIM_COLUMNS = (
+    "id", "lease", "entrypoint", "payload", "headers", "priority", "attempt", "enqueued_at",
+    "run_at", "dedupe_key", "max_attempts", "heartbeat_timeout_s", "last_attempt", "unholdable",
+)  # fmt: skip
 HEARTBEAT = "SELECT id, state FROM pgq.heartbeat(%s::uuid, %s::bigint[], %s::bigint[])"
 # ids, leases and outcomes travel as comma-separated text (joined in C: a tenth of the cost of
 # dumping three lists), details as one JSON array (NULL when there are none); see complete_args.
@@ -104,50 +112,13 @@ PING = "SELECT 1"
 IN_RECOVERY = "SELECT pg_is_in_recovery()"
 
 CHANNEL = "pgq_events"
-# Never run by the client: what an error message tells the owner to run for a role that lacks
-# a grant a call needs.
-GRANT_WORKER = "GRANT pgq_worker TO {role}"
-GRANT_PRODUCER = "GRANT pgq_producer TO {role}"
-OWNER_ONLY = (
-    "connect as the owner of schema pgq, or as an operator role with the grants in "
-    "docs/operations.md"
-)
-_PRODUCER = ("pgq_producer", GRANT_PRODUCER)
-_WORKER = ("pgq_worker", GRANT_WORKER)
-_READER = ("pgq_producer or pgq_worker", GRANT_PRODUCER)
-_OWNER = ("the rights of the schema owner", OWNER_ONLY)
-_OPERATOR = ("pgq_admin (or the owner)", "GRANT pgq_admin TO {role}")
-#: Who may run each statement (docs/operations.md, "Roles"), and the fix for a role that may
-#: not: named in the message of a PrivilegeMissing error.
-NEEDS: dict[str, tuple[str, str]] = {
-    ENQUEUE: _PRODUCER,
-    ENQUEUE_MANY: _PRODUCER,
-    CANCEL: _PRODUCER,
-    CLAIM: _WORKER,
-    HEARTBEAT: _WORKER,
-    COMPLETE: _WORKER,
-    RELEASE: _WORKER,
-    NEXT_DUE_IN: _WORKER,
-    PRUNE_HISTORY: _WORKER,
-    MAINTAIN: _WORKER,
-    SCHEDULE: _OPERATOR,
-    CLAIM_SCHEDULES: _WORKER,
-    FIRE_SCHEDULE: _WORKER,
-    RELEASE_SCHEDULE: _WORKER,
-    NEXT_SCHEDULE_IN: _WORKER,
-    QUEUE_STATS: _READER,
-    SCHEDULES: _READER,
-    HISTORY_SUMMARY: _READER,
-    REQUEUE: _OPERATOR,
-    CONFIGURE: _OWNER,
-    UNSCHEDULE: _OPERATOR,
-    FAILED_JOBS: _OWNER,
-}
 
-Row = dict[str, Any]
 # The argument builders live in pgq_thin._call_args (no SQL there); callers use them as calls.X.
 __all__ = [
+    "AConn",
+    "Conn",
     "Decision",
+    "Row",
     "complete_args",
     "configure_args",
     "decisions",
@@ -158,36 +129,10 @@ __all__ = [
 ]
 
 
-Conn = psycopg.Connection[Any]
-AConn = psycopg.AsyncConnection[Any]
-
-
 # --- sync ---------------------------------------------------------------------------------------
 
 
-@contextmanager
-def _translated(conn: Conn | AConn, query: str) -> Iterator[None]:
-    """Errors of ``query`` as our exceptions: class ``PQ`` as :class:`PgqError`, a missing
-    schema or grant as :class:`SetupError` (naming what the statement needs); others as they
-    are."""
-    try:
-        yield
-    except psycopg.Error as err:
-        mapped: PgqThinError | None = from_psycopg(err)
-        if mapped is None:
-            needs, fix = NEEDS.get(query, ("a grant on schema pgq", "see docs/operations.md"))
-            role = _login(conn)
-            mapped = setup_error(err, role=role, grant=fix.format(role=role), needs=needs)
-        if mapped is None:
-            raise
-        raise mapped from err
-
-
-def _login(conn: Conn | AConn) -> str:
-    try:
-        return conn.info.user
-    except psycopg.Error:  # a connection that is gone
-        return "<login role>"
+_translated = translated  # who may run what: _api.NEEDS, from the grants
 
 
 def _rows(conn: Conn, query: str, args: Sequence[Any] = ()) -> list[Row]:

@@ -15,9 +15,11 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 # Typed payloads live in pgq_thin.payloads; re-exported here for the worker and older imports.
+from pgq_thin.calls import CLAIM_COLUMNS
 from pgq_thin.payloads import PayloadValidationError as PayloadValidationError
 from pgq_thin.payloads import encode_payload as encode_payload
 from pgq_thin.payloads import is_model as is_model
@@ -108,9 +110,9 @@ class Job(Generic[P]):
 
     @classmethod
     def from_claimed(cls, row: Sequence[Any]) -> Job[Any]:
-        """A job from one claimed row, in the column order of ``pgq_thin.calls.CLAIM``: JSON
-        columns as text, the heartbeat timeout in seconds, whether it is the last attempt, and
-        a last column naming the
+        """A job from one claimed row of ``pgq_thin.calls.CLAIM``, its values taken by the
+        column names it declares (``CLAIM_COLUMNS``): JSON columns as text, the heartbeat
+        timeout in seconds, whether it is the last attempt, and a last column naming the
         timestamps Python cannot hold (NULL in their place). Decoded here, one job at a time,
         so that a value Python cannot hold fails this job alone: :class:`UndecodableJob`."""
         (
@@ -128,7 +130,7 @@ class Job(Generic[P]):
             heartbeat_seconds,
             last_attempt,
             unholdable,
-        ) = row
+        ) = _claimed(row)
         if unholdable is not None:
             reason = f"{unholdable}: outside the range of Python's datetime"
             raise UndecodableJob(id_, lease, entrypoint, reason)
@@ -156,15 +158,26 @@ class Job(Generic[P]):
         )
 
 
+# The claimed row's values in the order from_claimed unpacks them, found by column name.
+_FIELDS = (
+    "id", "lease", "entrypoint", "payload", "headers", "priority", "attempt", "enqueued_at",
+    "run_at", "dedupe_key", "max_attempts", "heartbeat_timeout_s", "last_attempt", "unholdable",
+)  # fmt: skip
+_claimed = itemgetter(*(CLAIM_COLUMNS.index(name) for name in _FIELDS))
+_AT = {name: CLAIM_COLUMNS.index(name) for name in _FIELDS}
+
+
 def _what_failed(row: Sequence[Any]) -> str:
     """Which value of a claimed row Python cannot decode, and why (the slow path)."""
-    for column, value in (("payload", row[3]), ("headers", row[4])):
+    for column in ("payload", "headers"):
+        value = row[_AT[column]]
         try:
             if value is not None:
                 json.loads(value)
         except (ValueError, RecursionError) as err:  # too deep, a number too long
             return f"{column} is JSON that Python cannot decode ({type(err).__name__}: {err})"
-    return f"heartbeat_timeout of {row[11]} s is outside the range of timedelta"
+    seconds = row[_AT["heartbeat_timeout_s"]]
+    return f"heartbeat_timeout of {seconds} s is outside the range of timedelta"
 
 
 def failure_details(err: BaseException) -> dict[str, Any]:

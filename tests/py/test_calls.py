@@ -1,42 +1,57 @@
-"""Every SQL statement of ``pgq_thin.calls`` and ``pgq_thin.admin_calls`` fits the installed
-schema: each one is prepared (parsed, planned, every function and column resolved) against a
-fresh install, so a signature or a result column changed in SQL but not in the client fails
-here, not in whichever test happens to send that statement."""
+"""Every SQL statement of the statement layer fits the installed schema, and the layer is the
+manifest's: the hand-tuned statements of ``pgq_thin.calls`` and the generated calls of
+``pgq_thin._api`` (with all their arguments, with only those without a default, and with a
+timestamp given as an interval before now()) are each prepared (parsed, planned, every
+function and column resolved) against a fresh install; the records' fields, the claim's
+declared columns and the privilege signatures are checked against ``sql/api.json``."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from typing import Any
 
 import psycopg
 import pytest
+from helpers.server import REPO
 
-from pgq_thin import admin_calls, calls, dashboard_calls
+from pgq_thin import _api, admin_calls, calls, dashboard_calls, records
 
+MANIFEST = json.loads((REPO / "sql" / "api.json").read_text())
 STATEMENTS = {
     f"{module.__name__}.{name}": value
     for module in (calls, admin_calls, dashboard_calls)
     for name, value in vars(module).items()
     if name.isupper() and isinstance(value, str) and value.lstrip().upper().startswith("SELECT")
 }
-# Functions called with named arguments: with all of them, and with only those without a
-# default (what a call leaving the rest to their SQL defaults sends).
 STATEMENTS |= {
-    f"{module.__name__}.{name}{form}": sql
-    for module in (admin_calls, dashboard_calls)
-    for name, fn in vars(module).items()
-    if isinstance(fn, admin_calls.Fn)
+    f"pgq_thin._api.{name}{form}": sql
+    for name, fn in _api.FUNCTIONS.items()
     for form, sql in (("", fn.full), ("(least)", fn.least))
 }
-# A timestamptz argument given as an interval before now().
 STATEMENTS |= {
-    f"pgq_thin.admin_calls.{name}(ago {arg})": fn.sql(
+    f"pgq_thin._api.{name}(ago {arg})": fn.sql(
         [a for a, _ in fn.args[: fn.required]] + [arg], ago=[arg]
     )
-    for name, fn in vars(admin_calls).items()
-    if isinstance(fn, admin_calls.Fn)
-    for arg, kind in fn.args
-    if kind == "timestamptz"
+    for name, fn in _api.FUNCTIONS.items()
+    for arg, kind in fn.args[fn.required :]
+    if kind == "timestamp with time zone"
+}
+# Each record class and the SQL object whose rows it holds (a function's result, a relation).
+RECORDS = {
+    records.EntrypointStats: "queue_stats",
+    records.FailedJob: "failed_jobs",
+    records.HistorySummary: "history_summary",
+    records.EntrypointConfig: "entrypoint_config",
+    records.Schedule: "schedules",
+    records.EntrypointMetrics: "metrics",
+    records.WorkerStatus: "worker_status",
+    records.WorkerRegistration: "register_worker",
+    records.Rollup: "rollup_metrics",
+    records.JobInfo: "job",
+    records.JobResult: "job_results",
+    records.JobListing: "list_jobs",
 }
 
 
@@ -48,10 +63,11 @@ def prepare(conn: psycopg.Connection[Any], sql: str) -> None:
     conn.execute("DEALLOCATE pgq_calls_check", prepare=False)  # not transactional
 
 
-def test_the_module_holds_statements() -> None:
+def test_the_modules_hold_statements() -> None:
     names = {name.rpartition(".")[2] for name in STATEMENTS}
-    assert {"ENQUEUE", "CLAIM", "HEARTBEAT", "COMPLETE", "RELEASE"} <= names
-    assert {"METRICS", "WORKERS", "PAUSE", "JOB", "FIND_HISTORY", "REGISTER_WORKER"} <= names
+    assert {"ENQUEUE", "CLAIM", "HEARTBEAT", "COMPLETE", "RELEASE", "WORKERS"} <= names
+    assert {"metrics", "pause", "job", "find_history", "register_worker"} <= names
+    assert set(_api.FUNCTIONS) == set(MANIFEST["functions"])
 
 
 def test_every_statement_fits_the_installed_schema(pgq_conn: psycopg.Connection[Any]) -> None:
@@ -67,3 +83,34 @@ def test_every_statement_fits_the_installed_schema(pgq_conn: psycopg.Connection[
 def test_a_statement_that_does_not_fit_is_caught(pgq_conn: psycopg.Connection[Any]) -> None:
     with pytest.raises(psycopg.errors.UndefinedFunction):
         prepare(pgq_conn, "SELECT * FROM pgq.claim(%s::uuid, %s::text[], %s::int, %s::text)")
+
+
+def test_records_are_the_result_columns() -> None:
+    """A record has a field per result column, same names, same order (a column SQL gains
+    fails here until the record has it: the records carry what the catalog cannot say, the
+    Python type and whether it may be NULL)."""
+    wrong = {
+        cls.__name__: (fields, _api.COLUMNS[source])
+        for cls, source in RECORDS.items()
+        if (fields := tuple(f.name for f in dataclasses.fields(cls))) != _api.COLUMNS[source]
+    }
+    assert wrong == {}
+
+
+def test_the_claim_override_sends_the_claimed_job_columns() -> None:
+    sent = [c for c in _api.COLUMNS["claim"] if c != "heartbeat_timeout"]  # sent in seconds
+    assert list(calls.CLAIM_COLUMNS) == [*sent, "unholdable"]
+    assert calls.CLAIM.count(" FROM pgq.claim(") == 1
+
+
+def test_privileges_name_functions_of_the_manifest() -> None:
+    signatures = {f["signature"] for f in MANIFEST["functions"].values()}
+    assert set(dashboard_calls.PRIVILEGE_FUNCTIONS.values()) <= signatures
+    assert dashboard_calls.PRIVILEGE_FUNCTIONS["read_jobs"] == "pgq.job(bigint)"
+
+
+def test_needs_come_from_the_grants() -> None:
+    assert _api.NEEDS["requeue"] == ("pgq_admin (or the owner)", "GRANT pgq_admin TO {role}")
+    assert _api.NEEDS["job"] == ("pgq_reader (or pgq_admin)", "GRANT pgq_reader TO {role}")
+    assert _api.NEEDS["register_worker"] == ("pgq_worker", "GRANT pgq_worker TO {role}")
+    assert _api.NEEDS["configure"][0] == "the rights of the schema owner"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pgq_thin"
 ALLOWED = {"calls.py", "admin_calls.py", "dashboard_calls.py", "_statements.py", "_api.py",
-           "migrate.py"}  # fmt: skip
+           "_sql_runner.py", "migrate.py"}  # fmt: skip
 SQL = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|LISTEN|UNLISTEN|NOTIFY|CREATE|DROP|ALTER|TRUNCATE|"
     r"COPY|GRANT|REVOKE|BEGIN|COMMIT|ROLLBACK|WITH\s+\w+\s+AS)\s",
