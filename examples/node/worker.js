@@ -4,20 +4,25 @@
 //
 // Connection: PGQ_DSN (a postgresql:// URL) or libpq's PGHOST, PGPORT, PGUSER, PGDATABASE...
 // PGQ_WORKER_ID (a uuid; default random), PGQ_BATCH (jobs per claim, default 4),
-// PGQ_POLL_MS (longest idle wait, default 5000).
-// SIGTERM/SIGINT: finish the job in hand, give back the claimed jobs not started, exit 0;
-// a second signal exits at once (the heartbeats stop, the leases expire, others take over).
+// PGQ_POLL_MS (longest idle wait, default 5000), PGQ_GRACE_MS (see below; default: no limit).
+// SIGTERM/SIGINT: finish the job in hand (within PGQ_GRACE_MS, else it is cut off and reported
+// interrupted), give back the claimed jobs not started, exit 0; a second signal exits at once
+// (the heartbeats stop, the leases expire, others take over).
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import * as SQL from './sql.js';
 
-// Demo handlers, chosen by entrypoint. A handler gets the payload and an AbortSignal (aborted
-// when the job was lost or canceled); what it returns is stored as the job's result, what it
-// throws fails the attempt (SQL decides about the retry).
+// Demo handlers, chosen by entrypoint. A handler gets the payload, an AbortSignal (aborted
+// when the job was lost, canceled or cut off) and the job; what it returns is stored as the
+// job's result, what it throws fails the attempt (SQL decides about the retry).
 const handlers = {
   echo: async (payload) => payload,
   fail: async (payload) => { throw new Error(`demo failure: ${JSON.stringify(payload)}`); },
+  flaky: async (payload, signal, job) => {  // {"fails": N}: fails its first N attempts
+    if (job.attempt <= (payload?.fails ?? 1)) throw new Error(`flaky failure: attempt ${job.attempt}`);
+    return 'recovered';
+  },
   sleep: async (payload, signal) => {
     await sleep(payload?.ms ?? 1000, null, { signal });
     return 'slept';
@@ -28,6 +33,7 @@ const workerId = process.env.PGQ_WORKER_ID || randomUUID();
 const entrypoints = process.argv.length > 2 ? process.argv.slice(2) : Object.keys(handlers);
 const batchSize = Number(process.env.PGQ_BATCH || 4);
 const pollMs = Number(process.env.PGQ_POLL_MS || 5000);
+const graceMs = process.env.PGQ_GRACE_MS ? Number(process.env.PGQ_GRACE_MS) : null;
 const unknown = entrypoints.filter((e) => !(e in handlers));
 if (unknown.length) throw new Error(`no handler for ${unknown}; known: ${Object.keys(handlers)}`);
 const log = (event, job) => console.log(job
@@ -57,6 +63,9 @@ for (const signal of ['SIGTERM', 'SIGINT']) {
     if (stopping) process.exit(1);  // the second signal
     stopping = true;
     log('stopping');
+    if (graceMs !== null) {  // then the job in hand is cut off: reported interrupted
+      setTimeout(() => { for (const job of held.values()) job.stop.abort('shutdown'); }, graceMs).unref();
+    }
     wake();
   });
 }
@@ -89,12 +98,14 @@ async function runJob(job) {
   const { signal } = job.stop;
   let outcome, details;
   try {
-    const result = await handlers[job.entrypoint](job.payload, signal);
+    const result = await handlers[job.entrypoint](job.payload, signal, job);
     [outcome, details] = ['successful', { result: result ?? null }];
   } catch (err) {
     [outcome, details] = signal.reason === 'cancel_requested'
       ? ['canceled', { error: 'canceled' }]
-      : ['failed', { error: err.name, message: err.message, traceback: err.stack }];
+      : signal.reason === 'shutdown'
+        ? ['interrupted', { error: 'WorkerShutdown', message: `cut off after ${graceMs} ms` }]
+        : ['failed', { error: err.name, message: err.message, traceback: err.stack }];
   }
   held.delete(job.id);
   const { rows: [decided] } = await db.query(SQL.COMPLETE,

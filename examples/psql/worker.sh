@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
 # A pgq-thin worker in bash + psql: claim, heartbeat, complete, release on SIGTERM, poll.
 #
-#   examples/psql/worker.sh [ENTRYPOINT ...]     (default: echo fail sleep)
+#   examples/psql/worker.sh [ENTRYPOINT ...]     (default: echo fail flaky sleep)
 #
 # Connection: PGQ_DSN (any libpq connection string) or libpq's PGHOST, PGPORT, PGDATABASE...
 # PGQ_WORKER_ID (a uuid; default random), PGQ_BATCH (jobs per claim, default 1),
-# PGQ_POLL_S (longest idle wait in seconds, default 5).
-# SIGTERM/SIGINT: finish the job in hand, give back the claimed jobs not started, exit 0.
+# PGQ_POLL_S (longest idle wait in seconds, default 5), PGQ_GRACE_S (see below; default: none).
+# SIGTERM/SIGINT: finish the job in hand (within PGQ_GRACE_S, else it is cut off and reported
+# interrupted), give back the claimed jobs not started, exit 0. A job canceled or lost while it
+# runs has its handler stopped (a canceled one is reported canceled).
 set -uo pipefail
 
-# Demo handlers, chosen by entrypoint: the payload (JSON text) in $1; print the result as JSON
-# (or nothing) and return 0, or print a message on stderr and return non-zero to fail.
+# Demo handlers, chosen by entrypoint: the payload (JSON text) in $1, the attempt in $2; print
+# the result as JSON (or nothing) and return 0, or print a message on stderr and return non-zero
+# to fail.
 handle_echo() { printf '%s' "$1"; }
 handle_fail() { echo "demo failure: $1" >&2; return 3; }
+handle_flaky() {  # {"fails": N}: fails its first N attempts
+    local fails=1
+    [[ $1 =~ \"fails\":\ *([0-9]+) ]] && fails=${BASH_REMATCH[1]}
+    (($2 > fails)) || { echo "flaky failure: attempt $2" >&2; return 3; }
+    echo '"recovered"'
+}
 handle_sleep() {  # {"ms": N}
     local ms=1000
     [[ $1 =~ \"ms\":\ *([0-9]+) ]] && ms=${BASH_REMATCH[1]}
@@ -22,7 +31,8 @@ handle_sleep() {  # {"ms": N}
 WORKER_ID=${PGQ_WORKER_ID:-$(cat /proc/sys/kernel/random/uuid)}
 BATCH=${PGQ_BATCH:-1}
 POLL_S=${PGQ_POLL_S:-5}
-(($#)) && ENTRYPOINTS=("$@") || ENTRYPOINTS=(echo fail sleep)
+GRACE_S=${PGQ_GRACE_S:-}
+(($#)) && ENTRYPOINTS=("$@") || ENTRYPOINTS=(echo fail flaky sleep)
 for ep in "${ENTRYPOINTS[@]}"; do
     declare -F "handle_$ep" >/dev/null || { echo "no handler for $ep" >&2; exit 64; }
 done
@@ -55,6 +65,8 @@ sql_complete() {  # id lease outcome output error -> what SQL decided; nothing w
 SELECT status FROM pgq.complete(:'worker', ARRAY[:'id'::bigint], ARRAY[:'lease'::bigint],
     ARRAY[:'outcome'], jsonb_build_array(CASE :'outcome'
         WHEN 'successful' THEN jsonb_build_object('result', nullif(:'out', '')::jsonb)
+        WHEN 'canceled' THEN jsonb_build_object('error', 'canceled')
+        WHEN 'interrupted' THEN jsonb_build_object('error', 'WorkerShutdown', 'message', :'err')
         ELSE jsonb_build_object('error', 'HandlerFailed', 'message', :'err') END));
 SQL
 }
@@ -77,12 +89,38 @@ trap 'STOP=1; echo stopping' TERM INT
 log() { echo "$1 job=$2 entrypoint=$3 attempt=$4"; }
 
 # Heartbeats the jobs given (comma-separated ids and leases) every $3 seconds in the background,
-# while this shell lives; reports what is not "ok" (lost, cancel_requested) on stderr. (The
-# sleep holds no output open: it may outlive the loop by one pause.)
+# while this shell lives; reports what is not "ok" (lost, cancel_requested) on stderr, and for
+# the job in hand ($4) stops its handler ($5), noting a cancel in file $6. (The sleep holds no
+# output open: it may outlive the loop by one pause.)
 beat() {
     while sleep "$3" </dev/null &>/dev/null && kill -0 $$ 2>/dev/null; do
-        sql_heartbeat "$1" "$2" | grep -v $'\tok$' >&2
+        sql_heartbeat "$1" "$2" | while IFS=$'\t' read -r job state; do
+            [[ $state == ok ]] && continue
+            printf '%s\t%s\n' "$job" "$state" >&2
+            [[ $job == "$4" ]] || continue
+            [[ $state == cancel_requested ]] && echo canceled >"$6"
+            stop_handler "$5"
+        done
     done
+}
+stop_handler() { pkill -TERM -P "$1" 2>/dev/null; kill "$1" 2>/dev/null; }  # its children, then it
+
+# Waits for the handler ($1) and returns its status; a stop request (SIGTERM) ends the wait
+# early, and with PGQ_GRACE_S set the handler gets that long, then it is stopped and
+# "interrupted" noted in file $2.
+finish() {
+    local timer=
+    while :; do
+        wait "$1"
+        local rc=$?
+        kill -0 "$1" 2>/dev/null || break  # it ended (else the signal's trap ended the wait)
+        if ((STOP)) && [[ -n $GRACE_S && -z $timer ]]; then
+            (sleep "$GRACE_S"; echo interrupted >"$2"; stop_handler "$1") </dev/null &>/dev/null &
+            timer=$!
+        fi
+    done
+    [[ -n $timer ]] && kill "$timer" 2>/dev/null
+    return "$rc"
 }
 
 col() { local n=$1; shift; printf '%s\n' "$@" | cut -f"$n" | paste -sd,; }  # column n, comma-joined
@@ -104,15 +142,21 @@ while ((!STOP)); do
             done
             break
         fi
-        beat "$(col 1 "${jobs[@]:i}")" "$(col 2 "${jobs[@]:i}")" "$cadence" &  # this job, the rest
+        errfile=$(mktemp) outfile=$(mktemp) stopfile=$(mktemp)
+        "handle_$ep" "$payload" "$attempt" >"$outfile" 2>"$errfile" &
+        handler=$!
+        beat "$(col 1 "${jobs[@]:i}")" "$(col 2 "${jobs[@]:i}")" "$cadence" "$id" "$handler" \
+            "$stopfile" &  # this job, the rest
         beater=$!
         log started "$id" "$ep" "$attempt"
-        errfile=$(mktemp)
-        out=$("handle_$ep" "$payload" 2>"$errfile") && outcome=successful || outcome=failed
+        finish "$handler" "$stopfile" && outcome=successful || outcome=failed
+        [[ -s $stopfile ]] && outcome=$(<"$stopfile")  # canceled or interrupted
         kill "$beater" 2>/dev/null
         wait "$beater" 2>/dev/null
-        status=$(sql_complete "$id" "$lease" "$outcome" "$out" "$(<"$errfile")") || status=unwritten
-        rm -f "$errfile"  # unwritten: an error (on stderr); the lease runs out, the job runs again
+        status=$(sql_complete "$id" "$lease" "$outcome" "$(<"$outfile")" "$(<"$errfile")") ||
+            status=unwritten
+        rm -f "$errfile" "$outfile" "$stopfile"  # unwritten: an error (on stderr); the lease runs
+        # out, the job runs again
         log "${status:-refused}" "$id" "$ep" "$attempt"  # refused: the lease was not ours any more
     done
     if ((${#jobs[@]} == 0 && !STOP)); then
