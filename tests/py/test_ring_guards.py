@@ -26,6 +26,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from helpers.server import REPO
 from helpers.wait import wait_for
 from test_plans import explain_every_path, nodes
 
@@ -435,3 +436,29 @@ def test_an_old_lease_of_the_same_worker_is_refused(pgq_dsn: str, call: str) -> 
         assert conn.execute(call, (w, [jid], [old])).fetchall() == []
         row = conn.execute("SELECT status, lease FROM pgq.jobs WHERE id = %s", (jid,)).fetchone()
         assert row == ("running", new)
+
+
+# --- Lock order, as written ----------------------------------------------------------------------
+
+
+def test_every_waiting_lock_of_several_rows_is_taken_in_a_set_order() -> None:
+    """A locking read that waits (no SKIP LOCKED) and may lock several rows (its statement
+    finds them with = ANY or unnest) says ORDER BY just before FOR UPDATE, so two calls lock
+    shared rows in the same order and never deadlock. Today's plans often lock in id order
+    without it (an index scan for id = ANY sorts the ids), so only the text shows a missing
+    ORDER BY (mutants complete_lock_order, release_lock_order)."""
+    lock = re.compile(r"FOR (?:NO KEY )?UPDATE(?! SKIP LOCKED)(?! OF \w+ SKIP LOCKED)(?!\w)")
+    missing = []
+    for path in sorted((REPO / "sql" / "functions").glob("*.sql")):
+        code = "\n".join(line.split("--", 1)[0] for line in path.read_text().splitlines())
+        for statement in code.split(";"):
+            flat = " ".join(statement.split())
+            for found in lock.finditer(flat):
+                if "= ANY (" not in flat and "unnest(" not in flat:
+                    continue
+                before = flat[: found.start()]
+                tail = before[before.rfind("ORDER BY") :] if "ORDER BY" in before else ""
+                # ORDER BY ... directly before the lock (a LIMIT between them is fine).
+                if not tail or any(w in tail for w in (" WHERE ", " FROM ", " JOIN ")):
+                    missing.append(f"{path.name}: ...{before[-80:]} {found.group()}")
+    assert not missing, "\n".join(missing)
