@@ -9,16 +9,22 @@ each in its own module:
 * ``_claimer``: the claim loop (claim ahead, idle wait, wake-ups), releasing unstarted jobs;
 * ``_attempts``: one attempt per claimed job, with an explicit phase and stop reason; async
   handlers run on the event loop, sync handlers on a thread pool of ``threads`` threads;
+* ``_outcomes``: how an attempt ends (``Ending``) and its words: the ``outcome`` reported to
+  ``pgq.complete``, SQL's ``status``, the ``log_outcome`` of logs, metrics and spans;
 * ``_results``: finished attempts buffered and written with one ``pgq.complete``, by the next
   claim in the same round trip or by the flush loop;
 * ``_heartbeat``: one ``pgq.heartbeat`` for every owned job per interval;
-* ``_loops`` and ``_maintenance``: waiting, surviving errors, pruning, pgq.maintain;
-* ``_worker``: the facade (settings, registration, run-once steps, read-only views);
+* ``_loops``: what every loop shares (waiting, the errors it survives, the periodic loop, the
+  tasks of a run's loops); ``_maintenance``: pruning, pgq.maintain, the rollup;
+* ``_presence``: the worker in the registry (``pgq.workers``);
+* ``_worker``: the facade (settings, registration, lifecycle); ``_steps``: its run-once steps;
+  ``_view``: its read-only views;
 * ``_run``: one run's context (session, thread pool, listener, events), made in ``open()``;
 * ``_supervisor``: restarts, signals; ``_settings`` and ``_registry``: configuration;
 * ``_telemetry``: what a run tells the outside about each job (log lines with structured
-  fields, metrics, trace spans); ``_metrics``: the worker's own Prometheus registry and its
-  HTTP endpoint (imported only with ``metrics_port``).
+  fields, metrics, trace spans; the worker's logger is ``pgq_thin.logs.worker_log``);
+  ``_metrics``: the worker's own Prometheus registry and its HTTP endpoint (imported only
+  with ``metrics_port``).
 
 Every worker runs the scheduler loop too (``run_schedules``): it fires every due schedule in
 the database, its own and those added from SQL or the CLI.

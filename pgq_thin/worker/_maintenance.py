@@ -6,13 +6,17 @@ counted, who is gone) are made by the SQL functions."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Coroutine
 from datetime import datetime, timedelta
+from typing import Any
 
 from pgq_thin import admin_calls, calls
+from pgq_thin.connection import aconnect, short_id
 from pgq_thin.records import Rollup
-from pgq_thin.worker._loops import Call
-from pgq_thin.worker._settings import WorkerStats
+from pgq_thin.worker._loops import Call, every
+from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 
 Log = logging.Logger | logging.LoggerAdapter  # type: ignore[type-arg]
 
@@ -73,3 +77,50 @@ async def rollup_once(call: Call, logger: Log = log) -> Rollup:
     if pruned:
         logger.info("pgq-thin removed %d workers gone from the registry", pruned)
     return await call(lambda conn: admin_calls.arun(conn, admin_calls.rollup_metrics()))
+
+
+class Maintenance:
+    """The maintenance steps of one run, on its session (the rollup on a connection of its
+    own), and the periodic loops the settings ask for."""
+
+    def __init__(
+        self, settings: WorkerSettings, stats: WorkerStats, call: Call, dsn: str, logger: Log
+    ) -> None:
+        self._settings = settings
+        self._stats = stats
+        self._call = call
+        self._dsn = dsn
+        self._log = logger
+
+    async def prune_once(self, at: datetime | None = None) -> int:
+        return await prune_once(self._call, self._settings.history_retention, at, self._log)
+
+    async def maintain_once(self) -> calls.Row:
+        return await maintain_once(self._call, self._stats, self._log)
+
+    async def rollup_once(self) -> Rollup:
+        """On a connection of its own, opened for the step: a rollup can take a second at
+        high job rates, and on the session it would hold up the claims for that long."""
+        name = f"pgq-thin worker {short_id(self._settings.worker_id)} rollup"
+        async with await aconnect(self._dsn, application_name=name) as conn:
+            return await rollup_once(lambda fn: fn(conn), self._log)
+
+    def loops(self, stopping: asyncio.Event) -> dict[str, Coroutine[Any, Any, None]]:
+        """The loops to run until ``stopping``, by task name: pruning (with
+        ``history_retention``), the rollup (``rollup_interval``), pgq.maintain
+        (``maintain_interval``)."""
+        settings, log = self._settings, self._log
+        loops: dict[str, Coroutine[Any, Any, None]] = {}
+        if settings.history_retention is not None:
+            loops["pgq-thin-maintenance"] = every(
+                settings.maintenance_interval, self.prune_once, stopping, "pruning", log
+            )
+        if settings.rollup_interval is not None:
+            loops["pgq-thin-rollup"] = every(
+                settings.rollup_interval, self.rollup_once, stopping, "rollup", log
+            )
+        if settings.maintain_interval is not None:
+            loops["pgq-thin-maintain"] = every(
+                settings.maintain_interval, self.maintain_once, stopping, "maintain", log
+            )
+        return loops

@@ -1,10 +1,11 @@
 """One run of a worker: everything made in ``open()`` and dropped in ``close()``, together.
 
 :class:`Run` holds the session, the thread pool, the listener, the events and the parts that
-use them (attempts, results, claimer, heartbeat, scheduler). Nothing in it is optional or reset:
-a new run is a new object. It wires the parts to each other (a finished attempt frees a slot
-and wakes the claimer; a written result ends its attempt; a notification wakes the part it
-concerns) and runs the background loops beside the claim loop, whose failure ends the run.
+use them (attempts, results, claimer, heartbeat, scheduler, maintenance). Nothing in it is
+optional or reset: a new run is a new object. It wires the parts to each other (a finished
+attempt frees a slot and wakes the claimer; a written result ends its attempt; a notification
+wakes the part it concerns), runs the background loops beside the claim loop (as
+``_loops.LoopTasks``: a failed loop ends the run) and shuts down gracefully.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pgq_thin import calls
-from pgq_thin.connection import AsyncSession, aconnect, short_id
+from pgq_thin.connection import AsyncSession, short_id
 from pgq_thin.dsn import resolve_dsn
 from pgq_thin.errors import SetupError
 from pgq_thin.listener import (
@@ -30,11 +31,12 @@ from pgq_thin.listener import (
     SchedulesChanged,
 )
 from pgq_thin.scheduler import Scheduler
-from pgq_thin.worker import _maintenance, _presence
+from pgq_thin.worker import _presence
 from pgq_thin.worker._attempts import Attempts
 from pgq_thin.worker._claimer import Claimer
 from pgq_thin.worker._heartbeat import Heartbeat
-from pgq_thin.worker._loops import LOOP_ERRORS, every, one_line
+from pgq_thin.worker._loops import LOOP_ERRORS, LoopTasks, one_line
+from pgq_thin.worker._maintenance import Maintenance
 from pgq_thin.worker._outcomes import Ending
 from pgq_thin.worker._registry import Registry
 from pgq_thin.worker._results import ResultBuffer
@@ -42,7 +44,7 @@ from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._telemetry import Telemetry
 
 if TYPE_CHECKING:
-    from pgq_thin.records import Rollup
+    pass
 
 T = TypeVar("T")
 
@@ -108,8 +110,8 @@ class Run:
             ping_timeout=settings.ping_timeout,
             application_name=f"pgq-thin listener {short_id(settings.worker_id)}",
         )
-        self.tasks: list[asyncio.Task[None]] = []
-        self._failure: BaseException | None = None
+        self.maintenance = Maintenance(settings, stats, self.call, dsn, self.log)
+        self.loops = LoopTasks(self.claimer.kick, self.log)
         session.on_reconnect = self._after_reconnect
 
     @classmethod
@@ -142,7 +144,7 @@ class Run:
         self._start_background()
         settings = self.settings
         try:
-            await self.claimer.loop(until_empty, self._raise_failure, self._announce)
+            await self.claimer.loop(until_empty, self.loops.raise_failure, self._announce)
         except SetupError:
             raise  # nothing can be written either: no graceful shutdown
         except Exception:
@@ -175,84 +177,23 @@ class Run:
         )
 
     def _start_background(self) -> None:
-        settings = self.settings
-        self._start("pgq-thin-flush", self.results.loop())
-        self._start("pgq-thin-heartbeat", self.heartbeat.loop())
+        settings, start = self.settings, self.loops.start
+        start("pgq-thin-flush", self.results.loop())
+        start("pgq-thin-heartbeat", self.heartbeat.loop())
         if settings.listen:
-            self._start("pgq-thin-listener", self.listener.run())
+            start("pgq-thin-listener", self.listener.run())
         if settings.run_schedules or self._registry.schedules:
             # Every due schedule in the database, not only this worker's own (run_schedules
             # off: only registers its own schedules, fires none).
             fire = settings.run_schedules
-            self._start(
+            start(
                 SCHEDULER_TASK,
                 self.scheduler.run(self.call, self.schedule_wake, self.stopping, fire=fire),
             )
-        if settings.history_retention is not None:
-            self._start(
-                "pgq-thin-maintenance",
-                every(
-                    settings.maintenance_interval,
-                    self.prune_once,
-                    self.stopping,
-                    "pruning",
-                    self.log,
-                ),
-            )
-        if settings.rollup_interval is not None:
-            rollup = every(
-                settings.rollup_interval, self.rollup_once, self.stopping, "rollup", self.log
-            )
-            self._start("pgq-thin-rollup", rollup)
-        if settings.maintain_interval is not None:
-            self._start(
-                "pgq-thin-maintain",
-                every(
-                    settings.maintain_interval,
-                    self.maintain_once,
-                    self.stopping,
-                    "maintain",
-                    self.log,
-                ),
-            )
-
-    def _start(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(coro, name=name)
-        task.add_done_callback(self._task_done)
-        self.tasks.append(task)
-
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        """A background loop runs until cancelled or stopped; one that ended with an error
-        fails the run (the claim loop raises it), so the supervisor can restart the worker."""
-        if task.cancelled() or task.exception() is None:
-            return
-        if self._failure is None:
-            self._failure = task.exception()
-            if not isinstance(self._failure, SetupError):  # said once, where it is raised
-                self.log.error("pgq-thin %s loop failed: %r", task.get_name(), self._failure)
-        self.claimer.kick()
-
-    def _raise_failure(self) -> None:
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise failure
+        for name, loop in self.maintenance.loops(self.stopping).items():
+            start(name, loop)
 
     # --- run-once steps -----------------------------------------------------------------------
-
-    async def prune_once(self, at: datetime | None = None) -> int:
-        return await _maintenance.prune_once(
-            self.call, self.settings.history_retention, at, self.log
-        )
-
-    async def maintain_once(self) -> calls.Row:
-        return await _maintenance.maintain_once(self.call, self.stats, self.log)
-
-    async def rollup_once(self) -> Rollup:
-        """On a connection of its own, opened for the step: a rollup can take a second at
-        high job rates, and on the session it would hold up the claims for that long."""
-        name = f"pgq-thin worker {short_id(self.settings.worker_id)} rollup"
-        async with await aconnect(self._dsn, application_name=name) as conn:
-            return await _maintenance.rollup_once(lambda fn: fn(conn), self.log)
 
     async def schedule_once(self, at: datetime | None = None) -> list[calls.Row]:
         scheduler = self.scheduler
@@ -307,7 +248,7 @@ class Run:
     async def _stop_scheduler(self) -> None:
         """Let the scheduler loop end between two fires, so no tick is left claimed (a tick
         left claimed would wait for its fire_timeout before another scheduler takes it)."""
-        task = next((t for t in self.tasks if t.get_name() == SCHEDULER_TASK), None)
+        task = self.loops.named(SCHEDULER_TASK)
         if task is None or task.done():
             return
         self.schedule_wake.set()
@@ -319,7 +260,7 @@ class Run:
     async def close(self) -> None:
         """Stop the loops and handlers, close the connection and the thread pool. Results not
         yet written are lost here: :meth:`shutdown` first to finish cleanly."""
-        tasks = self.tasks + self.attempts.tasks()
+        tasks = self.loops.tasks + self.attempts.tasks()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

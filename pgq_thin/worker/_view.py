@@ -62,7 +62,8 @@ class WorkerView:
         run = self._run
         if run is None or not self.settings.run_schedules:
             return False
-        return any(t.get_name() == SCHEDULER_TASK and not t.done() for t in run.tasks)
+        task = run.loops.named(SCHEDULER_TASK)
+        return task is not None and not task.done()
 
     @property
     def metrics_address(self) -> tuple[str, int] | None:
