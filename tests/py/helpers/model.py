@@ -54,8 +54,9 @@ INTERRUPTED_CANCELED_RESTORES_ATTEMPT = True
 # lease), its error list in history.
 REPLAY_ANSWERS_FROM_FINISHED_JOB = True
 # "lease and worker_id of the attempt that finished it": a release that ends a job canceled
-# records that attempt's lease and worker.
-RELEASE_HISTORY_HAS_LEASE = True
+# finished no attempt (it never started), so history records no lease, worker or start time
+# (docs/sql-api.md, pgq.release).
+RELEASE_HISTORY_HAS_LEASE = False
 T_EPS = timedelta(microseconds=2)
 
 
@@ -713,18 +714,19 @@ class Runner:
                         "complete-replay",
                         f"job {i}: repeated complete answered {r[1:4]}, first answer {fr}",
                     )
-                if fr["status"] == "retry" and j.status in ("scheduled", "queued"):
-                    # "a retry's run_at as stored" (a requeue since may have stored another)
-                    # retry_in_s: seconds from this call's at (a due time already past: 0 or less)
-                    in_s = (j.run_at - at).total_seconds()  # type: ignore[operator]
+                if fr["status"] == "retry":
+                    # "answers what was decided the first time": the retry's run_at as stored
+                    # with its decision (a requeue or a later retry since does not change it);
+                    # retry_in_s: seconds from this call's at (a due time already past: 0)
+                    in_s = (fr["run_at"] - at).total_seconds()
                     if (
-                        r[4] != j.run_at
+                        r[4] != fr["run_at"]
                         or r[5] is None
                         or min(abs(r[5] - in_s), abs(r[5] - max(in_s, 0))) > 1e-5
                     ):
                         self.fail(
                             "complete-replay",
-                            f"job {i}: repeated retry answered run_at {r[4]} / {r[5]}, stored {j.run_at} (first answer {fr})",
+                            f"job {i}: repeated retry answered run_at {r[4]} / {r[5]} (first answer {fr})",
                         )
                 continue
             exp_ids.append(i)
@@ -1228,6 +1230,15 @@ class Runner:
             self.fail(
                 "history",
                 f"job {i}: history lease/worker {lease}/{worker}, model {j.hist_lease}/{j.hist_worker} (finished by {j.hist_by})",
+            )
+        if (
+            j.hist_by == "release"
+            and not RELEASE_HISTORY_HAS_LEASE
+            and (lease, worker) != (None, None)
+        ):
+            self.fail(
+                "history",
+                f"job {i}: a release records no lease or worker, history has {lease}/{worker}",
             )
         if j.details_known:
             if j.hist_by == "sweep":
