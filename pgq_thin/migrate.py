@@ -9,7 +9,8 @@ transaction, it is used for one transaction of ours, and it is handed back open 
 number of processes may install at the same time): refuse a ``pgq`` schema that is not ours
 (SkyTools PgQ uses that name too), create schema ``pgq`` with our marker comment if it is
 missing, then Alembic ``upgrade`` on that same connection, which applies the packaged SQL
-migration files verbatim and records the revision in ``pgq.alembic_version``.
+migration files verbatim and records the revision in ``pgq.alembic_version``. How a target
+becomes a connection, and how Alembic runs on it, is :mod:`pgq_thin._migrate_runner`.
 
 A schema is ours when its comment starts with ``pgq-thin``. An empty unmarked ``pgq`` schema
 (for example one a DBA created ahead of the install) is adopted; a non-empty unmarked one is
@@ -20,23 +21,18 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, NoReturn, TypeAlias, cast
+from typing import NoReturn
 
 import psycopg
 import sqlalchemy
 import sqlalchemy.exc
-from alembic.config import Config
-from alembic.runtime.environment import EnvironmentContext
-from alembic.runtime.migration import MigrationContext, RevisionStep
 from alembic.util import CommandError
-from psycopg.pq import TransactionStatus
-from sqlalchemy.pool import StaticPool
 
 from pgq_thin import __version__, sqlfiles
+from pgq_thin._migrate_runner import APPLICATION_NAME as APPLICATION_NAME  # its home before
+from pgq_thin._migrate_runner import Target, alembic_upgrade
+from pgq_thin._migrate_runner import connection as _connection
 from pgq_thin.errors import ForeignSchemaError, MigrationError
 from pgq_thin.migrations import SqlScriptDirectory
 
@@ -56,8 +52,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Target: TypeAlias = "str | psycopg.Connection[Any]"
-
 SCHEMA = "pgq"
 ROLES = ("pgq_producer", "pgq_worker", "pgq_reader", "pgq_admin")
 MARKER = "pgq-thin"
@@ -66,11 +60,6 @@ LOCK_KEY = 0x7067712D7468696E  # the bytes of "pgq-thin" as one bigint
 #: that can connect can take an advisory lock, so the wait is bounded and a timeout names the
 #: sessions holding it.
 LOCK_TIMEOUT = 120.0
-#: The ``application_name`` of the connections migrate opens from a DSN.
-APPLICATION_NAME = "pgq-thin migrate"
-
-_MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-
 # --- Every SQL statement this module runs itself. ---------------------------------------------
 # The queue's own SQL lives in sql/; these few statements only guard and bootstrap the schema.
 
@@ -182,7 +171,7 @@ def upgrade(
         if state is not _SchemaState.OURS:
             conn.exec_driver_sql(_COMMENT_SCHEMA)
         try:
-            _alembic_upgrade(conn, revision)
+            alembic_upgrade(conn, revision)
         except CommandError as err:  # e.g. an unknown revision
             raise MigrationError(f"cannot upgrade to {revision!r}: {err}") from err
         installed = _current_version(conn)
@@ -345,87 +334,3 @@ def _current_version(conn: sqlalchemy.Connection) -> str | None:
     if len(versions) > 1:
         raise MigrationError(f"pgq.alembic_version holds several revisions: {versions}")
     return str(versions[0]) if versions else None
-
-
-def _alembic_upgrade(conn: sqlalchemy.Connection, revision: str) -> None:
-    """``alembic upgrade <revision>`` on ``conn``, with revisions made from the SQL files."""
-    config = _alembic_config()
-    config.attributes["connection"] = conn
-    script = SqlScriptDirectory.packaged()
-
-    def steps(current: Any, context: MigrationContext) -> list[RevisionStep]:
-        return script._upgrade_revs(revision, current)
-
-    with EnvironmentContext(config, script, fn=steps, destination_rev=revision):
-        script.run_env()
-
-
-def _alembic_config() -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(_MIGRATIONS_DIR))
-    config.set_main_option("path_separator", "os")
-    return config
-
-
-@contextmanager
-def _connection(target: Target) -> Iterator[sqlalchemy.Connection]:
-    """A SQLAlchemy connection over ``target``; database errors surface as psycopg errors."""
-    if isinstance(target, str):
-        # named like every connection of the client; a name in the DSN or PGAPPNAME wins
-        owned = psycopg.connect(
-            target, autocommit=True, fallback_application_name=APPLICATION_NAME
-        )
-        try:
-            with _borrowed(owned) as conn:
-                yield conn
-        finally:
-            owned.close()
-    elif isinstance(target, psycopg.Connection):
-        with _borrowed(target) as conn:
-            yield conn
-    else:
-        raise TypeError(
-            f"expected a DSN string or a psycopg Connection, got {type(target).__name__}"
-        )
-
-
-@contextmanager
-def _borrowed(raw: psycopg.Connection[Any]) -> Iterator[sqlalchemy.Connection]:
-    """Wrap an open psycopg connection for SQLAlchemy without ever closing or resetting it."""
-    if raw.closed:
-        raise MigrationError("the connection given to pgq_thin.migrate is closed")
-    if raw.info.transaction_status != TransactionStatus.IDLE:
-        raise MigrationError(
-            "the connection given to pgq_thin.migrate is inside a transaction; "
-            "commit or roll back first (migrations run in a transaction of their own)"
-        )
-    autocommit = raw.autocommit
-    raw.autocommit = False  # SQLAlchemy's transaction must be a real one
-    engine = sqlalchemy.create_engine(
-        "postgresql+psycopg://",
-        creator=lambda: cast(Any, raw),
-        poolclass=StaticPool,
-        pool_reset_on_return=None,
-    )
-    try:
-        with engine.connect() as conn:
-            yield conn
-    except sqlalchemy.exc.DBAPIError as err:
-        if isinstance(err.orig, psycopg.Error):
-            raise err.orig from None
-        raise
-    finally:
-        _forget_notice_logger(raw)
-        if not raw.closed and raw.info.transaction_status == TransactionStatus.IDLE:
-            raw.autocommit = autocommit
-
-
-def _forget_notice_logger(raw: psycopg.Connection[Any]) -> None:
-    """Remove the notice handler SQLAlchemy's psycopg dialect adds to every new connection,
-    so a borrowed connection does not collect one more with every call."""
-    from sqlalchemy.dialects.postgresql import psycopg as dialect_module
-
-    handler = getattr(dialect_module, "_log_notices", None)
-    if handler is not None:
-        with suppress(ValueError):
-            raw.remove_notice_handler(handler)

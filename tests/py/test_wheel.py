@@ -44,6 +44,7 @@ def test_wheel_contents(wheel: Path) -> None:
     expected = {
         "pgq_thin/py.typed",
         "pgq_thin/migrate.py",
+        "pgq_thin/_migrate_runner.py",
         "pgq_thin/migrations/env.py",
         *(f"pgq_thin/_sql/migrations/{m.name}" for m in sqlfiles.migrations()),
         *(f"pgq_thin/_sql/functions/{p.name}" for p in sqlfiles.function_files()),
