@@ -10,6 +10,7 @@ the manifest's tables."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -200,7 +201,7 @@ SELECTABLE: dict[str, tuple[str, ...]] = {
 }
 
 
-def cancel(*, ids: Sequence[int], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def cancel(*, ids: Sequence[int | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.cancel(bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
     Cancels jobs: queued ones go to history as canceled, running ones are flagged and their
     worker notified. Returns the ids affected.
@@ -208,7 +209,7 @@ def cancel(*, ids: Sequence[int], at: datetime | timedelta | None = None) -> Cal
     return FUNCTIONS["cancel"].call(ids=ids, at=at)
 
 
-def claim(*, worker_id: UUID, entrypoints: Sequence[str], batch_size: int | None = None, at: datetime | timedelta | None = None, request_id: UUID | None = None) -> Call[list[Row]]:
+def claim(*, worker_id: UUID, entrypoints: Sequence[str | None], batch_size: int | None = None, at: datetime | timedelta | None = None, request_id: UUID | None = None) -> Call[list[Row]]:
     """``pgq.claim(uuid,text[],integer,timestamp with time zone,uuid)``, ``RETURNS SETOF pgq.claimed_job``.
     Claims up to batch_size runnable jobs: priority desc, then ready order (stale jobs are
     swept and queued again first). SKIP LOCKED; respects concurrency limits; each claim gets
@@ -233,7 +234,7 @@ def compact_jobs(*, max_rows: int | None = None, max_bytes: int | None = None, l
     return FUNCTIONS["compact_jobs"].call(max_rows=max_rows, max_bytes=max_bytes, lock_wait=lock_wait, at=at)
 
 
-def complete(*, worker_id: UUID, ids: Sequence[int], leases: Sequence[int], outcomes: Sequence[str], details: Any | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def complete(*, worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], outcomes: Sequence[str | None], details: Any | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.complete(uuid,bigint[],bigint[],text[],jsonb,timestamp with time zone)``, ``RETURNS TABLE(id bigint, status text, attempt integer, max_attempts integer, run_at timestamp with time zone, retry_in_s double precision)``.
     Ends attempts owned under these leases with what the worker observed (successful,
     failed, interrupted, canceled); answers per job what SQL decided: status successful,
@@ -252,7 +253,7 @@ def configure(*, entrypoint: str, concurrency_limit: int | None = None, max_atte
     return FUNCTIONS["configure"].call(entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset)
 
 
-def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None) -> Call[list[Row]]:
+def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None) -> Call[list[Row]]:
     """``pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)``, ``RETURNS bigint``.
     Bulk delete of history rows matching entrypoint, statuses (failed by default), finish
     time and error text, up to max_jobs per call; returns how many.
@@ -260,7 +261,7 @@ def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str] | N
     return FUNCTIONS["delete_history"].call(entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, max_jobs=max_jobs)
 
 
-def delete_jobs(*, ids: Sequence[int]) -> Call[list[Row]]:
+def delete_jobs(*, ids: Sequence[int | None]) -> Call[list[Row]]:
     """``pgq.delete_jobs(bigint[])``, ``RETURNS TABLE(id bigint)``.
     Deletes finished jobs (history rows) by id, skipping live jobs, unknown ids and rows
     locked right now; returns the ids deleted.
@@ -276,7 +277,7 @@ def enqueue(*, entrypoint: str, payload: Any | None = None, priority: int | None
     return FUNCTIONS["enqueue"].call(entrypoint=entrypoint, payload=payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key, headers=headers, on_conflict=on_conflict, delay=delay)
 
 
-def enqueue_many(*, entrypoints: Sequence[str], payloads: Any | None = None, priorities: Sequence[int] | None = None, run_ats: Sequence[datetime | timedelta] | None = None, dedupe_keys: Sequence[str] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta] | None = None) -> Call[list[Row]]:
+def enqueue_many(*, entrypoints: Sequence[str | None], payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None) -> Call[list[Row]]:
     """``pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[])``, ``RETURNS TABLE(id bigint)``.
     Adds many jobs in one statement; returns their ids in input order. payloads and headers
     are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays
@@ -285,7 +286,7 @@ def enqueue_many(*, entrypoints: Sequence[str], payloads: Any | None = None, pri
     return FUNCTIONS["enqueue_many"].call(entrypoints=entrypoints, payloads=payloads, priorities=priorities, run_ats=run_ats, dedupe_keys=dedupe_keys, headers=headers, on_conflict=on_conflict, delays=delays)
 
 
-def entrypoint_config(*, entrypoints: Sequence[str] | None = None) -> Call[list[Row]]:
+def entrypoint_config(*, entrypoints: Sequence[str | None] | None = None) -> Call[list[Row]]:
     """``pgq.entrypoint_config(text[])``, ``RETURNS SETOF pgq.entrypoints``.
     The stored policy rows of entrypoints (NULL: all), by entrypoint; names never configured
     or enqueued are left out.
@@ -301,7 +302,7 @@ def find_by_dedupe_key(*, dedupe_key: str, max_rows: int | None = None) -> Call[
     return FUNCTIONS["find_by_dedupe_key"].call(dedupe_key=dedupe_key, max_rows=max_rows)
 
 
-def find_history(*, entrypoint: str | None = None, statuses: Sequence[str] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, after: str | None = None, page_size: int | None = None) -> Call[list[Row]]:
+def find_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, after: str | None = None, page_size: int | None = None) -> Call[list[Row]]:
     """``pgq.find_history(text,text[],timestamp with time zone,timestamp with time zone,text,text,integer)``, ``RETURNS SETOF pgq.job_listing``.
     Finished jobs (failed by default) by entrypoint, finish time and error text, newest
     first, keyset-paged through the cursor column.
@@ -326,7 +327,7 @@ def fire_schedule_now(*, name: str, at: datetime | timedelta | None = None) -> C
     return FUNCTIONS["fire_schedule_now"].call(name=name, at=at)
 
 
-def heartbeat(*, worker_id: UUID, ids: Sequence[int], leases: Sequence[int], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def heartbeat(*, worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.heartbeat(uuid,bigint[],bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint, state text)``.
     Refreshes the heartbeat of jobs this lease still owns; one row per id: ok,
     cancel_requested or lost.
@@ -334,7 +335,7 @@ def heartbeat(*, worker_id: UUID, ids: Sequence[int], leases: Sequence[int], at:
     return FUNCTIONS["heartbeat"].call(worker_id=worker_id, ids=ids, leases=leases, at=at)
 
 
-def history_summary(*, entrypoints: Sequence[str] | None = None, since_id: int | None = None) -> Call[list[Row]]:
+def history_summary(*, entrypoints: Sequence[str | None] | None = None, since_id: int | None = None) -> Call[list[Row]]:
     """``pgq.history_summary(text[],bigint)``, ``RETURNS TABLE(entrypoint text, status text, jobs bigint, max_attempt integer, avg_latency_s double precision)``.
     Finished jobs per entrypoint and status: count, most attempts, mean enqueue-to-finish
     seconds (ids >= since_id).
@@ -350,7 +351,7 @@ def job(*, id: int) -> Call[list[Row]]:
     return FUNCTIONS["job"].call(id=id)
 
 
-def job_results(*, ids: Sequence[int]) -> Call[list[Row]]:
+def job_results(*, ids: Sequence[int | None]) -> Call[list[Row]]:
     """``pgq.job_results(bigint[])``, ``RETURNS TABLE(id bigint, status text, finished boolean, result jsonb, error jsonb, attempt integer, finished_at timestamp with time zone)``.
     Status and result of jobs by id, for producers waiting on them: one row per id (unknown
     when absent); result of successful jobs, error details of failed or canceled ones; no
@@ -375,7 +376,7 @@ def maintain(*, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     return FUNCTIONS["maintain"].call(at=at)
 
 
-def metrics(*, entrypoints: Sequence[str] | None = None, percentile_window: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def metrics(*, entrypoints: Sequence[str | None] | None = None, percentile_window: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.metrics(text[],interval,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, paused boolean, queued bigint, due bigint, delayed bigint, running bigint, stale bigint, lag_s double precision, successful_1m bigint, failed_1m bigint, canceled_1m bigint, successful_5m bigint, failed_5m bigint, canceled_5m bigint, successful_15m bigint, failed_15m bigint, canceled_15m bigint, throughput_1m double precision, throughput_5m double precision, throughput_15m double precision, wait_p50_s double precision, wait_p95_s double precision, wait_p99_s double precision, run_p50_s double precision, run_p95_s double precision, run_p99_s double precision, successful_total bigint, failed_total bigint, canceled_total bigint, rollup_caught_up boolean)``.
     Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each),
     running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second
@@ -385,7 +386,7 @@ def metrics(*, entrypoints: Sequence[str] | None = None, percentile_window: time
     return FUNCTIONS["metrics"].call(entrypoints=entrypoints, percentile_window=percentile_window, at=at)
 
 
-def next_run_at(*, entrypoints: Sequence[str], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def next_run_at(*, entrypoints: Sequence[str | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.next_run_at(text[],timestamp with time zone)``, ``RETURNS timestamp with time zone``.
     Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how
     long an idle worker may sleep.
@@ -401,7 +402,7 @@ def next_schedule_at() -> Call[list[Row]]:
     return FUNCTIONS["next_schedule_at"].call()
 
 
-def pause(*, entrypoints: Sequence[str], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def pause(*, entrypoints: Sequence[str | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.pause(text[],timestamp with time zone)``, ``RETURNS SETOF pgq.entrypoints``.
     Pauses entrypoints for every worker (no queued job or stale re-claim starts) without
     touching their policy; enqueueing goes on. Returns the policy rows.
@@ -433,7 +434,7 @@ def prune_workers(*, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     return FUNCTIONS["prune_workers"].call(at=at)
 
 
-def register_worker(*, worker_id: UUID, entrypoints: Sequence[str] | None = None, host: str | None = None, pid: int | None = None, application_name: str | None = None, version: str | None = None, metadata: Any | None = None, timeout: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def register_worker(*, worker_id: UUID, entrypoints: Sequence[str | None] | None = None, host: str | None = None, pid: int | None = None, application_name: str | None = None, version: str | None = None, metadata: Any | None = None, timeout: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.register_worker(uuid,text[],text,integer,text,text,jsonb,interval,timestamp with time zone)``, ``RETURNS TABLE(started_at timestamp with time zone, last_seen_at timestamp with time zone, gone_after interval, heartbeat_interval interval)``.
     Announces a worker in the registry (pgq.workers); idempotent, keeps started_at.
     pgq.heartbeat keeps it fresh; returns started_at, last_seen_at, gone_after (the timeout)
@@ -442,7 +443,7 @@ def register_worker(*, worker_id: UUID, entrypoints: Sequence[str] | None = None
     return FUNCTIONS["register_worker"].call(worker_id=worker_id, entrypoints=entrypoints, host=host, pid=pid, application_name=application_name, version=version, metadata=metadata, timeout=timeout, at=at)
 
 
-def release(*, worker_id: UUID, ids: Sequence[int], leases: Sequence[int], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def release(*, worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.release(uuid,bigint[],bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint, status text)``.
     Returns claimed, never-started jobs to the queue without counting an attempt (a job
     whose cancel was requested ends canceled); returns id and status per job.
@@ -458,7 +459,7 @@ def release_schedule(*, worker_id: UUID, name: str, lease: int, error: str | Non
     return FUNCTIONS["release_schedule"].call(worker_id=worker_id, name=name, lease=lease, error=error, retry_after=retry_after, at=at)
 
 
-def requeue(*, ids: Sequence[int], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def requeue(*, ids: Sequence[int | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.requeue(bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
     Puts failed (dead) or canceled jobs from history back in the queue with attempt 0;
     returns the ids requeued.
@@ -466,7 +467,7 @@ def requeue(*, ids: Sequence[int], at: datetime | timedelta | None = None) -> Ca
     return FUNCTIONS["requeue"].call(ids=ids, at=at)
 
 
-def requeue_history(*, entrypoint: str | None = None, statuses: Sequence[str] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def requeue_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
     Bulk requeue of failed (or canceled) jobs matching entrypoint, finish time and error
     text, up to max_jobs per call, skipping jobs whose dedupe key is held; returns the ids
@@ -475,7 +476,7 @@ def requeue_history(*, entrypoint: str | None = None, statuses: Sequence[str] | 
     return FUNCTIONS["requeue_history"].call(entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, max_jobs=max_jobs, at=at)
 
 
-def resume(*, entrypoints: Sequence[str]) -> Call[list[Row]]:
+def resume(*, entrypoints: Sequence[str | None]) -> Call[list[Row]]:
     """``pgq.resume(text[])``, ``RETURNS SETOF pgq.entrypoints``.
     Resumes paused entrypoints with their policy as configured, and wakes idle workers;
     returns the policy rows of the known ones.
@@ -512,3 +513,255 @@ def unschedule(*, name: str) -> Call[list[Row]]:
     Removes a schedule; returns true if it existed.
     """
     return FUNCTIONS["unschedule"].call(name=name)
+
+
+# --- records: a frozen dataclass per kind of row (gen_api.RECORDS)
+
+
+@dataclass(frozen=True)
+class EntrypointStats:
+    """One row of view ``pgq.queue_stats``: Per entrypoint: queued, due, running, stale
+    (heartbeat older than its timeout), age of the oldest queued job, its policy, and
+    whether it is paused."""
+
+    entrypoint: str
+    queued: int
+    due: int
+    running: int
+    stale: int
+    oldest_queued_age: timedelta | None
+    concurrency_limit: int | None
+    max_attempts: int
+    heartbeat_timeout: timedelta
+    paused: bool
+
+
+@dataclass(frozen=True)
+class FailedJob:
+    """One row of view ``pgq.failed_jobs``: Dead jobs: attempts used up. pgq.requeue(ids)
+    puts them back in the queue."""
+
+    id: int
+    entrypoint: str
+    attempt: int
+    payload: Any
+    headers: dict[str, Any] | None
+    priority: int
+    dedupe_key: str | None
+    enqueued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime
+    worker_id: UUID | None
+    details: Any
+    errors: list[Any]
+
+
+@dataclass(frozen=True)
+class HistorySummary:
+    """One row of ``pgq.history_summary()``: Finished jobs per entrypoint and status: count,
+    most attempts, mean enqueue-to-finish seconds (ids >= since_id)."""
+
+    entrypoint: str
+    status: str
+    jobs: int
+    max_attempt: int
+    avg_latency_s: float
+
+
+@dataclass(frozen=True)
+class EntrypointConfig:
+    """One row of ``pgq.entrypoint_config()``: The stored policy rows of entrypoints (NULL:
+    all), by entrypoint; names never configured or enqueued are left out."""
+
+    entrypoint: str
+    concurrency_limit: int | None
+    max_attempts: int
+    backoff_base: timedelta
+    backoff_max: timedelta
+    heartbeat_timeout: timedelta
+    updated_at: datetime
+    paused_at: datetime | None
+    paused_by: str | None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One row of table ``pgq.schedules``: Cron schedules: one row each. pgq.claim_schedules
+    / pgq.fire_schedule turn due rows into jobs."""
+
+    name: str
+    entrypoint: str
+    cron: str
+    timezone: str
+    payload: Any
+    headers: dict[str, Any] | None
+    priority: int
+    catch_up: str
+    misfire_grace: timedelta
+    fire_timeout: timedelta
+    next_run_at: datetime
+    last_run_at: datetime | None
+    last_job_id: int | None
+    state: str
+    worker_id: UUID | None
+    lease: int | None
+    heartbeat_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    retry_at: datetime | None
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class EntrypointMetrics:
+    """One row of ``pgq.metrics()``: Per entrypoint: paused, queued/due/delayed (due and
+    delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15
+    min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window;
+    totals. Advances the rollup first (bounded)."""
+
+    entrypoint: str
+    paused: bool
+    queued: int
+    due: int
+    delayed: int
+    running: int
+    stale: int
+    lag_s: float
+    successful_1m: int
+    failed_1m: int
+    canceled_1m: int
+    successful_5m: int
+    failed_5m: int
+    canceled_5m: int
+    successful_15m: int
+    failed_15m: int
+    canceled_15m: int
+    throughput_1m: float
+    throughput_5m: float
+    throughput_15m: float
+    wait_p50_s: float | None
+    wait_p95_s: float | None
+    wait_p99_s: float | None
+    run_p50_s: float | None
+    run_p95_s: float | None
+    run_p99_s: float | None
+    successful_total: int
+    failed_total: int
+    canceled_total: int
+    rollup_caught_up: bool
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """One row of view ``pgq.worker_status``: Per worker: state (active; gone when silent
+    past its timeout; unregistered: holds jobs but never registered), what it announced,
+    last seen, silent_s, and the running jobs it holds (running, stale, job_ids)."""
+
+    worker_id: UUID
+    state: str
+    host: str | None
+    pid: int | None
+    application_name: str | None
+    entrypoints: list[str] | None
+    version: str | None
+    metadata: Any
+    client_addr: Any
+    started_at: datetime | None
+    last_seen_at: datetime | None
+    silent_s: float | None
+    timeout: timedelta | None
+    running: int
+    stale: int
+    job_ids: list[int]
+
+
+@dataclass(frozen=True)
+class WorkerRegistration:
+    """One row of ``pgq.register_worker()``: Announces a worker in the registry
+    (pgq.workers); idempotent, keeps started_at. pgq.heartbeat keeps it fresh; returns
+    started_at, last_seen_at, gone_after (the timeout) and heartbeat_interval (timeout / 3)."""
+
+    started_at: datetime
+    last_seen_at: datetime
+    gone_after: timedelta
+    heartbeat_interval: timedelta
+
+
+@dataclass(frozen=True)
+class Rollup:
+    """One row of ``pgq.rollup_metrics()``: Counts newly finished jobs (history rows in
+    transaction order, exactly once) into 10-second metric buckets and totals; at most about
+    max_rows per call; never waits for another caller. Returns rolled, caught_up, busy."""
+
+    rolled: int
+    caught_up: bool
+    busy: bool
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One row of ``pgq.job()``: One job by id, live or finished: status, attempts, payload,
+    timings (wait_s, run_s), worker, errors of every attempt, details, result, the schedule
+    tick that fired it."""
+
+    id: int
+    entrypoint: str
+    status: str
+    priority: int
+    attempt: int
+    max_attempts: int
+    payload: Any
+    headers: dict[str, Any] | None
+    dedupe_key: str | None
+    enqueued_at: datetime
+    run_at: datetime | None
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+    wait_s: float | None
+    run_s: float | None
+    worker_id: UUID | None
+    cancel_requested: bool | None
+    result: Any
+    details: Any
+    errors: list[Any] | None
+    schedule: str | None
+    schedule_due_at: datetime | None
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """One row of ``pgq.job_results()``: Status and result of jobs by id, for producers
+    waiting on them: one row per id (unknown when absent); result of successful jobs, error
+    details of failed or canceled ones; no payload."""
+
+    id: int
+    status: str
+    finished: bool
+    result: Any
+    error: Any
+    attempt: int | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class JobListing:
+    """One row of ``pgq.list_jobs()``: One page of the jobs of an entrypoint in a state
+    (queued in claim order, scheduled by due time, running by id, finished newest first),
+    keyset-paged through the cursor column."""
+
+    id: int
+    entrypoint: str
+    status: str
+    priority: int
+    attempt: int
+    dedupe_key: str | None
+    enqueued_at: datetime
+    run_at: datetime | None
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+    worker_id: UUID | None
+    error: str | None
+    message: str | None
+    cursor: str

@@ -2,10 +2,10 @@
 
 This is the one path from the ``pgq`` views and functions to every screen: the ``pgq-thin``
 commands, dashboards, exporters and web pages read and act through it and keep no query of
-their own. Each method is one call of :mod:`pgq_thin.calls` (one statement, one ``pgq``
-function or view) and returns frozen records of :mod:`pgq_thin.records`, whose fields are the
-SQL columns. Every action is checked by the database against the caller's role: the API adds
-no rights of its own (a missing privilege raises
+their own. Each method is one call (one statement, one ``pgq`` function or view, built by
+:mod:`pgq_thin.admin_calls`) and returns frozen records of :mod:`pgq_thin.records`, whose
+fields are the SQL columns. Every action is checked by the database against the caller's
+role: the API adds no rights of its own (a missing privilege raises
 :class:`~pgq_thin.errors.PrivilegeMissing`, naming the role needed).
 
 It is kept apart from the producer (:class:`~pgq_thin.queue.Queue`), which application code
@@ -32,7 +32,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pgq_thin import admin_calls as ac
-from pgq_thin import calls
 from pgq_thin import dashboard_calls as dc
 from pgq_thin.admin_calls import Call, HistoryFilter, async_method, sync_method
 from pgq_thin.cron import CronSchedule
@@ -86,7 +85,7 @@ class Build:
     def stats() -> Call[list[EntrypointStats]]:
         """Per entrypoint: queued, due, running, stale, oldest queued age, its policy and
         whether it is paused (view ``pgq.queue_stats``, by entrypoint)."""
-        return Call(calls.QUEUE_STATS, (), ac.records(EntrypointStats))
+        return ac.stats()
 
     @staticmethod
     def metrics(
@@ -201,7 +200,7 @@ class Build:
     @staticmethod
     def failed(limit: int | None = 50) -> Call[list[FailedJob]]:
         """Dead jobs, newest first (view ``pgq.failed_jobs``); ``limit`` None: all."""
-        return Call(calls.FAILED_JOBS, (_limit(limit),), ac.records(FailedJob))
+        return ac.failed(_limit(limit))
 
     @staticmethod
     def history_summary(
@@ -209,19 +208,18 @@ class Build:
     ) -> Call[list[HistorySummary]]:
         """Finished jobs per entrypoint and final status, for jobs with ``id >= since_id``
         (``pgq.history_summary``); ``entrypoints`` None: every one."""
-        eps = None if entrypoints is None else list(entrypoints)
-        return Call(calls.HISTORY_SUMMARY, (eps, since_id), ac.records(HistorySummary))
+        return ac.history_summary(entrypoints, since_id)
 
     @staticmethod
     def requeue(ids: Sequence[int]) -> Call[list[int]]:
         """Put dead or canceled jobs back in the queue (attempt 0, due now); returns the ids
         requeued (unknown, successful or live ids are left out)."""
-        return Call(calls.REQUEUE, (list(ids),), ac.ints)
+        return ac.requeue(ids)
 
     @staticmethod
     def cancel(ids: Sequence[int]) -> Call[list[int]]:
         """Cancel jobs: queued ones at once, running ones are asked to stop. Ids affected."""
-        return Call(calls.CANCEL, (list(ids),), ac.ints)
+        return ac.cancel(ids)
 
     @staticmethod
     def configure(
@@ -236,21 +234,20 @@ class Build:
     ) -> Call[EntrypointConfig]:
         """Set an entrypoint's policy (``pgq.configure``: None leaves a setting as it is,
         ``reset`` first returns every setting to its default); returns the stored policy."""
-        args = calls.configure_args(
+        return ac.configure(
             entrypoint,
-            concurrency_limit,
-            max_attempts,
-            backoff_base,
-            backoff_max,
-            heartbeat_timeout,
-            reset,
+            concurrency_limit=concurrency_limit,
+            max_attempts=max_attempts,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            heartbeat_timeout=heartbeat_timeout,
+            reset=reset,
         )
-        return Call(calls.CONFIGURE, args, ac.first(EntrypointConfig))
 
     @staticmethod
     def schedules() -> Call[list[Schedule]]:
         """Every cron schedule, by name (table ``pgq.schedules``)."""
-        return Call(calls.SCHEDULES, (), ac.records(Schedule))
+        return ac.schedules()
 
     @staticmethod
     def add_schedule(
@@ -282,13 +279,12 @@ class Build:
             misfire_grace=misfire_grace,
             fire_timeout=fire_timeout,
         )
-        args = Scheduler.register_args(spec, datetime.now(UTC))
-        return Call(calls.SCHEDULE, args, ac.first(Schedule))
+        return Scheduler.register_call(spec, datetime.now(UTC)).then(ac.first(Schedule))
 
     @staticmethod
     def remove_schedule(name: str) -> Call[bool]:
         """Remove a schedule (``pgq.unschedule``); False when there was none of that name."""
-        return Call(calls.UNSCHEDULE, (name,), lambda rows: bool(ac.value(rows)))
+        return ac.unschedule(name)
 
     @staticmethod
     def fire_schedule_now(name: str) -> Call[int]:

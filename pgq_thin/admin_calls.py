@@ -23,11 +23,15 @@ from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.records import (
     EntrypointConfig,
     EntrypointMetrics,
+    EntrypointStats,
+    FailedJob,
+    HistorySummary,
     JobInfo,
     JobListing,
     JobPage,
     JobResult,
     Rollup,
+    Schedule,
     WorkerRegistration,
     WorkerStatus,
     from_row,
@@ -38,8 +42,11 @@ __all__ = ["Call", "HistoryFilter", "Row", "arun", "ints", "run", "value"]
 R = TypeVar("R")
 T = TypeVar("T")
 P = ParamSpec("P")
-# The one statement that reads a view (views have no builder in _api).
+# The statements that read a view (views have no builder in _api), in the order shown.
 WORKERS = "SELECT * FROM pgq.worker_status ORDER BY started_at NULLS LAST, worker_id"
+QUEUE_STATS = "SELECT * FROM pgq.queue_stats ORDER BY entrypoint"
+FAILED_JOBS = "SELECT * FROM pgq.failed_jobs ORDER BY finished_at DESC, id DESC LIMIT %s"
+SCHEDULES = "SELECT * FROM pgq.schedules ORDER BY name"
 
 
 def records(cls: type[T]) -> Callable[[list[Row]], list[T]]:
@@ -101,6 +108,60 @@ def metrics(
 
 def workers() -> Call[list[WorkerStatus]]:
     return Call(WORKERS, (), records(WorkerStatus))
+
+
+def stats() -> Call[list[EntrypointStats]]:
+    return Call(QUEUE_STATS, (), records(EntrypointStats))
+
+
+def failed(limit: int | None) -> Call[list[FailedJob]]:
+    return Call(FAILED_JOBS, (limit,), records(FailedJob))
+
+
+def schedules() -> Call[list[Schedule]]:
+    return Call(SCHEDULES, (), records(Schedule))
+
+
+def history_summary(entrypoints: Sequence[str] | None, since_id: int) -> Call[list[HistorySummary]]:
+    call = _api.history_summary(entrypoints=entrypoints, since_id=since_id)
+    return call.then(records(HistorySummary))
+
+
+def cancel(ids: Sequence[int]) -> Call[list[int]]:
+    """Cancel jobs: queued ones at once, running ones are asked to stop. Ids affected."""
+    return _api.cancel(ids=ids).then(ints)
+
+
+def requeue(ids: Sequence[int]) -> Call[list[int]]:
+    return _api.requeue(ids=ids).then(ints)
+
+
+def configure(
+    entrypoint: str,
+    *,
+    concurrency_limit: int | None = None,
+    max_attempts: int | None = None,
+    backoff_base: timedelta | None = None,
+    backoff_max: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    reset: bool = False,
+) -> Call[EntrypointConfig]:
+    """``pgq.configure``, the one path of :meth:`Admin.configure <pgq_thin.admin.Admin>` and
+    :meth:`Queue.configure <pgq_thin.queue.Queue>`: None leaves a setting as it is."""
+    call = _api.configure(
+        entrypoint=entrypoint,
+        concurrency_limit=concurrency_limit,
+        max_attempts=max_attempts,
+        backoff_base=backoff_base,
+        backoff_max=backoff_max,
+        heartbeat_timeout=heartbeat_timeout,
+        reset=reset,
+    )
+    return call.then(first(EntrypointConfig))
+
+
+def unschedule(name: str) -> Call[bool]:
+    return _api.unschedule(name=name).then(lambda rows: bool(value(rows)))
 
 
 def pause(entrypoints: str | Sequence[str]) -> Call[list[EntrypointConfig]]:

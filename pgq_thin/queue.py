@@ -27,13 +27,15 @@ calls (no notification is sent when a job finishes, see docs/sql-api.md)::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pgq_thin import admin_calls, calls
-from pgq_thin.admin_calls import async_method, sync_method
+from pgq_thin import _api, admin_calls
+from pgq_thin._statements import Call, ints, value
+from pgq_thin.admin_calls import arun, async_method, run, sync_method
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.otel import in_use as otel_in_use
 from pgq_thin.otel import with_trace_context
@@ -60,18 +62,18 @@ def _one(
     dedupe_key: str | None,
     headers: dict[str, Any] | None,
     on_conflict: OnConflict,
-) -> tuple[Any, ...]:
+) -> Call[int]:
     due, delay = _split(run_at)
-    return calls.enqueue_args(
-        entrypoint,
-        encode_payload(payload),
-        priority,
-        due,
-        dedupe_key,
-        with_trace_context(headers),
-        on_conflict,
-        delay,
-    )
+    return _api.enqueue(
+        entrypoint=entrypoint,
+        payload=encode_payload(payload),
+        priority=priority,
+        run_at=due,
+        dedupe_key=dedupe_key,
+        headers=with_trace_context(headers),
+        on_conflict=on_conflict,
+        delay=delay,
+    ).then(lambda rows: int(value(rows)))
 
 
 def _many(
@@ -82,7 +84,7 @@ def _many(
     dedupe_keys: Sequence[str | None] | None,
     headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
     on_conflict: OnConflict,
-) -> tuple[Any, ...]:
+) -> Call[list[int]]:
     """One entrypoint/priority/run_at/headers value applies to every payload."""
     n = len(payloads)
     eps = [entrypoints] * n if isinstance(entrypoints, str) else list(entrypoints)
@@ -102,16 +104,41 @@ def _many(
         hdrs = None if shared is None else [shared] * n
     else:
         hdrs = [with_trace_context(h) for h in headers] if otel_in_use() else list(headers)
-    return calls.enqueue_many_args(
-        eps,
-        [encode_payload(p) for p in payloads],
-        prios,
-        whens,
-        None if dedupe_keys is None else list(dedupe_keys),
-        hdrs,
-        on_conflict,
-        delays,
+    return _api.enqueue_many(
+        entrypoints=eps,
+        payloads=[encode_payload(p) for p in payloads],
+        priorities=prios,
+        run_ats=whens,
+        dedupe_keys=dedupe_keys,
+        headers=hdrs,
+        on_conflict=on_conflict,
+        delays=delays,
+    ).then(ints)
+
+
+def configure_call(
+    entrypoint: str,
+    *,
+    concurrency_limit: int | None = None,
+    max_attempts: int | None = None,
+    backoff_base: timedelta | None = None,
+    backoff_max: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    reset: bool = False,
+) -> Call[dict[str, Any]]:
+    """Set an entrypoint's policy (stored in the database, shared by every worker); returns
+    the stored row as a dict. The call of :meth:`pgq_thin.admin.Admin.configure`, which
+    returns it typed (an operator action: it needs the schema owner's rights)."""
+    call = admin_calls.configure(
+        entrypoint,
+        concurrency_limit=concurrency_limit,
+        max_attempts=max_attempts,
+        backoff_base=backoff_base,
+        backoff_max=backoff_max,
+        heartbeat_timeout=heartbeat_timeout,
+        reset=reset,
     )
+    return call.then(dataclasses.asdict)
 
 
 #: Pauses between two looks at an unfinished job in :meth:`Queue.wait`: 10 ms doubling to 1 s.
@@ -158,9 +185,9 @@ class Queue(SyncHandle):
         already held by a live job raises :class:`~pgq_thin.errors.DedupeConflict`, or with
         ``on_conflict="existing"`` returns that job's id.
         """
-        args = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+        call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
         with self.using() as conn:
-            return calls.enqueue(conn, args)
+            return run(conn, call)
 
     def enqueue_many(
         self,
@@ -180,41 +207,13 @@ class Queue(SyncHandle):
         """
         if not payloads:
             return []
-        args = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+        call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
         with self.using() as conn:
-            return calls.enqueue_many(conn, args)
+            return run(conn, call)
 
-    def cancel(self, ids: Sequence[int]) -> list[int]:
-        """Cancel jobs: queued ones at once, running ones are asked to stop. Ids affected."""
-        with self.using() as conn:
-            return calls.cancel(conn, ids)
+    cancel = sync_method(admin_calls.cancel)
 
-    def configure(
-        self,
-        entrypoint: str,
-        *,
-        concurrency_limit: int | None = None,
-        max_attempts: int | None = None,
-        backoff_base: timedelta | None = None,
-        backoff_max: timedelta | None = None,
-        heartbeat_timeout: timedelta | None = None,
-        reset: bool = False,
-    ) -> dict[str, Any]:
-        """Set an entrypoint's policy (stored in the database, shared by every worker); returns
-        the stored row as a dict. :meth:`pgq_thin.admin.Admin.configure` is the same call with
-        a typed answer (an operator action: it needs the schema owner's rights)."""
-        args = calls.configure_args(
-            entrypoint,
-            concurrency_limit,
-            max_attempts,
-            backoff_base,
-            backoff_max,
-            heartbeat_timeout,
-            reset,
-        )
-        with self.using() as conn:
-            return calls.configure(conn, args)
-
+    configure = sync_method(configure_call)
     result = sync_method(result_call)
     results = sync_method(admin_calls.job_results)
 
@@ -249,9 +248,9 @@ class AsyncQueue(AsyncHandle):
         on_conflict: OnConflict = "raise",
     ) -> int:
         """As :meth:`Queue.enqueue`."""
-        args = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+        call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
         async with self.using() as conn:
-            return await calls.aenqueue(conn, args)
+            return await arun(conn, call)
 
     async def enqueue_many(
         self,
@@ -267,39 +266,13 @@ class AsyncQueue(AsyncHandle):
         """As :meth:`Queue.enqueue_many`."""
         if not payloads:
             return []
-        args = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+        call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
         async with self.using() as conn:
-            return await calls.aenqueue_many(conn, args)
+            return await arun(conn, call)
 
-    async def cancel(self, ids: Sequence[int]) -> list[int]:
-        """As :meth:`Queue.cancel`."""
-        async with self.using() as conn:
-            return await calls.acancel(conn, ids)
+    cancel = async_method(admin_calls.cancel)
 
-    async def configure(
-        self,
-        entrypoint: str,
-        *,
-        concurrency_limit: int | None = None,
-        max_attempts: int | None = None,
-        backoff_base: timedelta | None = None,
-        backoff_max: timedelta | None = None,
-        heartbeat_timeout: timedelta | None = None,
-        reset: bool = False,
-    ) -> dict[str, Any]:
-        """As :meth:`Queue.configure`."""
-        args = calls.configure_args(
-            entrypoint,
-            concurrency_limit,
-            max_attempts,
-            backoff_base,
-            backoff_max,
-            heartbeat_timeout,
-            reset,
-        )
-        async with self.using() as conn:
-            return await calls.aconfigure(conn, args)
-
+    configure = async_method(configure_call)
     result = async_method(result_call)
     results = async_method(admin_calls.job_results)
 

@@ -20,7 +20,9 @@ from typing import Any
 
 import psycopg
 
-from pgq_thin import calls
+from pgq_thin import _api, calls
+from pgq_thin._sql_runner import arun
+from pgq_thin._statements import Call, value
 from pgq_thin.connection import Backoff
 from pgq_thin.cron import CronSchedule
 from pgq_thin.errors import InvalidSchedule, PgqError, PrivilegeMissing, one_line
@@ -79,23 +81,23 @@ class Scheduler:
         expression or time zone changed (decided by ``pgq.schedule``)."""
         now = now or datetime.now(UTC)
         for spec in self.specs:
-            await calls.aschedule(conn, self.register_args(spec, now))
+            await arun(conn, self.register_call(spec, now))
 
     @staticmethod
-    def register_args(spec: ScheduleSpec, now: datetime) -> tuple[Any, ...]:
-        """Arguments of ``pgq.schedule`` for a spec, its first run computed after ``now``."""
-        return calls.schedule_args(
-            spec.name,
-            spec.entrypoint,
-            spec.cron.expression,
-            spec.cron.next_after(now),
-            spec.cron.timezone,
-            spec.payload,
-            spec.priority,
-            spec.headers,
-            spec.catch_up,
-            spec.misfire_grace,
-            spec.fire_timeout,
+    def register_call(spec: ScheduleSpec, now: datetime) -> Call[list[calls.Row]]:
+        """The ``pgq.schedule`` call of a spec, its first run computed after ``now``."""
+        return _api.schedule(
+            name=spec.name,
+            entrypoint=spec.entrypoint,
+            cron=spec.cron.expression,
+            next_run_at=spec.cron.next_after(now),
+            timezone=spec.cron.timezone,
+            payload=spec.payload,
+            priority=spec.priority,
+            headers=spec.headers,
+            catch_up=spec.catch_up,
+            misfire_grace=spec.misfire_grace,
+            fire_timeout=spec.fire_timeout,
         )
 
     def _cron(self, expression: str, timezone: str) -> CronSchedule:
@@ -116,7 +118,10 @@ class Scheduler:
         not caught here: the session reconnects and runs the step again."""
         results: list[calls.Row] = []
         while True:
-            claimed = await calls.aclaim_schedules(conn, self.worker_id, self.batch_size, at)
+            claim = _api.claim_schedules(
+                worker_id=self.worker_id, batch_size=self.batch_size, at=at
+            )
+            claimed = await arun(conn, claim)
             for row in claimed:
                 try:
                     result = await self._fire_one(conn, row, at)
@@ -128,28 +133,29 @@ class Scheduler:
                         row["name"],
                         one_line(err),
                     )
-                    state = await calls.arelease_schedule(
-                        conn, self.worker_id, row["name"], row["lease"], one_line(err)
+                    release = _api.release_schedule(
+                        worker_id=self.worker_id,
+                        name=row["name"],
+                        lease=row["lease"],
+                        error=one_line(err),
                     )
-                    result = {"state": state, "job_id": None}
+                    result = {"state": str(value(await arun(conn, release))), "job_id": None}
                 results.append({"name": row["name"], "due_at": row["due_at"], **result})
                 self.fired += result["state"] == "fired"
             if len(claimed) < self.batch_size:
                 return results
 
-    async def _fire_one(
-        self, conn: calls.AConn, row: calls.Row, at: datetime | None
-    ) -> calls.Row:
+    async def _fire_one(self, conn: calls.AConn, row: calls.Row, at: datetime | None) -> calls.Row:
         cron = self._cron(row["cron"], row["timezone"])
-        return await calls.afire_schedule(
-            conn,
-            self.worker_id,
-            row["name"],
-            row["lease"],
-            cron.next_after(row["due_at"]),
-            cron.next_after(row["db_now"]),
-            at,
+        fire = _api.fire_schedule(
+            worker_id=self.worker_id,
+            name=row["name"],
+            lease=row["lease"],
+            next_after_due=cron.next_after(row["due_at"]),
+            next_after_now=cron.next_after(row["db_now"]),
+            at=at,
         )
+        return (await arun(conn, fire))[0]
 
     async def seconds_until_due(self, conn: calls.AConn) -> float | None:
         """How long the scheduler may sleep (None: there are no schedules at all)."""

@@ -39,10 +39,70 @@ SCALARS = {
 }
 
 
+#: The records: each class, the SQL object whose rows it holds (a function's result or a
+#: readable relation), and its columns that are never NULL, the one thing the catalog cannot
+#: say (any other column is ``X | None``, so a column SQL gains is optional until listed here).
+RECORDS = {
+    "EntrypointStats": ("queue_stats", "entrypoint queued due running stale max_attempts"
+                        " heartbeat_timeout paused"),
+    "FailedJob": ("failed_jobs", "id entrypoint attempt priority enqueued_at finished_at errors"),
+    "HistorySummary": ("history_summary", "entrypoint status jobs max_attempt avg_latency_s"),
+    "EntrypointConfig": ("entrypoint_config", "entrypoint max_attempts backoff_base backoff_max"
+                         " heartbeat_timeout updated_at"),
+    "Schedule": ("schedules", "name entrypoint cron timezone priority catch_up misfire_grace"
+                 " fire_timeout next_run_at state created_at updated_at"),
+    "EntrypointMetrics": ("metrics", "entrypoint paused queued due delayed running stale lag_s"
+                          " successful_1m failed_1m canceled_1m successful_5m failed_5m"
+                          " canceled_5m successful_15m failed_15m canceled_15m throughput_1m"
+                          " throughput_5m throughput_15m successful_total failed_total"
+                          " canceled_total rollup_caught_up"),
+    "WorkerStatus": ("worker_status", "worker_id state running stale job_ids"),
+    "WorkerRegistration": ("register_worker", "started_at last_seen_at gone_after"
+                           " heartbeat_interval"),
+    "Rollup": ("rollup_metrics", "rolled caught_up busy"),
+    "JobInfo": ("job", "id entrypoint status priority attempt max_attempts enqueued_at"),
+    "JobResult": ("job_results", "id status finished"),
+    "JobListing": ("list_jobs", "id entrypoint status priority attempt enqueued_at cursor"),
+}  # fmt: skip
+#: The shape of the JSON columns a record types more narrowly than ``Any``, by column name.
+JSON_SHAPES = {"headers": "dict[str, Any]", "errors": "list[Any]"}
+
+
+def record_type(column: dict[str, str], not_null: set[str]) -> str:
+    """The type of a record's field for a result column (``Any`` may be None already)."""
+    sql = column["type"]
+    if sql.endswith("[]"):
+        t = f"list[{SCALARS.get(sql[:-2], 'Any')}]"
+    elif sql == "jsonb":
+        t = JSON_SHAPES.get(column["name"], "Any")
+    else:
+        t = SCALARS.get(sql, "Any")
+    return t if t == "Any" or column["name"] in not_null else f"{t} | None"
+
+
+def render_records(manifest: dict[str, Any]) -> list[str]:
+    out = []
+    for cls, (source, never_null) in RECORDS.items():
+        fn = manifest["functions"].get(source)
+        obj = fn or manifest["relations"][source]
+        columns = obj["columns"]
+        names = {c["name"] for c in columns}
+        if unknown := set(never_null.split()) - names:
+            raise ValueError(f"RECORDS[{cls!r}] names no column {sorted(unknown)} of {source}")
+        what = f"``pgq.{source}()``" if fn else f"{obj['kind']} ``pgq.{source}``"
+        out += ["", "", "@dataclass(frozen=True)", f"class {cls}:"]
+        doc = _wrap_comment(f"QQQOne row of {what}: {obj['comment'] or ''}", "    ")
+        out += [doc[0].replace("QQQ", '"""'), *doc[1:]]
+        out[-1] += '"""'
+        out.append("")
+        out += [f"    {c['name']}: {record_type(c, set(never_null.split()))}" for c in columns]
+    return out
+
+
 def python_type(sql_type: str) -> str:
     """The Python type a caller passes for an argument of ``sql_type``."""
-    if sql_type.endswith("[]"):
-        return f"Sequence[{python_type(sql_type[:-2])}]"
+    if sql_type.endswith("[]"):  # an element may be NULL (a timestamp is one, never "ago")
+        return f"Sequence[{SCALARS.get(sql_type[:-2], 'Any')} | None]"
     if sql_type == "timestamp with time zone":
         return "datetime | timedelta"  # a timedelta: that long before the server's now()
     return SCALARS.get(sql_type, "Any")
@@ -84,6 +144,7 @@ def render(manifest: dict[str, Any]) -> str:
         "from __future__ import annotations",
         "",
         "from collections.abc import Sequence",
+        "from dataclasses import dataclass",
         "from datetime import datetime, timedelta",
         "from decimal import Decimal",
         "from typing import Any",
@@ -155,6 +216,8 @@ def render(manifest: dict[str, Any]) -> str:
         out += ['    """' + f"``{f['signature']}``, ``RETURNS {f['returns']}``."]
         out += [*_wrap_comment(f["comment"], "    "), '    """']
         out.append(f'    return FUNCTIONS["{name}"].call({given})')
+    out += ["", "", "# --- records: a frozen dataclass per kind of row (gen_api.RECORDS)"]
+    out += render_records(manifest)
     return "\n".join(out) + "\n"
 
 

@@ -65,7 +65,7 @@ def prepare(conn: psycopg.Connection[Any], sql: str) -> None:
 
 def test_the_modules_hold_statements() -> None:
     names = {name.rpartition(".")[2] for name in STATEMENTS}
-    assert {"ENQUEUE", "CLAIM", "HEARTBEAT", "COMPLETE", "RELEASE", "WORKERS"} <= names
+    assert {"CLAIM", "COMPLETE", "NEXT_DUE_IN", "WORKERS", "QUEUE_STATS"} <= names
     assert {"metrics", "pause", "job", "find_history", "register_worker"} <= names
     assert set(_api.FUNCTIONS) == set(MANIFEST["functions"])
 
@@ -101,6 +101,33 @@ def test_the_claim_override_sends_the_claimed_job_columns() -> None:
     sent = [c for c in _api.COLUMNS["claim"] if c != "heartbeat_timeout"]  # sent in seconds
     assert list(calls.CLAIM_COLUMNS) == [*sent, "unholdable"]
     assert calls.CLAIM.count(" FROM pgq.claim(") == 1
+
+
+def test_the_complete_override_sends_columns_of_the_manifest() -> None:
+    """The complete override's declared columns are pgq.complete's, in its order (run_at left
+    out: the worker needs only retry_in_s), and the statement selects exactly them."""
+    assert list(calls.COMPLETE_COLUMNS) == [c for c in _api.COLUMNS["complete"] if c != "run_at"]
+    assert calls.COMPLETE.startswith(
+        f"SELECT {', '.join(calls.COMPLETE_COLUMNS)} FROM pgq.complete("
+    )
+    assert list(calls.decisions([(1, "retry", 2, 3, 0.5)])[1]) == ["retry", 2, 3, 0.5]
+
+
+def test_only_the_hot_path_is_hand_written() -> None:
+    """Every pgq function the statement modules name by hand is an override of the hot path,
+    or inside a statement that is not one function call (a server-clock delta, a view)."""
+    named = {
+        f"{name}: {fn}"
+        for name, sql in STATEMENTS.items()
+        if not name.startswith("pgq_thin._api.")
+        for fn in re.findall(r"(?<!')\bpgq\.(\w+)\(", sql)
+    }
+    assert named == {
+        "pgq_thin.calls.CLAIM: claim",
+        "pgq_thin.calls.COMPLETE: complete",
+        "pgq_thin.calls.NEXT_DUE_IN: next_run_at",
+        "pgq_thin.calls.NEXT_SCHEDULE_IN: next_schedule_at",
+    }
 
 
 def test_privileges_name_functions_of_the_manifest() -> None:

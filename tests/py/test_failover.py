@@ -26,6 +26,7 @@ from helpers.wait import await_for, wait_for
 
 from pgq_thin import calls, migrate
 from pgq_thin.admin import Admin
+from pgq_thin.admin_calls import arun, configure
 from pgq_thin.connection import AsyncSession, ServerReadOnly, aconnect, connect
 from pgq_thin.job import Job
 from pgq_thin.queue import Queue
@@ -99,7 +100,7 @@ async def test_a_read_only_answer_makes_the_session_reconnect(pgq_dsn: str) -> N
 
         async def write(conn: calls.AConn) -> None:
             answered.append(conn.info.backend_pid)
-            await calls.aconfigure(conn, ("failover.ro", None, None, None, None, None, None))
+            await arun(conn, configure("failover.ro"))
 
         await session.call(write)
         assert len(answered) == 2  # refused read-only on the first connection, then re-run
