@@ -2,8 +2,10 @@
 
 Each field is a column of the SQL object named in the class docstring, with the same name, so
 a number shown by the CLI, an exporter or a web page is that column and nothing computed in
-Python. A column the SQL gains later is ignored until a field is added here (old clients keep
-working against a newer schema).
+Python. The row records are generated from ``sql/api.json`` into :mod:`pgq_thin._api` (the
+Python type from the column's SQL type; ``| None`` unless ``RECORDS`` of scripts/gen_api.py
+lists the column as never NULL) and re-exported here. A column an older client does not know
+is ignored (old clients keep working against a newer schema).
 
 :func:`to_json` turns any record into JSON data (timestamps as ISO 8601 text, intervals as
 seconds, UUIDs as text) for ``--json`` output and web pages.
@@ -19,6 +21,20 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
+
+from pgq_thin import _api
+from pgq_thin._api import (
+    EntrypointMetrics,
+    EntrypointStats,
+    HistorySummary,
+    JobInfo,
+    JobListing,
+    JobResult,
+    Rollup,
+    Schedule,
+    WorkerRegistration,
+    WorkerStatus,
+)
 
 __all__ = [
     "EntrypointConfig",
@@ -68,43 +84,15 @@ def to_json(record: Any) -> Any:
     return record
 
 
-@dataclass(frozen=True)
-class EntrypointStats:
-    """One row of view ``pgq.queue_stats``: live jobs of an entrypoint, its policy, whether
-    it is paused."""
-
-    entrypoint: str
-    queued: int
-    due: int
-    running: int
-    stale: int
-    oldest_queued_age: timedelta | None
-    concurrency_limit: int | None
-    max_attempts: int
-    heartbeat_timeout: timedelta
-    paused: bool
+# The row records are generated from the manifest (``pgq_thin._api``, scripts/gen_api.py
+# RECORDS: types from the catalog, NOT NULL from its table); these two add derived properties.
 
 
-@dataclass(frozen=True)
-class FailedJob:
+class FailedJob(_api.FailedJob):
     """One row of view ``pgq.failed_jobs``: a dead job (attempts used up), newest first.
 
     ``details`` is what the last attempt reported; ``errors`` one entry per failed attempt.
     """
-
-    id: int
-    entrypoint: str
-    attempt: int
-    payload: Any
-    headers: dict[str, Any] | None
-    priority: int
-    dedupe_key: str | None
-    enqueued_at: datetime
-    started_at: datetime | None
-    finished_at: datetime
-    worker_id: uuid.UUID | None
-    details: Any
-    errors: list[Any]
 
     @property
     def error(self) -> str:
@@ -117,209 +105,13 @@ class FailedJob:
         return str(self.details.get("message", "")) if isinstance(self.details, dict) else ""
 
 
-@dataclass(frozen=True)
-class HistorySummary:
-    """One row of ``pgq.history_summary()``: finished jobs of one entrypoint and final status."""
-
-    entrypoint: str
-    status: str
-    jobs: int
-    max_attempt: int
-    avg_latency_s: float  # mean seconds from enqueue to finish
-
-
-@dataclass(frozen=True)
-class EntrypointConfig:
+class EntrypointConfig(_api.EntrypointConfig):
     """One row of table ``pgq.entrypoints`` (what ``pgq.configure``, ``pgq.pause`` and
-    ``pgq.resume`` return): the policy, and the pause."""
-
-    entrypoint: str
-    concurrency_limit: int | None
-    max_attempts: int
-    backoff_base: timedelta
-    backoff_max: timedelta
-    heartbeat_timeout: timedelta
-    updated_at: datetime
-    paused_at: datetime | None  # set by pgq.pause, cleared by pgq.resume
-    paused_by: str | None
+    ``pgq.resume`` return): the policy, and the pause (``paused_at``, set by ``pgq.pause``)."""
 
     @property
     def paused(self) -> bool:
         return self.paused_at is not None
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """One row of table ``pgq.schedules``: a cron schedule, its next and last run and state."""
-
-    name: str
-    entrypoint: str
-    cron: str
-    timezone: str
-    payload: Any
-    headers: dict[str, Any] | None
-    priority: int
-    catch_up: str
-    misfire_grace: timedelta
-    fire_timeout: timedelta
-    next_run_at: datetime
-    last_run_at: datetime | None
-    last_job_id: int | None
-    state: str
-    worker_id: uuid.UUID | None
-    lease: int | None
-    heartbeat_at: datetime | None
-    created_at: datetime
-    updated_at: datetime
-    retry_at: datetime | None  # set by pgq.release_schedule: not claimed again before
-    last_error: str | None  # why the last scheduler could not fire it (cleared by a fire)
-
-
-@dataclass(frozen=True)
-class EntrypointMetrics:
-    """One row of ``pgq.metrics()``: live jobs, lag, finished jobs per window, throughput, wait
-    and run time percentiles, and monotonic totals of one entrypoint (docs/sql-api.md)."""
-
-    entrypoint: str
-    paused: bool
-    queued: int
-    due: int
-    delayed: int
-    running: int
-    stale: int
-    lag_s: float
-    successful_1m: int
-    failed_1m: int
-    canceled_1m: int
-    successful_5m: int
-    failed_5m: int
-    canceled_5m: int
-    successful_15m: int
-    failed_15m: int
-    canceled_15m: int
-    throughput_1m: float
-    throughput_5m: float
-    throughput_15m: float
-    wait_p50_s: float | None
-    wait_p95_s: float | None
-    wait_p99_s: float | None
-    run_p50_s: float | None
-    run_p95_s: float | None
-    run_p99_s: float | None
-    successful_total: int
-    failed_total: int
-    canceled_total: int
-    rollup_caught_up: bool
-
-
-@dataclass(frozen=True)
-class WorkerStatus:
-    """One row of view ``pgq.worker_status``: a worker (``state`` active, gone or
-    unregistered), what it announced, how long it has been silent, the jobs it holds."""
-
-    worker_id: uuid.UUID
-    state: str
-    host: str | None
-    pid: int | None
-    application_name: str | None
-    entrypoints: list[str] | None
-    version: str | None
-    metadata: Any
-    client_addr: Any
-    started_at: datetime | None
-    last_seen_at: datetime | None
-    silent_s: float | None
-    timeout: timedelta | None
-    running: int
-    stale: int
-    job_ids: list[int]
-
-
-@dataclass(frozen=True)
-class WorkerRegistration:
-    """What ``pgq.register_worker`` answers: first registration, last seen, the silence after
-    which the worker shows as gone, and the longest pause allowed between heartbeats."""
-
-    started_at: datetime
-    last_seen_at: datetime
-    gone_after: timedelta
-    heartbeat_interval: timedelta
-
-
-@dataclass(frozen=True)
-class Rollup:
-    """What ``pgq.rollup_metrics`` answers: rows counted, whether it caught up, and whether
-    another caller was rolling up (then it did nothing)."""
-
-    rolled: int
-    caught_up: bool
-    busy: bool
-
-
-@dataclass(frozen=True)
-class JobInfo:
-    """What ``pgq.job(id)`` answers (type ``pgq.job_info``): one job, live or finished, with
-    its timings, ``result``, last ``details`` and every failed attempt in ``errors``."""
-
-    id: int
-    entrypoint: str
-    status: str
-    priority: int
-    attempt: int
-    max_attempts: int
-    payload: Any
-    headers: dict[str, Any] | None
-    dedupe_key: str | None
-    enqueued_at: datetime
-    run_at: datetime | None
-    started_at: datetime | None
-    heartbeat_at: datetime | None
-    finished_at: datetime | None
-    wait_s: float | None
-    run_s: float | None
-    worker_id: uuid.UUID | None
-    cancel_requested: bool | None
-    result: Any
-    details: Any
-    errors: list[Any] | None
-    schedule: str | None
-    schedule_due_at: datetime | None
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """One row of ``pgq.job_results``: where a job is (``unknown`` for an id not there),
-    whether it finished, what a successful handler returned, or the final error."""
-
-    id: int
-    status: str
-    finished: bool
-    result: Any
-    error: Any
-    attempt: int | None
-    finished_at: datetime | None
-
-
-@dataclass(frozen=True)
-class JobListing:
-    """One row of ``pgq.list_jobs`` or ``pgq.find_history`` (type ``pgq.job_listing``): a
-    job without its payload, the last failure's error and message, and its paging cursor."""
-
-    id: int
-    entrypoint: str
-    status: str
-    priority: int
-    attempt: int
-    dedupe_key: str | None
-    enqueued_at: datetime
-    run_at: datetime | None
-    started_at: datetime | None
-    heartbeat_at: datetime | None
-    finished_at: datetime | None
-    worker_id: uuid.UUID | None
-    error: str | None
-    message: str | None
-    cursor: str
 
 
 @dataclass(frozen=True)
@@ -364,4 +156,3 @@ class Privileges:
             for f in dataclasses.fields(self)
             if f.name != "read_jobs" and getattr(self, f.name)
         ]
-
