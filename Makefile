@@ -25,9 +25,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check pgq_thin tests benchmarks scripts
 	$(VENV)/bin/mypy --strict pgq_thin scripts
 
-# Rewrites the golden files from a fresh install (sql/schema.snapshot and
-# docs/examples/lifecycle.out) and the dashboard's screenshots (docs/images/*.png, taken by the
-# browser test): review the diff, then commit it.
+# Rewrites the golden files from a fresh install (sql/schema.snapshot, sql/api.json, the SQL API
+# manifest, and pgq_thin/_api.py, the statement builders and row records scripts/gen_api.py
+# generates from it; docs/examples/lifecycle.out) and the dashboard's screenshots
+# (docs/images/*.png, taken by the browser test): review the diff, then commit it.
 golden: $(STAMP)
 	PGQ_UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/py/test_golden.py tests/py/test_web_browser.py $(PYTEST_ARGS)
 

@@ -1,10 +1,11 @@
 """The public SQL API of schema pgq as Python. GENERATED from sql/api.json by
 scripts/gen_api.py (``make golden``): do not edit.
 
-One keyword-only builder per ``pgq`` function returns a :class:`Call` (run it with
-``pgq_thin._statements.run`` or ``arun``); an argument left out (or None) takes its SQL
-default. :data:`FUNCTIONS`, :data:`COLUMNS`, :data:`NEEDS` and :data:`SIGNATURES` are
-the manifest's tables."""
+One typed builder per ``pgq`` function returns a :class:`Call` (run it with
+``pgq_thin._sql_runner.run`` or ``arun``); an argument left out (or None) takes its SQL
+default, and only those without a default may be given by position. :data:`FUNCTIONS`,
+:data:`COLUMNS`, :data:`NEEDS` and :data:`SIGNATURES` are the manifest's tables; the
+records at the end are its result rows (``pgq_thin.records`` re-exports them)."""
 
 # ruff: noqa: E501, F401
 from __future__ import annotations
@@ -201,7 +202,7 @@ SELECTABLE: dict[str, tuple[str, ...]] = {
 }
 
 
-def cancel(*, ids: Sequence[int | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def cancel(ids: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.cancel(bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
     Cancels jobs: queued ones go to history as canceled, running ones are flagged and their
     worker notified. Returns the ids affected.
@@ -209,7 +210,7 @@ def cancel(*, ids: Sequence[int | None], at: datetime | timedelta | None = None)
     return FUNCTIONS["cancel"].call(ids=ids, at=at)
 
 
-def claim(*, worker_id: UUID, entrypoints: Sequence[str | None], batch_size: int | None = None, at: datetime | timedelta | None = None, request_id: UUID | None = None) -> Call[list[Row]]:
+def claim(worker_id: UUID, entrypoints: Sequence[str | None], *, batch_size: int | None = None, at: datetime | timedelta | None = None, request_id: UUID | None = None) -> Call[list[Row]]:
     """``pgq.claim(uuid,text[],integer,timestamp with time zone,uuid)``, ``RETURNS SETOF pgq.claimed_job``.
     Claims up to batch_size runnable jobs: priority desc, then ready order (stale jobs are
     swept and queued again first). SKIP LOCKED; respects concurrency limits; each claim gets
@@ -218,7 +219,7 @@ def claim(*, worker_id: UUID, entrypoints: Sequence[str | None], batch_size: int
     return FUNCTIONS["claim"].call(worker_id=worker_id, entrypoints=entrypoints, batch_size=batch_size, at=at, request_id=request_id)
 
 
-def claim_schedules(*, worker_id: UUID, batch_size: int | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def claim_schedules(worker_id: UUID, *, batch_size: int | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.claim_schedules(uuid,integer,timestamp with time zone)``, ``RETURNS TABLE(name text, lease bigint, entrypoint text, cron text, timezone text, due_at timestamp with time zone, db_now timestamp with time zone)``.
     Claims due schedules (or ones whose claimer went silent) with a lease; returns cron,
     time zone, due time and the database clock.
@@ -234,7 +235,7 @@ def compact_jobs(*, max_rows: int | None = None, max_bytes: int | None = None, l
     return FUNCTIONS["compact_jobs"].call(max_rows=max_rows, max_bytes=max_bytes, lock_wait=lock_wait, at=at)
 
 
-def complete(*, worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], outcomes: Sequence[str | None], details: Any | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def complete(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], outcomes: Sequence[str | None], *, details: Any | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.complete(uuid,bigint[],bigint[],text[],jsonb,timestamp with time zone)``, ``RETURNS TABLE(id bigint, status text, attempt integer, max_attempts integer, run_at timestamp with time zone, retry_in_s double precision)``.
     Ends attempts owned under these leases with what the worker observed (successful,
     failed, interrupted, canceled); answers per job what SQL decided: status successful,
@@ -244,7 +245,7 @@ def complete(*, worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int
     return FUNCTIONS["complete"].call(worker_id=worker_id, ids=ids, leases=leases, outcomes=outcomes, details=details, at=at)
 
 
-def configure(*, entrypoint: str, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None) -> Call[list[Row]]:
+def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None) -> Call[list[Row]]:
     """``pgq.configure(text,integer,integer,interval,interval,interval,boolean)``, ``RETURNS pgq.entrypoints``.
     Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses),
     max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting
@@ -261,7 +262,7 @@ def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str | No
     return FUNCTIONS["delete_history"].call(entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, max_jobs=max_jobs)
 
 
-def delete_jobs(*, ids: Sequence[int | None]) -> Call[list[Row]]:
+def delete_jobs(ids: Sequence[int | None]) -> Call[list[Row]]:
     """``pgq.delete_jobs(bigint[])``, ``RETURNS TABLE(id bigint)``.
     Deletes finished jobs (history rows) by id, skipping live jobs, unknown ids and rows
     locked right now; returns the ids deleted.
@@ -269,7 +270,7 @@ def delete_jobs(*, ids: Sequence[int | None]) -> Call[list[Row]]:
     return FUNCTIONS["delete_jobs"].call(ids=ids)
 
 
-def enqueue(*, entrypoint: str, payload: Any | None = None, priority: int | None = None, run_at: datetime | timedelta | None = None, dedupe_key: str | None = None, headers: Any | None = None, on_conflict: str | None = None, delay: timedelta | None = None) -> Call[list[Row]]:
+def enqueue(entrypoint: str, *, payload: Any | None = None, priority: int | None = None, run_at: datetime | timedelta | None = None, dedupe_key: str | None = None, headers: Any | None = None, on_conflict: str | None = None, delay: timedelta | None = None) -> Call[list[Row]]:
     """``pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval)``, ``RETURNS bigint``.
     Adds one job; returns its id. Due at run_at, or delay after now (not both), or now;
     dedupe_key is unique among live jobs (on_conflict: raise or existing).
@@ -277,7 +278,7 @@ def enqueue(*, entrypoint: str, payload: Any | None = None, priority: int | None
     return FUNCTIONS["enqueue"].call(entrypoint=entrypoint, payload=payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key, headers=headers, on_conflict=on_conflict, delay=delay)
 
 
-def enqueue_many(*, entrypoints: Sequence[str | None], payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None) -> Call[list[Row]]:
+def enqueue_many(entrypoints: Sequence[str | None], *, payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None) -> Call[list[Row]]:
     """``pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[])``, ``RETURNS TABLE(id bigint)``.
     Adds many jobs in one statement; returns their ids in input order. payloads and headers
     are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays
@@ -294,7 +295,7 @@ def entrypoint_config(*, entrypoints: Sequence[str | None] | None = None) -> Cal
     return FUNCTIONS["entrypoint_config"].call(entrypoints=entrypoints)
 
 
-def find_by_dedupe_key(*, dedupe_key: str, max_rows: int | None = None) -> Call[list[Row]]:
+def find_by_dedupe_key(dedupe_key: str, *, max_rows: int | None = None) -> Call[list[Row]]:
     """``pgq.find_by_dedupe_key(text,integer)``, ``RETURNS SETOF pgq.job_listing``.
     The jobs carrying a dedupe key: the live one first, then finished ones newest first (at
     most max_rows).
@@ -310,7 +311,7 @@ def find_history(*, entrypoint: str | None = None, statuses: Sequence[str | None
     return FUNCTIONS["find_history"].call(entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, after=after, page_size=page_size)
 
 
-def fire_schedule(*, worker_id: UUID, name: str, lease: int, next_after_due: datetime | timedelta, next_after_now: datetime | timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def fire_schedule(worker_id: UUID, name: str, lease: int, next_after_due: datetime | timedelta, *, next_after_now: datetime | timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.fire_schedule(uuid,text,bigint,timestamp with time zone,timestamp with time zone,timestamp with time zone)``, ``RETURNS TABLE(state text, job_id bigint)``.
     Fires a claimed tick as a job deduplicated by schedule and due time (or skips a missed
     tick under catch_up skip) and stores the next run; lease-guarded: returns fired, skipped
@@ -319,7 +320,7 @@ def fire_schedule(*, worker_id: UUID, name: str, lease: int, next_after_due: dat
     return FUNCTIONS["fire_schedule"].call(worker_id=worker_id, name=name, lease=lease, next_after_due=next_after_due, next_after_now=next_after_now, at=at)
 
 
-def fire_schedule_now(*, name: str, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def fire_schedule_now(name: str, *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.fire_schedule_now(text,timestamp with time zone)``, ``RETURNS bigint``.
     Fires a schedule once now (a job as a tick would enqueue, deduplicated by schedule and
     time) without moving its next run; returns the job id.
@@ -327,7 +328,7 @@ def fire_schedule_now(*, name: str, at: datetime | timedelta | None = None) -> C
     return FUNCTIONS["fire_schedule_now"].call(name=name, at=at)
 
 
-def heartbeat(*, worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def heartbeat(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.heartbeat(uuid,bigint[],bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint, state text)``.
     Refreshes the heartbeat of jobs this lease still owns; one row per id: ok,
     cancel_requested or lost.
@@ -343,7 +344,7 @@ def history_summary(*, entrypoints: Sequence[str | None] | None = None, since_id
     return FUNCTIONS["history_summary"].call(entrypoints=entrypoints, since_id=since_id)
 
 
-def job(*, id: int) -> Call[list[Row]]:
+def job(id: int) -> Call[list[Row]]:
     """``pgq.job(bigint)``, ``RETURNS SETOF pgq.job_info``.
     One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s),
     worker, errors of every attempt, details, result, the schedule tick that fired it.
@@ -351,7 +352,7 @@ def job(*, id: int) -> Call[list[Row]]:
     return FUNCTIONS["job"].call(id=id)
 
 
-def job_results(*, ids: Sequence[int | None]) -> Call[list[Row]]:
+def job_results(ids: Sequence[int | None]) -> Call[list[Row]]:
     """``pgq.job_results(bigint[])``, ``RETURNS TABLE(id bigint, status text, finished boolean, result jsonb, error jsonb, attempt integer, finished_at timestamp with time zone)``.
     Status and result of jobs by id, for producers waiting on them: one row per id (unknown
     when absent); result of successful jobs, error details of failed or canceled ones; no
@@ -360,7 +361,7 @@ def job_results(*, ids: Sequence[int | None]) -> Call[list[Row]]:
     return FUNCTIONS["job_results"].call(ids=ids)
 
 
-def list_jobs(*, entrypoint: str, state: str, after: str | None = None, page_size: int | None = None) -> Call[list[Row]]:
+def list_jobs(entrypoint: str, state: str, *, after: str | None = None, page_size: int | None = None) -> Call[list[Row]]:
     """``pgq.list_jobs(text,text,text,integer)``, ``RETURNS SETOF pgq.job_listing``.
     One page of the jobs of an entrypoint in a state (queued in claim order, scheduled by
     due time, running by id, finished newest first), keyset-paged through the cursor column.
@@ -386,7 +387,7 @@ def metrics(*, entrypoints: Sequence[str | None] | None = None, percentile_windo
     return FUNCTIONS["metrics"].call(entrypoints=entrypoints, percentile_window=percentile_window, at=at)
 
 
-def next_run_at(*, entrypoints: Sequence[str | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def next_run_at(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.next_run_at(text[],timestamp with time zone)``, ``RETURNS timestamp with time zone``.
     Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how
     long an idle worker may sleep.
@@ -402,7 +403,7 @@ def next_schedule_at() -> Call[list[Row]]:
     return FUNCTIONS["next_schedule_at"].call()
 
 
-def pause(*, entrypoints: Sequence[str | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def pause(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.pause(text[],timestamp with time zone)``, ``RETURNS SETOF pgq.entrypoints``.
     Pauses entrypoints for every worker (no queued job or stale re-claim starts) without
     touching their policy; enqueueing goes on. Returns the policy rows.
@@ -418,7 +419,7 @@ def prune_entrypoints(*, older_than: timedelta | None = None, lock_wait: timedel
     return FUNCTIONS["prune_entrypoints"].call(older_than=older_than, lock_wait=lock_wait, at=at)
 
 
-def prune_history(*, older_than: timedelta, at: datetime | timedelta | None = None, batch: int | None = None) -> Call[list[Row]]:
+def prune_history(older_than: timedelta, *, at: datetime | timedelta | None = None, batch: int | None = None) -> Call[list[Row]]:
     """``pgq.prune_history(interval,timestamp with time zone,integer)``, ``RETURNS bigint``.
     Deletes up to batch history rows finished more than older_than ago; returns how many.
     Call until it returns less than batch.
@@ -434,7 +435,7 @@ def prune_workers(*, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     return FUNCTIONS["prune_workers"].call(at=at)
 
 
-def register_worker(*, worker_id: UUID, entrypoints: Sequence[str | None] | None = None, host: str | None = None, pid: int | None = None, application_name: str | None = None, version: str | None = None, metadata: Any | None = None, timeout: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def register_worker(worker_id: UUID, *, entrypoints: Sequence[str | None] | None = None, host: str | None = None, pid: int | None = None, application_name: str | None = None, version: str | None = None, metadata: Any | None = None, timeout: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.register_worker(uuid,text[],text,integer,text,text,jsonb,interval,timestamp with time zone)``, ``RETURNS TABLE(started_at timestamp with time zone, last_seen_at timestamp with time zone, gone_after interval, heartbeat_interval interval)``.
     Announces a worker in the registry (pgq.workers); idempotent, keeps started_at.
     pgq.heartbeat keeps it fresh; returns started_at, last_seen_at, gone_after (the timeout)
@@ -443,7 +444,7 @@ def register_worker(*, worker_id: UUID, entrypoints: Sequence[str | None] | None
     return FUNCTIONS["register_worker"].call(worker_id=worker_id, entrypoints=entrypoints, host=host, pid=pid, application_name=application_name, version=version, metadata=metadata, timeout=timeout, at=at)
 
 
-def release(*, worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def release(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.release(uuid,bigint[],bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint, status text)``.
     Returns claimed, never-started jobs to the queue without counting an attempt (a job
     whose cancel was requested ends canceled); returns id and status per job.
@@ -451,7 +452,7 @@ def release(*, worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int 
     return FUNCTIONS["release"].call(worker_id=worker_id, ids=ids, leases=leases, at=at)
 
 
-def release_schedule(*, worker_id: UUID, name: str, lease: int, error: str | None = None, retry_after: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def release_schedule(worker_id: UUID, name: str, lease: int, *, error: str | None = None, retry_after: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.release_schedule(uuid,text,bigint,text,interval,timestamp with time zone)``, ``RETURNS text``.
     Gives back a claimed schedule that cannot be fired (no next cron time): idle again, not
     claimed before retry_after, error kept in last_error; lease-guarded: released or lost.
@@ -459,7 +460,7 @@ def release_schedule(*, worker_id: UUID, name: str, lease: int, error: str | Non
     return FUNCTIONS["release_schedule"].call(worker_id=worker_id, name=name, lease=lease, error=error, retry_after=retry_after, at=at)
 
 
-def requeue(*, ids: Sequence[int | None], at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def requeue(ids: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.requeue(bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
     Puts failed (dead) or canceled jobs from history back in the queue with attempt 0;
     returns the ids requeued.
@@ -476,7 +477,7 @@ def requeue_history(*, entrypoint: str | None = None, statuses: Sequence[str | N
     return FUNCTIONS["requeue_history"].call(entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, max_jobs=max_jobs, at=at)
 
 
-def resume(*, entrypoints: Sequence[str | None]) -> Call[list[Row]]:
+def resume(entrypoints: Sequence[str | None]) -> Call[list[Row]]:
     """``pgq.resume(text[])``, ``RETURNS SETOF pgq.entrypoints``.
     Resumes paused entrypoints with their policy as configured, and wakes idle workers;
     returns the policy rows of the known ones.
@@ -493,7 +494,7 @@ def rollup_metrics(*, max_rows: int | None = None, at: datetime | timedelta | No
     return FUNCTIONS["rollup_metrics"].call(max_rows=max_rows, at=at)
 
 
-def schedule(*, name: str, entrypoint: str, cron: str, next_run_at: datetime | timedelta, timezone: str | None = None, payload: Any | None = None, priority: int | None = None, headers: Any | None = None, catch_up: str | None = None, misfire_grace: timedelta | None = None, fire_timeout: timedelta | None = None) -> Call[list[Row]]:
+def schedule(name: str, entrypoint: str, cron: str, next_run_at: datetime | timedelta, *, timezone: str | None = None, payload: Any | None = None, priority: int | None = None, headers: Any | None = None, catch_up: str | None = None, misfire_grace: timedelta | None = None, fire_timeout: timedelta | None = None) -> Call[list[Row]]:
     """``pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)``, ``RETURNS pgq.schedules``.
     Registers or updates a cron schedule idempotently; next_run_at is kept unless the cron
     expression or time zone changed.
@@ -501,14 +502,14 @@ def schedule(*, name: str, entrypoint: str, cron: str, next_run_at: datetime | t
     return FUNCTIONS["schedule"].call(name=name, entrypoint=entrypoint, cron=cron, next_run_at=next_run_at, timezone=timezone, payload=payload, priority=priority, headers=headers, catch_up=catch_up, misfire_grace=misfire_grace, fire_timeout=fire_timeout)
 
 
-def unregister_worker(*, worker_id: UUID) -> Call[list[Row]]:
+def unregister_worker(worker_id: UUID) -> Call[list[Row]]:
     """``pgq.unregister_worker(uuid)``, ``RETURNS boolean``.
     Removes a worker from the registry (clean stop); returns true if it was registered.
     """
     return FUNCTIONS["unregister_worker"].call(worker_id=worker_id)
 
 
-def unschedule(*, name: str) -> Call[list[Row]]:
+def unschedule(name: str) -> Call[list[Row]]:
     """``pgq.unschedule(text)``, ``RETURNS boolean``.
     Removes a schedule; returns true if it existed.
     """

@@ -208,7 +208,7 @@ class Build:
     ) -> Call[list[HistorySummary]]:
         """Finished jobs per entrypoint and final status, for jobs with ``id >= since_id``
         (``pgq.history_summary``); ``entrypoints`` None: every one."""
-        return ac.history_summary(entrypoints, since_id)
+        return ac.history_summary(entrypoints=entrypoints, since_id=since_id)
 
     @staticmethod
     def requeue(ids: Sequence[int]) -> Call[list[int]]:
@@ -306,7 +306,7 @@ class Build:
     ) -> Call[list[JobListing]]:
         """The jobs carrying a dedupe key: the live one first, then finished ones, newest first
         (``pgq.find_by_dedupe_key``; ``max_rows`` None: the SQL default, 50)."""
-        return dc.find_by_dedupe_key(dedupe_key, max_rows)
+        return dc.find_by_dedupe_key(dedupe_key, max_rows=max_rows)
 
     @staticmethod
     def delete_jobs(ids: Sequence[int]) -> Call[list[int]]:

@@ -65,6 +65,22 @@ def number(rows: list[Row]) -> int:
     return int(value(rows))
 
 
+def truth(rows: list[Row]) -> bool:
+    return bool(value(rows))
+
+
+def shaped(
+    build: Callable[P, Call[list[Row]]], shape: Callable[[list[Row]], T]
+) -> Callable[P, Call[T]]:
+    """The generated builder ``build`` (its arguments and docstring), its rows through ``shape``."""
+
+    @functools.wraps(build)
+    def call(*args: P.args, **kwargs: P.kwargs) -> Call[T]:
+        return build(*args, **kwargs).then(shape)
+
+    return call
+
+
 def sync_method(build: Callable[P, Call[R]]) -> Callable[Concatenate[SyncHandle, P], R]:
     """A method of a sync handle that builds a call with ``build`` (same arguments and
     docstring) and runs it on the handle's connection."""
@@ -91,6 +107,19 @@ def async_method(
 
 
 # --- the calls --------------------------------------------------------------------------------
+
+job = shaped(_api.job, optional(JobInfo))
+job_results = shaped(_api.job_results, records(JobResult))
+history_summary = shaped(_api.history_summary, records(HistorySummary))
+cancel = shaped(_api.cancel, ints)
+requeue = shaped(_api.requeue, ints)
+unschedule = shaped(_api.unschedule, truth)
+unregister_worker = shaped(_api.unregister_worker, truth)
+prune_workers = shaped(_api.prune_workers, number)
+rollup_metrics = shaped(_api.rollup_metrics, first(Rollup))
+find_by_dedupe_key = shaped(_api.find_by_dedupe_key, records(JobListing))
+delete_jobs = shaped(_api.delete_jobs, ints)
+fire_schedule_now = shaped(_api.fire_schedule_now, number)
 
 
 def _names(entrypoints: str | Sequence[str] | None) -> list[str] | None:
@@ -122,46 +151,10 @@ def schedules() -> Call[list[Schedule]]:
     return Call(SCHEDULES, (), records(Schedule))
 
 
-def history_summary(entrypoints: Sequence[str] | None, since_id: int) -> Call[list[HistorySummary]]:
-    call = _api.history_summary(entrypoints=entrypoints, since_id=since_id)
-    return call.then(records(HistorySummary))
-
-
-def cancel(ids: Sequence[int]) -> Call[list[int]]:
-    """Cancel jobs: queued ones at once, running ones are asked to stop. Ids affected."""
-    return _api.cancel(ids=ids).then(ints)
-
-
-def requeue(ids: Sequence[int]) -> Call[list[int]]:
-    return _api.requeue(ids=ids).then(ints)
-
-
-def configure(
-    entrypoint: str,
-    *,
-    concurrency_limit: int | None = None,
-    max_attempts: int | None = None,
-    backoff_base: timedelta | None = None,
-    backoff_max: timedelta | None = None,
-    heartbeat_timeout: timedelta | None = None,
-    reset: bool = False,
-) -> Call[EntrypointConfig]:
-    """``pgq.configure``, the one path of :meth:`Admin.configure <pgq_thin.admin.Admin>` and
-    :meth:`Queue.configure <pgq_thin.queue.Queue>`: None leaves a setting as it is."""
-    call = _api.configure(
-        entrypoint=entrypoint,
-        concurrency_limit=concurrency_limit,
-        max_attempts=max_attempts,
-        backoff_base=backoff_base,
-        backoff_max=backoff_max,
-        heartbeat_timeout=heartbeat_timeout,
-        reset=reset,
-    )
-    return call.then(first(EntrypointConfig))
-
-
-def unschedule(name: str) -> Call[bool]:
-    return _api.unschedule(name=name).then(lambda rows: bool(value(rows)))
+def configure(entrypoint: str, **policy: Any) -> Call[EntrypointConfig]:
+    """``pgq.configure``, the one path of ``Admin.configure`` and ``Queue.configure`` (whose
+    signatures type ``policy``): a setting left out or None stays as it is."""
+    return _api.configure(entrypoint=entrypoint, **policy).then(first(EntrypointConfig))
 
 
 def pause(entrypoints: str | Sequence[str]) -> Call[list[EntrypointConfig]]:
@@ -170,14 +163,6 @@ def pause(entrypoints: str | Sequence[str]) -> Call[list[EntrypointConfig]]:
 
 def resume(entrypoints: str | Sequence[str]) -> Call[list[EntrypointConfig]]:
     return _api.resume(entrypoints=_names(entrypoints) or []).then(records(EntrypointConfig))
-
-
-def job(job_id: int) -> Call[JobInfo | None]:
-    return _api.job(id=job_id).then(optional(JobInfo))
-
-
-def job_results(ids: Sequence[int]) -> Call[list[JobResult]]:
-    return _api.job_results(ids=ids).then(records(JobResult))
 
 
 def _page(page_size: int | None) -> Callable[[list[Row]], JobPage]:
@@ -252,33 +237,8 @@ def register_worker(
     return call.then(first(WorkerRegistration))
 
 
-def unregister_worker(worker_id: UUID) -> Call[bool]:
-    return _api.unregister_worker(worker_id=worker_id).then(lambda rows: bool(value(rows)))
-
-
-def prune_workers() -> Call[int]:
-    return _api.prune_workers().then(number)
-
-
-def rollup_metrics() -> Call[Rollup]:
-    return _api.rollup_metrics().then(first(Rollup))
-
-
 # --- the dashboard's calls (formerly also in pgq_thin.dashboard_calls) -----------------------
 
 
 def entrypoint_config(entrypoints: str | Sequence[str] | None) -> Call[list[EntrypointConfig]]:
     return _api.entrypoint_config(entrypoints=_names(entrypoints)).then(records(EntrypointConfig))
-
-
-def find_by_dedupe_key(dedupe_key: str, max_rows: int | None) -> Call[list[JobListing]]:
-    call = _api.find_by_dedupe_key(dedupe_key=dedupe_key, max_rows=max_rows)
-    return call.then(records(JobListing))
-
-
-def delete_jobs(ids: Sequence[int]) -> Call[list[int]]:
-    return _api.delete_jobs(ids=ids).then(ints)
-
-
-def fire_schedule_now(name: str) -> Call[int]:
-    return _api.fire_schedule_now(name=name).then(number)

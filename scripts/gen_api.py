@@ -6,9 +6,11 @@ the manifest by hand (never needed). ``--check`` exits 1 when pgq_thin/_api.py i
 
 Per public function: its argument list (name and SQL type, which have a default), its result
 columns, who may call it (the roles granted EXECUTE, named in a PrivilegeMissing error) and its
-identity signature (for ``has_function_privilege``); and one keyword-only, typed builder of a
+identity signature (for ``has_function_privilege``); and one typed builder of a
 :class:`pgq_thin._statements.Call` that passes the arguments given and leaves the others to
-their SQL defaults. Per readable relation: its columns.
+their SQL defaults (those without a default may be passed by position, in the SQL order; the
+others only by name). Per readable relation: its columns. Per record of :data:`RECORDS`: a
+frozen dataclass of the result columns.
 """
 
 from __future__ import annotations
@@ -135,10 +137,11 @@ def render(manifest: dict[str, Any]) -> str:
         '"""The public SQL API of schema pgq as Python. GENERATED from sql/api.json by',
         "scripts/gen_api.py (``make golden``): do not edit.",
         "",
-        "One keyword-only builder per ``pgq`` function returns a :class:`Call` (run it with",
-        "``pgq_thin._statements.run`` or ``arun``); an argument left out (or None) takes its SQL",
-        "default. :data:`FUNCTIONS`, :data:`COLUMNS`, :data:`NEEDS` and :data:`SIGNATURES` are",
-        'the manifest\'s tables."""',
+        "One typed builder per ``pgq`` function returns a :class:`Call` (run it with",
+        "``pgq_thin._sql_runner.run`` or ``arun``); an argument left out (or None) takes its SQL",
+        "default, and only those without a default may be given by position. :data:`FUNCTIONS`,",
+        ":data:`COLUMNS`, :data:`NEEDS` and :data:`SIGNATURES` are the manifest's tables; the",
+        'records at the end are its result rows (``pgq_thin.records`` re-exports them)."""',
         "",
         "# ruff: noqa: E501, F401",
         "from __future__ import annotations",
@@ -211,8 +214,10 @@ def render(manifest: dict[str, Any]) -> str:
                 f"{a['name']}: {t}" if a["default"] is None else f"{a['name']}: {t} | None = None"
             )
         given = ", ".join(f"{a['name']}={a['name']}" for a in f["arguments"])
-        star = "*, " if params else ""
-        out += ["", "", f"def {name}({star}{', '.join(params)}) -> Call[list[Row]]:"]
+        required = sum(1 for a in f["arguments"] if a["default"] is None)
+        if required < len(params):  # those with a SQL default only by name
+            params.insert(required, "*")
+        out += ["", "", f"def {name}({', '.join(params)}) -> Call[list[Row]]:"]
         out += ['    """' + f"``{f['signature']}``, ``RETURNS {f['returns']}``."]
         out += [*_wrap_comment(f["comment"], "    "), '    """']
         out.append(f'    return FUNCTIONS["{name}"].call({given})')
