@@ -643,6 +643,15 @@ def main(argv: list[str] | None = None) -> int:
     tests = args.tests or [t for t in DEFAULT_TESTS if (ROOT / t).exists()]
     print(f"{len(chosen)} mutants; tests: {' '.join(tests)}", flush=True)
 
+    if args.rev:  # one commit for the whole run, whatever is committed meanwhile
+        args.rev = subprocess.run(
+            ["git", "rev-parse", "--verify", f"{args.rev}^{{commit}}"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        print(f"commit {args.rev}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="pgq-mutate-"))
     tree = work / "tree"
     results: list[Result] = []
