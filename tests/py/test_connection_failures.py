@@ -11,7 +11,6 @@ the dead connection. Everything else waits on observable state with a deadline.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import signal
@@ -28,6 +27,7 @@ from typing import Any
 import psycopg
 import pytest
 from helpers import faults
+from helpers.db import aio, ascalar, rows, scalar, terminate_and_wait
 from helpers.server import PgServer
 from helpers.wait import await_for, wait_for
 from psycopg.conninfo import conninfo_to_dict
@@ -41,40 +41,6 @@ APP_DIR = Path(__file__).resolve().parent
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def aio(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an async test body with ``asyncio.run`` (the suite has no async plugin)."""
-
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(fn(*args, **kwargs))
-
-    return run
-
-
-def rows(dsn: str, query: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        return conn.execute(query, args).fetchall()
-
-
-def scalar(dsn: str, query: str, args: tuple[Any, ...] = ()) -> Any:
-    found = rows(dsn, query, args)
-    return found[0][0] if found else None
-
-
-async def ascalar(dsn: str, query: str, args: tuple[Any, ...] = ()) -> Any:
-    return await asyncio.to_thread(scalar, dsn, query, args)
-
-
-def terminate_and_wait(dsn: str, pid: int) -> None:
-    """Terminate a backend and wait until the server no longer lists it."""
-    assert faults.terminate_backends(dsn, [pid]) == 1
-    wait_for(
-        lambda: not scalar(dsn, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)),
-        10,
-        f"backend {pid} to exit",
-    )
 
 
 @asynccontextmanager

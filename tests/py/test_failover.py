@@ -12,7 +12,6 @@ observable state with a deadline.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -22,7 +21,8 @@ from typing import Any
 import psycopg
 import pytest
 from helpers import faults
-from helpers.wait import await_for, wait_for
+from helpers.db import aio, rows, terminate_and_wait
+from helpers.wait import await_for
 
 from pgq_thin import calls, migrate
 from pgq_thin.admin import Admin
@@ -33,30 +33,6 @@ from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def aio(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an async test body with ``asyncio.run`` (the suite has no async plugin)."""
-
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(fn(*args, **kwargs))
-
-    return run
-
-
-def rows(dsn: str, query: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        return conn.execute(query, args).fetchall()
-
-
-def terminate_and_wait(dsn: str, pid: int) -> None:
-    assert faults.terminate_backends(dsn, [pid]) == 1
-    wait_for(
-        lambda: not rows(dsn, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)),
-        10,
-        f"backend {pid} to exit",
-    )
 
 
 async def until(predicate: Callable[[], Any], timeout: float, what: str) -> None:

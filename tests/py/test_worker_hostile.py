@@ -5,16 +5,16 @@ restarts, on what no retry can fix (schema missing, grant missing)."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 import pytest
+from helpers.db import aio
 from helpers.wait import await_for
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -23,14 +23,6 @@ from pgq_thin.job import Job
 from pgq_thin.listener import CancelRequested, Enqueued, SchedulesChanged, parse_event
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
-
-
-def aio(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(fn(*args, **kwargs))
-
-    return run
 
 
 def execute(dsn: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
