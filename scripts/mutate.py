@@ -433,6 +433,63 @@ MUTANTS: tuple[Mutant, ...] = (
         "        NULL;\n",
         "heartbeat accepts an at outside the supported range",
     ),
+    m(
+        "release_no_time_check",
+        "release.sql",
+        "        PERFORM pgq._check_time(release.at, 'at');\n",
+        "        NULL;\n",
+        "release accepts an at outside the supported range (finished_at = infinity in history)",
+    ),
+    # --- Lock order, replays, requeue, ends that are not attempts (the reliability fixes) ---
+    m(
+        "complete_successes_unordered",
+        "complete.sql",
+        "        IF NOT v_retry AND cardinality(r_ids) > 1 THEN",
+        "        IF false THEN",
+        "complete of successes locks in the order of the archive's plan (deadlocks with cancel)",
+    ),
+    m(
+        "heartbeat_unordered",
+        "heartbeat.sql",
+        "        IF cardinality(heartbeat.ids) > 1 THEN",
+        "        IF false THEN",
+        "heartbeat locks in the order of its UPDATE's plan (deadlocks with cancel)",
+    ),
+    m(
+        "cancel_lock_order",
+        "cancel.sql",
+        "                 ORDER BY j.id\n                   FOR UPDATE) AS l;",
+        "                   FOR UPDATE) AS l;",
+        "cancel locks a batch in no set order",
+    ),
+    m(
+        "claim_replay_one_look",
+        "claim.sql",
+        "        FOR v_look IN 1..2 LOOP  -- look twice",
+        "        FOR v_look IN 1..1 LOOP  -- look twice",
+        "a replayed claim falls through to a new claim while its job is being carried",
+    ),
+    m(
+        "requeue_second_read",
+        "requeue.sql",
+        "         WHERE h.id = ANY (v_back)\n",
+        "         WHERE h.id = ANY (requeue.ids) AND h.status IN ('failed', 'canceled')\n",
+        "requeue takes a job that ended after its locked read, without that entrypoint's fence",
+    ),
+    m(
+        "archive_release_counts_attempt",
+        "_archive.sql",
+        "i.status IN ('interrupted', 'released') AS uncounted,",
+        "i.status = 'interrupted' AS uncounted,",
+        "a release that ends a job canceled counts an attempt",
+    ),
+    m(
+        "retry_delay_no_jitter",
+        "_retry_delay.sql",
+        "                     * (0.5 + pg_catalog.random() * 0.5)\n",
+        "\n",
+        "failed attempts retry after the whole backoff, all at once (no jitter)",
+    ),
 )
 
 

@@ -1,7 +1,7 @@
 -- pgq.complete: successful / canceled to history, failed retried with capped jittered backoff or
 -- dead, retry_after, status and argument errors, stale leases and zombies.
 BEGIN;
-SELECT plan(106);
+SELECT plan(107);
 
 -- successful -> history with details --------------------------------------------------------
 SELECT pgq.enqueue('cp_ok', '{"p": 1}', priority => 3, dedupe_key => 'cp-ok', headers => '{"h": 1}') AS ok_id \gset
@@ -506,6 +506,20 @@ UPDATE pgq.live_keys SET job_id = -1 WHERE dedupe_key = 'cp-ring-other';
 SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[:other]::bigint[], ARRAY[:other_l]::bigint[], '{successful}');
 SELECT is((SELECT job_id FROM pgq.live_keys WHERE dedupe_key = 'cp-ring-other'), -1::bigint,
           'a key row held by another job id stays');
+
+-- Equal jitter: 50 first failures with a 100 s base retry between 50 and 100 s later, never
+-- the whole cap, and not all at once.
+SELECT pgq.configure('cp_jit', backoff_base => interval '100 seconds', backoff_max => interval '1 hour');
+SELECT count(*) FROM pgq.enqueue_many(array_fill('cp_jit'::text, ARRAY[50]));
+CREATE TEMP TABLE jit AS
+SELECT r.retry_in_s
+  FROM (SELECT array_agg(id) AS ids, array_agg(lease) AS leases
+          FROM pgq.claim('55555555-5555-5555-5555-555555555555', '{cp_jit}', 50, now())) AS c,
+       pgq.complete('55555555-5555-5555-5555-555555555555', c.ids, c.leases, array_fill('failed'::text, ARRAY[50]),
+                    NULL, now()) AS r;
+SELECT results_eq('SELECT count(*)::int, bool_and(retry_in_s >= 50 AND retry_in_s < 100), count(DISTINCT retry_in_s) > 40 FROM jit',
+                  $$VALUES (50, true, true)$$,
+                  'equal jitter: every delay in [base/2, base), spread out');
 
 SELECT * FROM finish();
 ROLLBACK;
