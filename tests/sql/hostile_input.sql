@@ -2,7 +2,7 @@
 -- and numbers, dedupe keys, multi-dimensional arrays, cron strings, new entrypoints per call),
 -- with a PQ code naming the value, and a refused call changes nothing.
 BEGIN;
-SELECT plan(69);
+SELECT plan(72);
 
 -- (That a refused call changes nothing is checked for every function by tests/py/test_fuzz_sql.py.)
 
@@ -123,6 +123,13 @@ SELECT throws_ok($$SELECT pgq.enqueue_many(ARRAY(SELECT 'hi.n' || g FROM generat
 SELECT is((SELECT count(*)::int FROM pgq.entrypoints WHERE entrypoint LIKE 'hi.n%'), 0, 'none was registered');
 SELECT lives_ok($$SELECT pgq.enqueue_many(ARRAY(SELECT 'hi.n' || g FROM generate_series(1, 100) g))$$, '100 new entrypoints: accepted');
 SELECT lives_ok($$SELECT pgq.enqueue_many(ARRAY(SELECT 'hi.n' || g FROM generate_series(1, 150) g))$$, '100 known and 50 new: accepted');
+
+-- New priority lanes per statement ---------------------------------------------------------------
+SELECT throws_ok($$SELECT pgq.enqueue_many(array_fill('hi.lanes'::text, ARRAY[101]), priorities => ARRAY(SELECT g FROM generate_series(1, 101) g))$$,
+    'PQ005', 'one statement may open at most 100 new priority lanes, this one opens 101', '101 new lanes in one call: PQ005');
+SELECT is((SELECT count(*)::int FROM pgq.jobs WHERE entrypoint = 'hi.lanes'), 0, 'no job was added');
+SELECT lives_ok($$SELECT pgq.enqueue_many(array_fill('hi.lanes'::text, ARRAY[100]), priorities => ARRAY(SELECT g FROM generate_series(1, 100) g))$$,
+    '100 new lanes: accepted');
 
 SELECT * FROM finish();
 ROLLBACK;
