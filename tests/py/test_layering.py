@@ -219,7 +219,7 @@ def _modules() -> list[tuple[str, ast.Module]]:
 
 def _status_words(module: str, tree: ast.AST) -> list[str]:
     """The status words of a module outside named constants, ``Literal`` types, outcome labels
-    and the listed surface uses; in the worker, ``Ending(...)``/``Result(...)`` given a status
+    and the listed surface uses; in the worker, ``Ending(...)`` given a status
     that is neither passed through nor a named outcome constant."""
     parents, scopes = _parents(tree), _scopes(tree)
     offenders = []
@@ -239,7 +239,7 @@ def _status_words(module: str, tree: ast.AST) -> list[str]:
             and isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
         ):
-            status = {"Ending": node.args[:1], "Result": node.args[2:3]}.get(node.func.id)
+            status = node.args[:1] if node.func.id == "Ending" else None
             passed_through = isinstance(status[0], ast.Attribute) if status else False
             if status and not passed_through and not (
                 isinstance(status[0], ast.Name) and status[0].id in OUTCOME_CONSTANTS
@@ -373,7 +373,6 @@ STATUS = 'failed' if bad else 'queued'
 PICKED = {True: 'running', False: 'scheduled'}[late]
 LABEL: str = 'interrupted' * 1
 ALIAS = Literal['successful', 'failed']
-r = Result(job.id, job.lease, 'successful', None, job.entrypoint, 'successful')
 """
 
 
@@ -393,9 +392,6 @@ def test_the_status_scanner_finds_chosen_statuses() -> None:
         (7, "'running'"),  # a lookup named in UPPER_CASE
         (7, "'scheduled'"),
         (8, "'interrupted'"),  # an expression named in UPPER_CASE
-        (10, "'successful'"),  # Result's status
-        (10, "'successful'"),  # Result's label: an outcome constant or passed through, too
-        (10, "Result status chosen"),
     ]
     elsewhere = _status_words("admin.py", ast.parse("def requeue(j):\n    j.s = 'queued'\n"))
     assert elsewhere == ["admin.py:2 (requeue): 'queued'"]
