@@ -1,9 +1,10 @@
 """The public SQL API of schema pgq as Python. GENERATED from sql/api.json by
 scripts/gen_api.py (``make golden``): do not edit.
 
-One typed builder per ``pgq`` function returns a :class:`Call` (run it with
-``pgq_thin._sql_runner.run`` or ``arun``); an argument left out (or None) takes its SQL
-default, and only those without a default may be given by position. :data:`FUNCTIONS`,
+One typed builder per ``pgq`` function returns a :class:`Call` of its answer, typed and
+shaped from the result columns (run it with ``pgq_thin._sql_runner.run`` or ``arun``); an
+argument left out (or None) takes its SQL default, and only those without a default may
+be given by position. :data:`FUNCTIONS`,
 :data:`COLUMNS`, :data:`NEEDS` and :data:`SIGNATURES` are the manifest's tables; the
 records at the end are its result rows (``pgq_thin.records`` re-exports them)."""
 
@@ -17,7 +18,19 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from pgq_thin._statements import Call, Fn, Row
+from pgq_thin import _record_mixins
+from pgq_thin._statements import (
+    Call,
+    Fn,
+    Row,
+    column,
+    first,
+    optional,
+    record,
+    records,
+    rows,
+    value,
+)
 
 REVISION = "0002"
 
@@ -202,12 +215,12 @@ SELECTABLE: dict[str, tuple[str, ...]] = {
 }
 
 
-def cancel(ids: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def cancel(ids: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[int]]:
     """``pgq.cancel(bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
     Cancels jobs: queued ones go to history as canceled, running ones are flagged and their
     worker notified. Returns the ids affected.
     """
-    return FUNCTIONS["cancel"].call(ids=ids, at=at)
+    return FUNCTIONS["cancel"].call(column, ids=ids, at=at)
 
 
 def claim(worker_id: UUID, entrypoints: Sequence[str | None], *, batch_size: int | None = None, at: datetime | timedelta | None = None, request_id: UUID | None = None) -> Call[list[Row]]:
@@ -216,7 +229,7 @@ def claim(worker_id: UUID, entrypoints: Sequence[str | None], *, batch_size: int
     swept and queued again first). SKIP LOCKED; respects concurrency limits; each claim gets
     a new lease. A claim re-sent with the same request_id answers the same jobs.
     """
-    return FUNCTIONS["claim"].call(worker_id=worker_id, entrypoints=entrypoints, batch_size=batch_size, at=at, request_id=request_id)
+    return FUNCTIONS["claim"].call(rows, worker_id=worker_id, entrypoints=entrypoints, batch_size=batch_size, at=at, request_id=request_id)
 
 
 def claim_schedules(worker_id: UUID, *, batch_size: int | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
@@ -224,7 +237,7 @@ def claim_schedules(worker_id: UUID, *, batch_size: int | None = None, at: datet
     Claims due schedules (or ones whose claimer went silent) with a lease; returns cron,
     time zone, due time and the database clock.
     """
-    return FUNCTIONS["claim_schedules"].call(worker_id=worker_id, batch_size=batch_size, at=at)
+    return FUNCTIONS["claim_schedules"].call(rows, worker_id=worker_id, batch_size=batch_size, at=at)
 
 
 def compact_jobs(*, max_rows: int | None = None, max_bytes: int | None = None, lock_wait: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
@@ -232,7 +245,7 @@ def compact_jobs(*, max_rows: int | None = None, max_bytes: int | None = None, l
     The 0.1.0 name of pgq.maintain, answering in its old columns (compacted = a slot
     truncated, reason = state, rows = jobs carried, bytes before and after).
     """
-    return FUNCTIONS["compact_jobs"].call(max_rows=max_rows, max_bytes=max_bytes, lock_wait=lock_wait, at=at)
+    return FUNCTIONS["compact_jobs"].call(rows, max_rows=max_rows, max_bytes=max_bytes, lock_wait=lock_wait, at=at)
 
 
 def complete(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], outcomes: Sequence[str | None], *, details: Any | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
@@ -242,73 +255,73 @@ def complete(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | 
     failed (dead), canceled or retry, attempt, max_attempts, and for a retry run_at and
     retry_in_s. Stale leases are ignored.
     """
-    return FUNCTIONS["complete"].call(worker_id=worker_id, ids=ids, leases=leases, outcomes=outcomes, details=details, at=at)
+    return FUNCTIONS["complete"].call(rows, worker_id=worker_id, ids=ids, leases=leases, outcomes=outcomes, details=details, at=at)
 
 
-def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None) -> Call[list[Row]]:
+def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None) -> Call[EntrypointConfig]:
     """``pgq.configure(text,integer,integer,interval,interval,interval,boolean)``, ``RETURNS pgq.entrypoints``.
     Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses),
     max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting
     unchanged; reset => true restores defaults first.
     """
-    return FUNCTIONS["configure"].call(entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset)
+    return FUNCTIONS["configure"].call(record(EntrypointConfig), entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset)
 
 
-def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None) -> Call[list[Row]]:
+def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None) -> Call[int]:
     """``pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)``, ``RETURNS bigint``.
     Bulk delete of history rows matching entrypoint, statuses (failed by default), finish
     time and error text, up to max_jobs per call; returns how many.
     """
-    return FUNCTIONS["delete_history"].call(entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, max_jobs=max_jobs)
+    return FUNCTIONS["delete_history"].call(value, entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, max_jobs=max_jobs)
 
 
-def delete_jobs(ids: Sequence[int | None]) -> Call[list[Row]]:
+def delete_jobs(ids: Sequence[int | None]) -> Call[list[int]]:
     """``pgq.delete_jobs(bigint[])``, ``RETURNS TABLE(id bigint)``.
     Deletes finished jobs (history rows) by id, skipping live jobs, unknown ids and rows
     locked right now; returns the ids deleted.
     """
-    return FUNCTIONS["delete_jobs"].call(ids=ids)
+    return FUNCTIONS["delete_jobs"].call(column, ids=ids)
 
 
-def enqueue(entrypoint: str, *, payload: Any | None = None, priority: int | None = None, run_at: datetime | timedelta | None = None, dedupe_key: str | None = None, headers: Any | None = None, on_conflict: str | None = None, delay: timedelta | None = None) -> Call[list[Row]]:
+def enqueue(entrypoint: str, *, payload: Any | None = None, priority: int | None = None, run_at: datetime | timedelta | None = None, dedupe_key: str | None = None, headers: Any | None = None, on_conflict: str | None = None, delay: timedelta | None = None) -> Call[int]:
     """``pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval)``, ``RETURNS bigint``.
     Adds one job; returns its id. Due at run_at, or delay after now (not both), or now;
     dedupe_key is unique among live jobs (on_conflict: raise or existing).
     """
-    return FUNCTIONS["enqueue"].call(entrypoint=entrypoint, payload=payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key, headers=headers, on_conflict=on_conflict, delay=delay)
+    return FUNCTIONS["enqueue"].call(value, entrypoint=entrypoint, payload=payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key, headers=headers, on_conflict=on_conflict, delay=delay)
 
 
-def enqueue_many(entrypoints: Sequence[str | None], *, payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None) -> Call[list[Row]]:
+def enqueue_many(entrypoints: Sequence[str | None], *, payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None) -> Call[list[int]]:
     """``pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[])``, ``RETURNS TABLE(id bigint)``.
     Adds many jobs in one statement; returns their ids in input order. payloads and headers
     are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays
     (server clock) per job. on_conflict: raise (PQ007) or existing.
     """
-    return FUNCTIONS["enqueue_many"].call(entrypoints=entrypoints, payloads=payloads, priorities=priorities, run_ats=run_ats, dedupe_keys=dedupe_keys, headers=headers, on_conflict=on_conflict, delays=delays)
+    return FUNCTIONS["enqueue_many"].call(column, entrypoints=entrypoints, payloads=payloads, priorities=priorities, run_ats=run_ats, dedupe_keys=dedupe_keys, headers=headers, on_conflict=on_conflict, delays=delays)
 
 
-def entrypoint_config(*, entrypoints: Sequence[str | None] | None = None) -> Call[list[Row]]:
+def entrypoint_config(*, entrypoints: Sequence[str | None] | None = None) -> Call[list[EntrypointConfig]]:
     """``pgq.entrypoint_config(text[])``, ``RETURNS SETOF pgq.entrypoints``.
     The stored policy rows of entrypoints (NULL: all), by entrypoint; names never configured
     or enqueued are left out.
     """
-    return FUNCTIONS["entrypoint_config"].call(entrypoints=entrypoints)
+    return FUNCTIONS["entrypoint_config"].call(records(EntrypointConfig), entrypoints=entrypoints)
 
 
-def find_by_dedupe_key(dedupe_key: str, *, max_rows: int | None = None) -> Call[list[Row]]:
+def find_by_dedupe_key(dedupe_key: str, *, max_rows: int | None = None) -> Call[list[JobListing]]:
     """``pgq.find_by_dedupe_key(text,integer)``, ``RETURNS SETOF pgq.job_listing``.
     The jobs carrying a dedupe key: the live one first, then finished ones newest first (at
     most max_rows).
     """
-    return FUNCTIONS["find_by_dedupe_key"].call(dedupe_key=dedupe_key, max_rows=max_rows)
+    return FUNCTIONS["find_by_dedupe_key"].call(records(JobListing), dedupe_key=dedupe_key, max_rows=max_rows)
 
 
-def find_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, after: str | None = None, page_size: int | None = None) -> Call[list[Row]]:
+def find_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, after: str | None = None, page_size: int | None = None) -> Call[list[JobListing]]:
     """``pgq.find_history(text,text[],timestamp with time zone,timestamp with time zone,text,text,integer)``, ``RETURNS SETOF pgq.job_listing``.
     Finished jobs (failed by default) by entrypoint, finish time and error text, newest
     first, keyset-paged through the cursor column.
     """
-    return FUNCTIONS["find_history"].call(entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, after=after, page_size=page_size)
+    return FUNCTIONS["find_history"].call(records(JobListing), entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, after=after, page_size=page_size)
 
 
 def fire_schedule(worker_id: UUID, name: str, lease: int, next_after_due: datetime | timedelta, *, next_after_now: datetime | timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
@@ -317,15 +330,15 @@ def fire_schedule(worker_id: UUID, name: str, lease: int, next_after_due: dateti
     tick under catch_up skip) and stores the next run; lease-guarded: returns fired, skipped
     or lost.
     """
-    return FUNCTIONS["fire_schedule"].call(worker_id=worker_id, name=name, lease=lease, next_after_due=next_after_due, next_after_now=next_after_now, at=at)
+    return FUNCTIONS["fire_schedule"].call(rows, worker_id=worker_id, name=name, lease=lease, next_after_due=next_after_due, next_after_now=next_after_now, at=at)
 
 
-def fire_schedule_now(name: str, *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def fire_schedule_now(name: str, *, at: datetime | timedelta | None = None) -> Call[int]:
     """``pgq.fire_schedule_now(text,timestamp with time zone)``, ``RETURNS bigint``.
     Fires a schedule once now (a job as a tick would enqueue, deduplicated by schedule and
     time) without moving its next run; returns the job id.
     """
-    return FUNCTIONS["fire_schedule_now"].call(name=name, at=at)
+    return FUNCTIONS["fire_schedule_now"].call(value, name=name, at=at)
 
 
 def heartbeat(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
@@ -333,115 +346,115 @@ def heartbeat(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int |
     Refreshes the heartbeat of jobs this lease still owns; one row per id: ok,
     cancel_requested or lost.
     """
-    return FUNCTIONS["heartbeat"].call(worker_id=worker_id, ids=ids, leases=leases, at=at)
+    return FUNCTIONS["heartbeat"].call(rows, worker_id=worker_id, ids=ids, leases=leases, at=at)
 
 
-def history_summary(*, entrypoints: Sequence[str | None] | None = None, since_id: int | None = None) -> Call[list[Row]]:
+def history_summary(*, entrypoints: Sequence[str | None] | None = None, since_id: int | None = None) -> Call[list[HistorySummary]]:
     """``pgq.history_summary(text[],bigint)``, ``RETURNS TABLE(entrypoint text, status text, jobs bigint, max_attempt integer, avg_latency_s double precision)``.
     Finished jobs per entrypoint and status: count, most attempts, mean enqueue-to-finish
     seconds (ids >= since_id).
     """
-    return FUNCTIONS["history_summary"].call(entrypoints=entrypoints, since_id=since_id)
+    return FUNCTIONS["history_summary"].call(records(HistorySummary), entrypoints=entrypoints, since_id=since_id)
 
 
-def job(id: int) -> Call[list[Row]]:
+def job(id: int) -> Call[JobInfo | None]:
     """``pgq.job(bigint)``, ``RETURNS SETOF pgq.job_info``.
     One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s),
     worker, errors of every attempt, details, result, the schedule tick that fired it.
     """
-    return FUNCTIONS["job"].call(id=id)
+    return FUNCTIONS["job"].call(optional(JobInfo), id=id)
 
 
-def job_results(ids: Sequence[int | None]) -> Call[list[Row]]:
+def job_results(ids: Sequence[int | None]) -> Call[list[JobResult]]:
     """``pgq.job_results(bigint[])``, ``RETURNS TABLE(id bigint, status text, finished boolean, result jsonb, error jsonb, attempt integer, finished_at timestamp with time zone)``.
     Status and result of jobs by id, for producers waiting on them: one row per id (unknown
     when absent); result of successful jobs, error details of failed or canceled ones; no
     payload.
     """
-    return FUNCTIONS["job_results"].call(ids=ids)
+    return FUNCTIONS["job_results"].call(records(JobResult), ids=ids)
 
 
-def list_jobs(entrypoint: str, state: str, *, after: str | None = None, page_size: int | None = None) -> Call[list[Row]]:
+def list_jobs(entrypoint: str, state: str, *, after: str | None = None, page_size: int | None = None) -> Call[list[JobListing]]:
     """``pgq.list_jobs(text,text,text,integer)``, ``RETURNS SETOF pgq.job_listing``.
     One page of the jobs of an entrypoint in a state (queued in claim order, scheduled by
     due time, running by id, finished newest first), keyset-paged through the cursor column.
     """
-    return FUNCTIONS["list_jobs"].call(entrypoint=entrypoint, state=state, after=after, page_size=page_size)
+    return FUNCTIONS["list_jobs"].call(records(JobListing), entrypoint=entrypoint, state=state, after=after, page_size=page_size)
 
 
-def maintain(*, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def maintain(*, at: datetime | timedelta | None = None) -> Call[Row]:
     """``pgq.maintain(timestamp with time zone)``, ``RETURNS TABLE(state text, swept integer, promoted integer, carried integer, truncated text, rotated boolean, lock_wait_ms double precision, bytes bigint)``.
     Stale sweep, promotion of due jobs, and the ring's reclaim (carry stragglers, rotate,
     truncate one drained slot); one maintainer at a time, others answer busy.
     """
-    return FUNCTIONS["maintain"].call(at=at)
+    return FUNCTIONS["maintain"].call(first, at=at)
 
 
-def metrics(*, entrypoints: Sequence[str | None] | None = None, percentile_window: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def metrics(*, entrypoints: Sequence[str | None] | None = None, percentile_window: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[EntrypointMetrics]]:
     """``pgq.metrics(text[],interval,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, paused boolean, queued bigint, due bigint, delayed bigint, running bigint, stale bigint, lag_s double precision, successful_1m bigint, failed_1m bigint, canceled_1m bigint, successful_5m bigint, failed_5m bigint, canceled_5m bigint, successful_15m bigint, failed_15m bigint, canceled_15m bigint, throughput_1m double precision, throughput_5m double precision, throughput_15m double precision, wait_p50_s double precision, wait_p95_s double precision, wait_p99_s double precision, run_p50_s double precision, run_p95_s double precision, run_p99_s double precision, successful_total bigint, failed_total bigint, canceled_total bigint, rollup_caught_up boolean)``.
     Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each),
     running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second
     buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first
     (bounded).
     """
-    return FUNCTIONS["metrics"].call(entrypoints=entrypoints, percentile_window=percentile_window, at=at)
+    return FUNCTIONS["metrics"].call(records(EntrypointMetrics), entrypoints=entrypoints, percentile_window=percentile_window, at=at)
 
 
-def next_run_at(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def next_run_at(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[datetime | None]:
     """``pgq.next_run_at(text[],timestamp with time zone)``, ``RETURNS timestamp with time zone``.
     Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how
     long an idle worker may sleep.
     """
-    return FUNCTIONS["next_run_at"].call(entrypoints=entrypoints, at=at)
+    return FUNCTIONS["next_run_at"].call(value, entrypoints=entrypoints, at=at)
 
 
-def next_schedule_at() -> Call[list[Row]]:
+def next_schedule_at() -> Call[datetime | None]:
     """``pgq.next_schedule_at()``, ``RETURNS timestamp with time zone``.
     Earliest time a schedule becomes due (or a silent claimer may be taken over); NULL
     without schedules.
     """
-    return FUNCTIONS["next_schedule_at"].call()
+    return FUNCTIONS["next_schedule_at"].call(value)
 
 
-def pause(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def pause(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[EntrypointConfig]]:
     """``pgq.pause(text[],timestamp with time zone)``, ``RETURNS SETOF pgq.entrypoints``.
     Pauses entrypoints for every worker (no queued job or stale re-claim starts) without
     touching their policy; enqueueing goes on. Returns the policy rows.
     """
-    return FUNCTIONS["pause"].call(entrypoints=entrypoints, at=at)
+    return FUNCTIONS["pause"].call(records(EntrypointConfig), entrypoints=entrypoints, at=at)
 
 
-def prune_entrypoints(*, older_than: timedelta | None = None, lock_wait: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def prune_entrypoints(*, older_than: timedelta | None = None, lock_wait: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[int]:
     """``pgq.prune_entrypoints(interval,interval,timestamp with time zone)``, ``RETURNS bigint``.
     Removes entrypoint rows with no live job, no schedule, the default policy, not paused
     and unchanged for older_than; returns how many (NULL: lock not taken within lock_wait).
     """
-    return FUNCTIONS["prune_entrypoints"].call(older_than=older_than, lock_wait=lock_wait, at=at)
+    return FUNCTIONS["prune_entrypoints"].call(value, older_than=older_than, lock_wait=lock_wait, at=at)
 
 
-def prune_history(older_than: timedelta, *, at: datetime | timedelta | None = None, batch: int | None = None) -> Call[list[Row]]:
+def prune_history(older_than: timedelta, *, at: datetime | timedelta | None = None, batch: int | None = None) -> Call[int]:
     """``pgq.prune_history(interval,timestamp with time zone,integer)``, ``RETURNS bigint``.
     Deletes up to batch history rows finished more than older_than ago; returns how many.
     Call until it returns less than batch.
     """
-    return FUNCTIONS["prune_history"].call(older_than=older_than, at=at, batch=batch)
+    return FUNCTIONS["prune_history"].call(value, older_than=older_than, at=at, batch=batch)
 
 
-def prune_workers(*, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def prune_workers(*, at: datetime | timedelta | None = None) -> Call[int]:
     """``pgq.prune_workers(timestamp with time zone)``, ``RETURNS bigint``.
     Deletes registry rows of workers gone for over 15 minutes that hold no running job;
     returns how many.
     """
-    return FUNCTIONS["prune_workers"].call(at=at)
+    return FUNCTIONS["prune_workers"].call(value, at=at)
 
 
-def register_worker(worker_id: UUID, *, entrypoints: Sequence[str | None] | None = None, host: str | None = None, pid: int | None = None, application_name: str | None = None, version: str | None = None, metadata: Any | None = None, timeout: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def register_worker(worker_id: UUID, *, entrypoints: Sequence[str | None] | None = None, host: str | None = None, pid: int | None = None, application_name: str | None = None, version: str | None = None, metadata: Any | None = None, timeout: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[WorkerRegistration]:
     """``pgq.register_worker(uuid,text[],text,integer,text,text,jsonb,interval,timestamp with time zone)``, ``RETURNS TABLE(started_at timestamp with time zone, last_seen_at timestamp with time zone, gone_after interval, heartbeat_interval interval)``.
     Announces a worker in the registry (pgq.workers); idempotent, keeps started_at.
     pgq.heartbeat keeps it fresh; returns started_at, last_seen_at, gone_after (the timeout)
     and heartbeat_interval (timeout / 3).
     """
-    return FUNCTIONS["register_worker"].call(worker_id=worker_id, entrypoints=entrypoints, host=host, pid=pid, application_name=application_name, version=version, metadata=metadata, timeout=timeout, at=at)
+    return FUNCTIONS["register_worker"].call(record(WorkerRegistration), worker_id=worker_id, entrypoints=entrypoints, host=host, pid=pid, application_name=application_name, version=version, metadata=metadata, timeout=timeout, at=at)
 
 
 def release(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
@@ -449,71 +462,71 @@ def release(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | N
     Returns claimed, never-started jobs to the queue without counting an attempt (a job
     whose cancel was requested ends canceled); returns id and status per job.
     """
-    return FUNCTIONS["release"].call(worker_id=worker_id, ids=ids, leases=leases, at=at)
+    return FUNCTIONS["release"].call(rows, worker_id=worker_id, ids=ids, leases=leases, at=at)
 
 
-def release_schedule(worker_id: UUID, name: str, lease: int, *, error: str | None = None, retry_after: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def release_schedule(worker_id: UUID, name: str, lease: int, *, error: str | None = None, retry_after: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[str]:
     """``pgq.release_schedule(uuid,text,bigint,text,interval,timestamp with time zone)``, ``RETURNS text``.
     Gives back a claimed schedule that cannot be fired (no next cron time): idle again, not
     claimed before retry_after, error kept in last_error; lease-guarded: released or lost.
     """
-    return FUNCTIONS["release_schedule"].call(worker_id=worker_id, name=name, lease=lease, error=error, retry_after=retry_after, at=at)
+    return FUNCTIONS["release_schedule"].call(value, worker_id=worker_id, name=name, lease=lease, error=error, retry_after=retry_after, at=at)
 
 
-def requeue(ids: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def requeue(ids: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[int]]:
     """``pgq.requeue(bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
     Puts failed (dead) or canceled jobs from history back in the queue with attempt 0;
     returns the ids requeued.
     """
-    return FUNCTIONS["requeue"].call(ids=ids, at=at)
+    return FUNCTIONS["requeue"].call(column, ids=ids, at=at)
 
 
-def requeue_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def requeue_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None, at: datetime | timedelta | None = None) -> Call[list[int]]:
     """``pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
     Bulk requeue of failed (or canceled) jobs matching entrypoint, finish time and error
     text, up to max_jobs per call, skipping jobs whose dedupe key is held; returns the ids
     requeued.
     """
-    return FUNCTIONS["requeue_history"].call(entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, max_jobs=max_jobs, at=at)
+    return FUNCTIONS["requeue_history"].call(column, entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, max_jobs=max_jobs, at=at)
 
 
-def resume(entrypoints: Sequence[str | None]) -> Call[list[Row]]:
+def resume(entrypoints: Sequence[str | None]) -> Call[list[EntrypointConfig]]:
     """``pgq.resume(text[])``, ``RETURNS SETOF pgq.entrypoints``.
     Resumes paused entrypoints with their policy as configured, and wakes idle workers;
     returns the policy rows of the known ones.
     """
-    return FUNCTIONS["resume"].call(entrypoints=entrypoints)
+    return FUNCTIONS["resume"].call(records(EntrypointConfig), entrypoints=entrypoints)
 
 
-def rollup_metrics(*, max_rows: int | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def rollup_metrics(*, max_rows: int | None = None, at: datetime | timedelta | None = None) -> Call[Rollup]:
     """``pgq.rollup_metrics(integer,timestamp with time zone)``, ``RETURNS TABLE(rolled bigint, caught_up boolean, busy boolean)``.
     Counts newly finished jobs (history rows in transaction order, exactly once) into
     10-second metric buckets and totals; at most about max_rows per call; never waits for
     another caller. Returns rolled, caught_up, busy.
     """
-    return FUNCTIONS["rollup_metrics"].call(max_rows=max_rows, at=at)
+    return FUNCTIONS["rollup_metrics"].call(record(Rollup), max_rows=max_rows, at=at)
 
 
-def schedule(name: str, entrypoint: str, cron: str, next_run_at: datetime | timedelta, *, timezone: str | None = None, payload: Any | None = None, priority: int | None = None, headers: Any | None = None, catch_up: str | None = None, misfire_grace: timedelta | None = None, fire_timeout: timedelta | None = None) -> Call[list[Row]]:
+def schedule(name: str, entrypoint: str, cron: str, next_run_at: datetime | timedelta, *, timezone: str | None = None, payload: Any | None = None, priority: int | None = None, headers: Any | None = None, catch_up: str | None = None, misfire_grace: timedelta | None = None, fire_timeout: timedelta | None = None) -> Call[Schedule]:
     """``pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)``, ``RETURNS pgq.schedules``.
     Registers or updates a cron schedule idempotently; next_run_at is kept unless the cron
     expression or time zone changed.
     """
-    return FUNCTIONS["schedule"].call(name=name, entrypoint=entrypoint, cron=cron, next_run_at=next_run_at, timezone=timezone, payload=payload, priority=priority, headers=headers, catch_up=catch_up, misfire_grace=misfire_grace, fire_timeout=fire_timeout)
+    return FUNCTIONS["schedule"].call(record(Schedule), name=name, entrypoint=entrypoint, cron=cron, next_run_at=next_run_at, timezone=timezone, payload=payload, priority=priority, headers=headers, catch_up=catch_up, misfire_grace=misfire_grace, fire_timeout=fire_timeout)
 
 
-def unregister_worker(worker_id: UUID) -> Call[list[Row]]:
+def unregister_worker(worker_id: UUID) -> Call[bool]:
     """``pgq.unregister_worker(uuid)``, ``RETURNS boolean``.
     Removes a worker from the registry (clean stop); returns true if it was registered.
     """
-    return FUNCTIONS["unregister_worker"].call(worker_id=worker_id)
+    return FUNCTIONS["unregister_worker"].call(value, worker_id=worker_id)
 
 
-def unschedule(name: str) -> Call[list[Row]]:
+def unschedule(name: str) -> Call[bool]:
     """``pgq.unschedule(text)``, ``RETURNS boolean``.
     Removes a schedule; returns true if it existed.
     """
-    return FUNCTIONS["unschedule"].call(name=name)
+    return FUNCTIONS["unschedule"].call(value, name=name)
 
 
 # --- records: a frozen dataclass per kind of row (gen_api.RECORDS)
@@ -538,7 +551,7 @@ class EntrypointStats:
 
 
 @dataclass(frozen=True)
-class FailedJob:
+class FailedJob(_record_mixins.FailedJobMixin):
     """One row of view ``pgq.failed_jobs``: Dead jobs: attempts used up. pgq.requeue(ids)
     puts them back in the queue."""
 
@@ -570,7 +583,7 @@ class HistorySummary:
 
 
 @dataclass(frozen=True)
-class EntrypointConfig:
+class EntrypointConfig(_record_mixins.EntrypointConfigMixin):
     """One row of ``pgq.entrypoint_config()``: The stored policy rows of entrypoints (NULL:
     all), by entrypoint; names never configured or enqueued are left out."""
 

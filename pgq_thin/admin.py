@@ -21,8 +21,9 @@ docs/operations.md). Construction is the same: a DSN (or nothing: the rule of
         admin.requeue_history("send_email", since=yesterday)
 
 Each operation is written once, in :class:`Build`, as a function returning the call to make
-(:class:`pgq_thin.admin_calls.Call`); :class:`Admin` and :class:`AsyncAdmin` expose the same
-table of them as sync and async methods, with the same arguments and docstrings.
+(:class:`pgq_thin.admin_calls.Call`), most of them the generated builder of the ``pgq`` function
+itself (its arguments and docstring from the SQL API manifest); :class:`Admin` and
+:class:`AsyncAdmin` expose the same table of them as sync and async methods.
 """
 
 from __future__ import annotations
@@ -31,9 +32,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pgq_thin import admin_calls as ac
-from pgq_thin import dashboard_calls as dc
-from pgq_thin.admin_calls import Call, HistoryFilter, async_method, sync_method
+from pgq_thin import _api, admin_calls
+from pgq_thin.admin_calls import Call, async_method, sync_method
 from pgq_thin.cron import CronSchedule
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.payloads import encode_payload
@@ -65,17 +65,6 @@ def _limit(limit: int | None) -> int | None:
     return limit
 
 
-def _where(
-    entrypoint: str | None,
-    statuses: HistoryStatus | Sequence[HistoryStatus] | None,
-    since: datetime | timedelta | None,
-    until: datetime | timedelta | None,
-    error: str | None,
-) -> HistoryFilter:
-    listed = [statuses] if isinstance(statuses, str) else statuses
-    return HistoryFilter(entrypoint, listed, since, until, error)
-
-
 class Build:
     """Every admin operation as the call it makes; :class:`Admin` and :class:`AsyncAdmin`
     expose each as a method (the docstrings below are theirs). A None argument is left out of
@@ -85,7 +74,7 @@ class Build:
     def stats() -> Call[list[EntrypointStats]]:
         """Per entrypoint: queued, due, running, stale, oldest queued age, its policy and
         whether it is paused (view ``pgq.queue_stats``, by entrypoint)."""
-        return ac.stats()
+        return admin_calls.stats()
 
     @staticmethod
     def metrics(
@@ -96,37 +85,37 @@ class Build:
         """Per entrypoint (None: every one): live jobs, lag, finished jobs over 1/5/15 minutes,
         throughput, wait and run time p50/p95/p99 over ``percentile_window`` (None: the SQL
         default, 5 minutes) and monotonic totals (``pgq.metrics``)."""
-        return ac.metrics(entrypoints, percentile_window)
+        return _api.metrics(entrypoints=entrypoints, percentile_window=percentile_window)
 
     @staticmethod
     def workers() -> Call[list[WorkerStatus]]:
         """Every registered worker, and every worker holding jobs without having registered
         (view ``pgq.worker_status``): state active, gone or unregistered, the jobs it holds."""
-        return ac.workers()
+        return admin_calls.workers()
 
     @staticmethod
     def pause(entrypoints: str | Sequence[str]) -> Call[list[EntrypointConfig]]:
         """Pause entrypoints (``pgq.pause``): no job of theirs starts from the next claim on;
         enqueueing goes on. Returns their policy rows (``paused_at`` set)."""
-        return ac.pause(entrypoints)
+        return _api.pause(entrypoints)
 
     @staticmethod
     def resume(entrypoints: str | Sequence[str]) -> Call[list[EntrypointConfig]]:
         """Resume paused entrypoints (``pgq.resume``): the configured policy applies again;
         unknown names are ignored. Returns the policy rows of those resumed."""
-        return ac.resume(entrypoints)
+        return _api.resume(entrypoints)
 
     @staticmethod
     def job(job_id: int) -> Call[JobInfo | None]:
         """Everything about one job, live or finished (``pgq.job``): status, attempts, each
         failed attempt, timings, result; None for an id that is not there."""
-        return ac.job(job_id)
+        return _api.job(job_id)
 
     @staticmethod
     def job_results(ids: Sequence[int]) -> Call[list[JobResult]]:
         """Status and result of jobs by id, in input order (``pgq.job_results``; status
         ``unknown`` for an id not there). Up to 10,000 ids."""
-        return ac.job_results(ids)
+        return _api.job_results(ids)
 
     @staticmethod
     def list_jobs(
@@ -136,7 +125,9 @@ class Build:
         scheduled: not due yet, by due time; running by id; successful/failed/canceled newest
         first; ``pgq.list_jobs``). Pass the page's
         ``next_cursor`` as ``after`` for the next page."""
-        return ac.list_jobs(entrypoint, state, after, page_size)
+        return admin_calls.page(
+            _api.list_jobs(entrypoint, state, after=after, page_size=page_size), page_size
+        )
 
     @staticmethod
     def find_history(
@@ -153,8 +144,11 @@ class Build:
         (None: all), statuses (None: failed), finished in ``[since, until)`` (a timedelta: that
         long before the database's clock), with ``error`` found in the failure's error,
         message or traceback."""
-        where = _where(entrypoint, statuses, since, until, error)
-        return ac.find_history(where, after, page_size)
+        call = _api.find_history(
+            entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error,
+            after=after, page_size=page_size,
+        )  # fmt: skip
+        return admin_calls.page(call, page_size)
 
     @staticmethod
     def requeue_history(
@@ -171,8 +165,11 @@ class Build:
         canceled; ``pgq.requeue_history``), up to ``max_jobs`` per call (None: the SQL
         default); with ``every``, call again until no more match (each job at most once).
         Returns the ids requeued."""
-        where = _where(entrypoint, statuses, since, until, error)
-        return ac.requeue_history(where, max_jobs, every)
+        call = _api.requeue_history(
+            entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error,
+            max_jobs=max_jobs,
+        )  # fmt: skip
+        return admin_calls.every_once(call) if every else call
 
     @staticmethod
     def delete_history(
@@ -188,19 +185,22 @@ class Build:
         """Delete finished jobs matching the filter of :meth:`find_history`
         (``pgq.delete_history``), up to ``max_jobs`` per call; with ``every``, until none is
         left. Returns how many were deleted."""
-        where = _where(entrypoint, statuses, since, until, error)
-        return ac.delete_history(where, max_jobs, every)
+        call = _api.delete_history(
+            entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error,
+            max_jobs=max_jobs,
+        )  # fmt: skip
+        return admin_calls.until_none(call) if every else call
 
     @staticmethod
     def prune(older_than: timedelta) -> Call[int]:
         """Delete the history of jobs finished more than ``older_than`` ago
         (``pgq.prune_history``, batch after batch); returns how many rows."""
-        return ac.prune(older_than)
+        return admin_calls.until_none(_api.prune_history(older_than))
 
     @staticmethod
     def failed(limit: int | None = 50) -> Call[list[FailedJob]]:
         """Dead jobs, newest first (view ``pgq.failed_jobs``); ``limit`` None: all."""
-        return ac.failed(_limit(limit))
+        return admin_calls.failed(_limit(limit))
 
     @staticmethod
     def history_summary(
@@ -208,46 +208,28 @@ class Build:
     ) -> Call[list[HistorySummary]]:
         """Finished jobs per entrypoint and final status, for jobs with ``id >= since_id``
         (``pgq.history_summary``); ``entrypoints`` None: every one."""
-        return ac.history_summary(entrypoints=entrypoints, since_id=since_id)
+        return _api.history_summary(entrypoints=entrypoints, since_id=since_id)
 
     @staticmethod
     def requeue(ids: Sequence[int]) -> Call[list[int]]:
         """Put dead or canceled jobs back in the queue (attempt 0, due now); returns the ids
         requeued (unknown, successful or live ids are left out)."""
-        return ac.requeue(ids)
+        return _api.requeue(ids)
 
     @staticmethod
     def cancel(ids: Sequence[int]) -> Call[list[int]]:
         """Cancel jobs: queued ones at once, running ones are asked to stop. Ids affected."""
-        return ac.cancel(ids)
+        return _api.cancel(ids)
 
-    @staticmethod
-    def configure(
-        entrypoint: str,
-        *,
-        concurrency_limit: int | None = None,
-        max_attempts: int | None = None,
-        backoff_base: timedelta | None = None,
-        backoff_max: timedelta | None = None,
-        heartbeat_timeout: timedelta | None = None,
-        reset: bool = False,
-    ) -> Call[EntrypointConfig]:
-        """Set an entrypoint's policy (``pgq.configure``: None leaves a setting as it is,
-        ``reset`` first returns every setting to its default); returns the stored policy."""
-        return ac.configure(
-            entrypoint,
-            concurrency_limit=concurrency_limit,
-            max_attempts=max_attempts,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            heartbeat_timeout=heartbeat_timeout,
-            reset=reset,
-        )
+    #: Set an entrypoint's policy (``pgq.configure``: a setting left out or None stays as it
+    #: is, ``reset`` first returns every setting to its default); returns the stored policy.
+    #: The generated builder itself: an argument ``pgq.configure`` gains is one here too.
+    configure = staticmethod(_api.configure)
 
     @staticmethod
     def schedules() -> Call[list[Schedule]]:
         """Every cron schedule, by name (table ``pgq.schedules``)."""
-        return ac.schedules()
+        return admin_calls.schedules()
 
     @staticmethod
     def add_schedule(
@@ -279,18 +261,18 @@ class Build:
             misfire_grace=misfire_grace,
             fire_timeout=fire_timeout,
         )
-        return Scheduler.register_call(spec, datetime.now(UTC)).then(ac.first(Schedule))
+        return Scheduler.register_call(spec, datetime.now(UTC))
 
     @staticmethod
     def remove_schedule(name: str) -> Call[bool]:
         """Remove a schedule (``pgq.unschedule``); False when there was none of that name."""
-        return ac.unschedule(name)
+        return _api.unschedule(name)
 
     @staticmethod
     def fire_schedule_now(name: str) -> Call[int]:
         """Fire a schedule once now, as a tick would, without moving its next run
         (``pgq.fire_schedule_now``); returns the job id."""
-        return dc.fire_schedule_now(name)
+        return _api.fire_schedule_now(name)
 
     @staticmethod
     def entrypoint_config(
@@ -298,7 +280,7 @@ class Build:
     ) -> Call[list[EntrypointConfig]]:
         """The stored policy of entrypoints (None: every one), by entrypoint; names never
         enqueued or configured are left out (``pgq.entrypoint_config``)."""
-        return dc.entrypoint_config(entrypoints)
+        return _api.entrypoint_config(entrypoints=entrypoints)
 
     @staticmethod
     def find_by_dedupe_key(
@@ -306,19 +288,19 @@ class Build:
     ) -> Call[list[JobListing]]:
         """The jobs carrying a dedupe key: the live one first, then finished ones, newest first
         (``pgq.find_by_dedupe_key``; ``max_rows`` None: the SQL default, 50)."""
-        return dc.find_by_dedupe_key(dedupe_key, max_rows=max_rows)
+        return _api.find_by_dedupe_key(dedupe_key, max_rows=max_rows)
 
     @staticmethod
     def delete_jobs(ids: Sequence[int]) -> Call[list[int]]:
         """Delete finished jobs by id (``pgq.delete_jobs``); live and unknown ids are left
         alone. Returns the ids deleted."""
-        return dc.delete_jobs(ids)
+        return _api.delete_jobs(ids)
 
     @staticmethod
     def privileges() -> Call[Privileges]:
         """What the connected role may call: reading jobs and each admin action (the
         catalog's answer), so a screen can hide what the database would refuse."""
-        return dc.privileges()
+        return admin_calls.privileges()
 
 
 class Admin(SyncHandle):

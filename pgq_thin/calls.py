@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 
 from pgq_thin import _api
 from pgq_thin._sql_runner import arun, translated
-from pgq_thin._statements import AConn, Conn, Row, ints, value
+from pgq_thin._statements import AConn, Conn, Row
 
 __all__ = ["AConn", "Conn", "Decision", "Row"]
 
@@ -149,7 +149,7 @@ async def aheartbeat(
     conn: AConn, worker_id: uuid.UUID, ids: Sequence[int], leases: Sequence[int]
 ) -> list[tuple[int, str]]:
     """``pgq.heartbeat``: ``(id, state)`` per input id, state ok, lost or cancel_requested."""
-    call = _api.heartbeat(worker_id=worker_id, ids=ids, leases=leases)
+    call = _api.heartbeat(worker_id, ids, leases)
     return [(int(r["id"]), str(r["state"])) for r in await arun(conn, call)]
 
 
@@ -157,7 +157,7 @@ async def arelease(
     conn: AConn, worker_id: uuid.UUID, ids: Sequence[int], leases: Sequence[int]
 ) -> list[int]:
     """``pgq.release``: the ids given back."""
-    return await arun(conn, _api.release(worker_id=worker_id, ids=ids, leases=leases).then(ints))
+    return [int(r["id"]) for r in await arun(conn, _api.release(worker_id, ids, leases))]
 
 
 PRUNE_BATCH = 10000
@@ -166,13 +166,13 @@ PRUNE_BATCH = 10000
 async def aprune_history(conn: AConn, older_than: timedelta, at: datetime | None = None) -> int:
     """``pgq.prune_history``: history rows deleted (at most :data:`PRUNE_BATCH`)."""
     call = _api.prune_history(older_than=older_than, at=at, batch=PRUNE_BATCH)
-    return int(value(await arun(conn, call)))
+    return await arun(conn, call)
 
 
 async def amaintain(conn: AConn) -> Row:
     """``pgq.maintain``: one row (state, swept, promoted, carried, truncated, rotated,
     lock_wait_ms, bytes)."""
-    return (await arun(conn, _api.maintain()))[0]
+    return await arun(conn, _api.maintain())
 
 
 # --- statements not of one function ----------------------------------------------------------

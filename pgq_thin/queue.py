@@ -29,12 +29,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+import warnings
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pgq_thin import _api, admin_calls
-from pgq_thin._statements import Call, ints, value
+from pgq_thin import _api
+from pgq_thin._statements import Call
 from pgq_thin.admin_calls import arun, async_method, run, sync_method
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.otel import in_use as otel_in_use
@@ -73,7 +74,7 @@ def _one(
         headers=with_trace_context(headers),
         on_conflict=on_conflict,
         delay=delay,
-    ).then(lambda rows: int(value(rows)))
+    )
 
 
 def _many(
@@ -113,44 +114,31 @@ def _many(
         headers=hdrs,
         on_conflict=on_conflict,
         delays=delays,
-    ).then(ints)
-
-
-def configure_call(
-    entrypoint: str,
-    *,
-    concurrency_limit: int | None = None,
-    max_attempts: int | None = None,
-    backoff_base: timedelta | None = None,
-    backoff_max: timedelta | None = None,
-    heartbeat_timeout: timedelta | None = None,
-    reset: bool = False,
-) -> Call[dict[str, Any]]:
-    """Set an entrypoint's policy (stored in the database, shared by every worker); returns
-    the stored row as a dict. The call of :meth:`pgq_thin.admin.Admin.configure`, which
-    returns it typed (an operator action: it needs the schema owner's rights)."""
-    call = admin_calls.configure(
-        entrypoint,
-        concurrency_limit=concurrency_limit,
-        max_attempts=max_attempts,
-        backoff_base=backoff_base,
-        backoff_max=backoff_max,
-        heartbeat_timeout=heartbeat_timeout,
-        reset=reset,
     )
-    return call.then(dataclasses.asdict)
+
+
+def configure_call(entrypoint: str, **policy: Any) -> Call[dict[str, Any]]:
+    """Deprecated (:meth:`Queue.configure`): :meth:`pgq_thin.admin.Admin.configure` (an
+    operator action that needs the owner's or pgq_admin's rights), which returns the row typed."""
+    warnings.warn(
+        "Queue.configure is deprecated and goes in the next release: use"
+        " pgq_thin.Admin.configure, which returns the stored policy as a record",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return _api.configure(entrypoint, **policy).then(dataclasses.asdict)
 
 
 #: Pauses between two looks at an unfinished job in :meth:`Queue.wait`: 10 ms doubling to 1 s.
 FIRST_POLL, LAST_POLL = 0.01, 1.0
 
 
-def result_call(job_id: int) -> admin_calls.Call[JobResult]:
+def result_call(job_id: int) -> Call[JobResult]:
     """Where a job is and what it returned (``pgq.job_results``): status ``scheduled`` (not
     due yet), ``queued``, ``running``, ``successful`` (``result`` is the handler's return
     value), ``failed`` or ``canceled`` (``error`` holds the final details), or ``unknown``
     (never there, or pruned)."""
-    return admin_calls.job_results([job_id]).then(lambda rows: rows[0])
+    return _api.job_results([job_id]).then(lambda rows: rows[0])
 
 
 def _waited(job_id: int, last: JobResult, timeout: float | None) -> TimeoutError:
@@ -211,11 +199,11 @@ class Queue(SyncHandle):
         with self.using() as conn:
             return run(conn, call)
 
-    cancel = sync_method(admin_calls.cancel)
+    cancel = sync_method(_api.cancel)
 
     configure = sync_method(configure_call)
     result = sync_method(result_call)
-    results = sync_method(admin_calls.job_results)
+    results = sync_method(_api.job_results)
 
     def wait(self, job_id: int, timeout: float | None = None) -> JobResult:
         """Poll :meth:`result` until the job finished (or is ``unknown``), pausing 10 ms
@@ -270,11 +258,11 @@ class AsyncQueue(AsyncHandle):
         async with self.using() as conn:
             return await arun(conn, call)
 
-    cancel = async_method(admin_calls.cancel)
+    cancel = async_method(_api.cancel)
 
     configure = async_method(configure_call)
     result = async_method(result_call)
-    results = async_method(admin_calls.job_results)
+    results = async_method(_api.job_results)
 
     async def wait(self, job_id: int, timeout: float | None = None) -> JobResult:
         """As :meth:`Queue.wait`."""

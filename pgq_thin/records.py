@@ -4,7 +4,8 @@ Each field is a column of the SQL object named in the class docstring, with the 
 a number shown by the CLI, an exporter or a web page is that column and nothing computed in
 Python. The row records are generated from ``sql/api.json`` into :mod:`pgq_thin._api` (the
 Python type from the column's SQL type; ``| None`` unless ``RECORDS`` of scripts/gen_api.py
-lists the column as never NULL) and re-exported here. A column an older client does not know
+lists the column as never NULL; derived properties from :mod:`pgq_thin._record_mixins`) and
+re-exported here. A column an older client does not know
 is ignored (old clients keep working against a newer schema).
 
 :func:`to_json` turns any record into JSON data (timestamps as ISO 8601 text, intervals as
@@ -16,16 +17,17 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
-from pgq_thin import _api
 from pgq_thin._api import (
+    EntrypointConfig,
     EntrypointMetrics,
     EntrypointStats,
+    FailedJob,
     HistorySummary,
     JobInfo,
     JobListing,
@@ -35,6 +37,7 @@ from pgq_thin._api import (
     WorkerRegistration,
     WorkerStatus,
 )
+from pgq_thin._statements import from_row
 
 __all__ = [
     "EntrypointConfig",
@@ -55,18 +58,6 @@ __all__ = [
     "to_json",
 ]
 
-R = TypeVar("R")
-
-
-def from_row(cls: type[R], row: Mapping[str, Any]) -> R:
-    """An instance of the record class ``cls`` from a row, by column name."""
-    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    missing = [n for n in names if n not in row]
-    if missing:
-        raise ValueError(f"{cls.__name__} row misses column(s) {', '.join(missing)}")
-    return cls(**{n: row[n] for n in names})
-
-
 def to_json(record: Any) -> Any:
     """A record (or a list of them, or any value of their fields) as JSON data."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
@@ -82,36 +73,6 @@ def to_json(record: Any) -> Any:
     if isinstance(record, uuid.UUID | Decimal | ipaddress.IPv4Address | ipaddress.IPv6Address):
         return str(record)
     return record
-
-
-# The row records are generated from the manifest (``pgq_thin._api``, scripts/gen_api.py
-# RECORDS: types from the catalog, NOT NULL from its table); these two add derived properties.
-
-
-class FailedJob(_api.FailedJob):
-    """One row of view ``pgq.failed_jobs``: a dead job (attempts used up), newest first.
-
-    ``details`` is what the last attempt reported; ``errors`` one entry per failed attempt.
-    """
-
-    @property
-    def error(self) -> str:
-        """The last attempt's error type (``details.error``), or an empty string."""
-        return str(self.details.get("error", "")) if isinstance(self.details, dict) else ""
-
-    @property
-    def message(self) -> str:
-        """The last attempt's error message (``details.message``), or an empty string."""
-        return str(self.details.get("message", "")) if isinstance(self.details, dict) else ""
-
-
-class EntrypointConfig(_api.EntrypointConfig):
-    """One row of table ``pgq.entrypoints`` (what ``pgq.configure``, ``pgq.pause`` and
-    ``pgq.resume`` return): the policy, and the pause (``paused_at``, set by ``pgq.pause``)."""
-
-    @property
-    def paused(self) -> bool:
-        return self.paused_at is not None
 
 
 @dataclass(frozen=True)

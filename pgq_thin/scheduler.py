@@ -22,10 +22,11 @@ import psycopg
 
 from pgq_thin import _api, calls
 from pgq_thin._sql_runner import arun
-from pgq_thin._statements import Call, value
+from pgq_thin._statements import Call
 from pgq_thin.connection import Backoff
 from pgq_thin.cron import CronSchedule
 from pgq_thin.errors import InvalidSchedule, PgqError, PrivilegeMissing, one_line
+from pgq_thin.records import Schedule
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class Scheduler:
             await arun(conn, self.register_call(spec, now))
 
     @staticmethod
-    def register_call(spec: ScheduleSpec, now: datetime) -> Call[list[calls.Row]]:
+    def register_call(spec: ScheduleSpec, now: datetime) -> Call[Schedule]:
         """The ``pgq.schedule`` call of a spec, its first run computed after ``now``."""
         return _api.schedule(
             name=spec.name,
@@ -139,7 +140,7 @@ class Scheduler:
                         lease=row["lease"],
                         error=one_line(err),
                     )
-                    result = {"state": str(value(await arun(conn, release))), "job_id": None}
+                    result = {"state": await arun(conn, release), "job_id": None}
                 results.append({"name": row["name"], "due_at": row["due_at"], **result})
                 self.fired += result["state"] == "fired"
             if len(claimed) < self.batch_size:

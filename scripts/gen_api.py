@@ -44,6 +44,7 @@ SCALARS = {
 #: The records: each class, the SQL object whose rows it holds (a function's result or a
 #: readable relation), and its columns that are never NULL, the one thing the catalog cannot
 #: say (any other column is ``X | None``, so a column SQL gains is optional until listed here).
+#: A function answers in the record of its name, or of its row type; its other rows are dicts.
 RECORDS = {
     "EntrypointStats": ("queue_stats", "entrypoint queued due running stale max_attempts"
                         " heartbeat_timeout paused"),
@@ -66,6 +67,14 @@ RECORDS = {
     "JobResult": ("job_results", "id status finished"),
     "JobListing": ("list_jobs", "id entrypoint status priority attempt enqueued_at cursor"),
 }  # fmt: skip
+#: Records with derived properties: the mixin of pgq_thin._record_mixins each inherits.
+MIXINS = {"FailedJob": "FailedJobMixin", "EntrypointConfig": "EntrypointConfigMixin"}
+#: Functions whose set holds one row ("one": always; "optional": one or none), and scalar
+#: functions that may answer NULL: what the catalog cannot say about an answer.
+ONE_ROW = {"register_worker": "one", "rollup_metrics": "one", "maintain": "one", "job": "optional"}
+NULLABLE = {"next_run_at", "next_schedule_at"}
+# What the generated module takes from pgq_thin._statements (the shapes of an answer).
+SHAPES = ("Call", "Fn", "Row", "column", "first", "optional", "record", "records", "rows", "value")
 #: The shape of the JSON columns a record types more narrowly than ``Any``, by column name.
 JSON_SHAPES = {"headers": "dict[str, Any]", "errors": "list[Any]"}
 
@@ -92,13 +101,42 @@ def render_records(manifest: dict[str, Any]) -> list[str]:
         if unknown := set(never_null.split()) - names:
             raise ValueError(f"RECORDS[{cls!r}] names no column {sorted(unknown)} of {source}")
         what = f"``pgq.{source}()``" if fn else f"{obj['kind']} ``pgq.{source}``"
-        out += ["", "", "@dataclass(frozen=True)", f"class {cls}:"]
+        base = f"(_record_mixins.{MIXINS[cls]})" if cls in MIXINS else ""
+        out += ["", "", "@dataclass(frozen=True)", f"class {cls}{base}:"]
         doc = _wrap_comment(f"QQQOne row of {what}: {obj['comment'] or ''}", "    ")
         out += [doc[0].replace("QQQ", '"""'), *doc[1:]]
         out[-1] += '"""'
         out.append("")
         out += [f"    {c['name']}: {record_type(c, set(never_null.split()))}" for c in columns]
     return out
+
+
+def record_of(name: str, fn: dict[str, Any], manifest: dict[str, Any]) -> str | None:
+    """The record a function answers in: the one of its name, else one of its row type."""
+    for cls, (source, _) in RECORDS.items():
+        if source == name:
+            return cls
+    for cls, (source, _) in RECORDS.items():
+        other = manifest["functions"].get(source) or {}
+        if fn.get("row_type") and fn["row_type"] in (f"pgq.{source}", other.get("row_type")):
+            return cls
+    return None
+
+
+def answer(name: str, fn: dict[str, Any], manifest: dict[str, Any]) -> tuple[str, str]:
+    """The Python type of a function's answer and the shape that makes it from the rows."""
+    cls = record_of(name, fn, manifest)
+    one = ONE_ROW.get(name, "" if fn["returns_set"] else "one")
+    if fn["scalar"]:
+        t = record_type(fn["columns"][0], set() if name in NULLABLE else {fn["columns"][0]["name"]})
+        return t, "value"
+    if cls is None and len(fn["columns"]) == 1:
+        return f"list[{record_type(fn['columns'][0], {fn['columns'][0]['name']})}]", "column"
+    if cls is None:
+        return ("Row", "first") if one else ("list[Row]", "rows")
+    if one == "optional":
+        return f"{cls} | None", f"optional({cls})"
+    return (cls, f"record({cls})") if one else (f"list[{cls}]", f"records({cls})")
 
 
 def python_type(sql_type: str) -> str:
@@ -137,9 +175,10 @@ def render(manifest: dict[str, Any]) -> str:
         '"""The public SQL API of schema pgq as Python. GENERATED from sql/api.json by',
         "scripts/gen_api.py (``make golden``): do not edit.",
         "",
-        "One typed builder per ``pgq`` function returns a :class:`Call` (run it with",
-        "``pgq_thin._sql_runner.run`` or ``arun``); an argument left out (or None) takes its SQL",
-        "default, and only those without a default may be given by position. :data:`FUNCTIONS`,",
+        "One typed builder per ``pgq`` function returns a :class:`Call` of its answer, typed and",
+        "shaped from the result columns (run it with ``pgq_thin._sql_runner.run`` or ``arun``); an",
+        "argument left out (or None) takes its SQL default, and only those without a default may",
+        "be given by position. :data:`FUNCTIONS`,",
         ":data:`COLUMNS`, :data:`NEEDS` and :data:`SIGNATURES` are the manifest's tables; the",
         'records at the end are its result rows (``pgq_thin.records`` re-exports them)."""',
         "",
@@ -153,7 +192,10 @@ def render(manifest: dict[str, Any]) -> str:
         "from typing import Any",
         "from uuid import UUID",
         "",
-        "from pgq_thin._statements import Call, Fn, Row",
+        "from pgq_thin import _record_mixins",
+        "from pgq_thin._statements import (",
+        *(f"    {n}," for n in SHAPES),
+        ")",
         "",
         f'REVISION = "{manifest.get("revision", "")}"',
         "",
@@ -217,10 +259,11 @@ def render(manifest: dict[str, Any]) -> str:
         required = sum(1 for a in f["arguments"] if a["default"] is None)
         if required < len(params):  # those with a SQL default only by name
             params.insert(required, "*")
-        out += ["", "", f"def {name}({', '.join(params)}) -> Call[list[Row]]:"]
+        kind, shape = answer(name, f, manifest)
+        out += ["", "", f"def {name}({', '.join(params)}) -> Call[{kind}]:"]
         out += ['    """' + f"``{f['signature']}``, ``RETURNS {f['returns']}``."]
         out += [*_wrap_comment(f["comment"], "    "), '    """']
-        out.append(f'    return FUNCTIONS["{name}"].call({given})')
+        out.append(f'    return FUNCTIONS["{name}"].call({shape}, {given})'.replace(", )", ")"))
     out += ["", "", "# --- records: a frozen dataclass per kind of row (gen_api.RECORDS)"]
     out += render_records(manifest)
     return "\n".join(out) + "\n"

@@ -12,7 +12,8 @@ from collections.abc import Coroutine
 from datetime import datetime, timedelta
 from typing import Any
 
-from pgq_thin import admin_calls, calls
+from pgq_thin import _api, calls
+from pgq_thin._sql_runner import arun
 from pgq_thin.connection import aconnect, short_id
 from pgq_thin.records import Rollup
 from pgq_thin.worker._loops import Call, every
@@ -73,10 +74,10 @@ async def maintain_once(
 async def rollup_once(call: Call, logger: Log = log) -> Rollup:
     """One step of ``pgq.rollup_metrics`` (never waiting for another worker doing it: then
     ``busy``), and ``pgq.prune_workers`` (workers gone long ago that hold no job)."""
-    pruned = await call(lambda conn: admin_calls.arun(conn, admin_calls.prune_workers()))
+    pruned = await call(lambda conn: arun(conn, _api.prune_workers()))
     if pruned:
         logger.info("pgq-thin removed %d workers gone from the registry", pruned)
-    return await call(lambda conn: admin_calls.arun(conn, admin_calls.rollup_metrics()))
+    return await call(lambda conn: arun(conn, _api.rollup_metrics()))
 
 
 class Maintenance:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import socket
 
-from pgq_thin import admin_calls, calls
+from pgq_thin import _api, calls
+from pgq_thin._sql_runner import arun
+from pgq_thin._statements import Call
 from pgq_thin._version import __version__
 from pgq_thin.records import WorkerRegistration
 from pgq_thin.worker._settings import WorkerSettings
@@ -17,11 +19,11 @@ from pgq_thin.worker._settings import WorkerSettings
 
 def registration(
     settings: WorkerSettings, entrypoints: list[str]
-) -> admin_calls.Call[WorkerRegistration]:
+) -> Call[WorkerRegistration]:
     """The ``pgq.register_worker`` call of this worker (the timeout: the SQL default)."""
-    return admin_calls.register_worker(
+    return _api.register_worker(
         settings.worker_id,
-        sorted(entrypoints),
+        entrypoints=sorted(entrypoints),
         host=socket.gethostname(),
         pid=os.getpid(),
         version=__version__,
@@ -37,8 +39,8 @@ def registration(
 async def register(
     conn: calls.AConn, settings: WorkerSettings, entrypoints: list[str]
 ) -> WorkerRegistration:
-    return await admin_calls.arun(conn, registration(settings, entrypoints))
+    return await arun(conn, registration(settings, entrypoints))
 
 
 async def unregister(conn: calls.AConn, settings: WorkerSettings) -> bool:
-    return await admin_calls.arun(conn, admin_calls.unregister_worker(settings.worker_id))
+    return await arun(conn, _api.unregister_worker(settings.worker_id))

@@ -277,14 +277,15 @@ def test_metrics_count_live_and_finished_jobs(pgq_dsn: str) -> None:
 def test_workers_show_the_registry(pgq_dsn: str) -> None:
     import uuid
 
-    from pgq_thin import admin_calls
+    from pgq_thin import _api
+    from pgq_thin._sql_runner import run
 
     worker_id = uuid.uuid4()
     with Admin(pgq_dsn) as admin:
         assert admin.workers() == []
-        reg = admin_calls.run(
+        reg = run(
             admin.connection,
-            admin_calls.register_worker(worker_id, ["w.a"], host="h1", pid=42, version="9"),
+            _api.register_worker(worker_id, entrypoints=["w.a"], host="h1", pid=42, version="9"),
         )
         assert reg.gone_after == timedelta(seconds=30)
         [w] = admin.workers()
@@ -297,7 +298,7 @@ def test_workers_show_the_registry(pgq_dsn: str) -> None:
         )
         assert (w.running, w.job_ids, w.application_name) == (0, [], "pgq-thin admin")
         assert isinstance(to_json(w)["client_addr"], str | None)
-        assert admin_calls.run(admin.connection, admin_calls.unregister_worker(worker_id))
+        assert run(admin.connection, _api.unregister_worker(worker_id))
         assert admin.workers() == []
 
 

@@ -16,12 +16,12 @@ import psycopg
 import pytest
 from helpers.server import REPO
 
-from pgq_thin import _api, admin_calls, calls, dashboard_calls, records
+from pgq_thin import _api, admin_calls, calls, records
 
 MANIFEST = json.loads((REPO / "sql" / "api.json").read_text())
 STATEMENTS = {
     f"{module.__name__}.{name}": value
-    for module in (calls, admin_calls, dashboard_calls)
+    for module in (calls, admin_calls)
     for name, value in vars(module).items()
     if name.isupper() and isinstance(value, str) and value.lstrip().upper().startswith("SELECT")
 }
@@ -132,8 +132,8 @@ def test_only_the_hot_path_is_hand_written() -> None:
 
 def test_privileges_name_functions_of_the_manifest() -> None:
     signatures = {f["signature"] for f in MANIFEST["functions"].values()}
-    assert set(dashboard_calls.PRIVILEGE_FUNCTIONS.values()) <= signatures
-    assert dashboard_calls.PRIVILEGE_FUNCTIONS["read_jobs"] == "pgq.job(bigint)"
+    assert set(admin_calls.PRIVILEGE_FUNCTIONS.values()) <= signatures
+    assert admin_calls.PRIVILEGE_FUNCTIONS["read_jobs"] == "pgq.job(bigint)"
 
 
 def test_needs_come_from_the_grants() -> None:

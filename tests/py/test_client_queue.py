@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from pgq_thin import errors
+from pgq_thin.admin import Admin
 from pgq_thin.queue import AsyncQueue, Queue
 
 
@@ -93,7 +94,6 @@ def test_async_queue_enqueue_many_and_cancel(pgq_dsn: str) -> None:
         (lambda q: q.enqueue("ep", priority=40000), errors.InvalidPriority, "PQ005"),
         (lambda q: q.enqueue("ep", headers=["no"]), errors.InvalidArgument, "PQ009"),  # type: ignore[arg-type]
         (lambda q: q.enqueue_many(["a", "b"], [1]), errors.ArrayLengthMismatch, "PQ003"),
-        (lambda q: q.configure("ep", max_attempts=0), errors.InvalidConfig, "PQ008"),
     ],
 )
 def test_errors_are_mapped_by_sqlstate(pgq_dsn: str, call: Any, cls: type, code: str) -> None:
@@ -102,6 +102,19 @@ def test_errors_are_mapped_by_sqlstate(pgq_dsn: str, call: Any, cls: type, code:
     assert info.value.sqlstate == code
     assert isinstance(info.value, errors.PgqError)
     assert isinstance(info.value.__cause__, psycopg.Error)
+
+
+def test_queue_configure_is_deprecated_and_still_works(pgq_dsn: str) -> None:
+    """``Queue.configure`` goes in the next release (``Admin.configure`` is the one path); until
+    then it warns, stores the policy and returns the stored row as a dict, errors mapped."""
+    with Queue(pgq_dsn) as q:
+        with pytest.warns(DeprecationWarning, match=r"Admin\.configure"):
+            row = q.configure("ep", max_attempts=4)
+        assert (row["entrypoint"], row["max_attempts"]) == ("ep", 4)
+        with pytest.warns(DeprecationWarning), pytest.raises(errors.InvalidConfig) as info:
+            q.configure("ep", max_attempts=0)
+        assert info.value.sqlstate == "PQ008"
+        assert Admin(q.connection).entrypoint_config("ep")[0].max_attempts == 4
 
 
 def test_dedupe_conflict(pgq_dsn: str) -> None:

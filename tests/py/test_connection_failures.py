@@ -33,6 +33,7 @@ from helpers.wait import await_for, wait_for
 from psycopg.conninfo import conninfo_to_dict
 
 from pgq_thin import calls, migrate
+from pgq_thin.admin import Admin
 from pgq_thin.job import Job
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
@@ -182,7 +183,9 @@ async def test_backend_killed_during_a_heartbeat_keeps_the_job(
     kill = KillOnCall(pgq_dsn, calls.aheartbeat)
     monkeypatch.setattr(calls, "aheartbeat", kill)
     with Queue(pgq_dsn) as q:
-        q.configure("cf.long", heartbeat_timeout=timedelta(seconds=3))  # a beat every 1 s
+        Admin(q.connection).configure(
+            "cf.long", heartbeat_timeout=timedelta(seconds=3)
+        )  # a beat every 1 s
         job_id = q.enqueue("cf.long")
     release = asyncio.Event()
     seen: list[tuple[int, bool]] = []
@@ -514,7 +517,7 @@ async def test_server_restart_keeps_the_running_job_and_notify(
 ) -> None:
     dsn = own_server.dsn()
     with Queue(dsn) as q:
-        q.configure("cf.long", heartbeat_timeout=timedelta(seconds=10))
+        Admin(q.connection).configure("cf.long", heartbeat_timeout=timedelta(seconds=10))
         long_id = q.enqueue("cf.long")
     release = asyncio.Event()
     runs: Counter[int] = Counter()
@@ -550,7 +553,9 @@ async def test_server_restart_keeps_the_running_job_and_notify(
 def test_sigkilled_worker_jobs_are_redelivered_after_the_heartbeat_timeout(pgq_dsn: str) -> None:
     timeout, poll = 2.0, 0.5
     with Queue(pgq_dsn) as q:
-        q.configure("proc.slow_first", heartbeat_timeout=timedelta(seconds=timeout))
+        Admin(q.connection).configure(
+            "proc.slow_first", heartbeat_timeout=timedelta(seconds=timeout)
+        )
         ids = q.enqueue_many("proc.slow_first", [{"sleep": 60}] * 3)
 
     def spawn() -> subprocess.Popen[str]:
@@ -604,7 +609,7 @@ def test_supervisor_restarts_a_failed_run(pgq_dsn: str, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(calls, "aheartbeat", broken_once)
     with Queue(pgq_dsn) as q:
-        q.configure("cf.beat", heartbeat_timeout=timedelta(seconds=1))
+        Admin(q.connection).configure("cf.beat", heartbeat_timeout=timedelta(seconds=1))
         ids = q.enqueue_many("cf.beat", [None] * 3)
     worker = ThinWorker(pgq_dsn, poll_interval=0.2, restart_delay=0.05)
 

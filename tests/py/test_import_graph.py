@@ -137,7 +137,8 @@ def test_the_web_dashboard_uses_only_the_public_api() -> None:
     private = {
         "pgq_thin.calls",
         "pgq_thin.admin_calls",
-        "pgq_thin.dashboard_calls",
+        "pgq_thin._api",
+        "pgq_thin._sql_runner",
         "pgq_thin.connection",
     }
     assert "pgq_thin.web.data" in graph and "pgq_thin.admin" in graph["pgq_thin.web.data"]

@@ -28,6 +28,7 @@ trace.set_tracer_provider(provider)
 tracer = trace.get_tracer("test")
 
 import psycopg
+from pgq_thin.admin import Admin
 from pgq_thin.queue import AsyncQueue, Queue
 from pgq_thin.worker import ThinWorker
 
@@ -35,7 +36,7 @@ dsn = sys.argv[1]
 OWN = "00-0123456789abcdef0123456789abcdef-0123456789abcdef-01"
 ids = {}
 with Queue(dsn) as q:
-    q.configure("t.fail", max_attempts=1)
+    Admin(q.connection).configure("t.fail", max_attempts=1)
     with tracer.start_as_current_span("request"):
         ids["ok"] = q.enqueue("t.ok", {"n": 1})
         ids["sync"] = q.enqueue_many("t.sync", [{}, {}], headers={"tenant": "a"})

@@ -219,6 +219,7 @@ from dataclasses import dataclass
 import test_payloads as t
 from pgq_thin.job import Job
 from pgq_thin.payloads import PayloadValidationError, pydantic_available
+from pgq_thin.admin import Admin
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
 
@@ -240,7 +241,7 @@ else:
 assert "WithInterval.every: timedelta is not supported without pydantic" in refused, refused
 
 with Queue({dsn!r}) as queue:
-    queue.configure("ship", max_attempts=1)
+    Admin(queue.connection).configure("ship", max_attempts=1)
     queue.enqueue("ship", t.shipment())
     queue.enqueue("ship", {{"order": 1}})
 worker.run(until_empty=True)

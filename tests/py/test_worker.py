@@ -19,6 +19,7 @@ import pytest
 from helpers.wait import await_for
 
 from pgq_thin import calls
+from pgq_thin.admin import Admin
 from pgq_thin.job import CancelJob, Job, RetryAfter
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker, UnknownEntrypoint
@@ -189,7 +190,7 @@ def test_retry_then_success(pgq_dsn: str) -> None:
             raise ValueError(f"boom {job.attempt}")
 
     with Queue(pgq_dsn) as q:
-        q.configure("flaky", backoff_base=timedelta(0), backoff_max=timedelta(0))
+        Admin(q.connection).configure("flaky", backoff_base=timedelta(0), backoff_max=timedelta(0))
         job_id = q.enqueue("flaky", {"x": 1})
     worker.run(until_empty=True)
 
@@ -208,7 +209,9 @@ def test_dead_after_max_attempts(pgq_dsn: str) -> None:
         raise RuntimeError("always")
 
     with Queue(pgq_dsn) as q:
-        q.configure("doomed", max_attempts=3, backoff_base=timedelta(0), backoff_max=timedelta(0))
+        Admin(q.connection).configure(
+            "doomed", max_attempts=3, backoff_base=timedelta(0), backoff_max=timedelta(0)
+        )
         job_id = q.enqueue("doomed")
     worker.run(until_empty=True)
 
@@ -566,7 +569,7 @@ def test_typed_payloads(pgq_dsn: str) -> None:
         got.append(job.payload)
 
     with Queue(pgq_dsn) as q:
-        q.configure("orders", max_attempts=1)
+        Admin(q.connection).configure("orders", max_attempts=1)
         ok = q.enqueue("orders", Order(order_id=1, sku="abc"))
         wrong_type = q.enqueue("orders", {"order_id": "one", "sku": "abc"})
         missing = q.enqueue("orders", {"sku": "abc"})
@@ -596,7 +599,7 @@ def test_typed_payload_with_pydantic(pgq_dsn: str) -> None:
         got.append(job.payload)
 
     with Queue(pgq_dsn) as q:
-        q.configure("mail", max_attempts=1)
+        Admin(q.connection).configure("mail", max_attempts=1)
         q.enqueue("mail", {"to": "a@b.c"})
         bad = q.enqueue("mail", {"too": 1})
     worker.run(until_empty=True)

@@ -18,6 +18,7 @@ from helpers.db import aio
 from helpers.wait import await_for
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from pgq_thin.admin import Admin
 from pgq_thin.errors import SetupError
 from pgq_thin.job import Job
 from pgq_thin.listener import CancelRequested, Enqueued, SchedulesChanged, parse_event
@@ -128,7 +129,9 @@ def test_a_claimed_row_python_cannot_hold_fails_that_job_alone(pgq_dsn: str, poi
     assignment, column = POISONS[poison]
     ran: list[int] = []
     with Queue(pgq_dsn) as q:
-        q.configure("hp.job", max_attempts=2, backoff_base=timedelta(0), backoff_max=timedelta(0))
+        Admin(q.connection).configure(
+            "hp.job", max_attempts=2, backoff_base=timedelta(0), backoff_max=timedelta(0)
+        )
         ids = q.enqueue_many("hp.job", [{"n": i} for i in range(6)])
     bad = ids[2]
     execute(pgq_dsn, f"UPDATE pgq.jobs SET {assignment} WHERE id = %s", (bad,))

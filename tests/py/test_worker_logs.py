@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from pgq_thin import logs
+from pgq_thin.admin import Admin
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
 
@@ -35,7 +36,7 @@ ENDINGS = {  # entrypoint -> (outcome, level)
 def enqueue_one_of_each(dsn: str) -> dict[str, int]:
     with Queue(dsn) as q:
         for name in ENDINGS:
-            q.configure(name, max_attempts=1)
+            Admin(q.connection).configure(name, max_attempts=1)
         return {
             name: q.enqueue(name, {"wrong": 1} if name == "obs.typed" else {"n": 1})
             for name in ENDINGS
@@ -109,7 +110,9 @@ def test_a_retry_is_logged_from_what_sql_answered(
     pgq_dsn: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     with Queue(pgq_dsn) as q:
-        q.configure("obs.fail", max_attempts=3, backoff_base=timedelta(seconds=40))
+        Admin(q.connection).configure(
+            "obs.fail", max_attempts=3, backoff_base=timedelta(seconds=40)
+        )
         job_id = q.enqueue("obs.fail", {"n": 1})
     worker = fresh_worker(pgq_dsn)
     caplog.set_level(logging.INFO, logger="pgq_thin")

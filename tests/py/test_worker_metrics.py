@@ -15,6 +15,7 @@ import pytest
 from helpers.wait import await_for
 from prometheus_client.parser import text_string_to_metric_families
 
+from pgq_thin.admin import Admin
 from pgq_thin.job import CancelJob, Job
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
@@ -77,7 +78,7 @@ def make_worker(dsn: str, **settings: Any) -> ThinWorker:
 
 def test_metrics_count_what_ran(pgq_dsn: str) -> None:
     with Queue(pgq_dsn) as q:
-        q.configure("m.fail", max_attempts=1)
+        Admin(q.connection).configure("m.fail", max_attempts=1)
         q.enqueue_many("m.ok", [{"i": i} for i in range(7)])
         q.enqueue_many("m.sync", [{"i": i} for i in range(3)])
         q.enqueue_many("m.fail", [{"i": i} for i in range(2)])
