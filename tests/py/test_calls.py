@@ -8,6 +8,7 @@ declared columns and the privilege signatures are checked against ``sql/api.json
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import re
 from typing import Any
@@ -141,3 +142,13 @@ def test_needs_come_from_the_grants() -> None:
     assert _api.NEEDS["job"] == ("pgq_reader (or pgq_admin)", "GRANT pgq_reader TO {role}")
     assert _api.NEEDS["register_worker"] == ("pgq_worker", "GRANT pgq_worker TO {role}")
     assert _api.NEEDS["configure"][0] == "the rights of the schema owner"
+
+
+def test_admin_configure_is_the_generated_builder() -> None:
+    """An argument ``pgq.configure`` gains is an argument of ``Admin.configure`` with no Python
+    edit: the method is the generated builder, its parameters the manifest's, in SQL order."""
+    from pgq_thin.admin import Admin, AsyncAdmin
+
+    declared = [a["name"] for a in MANIFEST["functions"]["configure"]["arguments"]]
+    for cls in (Admin, AsyncAdmin):
+        assert list(inspect.signature(cls.configure).parameters) == declared
