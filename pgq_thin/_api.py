@@ -164,7 +164,8 @@ SIGNATURES: dict[str, str] = {
     "unschedule": "pgq.unschedule(text)",
 }
 
-#: What a role must hold to call each function, and the fix a PrivilegeMissing names.
+#: What a role must hold to call each function (to read each relation), and the fix a
+#: PrivilegeMissing names.
 OWNER_ONLY = "connect as the owner of schema pgq, or as an operator role with the grants" " in docs/operations.md"
 NEEDS: dict[str, tuple[str, str]] = {
     "cancel": ("pgq_producer (or pgq_admin)", 'GRANT pgq_producer TO {role}'),
@@ -205,13 +206,10 @@ NEEDS: dict[str, tuple[str, str]] = {
     "schedule": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "unregister_worker": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "unschedule": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
-}
-#: The roles that may read each relation.
-SELECTABLE: dict[str, tuple[str, ...]] = {
-    "failed_jobs": (),
-    "queue_stats": ("pgq_admin", "pgq_producer", "pgq_reader", "pgq_worker",),
-    "schedules": ("pgq_admin", "pgq_producer", "pgq_reader", "pgq_worker",),
-    "worker_status": ("pgq_admin", "pgq_producer", "pgq_reader", "pgq_worker",),
+    "failed_jobs": ("the rights of the schema owner", OWNER_ONLY),
+    "queue_stats": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
+    "schedules": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
+    "worker_status": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
 }
 
 
@@ -527,6 +525,44 @@ def unschedule(name: str) -> Call[bool]:
     Removes a schedule; returns true if it existed.
     """
     return FUNCTIONS["unschedule"].call(value, name=name)
+
+
+#: Each field of :class:`Privileges` and the function it stands for.
+PRIVILEGE_FUNCTIONS: dict[str, str] = {
+    "read_jobs": "pgq.job(bigint)",
+    "pause": "pgq.pause(text[],timestamp with time zone)",
+    "resume": "pgq.resume(text[])",
+    "cancel": "pgq.cancel(bigint[],timestamp with time zone)",
+    "requeue": "pgq.requeue(bigint[],timestamp with time zone)",
+    "requeue_history": "pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)",
+    "delete_history": "pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)",
+    "delete_jobs": "pgq.delete_jobs(bigint[])",
+    "schedule": "pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)",
+    "unschedule": "pgq.unschedule(text)",
+    "fire_schedule_now": "pgq.fire_schedule_now(text,timestamp with time zone)",
+}
+PRIVILEGES = "SELECT coalesce(has_function_privilege(to_regprocedure('pgq.job(bigint)'), 'EXECUTE'), false) AS read_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.pause(text[],timestamp with time zone)'), 'EXECUTE'), false) AS pause, coalesce(has_function_privilege(to_regprocedure('pgq.resume(text[])'), 'EXECUTE'), false) AS resume, coalesce(has_function_privilege(to_regprocedure('pgq.cancel(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS cancel, coalesce(has_function_privilege(to_regprocedure('pgq.requeue(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS requeue, coalesce(has_function_privilege(to_regprocedure('pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)'), 'EXECUTE'), false) AS requeue_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)'), 'EXECUTE'), false) AS delete_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_jobs(bigint[])'), 'EXECUTE'), false) AS delete_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)'), 'EXECUTE'), false) AS schedule, coalesce(has_function_privilege(to_regprocedure('pgq.unschedule(text)'), 'EXECUTE'), false) AS unschedule, coalesce(has_function_privilege(to_regprocedure('pgq.fire_schedule_now(text,timestamp with time zone)'), 'EXECUTE'), false) AS fire_schedule_now"
+
+
+@dataclass(frozen=True)
+class Privileges(_record_mixins.PrivilegesMixin):
+    """What the connected role may call (gen_api.PRIVILEGES); False: hidden."""
+
+    read_jobs: bool = False
+    pause: bool = False
+    resume: bool = False
+    cancel: bool = False
+    requeue: bool = False
+    requeue_history: bool = False
+    delete_history: bool = False
+    delete_jobs: bool = False
+    schedule: bool = False
+    unschedule: bool = False
+    fire_schedule_now: bool = False
+
+
+def privileges() -> Call[Privileges]:
+    return Call(PRIVILEGES, (), record(Privileges))
 
 
 # --- records: a frozen dataclass per kind of row (gen_api.RECORDS)

@@ -3,6 +3,7 @@ record class inherits): a reading of the record's own columns, never a queue dec
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any
 
@@ -28,3 +29,11 @@ class EntrypointConfigMixin:
     def paused(self) -> bool:
         """Whether ``pgq.pause`` holds the entrypoint (``paused_at`` is set)."""
         return self.paused_at is not None
+
+
+class PrivilegesMixin:
+    @property
+    def actions(self) -> list[str]:
+        """The names of the actions allowed (every field but ``read_jobs``)."""
+        fields = dataclasses.fields(self)  # type: ignore[arg-type]
+        return [f.name for f in fields if f.name != "read_jobs" and getattr(self, f.name)]

@@ -28,15 +28,9 @@ _FUNCTION = re.compile(r"\bpgq\.(\w+)")
 
 
 def needs(query: str) -> tuple[str, str]:
-    """What the role must hold to run ``query`` (by the first pgq function it calls)."""
+    """What the role must hold to run ``query`` (by the first pgq function or view it names)."""
     fn = _FUNCTION.search(query)
-    if fn and fn[1] in _api.NEEDS:
-        return _api.NEEDS[fn[1]]
-    if fn and fn[1] in _api.SELECTABLE and _api.SELECTABLE[fn[1]]:
-        return "pgq_producer or pgq_worker", "GRANT pgq_producer TO {role}"
-    if fn and fn[1] in _api.SELECTABLE:
-        return "the rights of the schema owner", _api.OWNER_ONLY
-    return "a grant on schema pgq", "see docs/operations.md"
+    return _api.NEEDS.get(fn[1] if fn else "", ("a grant on schema pgq", "see docs/operations.md"))
 
 
 def _login(conn: Conn | AConn) -> str:

@@ -300,7 +300,7 @@ class Build:
     def privileges() -> Call[Privileges]:
         """What the connected role may call: reading jobs and each admin action (the
         catalog's answer), so a screen can hide what the database would refuse."""
-        return admin_calls.privileges()
+        return _api.privileges()
 
 
 class Admin(SyncHandle):

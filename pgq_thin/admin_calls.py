@@ -1,6 +1,6 @@
 """The admin API's calls beyond one generated builder of :mod:`pgq_thin._api`: the views (in
 the order shown), a listing as a :class:`~pgq_thin.records.JobPage`, bulk actions repeated
-until done, the privileges a screen asks for, and :func:`sync_method`/:func:`async_method`,
+until done, and :func:`sync_method`/:func:`async_method`,
 which make one call a method of a sync or an async handle (so :class:`~pgq_thin.admin.Admin`
 and :class:`~pgq_thin.admin.AsyncAdmin`, the producer's classes too, share every statement).
 Every other call is the generated builder itself, its answer typed from the result columns.
@@ -8,21 +8,18 @@ Every other call is the generated builder itself, its answer typed from the resu
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from pgq_thin import _api
 from pgq_thin._sql_runner import arun, run
-from pgq_thin._statements import Call, Row, record, records
+from pgq_thin._statements import Call, Row, records
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.records import (
     EntrypointStats,
     FailedJob,
     JobListing,
     JobPage,
-    Privileges,
     Schedule,
     WorkerStatus,
 )
@@ -105,20 +102,3 @@ def every_once(call: Call[list[int]]) -> Call[list[int]]:
 def until_none(call: Call[int]) -> Call[int]:
     """Sent again until a call deletes nothing."""
     return call.then(int, bool)
-
-
-#: Each field of :class:`~pgq_thin.records.Privileges` and the function it stands for (the
-#: field's name, but ``read_jobs``: ``pgq.job``); a function missing from the install reads as
-#: not allowed.
-PRIVILEGE_FUNCTIONS = {
-    f.name: _api.SIGNATURES["job" if f.name == "read_jobs" else f.name]
-    for f in dataclasses.fields(Privileges)
-}
-PRIVILEGES = "SELECT " + ", ".join(
-    f"coalesce(has_function_privilege(to_regprocedure('{fn}'), 'EXECUTE'), false) AS {name}"
-    for name, fn in PRIVILEGE_FUNCTIONS.items()
-)
-
-
-def privileges() -> Call[Privileges]:
-    return Call(PRIVILEGES, (), record(Privileges))

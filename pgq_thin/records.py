@@ -32,6 +32,7 @@ from pgq_thin._api import (
     JobInfo,
     JobListing,
     JobResult,
+    Privileges,
     Rollup,
     Schedule,
     WorkerRegistration,
@@ -89,31 +90,3 @@ class JobPage:
 
     def __len__(self) -> int:
         return len(self.jobs)
-
-
-@dataclass(frozen=True)
-class Privileges:
-    """What the connected role may call (the catalog's ``has_function_privilege``): reading
-    jobs with their payloads (``pgq.job``), and each action a dashboard offers. A screen hides
-    what is False; the database refuses it anyway."""
-
-    read_jobs: bool = False
-    pause: bool = False
-    resume: bool = False
-    cancel: bool = False
-    requeue: bool = False
-    requeue_history: bool = False
-    delete_history: bool = False
-    delete_jobs: bool = False
-    schedule: bool = False
-    unschedule: bool = False
-    fire_schedule_now: bool = False
-
-    @property
-    def actions(self) -> list[str]:
-        """The names of the actions allowed (every field but ``read_jobs``)."""
-        return [
-            f.name
-            for f in dataclasses.fields(self)
-            if f.name != "read_jobs" and getattr(self, f.name)
-        ]

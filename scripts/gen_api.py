@@ -75,6 +75,13 @@ ONE_ROW = {"register_worker": "one", "rollup_metrics": "one", "maintain": "one",
 NULLABLE = {"next_run_at", "next_schedule_at"}
 # What the generated module takes from pgq_thin._statements (the shapes of an answer).
 SHAPES = ("Call", "Fn", "Row", "column", "first", "optional", "record", "records", "rows", "value")
+#: What a screen asks the catalog it may call (``has_function_privilege``): each field of the
+#: generated ``Privileges`` and the function it stands for (``read_jobs``: reading jobs with
+#: their payloads); a screen hides what is False, the database refuses it anyway.
+PRIVILEGES = {"read_jobs": "job"} | {f: f for f in (
+    "pause", "resume", "cancel", "requeue", "requeue_history", "delete_history", "delete_jobs",
+    "schedule", "unschedule", "fire_schedule_now",
+)}  # fmt: skip
 #: The shape of the JSON columns a record types more narrowly than ``Any``, by column name.
 JSON_SHAPES = {"headers": "dict[str, Any]", "errors": "list[Any]"}
 
@@ -137,6 +144,25 @@ def answer(name: str, fn: dict[str, Any], manifest: dict[str, Any]) -> tuple[str
     if one == "optional":
         return f"{cls} | None", f"optional({cls})"
     return (cls, f"record({cls})") if one else (f"list[{cls}]", f"records({cls})")
+
+
+def render_privileges(manifest: dict[str, Any]) -> list[str]:
+    """``privileges()``: one row of booleans, a function missing from the install as False."""
+    signatures = {n: manifest["functions"][fn]["signature"] for n, fn in PRIVILEGES.items()}
+    checks = ", ".join(
+        f"coalesce(has_function_privilege(to_regprocedure('{sig}'), 'EXECUTE'), false) AS {n}"
+        for n, sig in signatures.items()
+    )
+    out = ["", "", "#: Each field of :class:`Privileges` and the function it stands for."]
+    out += ["PRIVILEGE_FUNCTIONS: dict[str, str] = {"]
+    out += [f'    "{n}": "{sig}",' for n, sig in signatures.items()]
+    out += ["}", f'PRIVILEGES = "SELECT {checks}"', "", "", "@dataclass(frozen=True)"]
+    out += ["class Privileges(_record_mixins.PrivilegesMixin):"]
+    out += ['    """What the connected role may call (gen_api.PRIVILEGES); False: hidden."""']
+    out += ["", *(f"    {n}: bool = False" for n in signatures), "", ""]
+    out += ["def privileges() -> Call[Privileges]:"]
+    out += ["    return Call(PRIVILEGES, (), record(Privileges))"]
+    return out
 
 
 def python_type(sql_type: str) -> str:
@@ -229,24 +255,18 @@ def render(manifest: dict[str, Any]) -> str:
     out += [
         "}",
         "",
-        "#: What a role must hold to call each function, and the fix a PrivilegeMissing names.",
+        "#: What a role must hold to call each function (to read each relation), and the fix a",
+        "#: PrivilegeMissing names.",
     ]
     out += [
         'OWNER_ONLY = "connect as the owner of schema pgq, or as an operator role with the grants"'
         ' " in docs/operations.md"'
     ]
     out.append("NEEDS: dict[str, tuple[str, str]] = {")
-    for n, f in fns.items():
-        text, fix = needs(f["execute"])
+    granted = [(n, f["execute"]) for n, f in fns.items()]
+    for n, roles in granted + [(n, r["select"]) for n, r in manifest["relations"].items()]:
+        text, fix = needs(roles)
         out.append(f'    "{n}": ("{text}", {fix if fix == "OWNER_ONLY" else repr(fix)}),')
-    out += [
-        "}",
-        "#: The roles that may read each relation.",
-        "SELECTABLE: dict[str, tuple[str, ...]] = {",
-    ]
-    for n, r in manifest["relations"].items():
-        roles = "".join(f'"{x}", ' for x in r["select"]).rstrip(" ")
-        out.append(f'    "{n}": ({roles}),')
     out += ["}"]
     for name, f in fns.items():
         params = []
@@ -264,6 +284,7 @@ def render(manifest: dict[str, Any]) -> str:
         out += ['    """' + f"``{f['signature']}``, ``RETURNS {f['returns']}``."]
         out += [*_wrap_comment(f["comment"], "    "), '    """']
         out.append(f'    return FUNCTIONS["{name}"].call({shape}, {given})'.replace(", )", ")"))
+    out += render_privileges(manifest)
     out += ["", "", "# --- records: a frozen dataclass per kind of row (gen_api.RECORDS)"]
     out += render_records(manifest)
     return "\n".join(out) + "\n"

@@ -133,8 +133,8 @@ def test_only_the_hot_path_is_hand_written() -> None:
 
 def test_privileges_name_functions_of_the_manifest() -> None:
     signatures = {f["signature"] for f in MANIFEST["functions"].values()}
-    assert set(admin_calls.PRIVILEGE_FUNCTIONS.values()) <= signatures
-    assert admin_calls.PRIVILEGE_FUNCTIONS["read_jobs"] == "pgq.job(bigint)"
+    assert set(_api.PRIVILEGE_FUNCTIONS.values()) <= signatures
+    assert _api.PRIVILEGE_FUNCTIONS["read_jobs"] == "pgq.job(bigint)"
 
 
 def test_needs_come_from_the_grants() -> None:
