@@ -1,6 +1,8 @@
 """What :class:`~pgq_thin.queue.Queue` and :class:`~pgq_thin.admin.Admin` hold: a connection.
 
-Given a DSN (or nothing: the database rule of :mod:`pgq_thin.dsn` decides), a handle opens one
+Given a DSN (or nothing: the database rule of :mod:`pgq_thin.dsn` decides; with no database
+configured at all the constructor raises :class:`~pgq_thin.dsn.NoDatabase`, and the embedded
+server is used only when asked for by name, ``"embedded"``), a handle opens one
 autocommit connection of its own on first use, so every call commits at once, and closes it
 on :meth:`close` or at the end of a ``with`` block. Given a psycopg connection you hold, every
 call runs on it, inside whatever transaction you have open, and it is never closed or committed
@@ -27,7 +29,7 @@ from typing import Any, ClassVar, Self
 import psycopg
 
 from pgq_thin.connection import aconnect, connect, is_lost
-from pgq_thin.dsn import resolve_dsn
+from pgq_thin.dsn import require, resolve_dsn
 
 __all__ = ["AsyncHandle", "SyncHandle"]
 
@@ -64,6 +66,7 @@ class SyncHandle:
         elif dsn_or_connection is None or isinstance(dsn_or_connection, str):
             self._conn = None
             self._dsn = dsn_or_connection
+            require(dsn_or_connection, f"{type(self).__name__}()")
         else:
             raise _refuse(type(self).__name__, "psycopg.Connection", dsn_or_connection)
         self._owned = self._conn is None
@@ -72,7 +75,8 @@ class SyncHandle:
     def connection(self) -> psycopg.Connection[Any]:
         """The connection calls run on (opened on first use when given a DSN)."""
         if self._conn is None or (self._owned and self._conn.closed):
-            self._conn = connect(resolve_dsn(self._dsn), application_name=self.application_name)
+            dsn = resolve_dsn(self._dsn, who=f"{type(self).__name__}()")
+            self._conn = connect(dsn, application_name=self.application_name)
         return self._conn
 
     @contextmanager
@@ -124,6 +128,7 @@ class AsyncHandle:
         elif dsn_or_connection is None or isinstance(dsn_or_connection, str):
             self._conn = None
             self._dsn = dsn_or_connection
+            require(dsn_or_connection, f"{type(self).__name__}()")
         else:
             raise _refuse(type(self).__name__, "psycopg.AsyncConnection", dsn_or_connection)
         self._owned = self._conn is None
@@ -132,7 +137,7 @@ class AsyncHandle:
         """The connection calls run on (opened on first use when given a DSN)."""
         if self._conn is None or (self._owned and self._conn.closed):
             # the rule may start the embedded server: not on the event loop
-            dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
+            dsn = await asyncio.to_thread(resolve_dsn, self._dsn, who=f"{type(self).__name__}()")
             self._conn = await aconnect(dsn, application_name=self.application_name)
         return self._conn
 
