@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pgq_thin import _api, admin_calls
 from pgq_thin._statements import Call, ints, value
-from pgq_thin.admin_calls import arun, async_method, run, sync_method
+from pgq_thin.admin_calls import async_method, sync_method
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.otel import in_use as otel_in_use
 from pgq_thin.otel import with_trace_context
@@ -186,8 +186,7 @@ class Queue(SyncHandle):
         ``on_conflict="existing"`` returns that job's id.
         """
         call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        with self.using() as conn:
-            return run(conn, call)
+        return self.run_call(call)
 
     def enqueue_many(
         self,
@@ -208,8 +207,7 @@ class Queue(SyncHandle):
         if not payloads:
             return []
         call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        with self.using() as conn:
-            return run(conn, call)
+        return self.run_call(call)
 
     cancel = sync_method(admin_calls.cancel)
 
@@ -249,8 +247,7 @@ class AsyncQueue(AsyncHandle):
     ) -> int:
         """As :meth:`Queue.enqueue`."""
         call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        async with self.using() as conn:
-            return await arun(conn, call)
+        return await self.arun_call(call)
 
     async def enqueue_many(
         self,
@@ -267,8 +264,7 @@ class AsyncQueue(AsyncHandle):
         if not payloads:
             return []
         call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        async with self.using() as conn:
-            return await arun(conn, call)
+        return await self.arun_call(call)
 
     cancel = async_method(admin_calls.cancel)
 
