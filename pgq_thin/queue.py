@@ -36,6 +36,7 @@ from typing import Any, Literal
 from pgq_thin import _api, admin_calls
 from pgq_thin._statements import Call, ints, value
 from pgq_thin.admin_calls import async_method, sync_method
+from pgq_thin.entrypoints import Entrypoint, entrypoint_name, entrypoint_payload
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.otel import in_use as otel_in_use
 from pgq_thin.otel import with_trace_context
@@ -44,6 +45,8 @@ from pgq_thin.records import JobResult
 
 OnConflict = Literal["raise", "existing"]
 When = datetime | timedelta | float | None
+#: An entrypoint: its name, or the handle ``@worker.entrypoint`` returned (pgq_thin.entrypoints).
+Target = str | Entrypoint[Any, Any]
 
 
 def _split(when: When) -> tuple[datetime | None, timedelta | None]:
@@ -55,7 +58,7 @@ def _split(when: When) -> tuple[datetime | None, timedelta | None]:
 
 
 def _one(
-    entrypoint: str,
+    entrypoint: Target,
     payload: Any,
     priority: int,
     run_at: When,
@@ -65,8 +68,8 @@ def _one(
 ) -> Call[int]:
     due, delay = _split(run_at)
     return _api.enqueue(
-        entrypoint=entrypoint,
-        payload=encode_payload(payload),
+        entrypoint=entrypoint_name(entrypoint),
+        payload=encode_payload(entrypoint_payload(entrypoint, payload)),
         priority=priority,
         run_at=due,
         dedupe_key=dedupe_key,
@@ -77,7 +80,7 @@ def _one(
 
 
 def _many(
-    entrypoints: str | Sequence[str],
+    entrypoints: Target | Sequence[Target],
     payloads: Sequence[Any],
     priorities: int | Sequence[int] | None,
     run_ats: When | Sequence[When],
@@ -87,7 +90,14 @@ def _many(
 ) -> Call[list[int]]:
     """One entrypoint/priority/run_at/headers value applies to every payload."""
     n = len(payloads)
-    eps = [entrypoints] * n if isinstance(entrypoints, str) else list(entrypoints)
+    if isinstance(entrypoints, str | Entrypoint):
+        payloads = [entrypoint_payload(entrypoints, p) for p in payloads]
+        eps = [entrypoint_name(entrypoints)] * n
+    else:
+        eps = [entrypoint_name(e) for e in entrypoints]
+        if len(eps) == n:  # else pgq.enqueue_many refuses the lengths (PQ003)
+            both = zip(entrypoints, payloads, strict=True)
+            payloads = [entrypoint_payload(e, p) for e, p in both]
     if priorities is None or isinstance(priorities, int):
         prios = None if priorities is None else [priorities] * n
     else:
@@ -169,7 +179,7 @@ class Queue(SyncHandle):
 
     def enqueue(
         self,
-        entrypoint: str,
+        entrypoint: Target,
         payload: Any = None,
         *,
         priority: int = 0,
@@ -178,7 +188,8 @@ class Queue(SyncHandle):
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
     ) -> int:
-        """Add one job and return its id.
+        """Add one job and return its id. ``entrypoint`` is a name, or the handle
+        ``@worker.entrypoint`` returned (the payload is then checked against its type).
 
         ``payload`` is any JSON-able value (or a dataclass/pydantic model). ``run_at`` is a
         datetime, or a delay from now (timedelta or seconds); None means now. A ``dedupe_key``
@@ -190,7 +201,7 @@ class Queue(SyncHandle):
 
     def enqueue_many(
         self,
-        entrypoints: str | Sequence[str],
+        entrypoints: Target | Sequence[Target],
         payloads: Sequence[Any],
         *,
         priorities: int | Sequence[int] | None = None,
@@ -236,7 +247,7 @@ class AsyncQueue(AsyncHandle):
 
     async def enqueue(
         self,
-        entrypoint: str,
+        entrypoint: Target,
         payload: Any = None,
         *,
         priority: int = 0,
@@ -251,7 +262,7 @@ class AsyncQueue(AsyncHandle):
 
     async def enqueue_many(
         self,
-        entrypoints: str | Sequence[str],
+        entrypoints: Target | Sequence[Target],
         payloads: Sequence[Any],
         *,
         priorities: int | Sequence[int] | None = None,
