@@ -29,7 +29,9 @@ from pgq_thin.payloads import PayloadValidationError, validate_payload
 
 if TYPE_CHECKING:
     from pgq_thin.job import Job
-    from pgq_thin.queue import AsyncQueue, Queue
+
+# The queue arguments are a pgq_thin.Queue (enqueue*) or AsyncQueue (aenqueue*), typed Any:
+# pgq_thin.queue imports this module, and the package has no import cycle.
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -71,24 +73,25 @@ class Entrypoint(Generic[P, R]):
             raise PayloadValidationError(f"entrypoint {self.name!r}: {err}") from err
         return payload
 
-    def enqueue(self, queue: Queue, payload: P | None = None, **options: Any) -> int:
+    def enqueue(self, queue: Any, payload: P | None = None, **options: Any) -> int:
         """Add one job of this entrypoint through ``queue`` (options as
         :meth:`pgq_thin.Queue.enqueue`: priority, run_at, dedupe_key, headers, on_conflict)."""
-        return queue.enqueue(self.name, self.checked(payload), **options)
+        return int(queue.enqueue(self.name, self.checked(payload), **options))
 
-    def enqueue_many(self, queue: Queue, payloads: Sequence[P], **options: Any) -> list[int]:
+    def enqueue_many(self, queue: Any, payloads: Sequence[P], **options: Any) -> list[int]:
         """Add one job of this entrypoint per payload, in one statement."""
-        return queue.enqueue_many(self.name, [self.checked(p) for p in payloads], **options)
+        return list(queue.enqueue_many(self.name, [self.checked(p) for p in payloads], **options))
 
-    async def aenqueue(self, queue: AsyncQueue, payload: P | None = None, **options: Any) -> int:
+    async def aenqueue(self, queue: Any, payload: P | None = None, **options: Any) -> int:
         """:meth:`enqueue` through an :class:`~pgq_thin.AsyncQueue`."""
-        return await queue.enqueue(self.name, self.checked(payload), **options)
+        return int(await queue.enqueue(self.name, self.checked(payload), **options))
 
     async def aenqueue_many(
-        self, queue: AsyncQueue, payloads: Sequence[P], **options: Any
+        self, queue: Any, payloads: Sequence[P], **options: Any
     ) -> list[int]:
         """:meth:`enqueue_many` through an :class:`~pgq_thin.AsyncQueue`."""
-        return await queue.enqueue_many(self.name, [self.checked(p) for p in payloads], **options)
+        ids = await queue.enqueue_many(self.name, [self.checked(p) for p in payloads], **options)
+        return list(ids)
 
 
 def entrypoint_name(entrypoint: str | Entrypoint[Any, Any]) -> str:

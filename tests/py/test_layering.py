@@ -8,7 +8,8 @@ pgq_thin/admin_calls.py, pgq_thin/dashboard_calls.py).
 
 Every string literal outside the allowed modules is scanned for SQL statements; docstrings
 are prose and skipped. ``migrate.py`` is allowed for its schema bootstrap statements only
-(advisory lock, schema guard, version table), which are not queue logic.
+(advisory lock, schema guard, version table), which are not queue logic; ``testing.py`` for
+the test fixtures' CREATE and DROP DATABASE.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pgq_thin"
 ALLOWED = {"calls.py", "admin_calls.py", "dashboard_calls.py", "_statements.py", "_api.py",
-           "_sql_runner.py", "migrate.py"}  # fmt: skip
+           "_sql_runner.py", "migrate.py", "testing.py"}  # fmt: skip
 SQL = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|LISTEN|UNLISTEN|NOTIFY|CREATE|DROP|ALTER|TRUNCATE|"
     r"COPY|GRANT|REVOKE|BEGIN|COMMIT|ROLLBACK|WITH\s+\w+\s+AS)\s",

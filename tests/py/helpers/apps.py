@@ -37,7 +37,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("PGQ_DSN", "PYTHONPATH") and not k.startswith("APP_")
+        if k not in ("PGQ_DSN", "PGQ_TEST_DSN", "PYTHONPATH") and not k.startswith("APP_")
     }
     env.update(extra)
     return env
