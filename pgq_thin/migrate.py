@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import sqlalchemy
 import sqlalchemy.exc
@@ -135,6 +136,9 @@ $pgq_thin$;"""
 _SCRIPT_SET_VERSION = """\
 DELETE FROM pgq.alembic_version;
 INSERT INTO pgq.alembic_version (version_num) VALUES ('{revision}');"""
+_SAVEPOINT = "SAVEPOINT pgq_thin_install_lock"
+_ROLLBACK_TO_SAVEPOINT = "ROLLBACK TO SAVEPOINT pgq_thin_install_lock"
+_RELEASE_SAVEPOINT = "RELEASE SAVEPOINT pgq_thin_install_lock"
 #: The LockNotAvailable SQLSTATE, for any driver (psycopg 3 ``sqlstate``, psycopg2 ``pgcode``).
 _LOCK_NOT_AVAILABLE = "55P03"
 
@@ -304,6 +308,24 @@ def script_body(from_revision: str | None = None, to_revision: str = "head") -> 
     return "\n".join(parts)
 
 
+#: Runs one statement in the caller's transaction: ``(statement, params)`` (params None: the
+#: text goes to the driver untouched, several statements allowed); the rows, or [] for none.
+Execute = Callable[[str, "tuple[Any, ...] | None"], "list[tuple[Any, ...]]"]
+
+
+def sqlalchemy_execute(conn: sqlalchemy.Connection) -> Execute:
+    """The :data:`Execute` of a SQLAlchemy connection (any PostgreSQL driver)."""
+
+    def execute(statement: str, params: tuple[Any, ...] | None) -> list[tuple[Any, ...]]:
+        if params is None:
+            result = conn.exec_driver_sql(statement, execution_options={"no_parameters": True})
+        else:
+            result = conn.exec_driver_sql(statement, params)
+        return [tuple(row) for row in result.all()] if result.returns_rows else []
+
+    return execute
+
+
 def upgrade_in_transaction(
     conn: sqlalchemy.Connection, revision: str = "head", *, lock_timeout: float = LOCK_TIMEOUT
 ) -> str | None:
@@ -319,6 +341,13 @@ def upgrade_in_transaction(
     the table :func:`upgrade` and ``pgq-thin install`` read, so either takes over later. A
     schema already at or past ``revision`` is left as it is (migrations are forward-only).
     """
+    return upgrade_with(sqlalchemy_execute(conn), revision, lock_timeout=lock_timeout)
+
+
+def upgrade_with(
+    execute: Execute, revision: str = "head", *, lock_timeout: float = LOCK_TIMEOUT
+) -> str | None:
+    """:func:`upgrade_in_transaction` over any :data:`Execute` (Django's migrations use it)."""
     migrations = sqlfiles.migrations()
     revisions = [m.revision for m in migrations]
     wanted = revisions[-1] if revision == "head" else revision
@@ -326,16 +355,19 @@ def upgrade_in_transaction(
         raise MigrationError(
             f"cannot upgrade to {revision!r}: unknown revision; known: {', '.join(revisions)}"
         )
-    _take_lock(conn, lock_timeout)
-    state = _schema_state(conn)
-    if state is _SchemaState.FOREIGN:
+    _lock_in_transaction(execute, lock_timeout)
+    rows = execute(_SCHEMA_STATE, ())
+    if rows and not str(rows[0][0] or "").startswith(MARKER) and rows[0][1]:
         _refuse_foreign()
-    if state is _SchemaState.MISSING:
-        conn.exec_driver_sql(_CREATE_SCHEMA)
-    if state is not _SchemaState.OURS:
-        conn.exec_driver_sql(_COMMENT_SCHEMA)
-    conn.exec_driver_sql(_SCRIPT_VERSION_TABLE)
-    installed = _current_version(conn)
+    if not rows:
+        execute(_CREATE_SCHEMA, None)
+    if not rows or not str(rows[0][0] or "").startswith(MARKER):
+        execute(_COMMENT_SCHEMA, None)
+    execute(_SCRIPT_VERSION_TABLE, None)
+    versions = [str(r[0]) for r in execute(_CURRENT_VERSION, ())]
+    if len(versions) > 1:
+        raise MigrationError(f"pgq.alembic_version holds several revisions: {versions}")
+    installed = versions[0] if versions else None
     if installed is not None and installed not in revisions:
         raise MigrationError(
             f"schema pgq is at revision {installed}, which this package (pgq-thin "
@@ -347,10 +379,8 @@ def upgrade_in_transaction(
         return installed
     for migration in migrations[start:end]:
         log.info("pgq-thin: applying migration %s (%s)", migration.revision, migration.name)
-        conn.exec_driver_sql(migration.read(), execution_options={"no_parameters": True})
-    conn.exec_driver_sql(
-        _SCRIPT_SET_VERSION.format(revision=wanted), execution_options={"no_parameters": True}
-    )
+        execute(migration.read(), None)
+    execute(_SCRIPT_SET_VERSION.format(revision=wanted), None)
     return wanted
 
 
@@ -361,14 +391,56 @@ def uninstall_in_transaction(
     whether there was one. The roles are kept (they are cluster-wide and may serve another
     database; :func:`uninstall` drops them when it can). Refuses a ``pgq`` schema that is not
     ours. What :func:`pgq_thin.alembic.downgrade_pgq` runs."""
-    _take_lock(conn, lock_timeout)
-    state = _schema_state(conn)
-    if state is _SchemaState.FOREIGN:
-        _refuse_foreign()
-    if state is _SchemaState.MISSING:
+    return uninstall_with(sqlalchemy_execute(conn), lock_timeout=lock_timeout)
+
+
+def uninstall_with(execute: Execute, *, lock_timeout: float = LOCK_TIMEOUT) -> bool:
+    """:func:`uninstall_in_transaction` over any :data:`Execute`."""
+    _lock_in_transaction(execute, lock_timeout)
+    rows = execute(_SCHEMA_STATE, ())
+    if not rows:
         return False
-    conn.exec_driver_sql(_DROP_SCHEMA)
+    if not str(rows[0][0] or "").startswith(MARKER) and rows[0][1]:
+        _refuse_foreign()
+    execute(_DROP_SCHEMA, None)
     return True
+
+
+def _sqlstate(err: BaseException) -> str | None:
+    """The SQLSTATE of a driver error, under SQLAlchemy's (``orig``) or Django's (cause) wrap."""
+    for candidate in (err, getattr(err, "orig", None), err.__cause__):
+        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
+        if code:
+            return str(code)
+    return None
+
+
+def _lock_in_transaction(execute: Execute, timeout: float) -> None:
+    """The install lock in the caller's transaction (held until it ends), waited for at most
+    ``timeout`` seconds behind a savepoint, so a timeout names the holders and leaves the
+    caller's transaction usable."""
+    if execute(_TRY_LOCK, ())[0][0]:
+        return
+    previous = execute(_LOCK_TIMEOUT_NOW, ())[0][0]
+    execute(_SET_LOCK_TIMEOUT, (f"{max(1, round(timeout * 1000))}ms",))
+    execute(_SAVEPOINT, None)
+    try:
+        execute(_LOCK, ())
+    except Exception as err:
+        if _sqlstate(err) != _LOCK_NOT_AVAILABLE:
+            raise
+        execute(_ROLLBACK_TO_SAVEPOINT, None)
+        holders = ", ".join(
+            f"pid {pid} (role {user}, application {app!r})"
+            for pid, user, app in execute(_LOCK_HOLDERS, ())
+        )
+        raise MigrationError(
+            f"the pgq-thin install lock (advisory lock {LOCK_KEY}) was not free within "
+            f"{timeout:g} s; held by {holders or 'a session that has ended since'}. Another "
+            "install may be running; else end that session (pg_terminate_backend) and retry"
+        ) from None
+    execute(_RELEASE_SAVEPOINT, None)
+    execute(_SET_LOCK_TIMEOUT, (previous,))
 
 
 # --- helpers --------------------------------------------------------------------------------
