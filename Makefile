@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.pgq-thin-installed
 
-.PHONY: test lint venv provision golden demo clean
+.PHONY: test lint venv provision golden demo dist clean
 
 test: provision $(STAMP)
 	$(PY) -m pytest tests $(PYTEST_ARGS)
@@ -43,6 +43,13 @@ $(STAMP): pyproject.toml
 # ./.pgq-thin/pgdata; installs the schema, runs a few hundred jobs, prints a summary.
 demo: $(STAMP)
 	$(VENV)/bin/pgq-thin demo
+
+# The sdist and the wheel, in $(DIST) (default dist/): what a team installs on its servers
+# (`pip install dist/pgq_thin-*.whl`). tests/py/test_wheel.py builds them this way and installs
+# the wheel into a clean virtualenv, away from this checkout, for its smoke test.
+DIST ?= dist
+dist: $(STAMP)
+	$(PY) -m build --no-isolation --outdir $(DIST) .
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .pgdata-test

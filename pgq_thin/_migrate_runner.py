@@ -41,8 +41,29 @@ def alembic_upgrade(conn: sqlalchemy.Connection, revision: str) -> None:
     def steps(current: Any, context: MigrationContext) -> list[RevisionStep]:
         return script._upgrade_revs(revision, current)
 
-    with EnvironmentContext(config, script, fn=steps, destination_rev=revision):
+    with _outer_alembic_kept(), EnvironmentContext(
+        config, script, fn=steps, destination_rev=revision
+    ):
         script.run_env()
+
+
+@contextmanager
+def _outer_alembic_kept() -> Iterator[None]:
+    """Alembic's ``context`` and ``op`` are module-level proxies: entering an
+    ``EnvironmentContext`` installs ours, leaving it deletes them. Called from inside an
+    application's own Alembic run (its ``env.py``, one of its revisions), that deletion took
+    the application's proxies too, and its run then failed with ``KeyError: 'config'``. The
+    proxies found on entry are put back on exit."""
+    import alembic.context
+    import alembic.op
+
+    outer = [vars(module).get("_proxy") for module in (alembic.context, alembic.op)]
+    try:
+        yield
+    finally:
+        for proxy in outer:
+            if proxy is not None:
+                proxy._install_proxy()
 
 
 def alembic_config() -> Config:

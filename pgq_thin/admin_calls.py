@@ -41,8 +41,7 @@ def sync_method(build: Callable[P, Call[R]]) -> Callable[Concatenate[SyncHandle,
 
     @functools.wraps(build)
     def method(self: SyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self.using() as conn:
-            return run(conn, build(*args, **kwargs))
+        return self.run_call(build(*args, **kwargs))
 
     return method
 
@@ -54,8 +53,7 @@ def async_method(
 
     @functools.wraps(build)
     async def method(self: AsyncHandle, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        async with self.using() as conn:
-            return await arun(conn, build(*args, **kwargs))
+        return await self.arun_call(build(*args, **kwargs))
 
     return method
 

@@ -1,6 +1,8 @@
 """What :class:`~pgq_thin.queue.Queue` and :class:`~pgq_thin.admin.Admin` hold: a connection.
 
-Given a DSN (or nothing: the database rule of :mod:`pgq_thin.dsn` decides), a handle opens one
+Given a DSN (or nothing: the database rule of :mod:`pgq_thin.dsn` decides; with no database
+configured at all the constructor raises :class:`~pgq_thin.dsn.NoDatabase`, and the embedded
+server is used only when asked for by name, ``"embedded"``), a handle opens one
 autocommit connection of its own on first use, so every call commits at once, and closes it
 on :meth:`close` or at the end of a ``with`` block. Given a psycopg connection you hold, every
 call runs on it, inside whatever transaction you have open, and it is never closed or committed
@@ -22,12 +24,17 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 import psycopg
 
+from pgq_thin import _drivers
+from pgq_thin._sql_runner import arun, run
+from pgq_thin._statements import Call
 from pgq_thin.connection import aconnect, connect, is_lost
-from pgq_thin.dsn import resolve_dsn
+from pgq_thin.dsn import require, resolve_dsn
+
+R = TypeVar("R")
 
 __all__ = ["AsyncHandle", "SyncHandle"]
 
@@ -41,8 +48,12 @@ def _refuse(owner: str, expected: str, given: object) -> TypeError:
     elif isinstance(given, psycopg.Connection):
         hint = f"; for a sync connection use {owner.removeprefix('Async')}"
     elif kind.__module__.startswith("sqlalchemy"):
-        hint = "; from SQLAlchemy pass the driver's connection: conn.connection.driver_connection"
-    return TypeError(f"{owner}() takes a DSN string or a {expected}, got {name}{hint}")
+        hint = "; SQLAlchemy's Connection and Session are taken (AsyncConnection, AsyncSession "
+        hint += "by the Async classes)"
+    return TypeError(
+        f"{owner}() takes a DSN string, a {expected}, a psycopg2 connection, a SQLAlchemy "
+        f"Connection or Session, or Django's connection; got {name}{hint}"
+    )
 
 
 class SyncHandle:
@@ -58,21 +69,39 @@ class SyncHandle:
         application_name: str | None = None,
     ) -> None:
         self.application_name = application_name or self.APPLICATION_NAME
+        self._runner: _drivers.SyncRunner | None = None
+        self._conn: psycopg.Connection[Any] | None = None
+        self._dsn: str | None = None
         if isinstance(dsn_or_connection, psycopg.Connection):
-            self._conn: psycopg.Connection[Any] | None = dsn_or_connection
-            self._dsn: str | None = None
+            self._conn = dsn_or_connection
         elif dsn_or_connection is None or isinstance(dsn_or_connection, str):
-            self._conn = None
             self._dsn = dsn_or_connection
+            require(dsn_or_connection, f"{type(self).__name__}()")
         else:
-            raise _refuse(type(self).__name__, "psycopg.Connection", dsn_or_connection)
-        self._owned = self._conn is None
+            self._runner = _drivers.sync_runner(dsn_or_connection)
+            if self._runner is None:
+                raise _refuse(type(self).__name__, "psycopg.Connection", dsn_or_connection)
+        self._owned = self._conn is None and self._runner is None
+
+    def run_call(self, call: Call[R]) -> R:
+        """Send one generated call on the handle's connection (or through the application's
+        psycopg2, SQLAlchemy or Django object it was given, in that object's transaction)."""
+        if self._runner is not None:
+            return self._runner.run(call)
+        with self.using() as conn:
+            return run(conn, call)
 
     @property
     def connection(self) -> psycopg.Connection[Any]:
         """The connection calls run on (opened on first use when given a DSN)."""
+        if self._runner is not None:
+            raise TypeError(
+                f"{type(self).__name__} was given a {self._runner.kind} connection: it has no "
+                "psycopg 3 connection of its own"
+            )
         if self._conn is None or (self._owned and self._conn.closed):
-            self._conn = connect(resolve_dsn(self._dsn), application_name=self.application_name)
+            dsn = resolve_dsn(self._dsn, who=f"{type(self).__name__}()")
+            self._conn = connect(dsn, application_name=self.application_name)
         return self._conn
 
     @contextmanager
@@ -118,21 +147,37 @@ class AsyncHandle:
         application_name: str | None = None,
     ) -> None:
         self.application_name = application_name or self.APPLICATION_NAME
+        self._runner: _drivers.AsyncRunner | None = None
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._dsn: str | None = None
         if isinstance(dsn_or_connection, psycopg.AsyncConnection):
-            self._conn: psycopg.AsyncConnection[Any] | None = dsn_or_connection
-            self._dsn: str | None = None
+            self._conn = dsn_or_connection
         elif dsn_or_connection is None or isinstance(dsn_or_connection, str):
-            self._conn = None
             self._dsn = dsn_or_connection
+            require(dsn_or_connection, f"{type(self).__name__}()")
         else:
-            raise _refuse(type(self).__name__, "psycopg.AsyncConnection", dsn_or_connection)
-        self._owned = self._conn is None
+            self._runner = _drivers.async_runner(dsn_or_connection)
+            if self._runner is None:
+                raise _refuse(type(self).__name__, "psycopg.AsyncConnection", dsn_or_connection)
+        self._owned = self._conn is None and self._runner is None
+
+    async def arun_call(self, call: Call[R]) -> R:
+        """The async twin of :meth:`SyncHandle.run_call`."""
+        if self._runner is not None:
+            return await self._runner.arun(call)
+        async with self.using() as conn:
+            return await arun(conn, call)
 
     async def connection(self) -> psycopg.AsyncConnection[Any]:
         """The connection calls run on (opened on first use when given a DSN)."""
+        if self._runner is not None:
+            raise TypeError(
+                f"{type(self).__name__} was given a {self._runner.kind} connection: it has no "
+                "psycopg 3 connection of its own"
+            )
         if self._conn is None or (self._owned and self._conn.closed):
             # the rule may start the embedded server: not on the event loop
-            dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
+            dsn = await asyncio.to_thread(resolve_dsn, self._dsn, who=f"{type(self).__name__}()")
             self._conn = await aconnect(dsn, application_name=self.application_name)
         return self._conn
 

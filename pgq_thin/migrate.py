@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Any, NoReturn
 
-import psycopg
 import sqlalchemy
 import sqlalchemy.exc
 from alembic.util import CommandError
@@ -47,7 +47,9 @@ __all__ = [
     "head",
     "sql",
     "uninstall",
+    "uninstall_in_transaction",
     "upgrade",
+    "upgrade_in_transaction",
 ]
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,8 @@ _COMMENT_SCHEMA = f"COMMENT ON SCHEMA pgq IS '{_SCHEMA_COMMENT}'"
 _VERSION_TABLE_EXISTS = "SELECT to_regclass('pgq.alembic_version') IS NOT NULL"
 _CURRENT_VERSION = "SELECT version_num FROM pgq.alembic_version"
 _DROP_SCHEMA = "DROP SCHEMA pgq CASCADE"
+#: What an offline (``--sql``) :func:`pgq_thin.alembic.downgrade_pgq` writes.
+SCRIPT_DROP_SCHEMA = "DROP SCHEMA IF EXISTS pgq CASCADE;"
 _DROP_ROLE = "DROP ROLE IF EXISTS {role}"
 
 # The DBA install script (sql()). The version table is the one Alembic itself creates, so an
@@ -132,6 +136,11 @@ $pgq_thin$;"""
 _SCRIPT_SET_VERSION = """\
 DELETE FROM pgq.alembic_version;
 INSERT INTO pgq.alembic_version (version_num) VALUES ('{revision}');"""
+_SAVEPOINT = "SAVEPOINT pgq_thin_install_lock"
+_ROLLBACK_TO_SAVEPOINT = "ROLLBACK TO SAVEPOINT pgq_thin_install_lock"
+_RELEASE_SAVEPOINT = "RELEASE SAVEPOINT pgq_thin_install_lock"
+#: The LockNotAvailable SQLSTATE, for any driver (psycopg 3 ``sqlstate``, psycopg2 ``pgcode``).
+_LOCK_NOT_AVAILABLE = "55P03"
 
 # -----------------------------------------------------------------------------------------------
 
@@ -249,13 +258,7 @@ def sql(from_revision: str | None = None) -> str:
     ``psql -v ON_ERROR_STOP=1 -f FILE``; a later :func:`upgrade` takes over from it.
     """
     migrations = sqlfiles.migrations()
-    revisions = [m.revision for m in migrations]
-    if from_revision is not None and from_revision not in revisions:
-        raise MigrationError(f"unknown revision {from_revision!r}; known: {', '.join(revisions)}")
-    start = 0 if from_revision is None else revisions.index(from_revision) + 1
-    todo = migrations[start:]
-    target = revisions[-1] if revisions else None
-    expected = "NULL" if from_revision is None else f"'{from_revision}'"
+    target = migrations[-1].revision if migrations else None
     action = "install" if from_revision is None else f"upgrade from revision {from_revision}"
     parts = [
         f"-- pgq-thin {__version__}: {action} to revision {target} of schema pgq.",
@@ -265,6 +268,30 @@ def sql(from_revision: str | None = None) -> str:
         f"SET LOCAL lock_timeout = '{int(LOCK_TIMEOUT)}s';",
         _LOCK + ";",
         "SET LOCAL lock_timeout TO DEFAULT;",
+        script_body(from_revision),
+        "COMMIT;",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def script_body(from_revision: str | None = None, to_revision: str = "head") -> str:
+    """The statements of :func:`sql` without its transaction and lock: the guard, schema ``pgq``,
+    the version table, the check of the revision it starts from, the migration files after
+    ``from_revision`` up to ``to_revision`` verbatim, and the version row. What an offline
+    (``alembic upgrade --sql``) run of :func:`pgq_thin.alembic.upgrade_pgq` writes into the
+    application's script, inside the application's transaction."""
+    migrations = sqlfiles.migrations()
+    revisions = [m.revision for m in migrations]
+    for name in (from_revision, None if to_revision == "head" else to_revision):
+        if name is not None and name not in revisions:
+            raise MigrationError(f"unknown revision {name!r}; known: {', '.join(revisions)}")
+    start = 0 if from_revision is None else revisions.index(from_revision) + 1
+    end = len(revisions) if to_revision == "head" else revisions.index(to_revision) + 1
+    todo = migrations[start:end]
+    target = revisions[end - 1] if end else None
+    expected = "NULL" if from_revision is None else f"'{from_revision}'"
+    parts = [
         _SCRIPT_GUARD,
         _SCRIPT_CREATE_SCHEMA,
         # An upgrade keeps the comment the installed migrations set (it marks the schema ours);
@@ -278,8 +305,142 @@ def sql(from_revision: str | None = None) -> str:
         parts.append(migration.read().rstrip())
     if target is not None and todo:
         parts += ["", _SCRIPT_SET_VERSION.format(revision=target)]
-    parts += ["COMMIT;", ""]
     return "\n".join(parts)
+
+
+#: Runs one statement in the caller's transaction: ``(statement, params)`` (params None: the
+#: text goes to the driver untouched, several statements allowed); the rows, or [] for none.
+Execute = Callable[[str, "tuple[Any, ...] | None"], "list[tuple[Any, ...]]"]
+
+
+def sqlalchemy_execute(conn: sqlalchemy.Connection) -> Execute:
+    """The :data:`Execute` of a SQLAlchemy connection (any PostgreSQL driver)."""
+
+    def execute(statement: str, params: tuple[Any, ...] | None) -> list[tuple[Any, ...]]:
+        if params is None:
+            result = conn.exec_driver_sql(statement, execution_options={"no_parameters": True})
+        else:
+            result = conn.exec_driver_sql(statement, params)
+        return [tuple(row) for row in result.all()] if result.returns_rows else []
+
+    return execute
+
+
+def upgrade_in_transaction(
+    conn: sqlalchemy.Connection, revision: str = "head", *, lock_timeout: float = LOCK_TIMEOUT
+) -> str | None:
+    """Install schema ``pgq`` or upgrade it to ``revision`` inside the transaction ``conn`` is
+    in (any PostgreSQL driver SQLAlchemy has: psycopg 3 or psycopg2); returns the revision now
+    installed. Nothing is committed here: the caller's commit or rollback decides for pgq's
+    changes and its own together. This is what :func:`pgq_thin.alembic.upgrade_pgq` runs in an
+    application's Alembic revision.
+
+    The same steps as :func:`upgrade` (the install lock, now held until the caller's
+    transaction ends; the foreign-schema refusal; the schema and its marker), then the pending
+    migration files are run verbatim and the revision is written to ``pgq.alembic_version``,
+    the table :func:`upgrade` and ``pgq-thin install`` read, so either takes over later. A
+    schema already at or past ``revision`` is left as it is (migrations are forward-only).
+    """
+    return upgrade_with(sqlalchemy_execute(conn), revision, lock_timeout=lock_timeout)
+
+
+def upgrade_with(
+    execute: Execute, revision: str = "head", *, lock_timeout: float = LOCK_TIMEOUT
+) -> str | None:
+    """:func:`upgrade_in_transaction` over any :data:`Execute` (Django's migrations use it)."""
+    migrations = sqlfiles.migrations()
+    revisions = [m.revision for m in migrations]
+    wanted = revisions[-1] if revision == "head" else revision
+    if wanted not in revisions:
+        raise MigrationError(
+            f"cannot upgrade to {revision!r}: unknown revision; known: {', '.join(revisions)}"
+        )
+    _lock_in_transaction(execute, lock_timeout)
+    rows = execute(_SCHEMA_STATE, ())
+    if rows and not str(rows[0][0] or "").startswith(MARKER) and rows[0][1]:
+        _refuse_foreign()
+    if not rows:
+        execute(_CREATE_SCHEMA, None)
+    if not rows or not str(rows[0][0] or "").startswith(MARKER):
+        execute(_COMMENT_SCHEMA, None)
+    execute(_SCRIPT_VERSION_TABLE, None)
+    versions = [str(r[0]) for r in execute(_CURRENT_VERSION, ())]
+    if len(versions) > 1:
+        raise MigrationError(f"pgq.alembic_version holds several revisions: {versions}")
+    installed = versions[0] if versions else None
+    if installed is not None and installed not in revisions:
+        raise MigrationError(
+            f"schema pgq is at revision {installed}, which this package (pgq-thin "
+            f"{__version__}) does not ship; upgrade the package"
+        )
+    start = 0 if installed is None else revisions.index(installed) + 1
+    end = revisions.index(wanted) + 1
+    if start >= end:
+        return installed
+    for migration in migrations[start:end]:
+        log.info("pgq-thin: applying migration %s (%s)", migration.revision, migration.name)
+        execute(migration.read(), None)
+    execute(_SCRIPT_SET_VERSION.format(revision=wanted), None)
+    return wanted
+
+
+def uninstall_in_transaction(
+    conn: sqlalchemy.Connection, *, lock_timeout: float = LOCK_TIMEOUT
+) -> bool:
+    """Drop schema ``pgq`` with everything in it inside the transaction ``conn`` is in; returns
+    whether there was one. The roles are kept (they are cluster-wide and may serve another
+    database; :func:`uninstall` drops them when it can). Refuses a ``pgq`` schema that is not
+    ours. What :func:`pgq_thin.alembic.downgrade_pgq` runs."""
+    return uninstall_with(sqlalchemy_execute(conn), lock_timeout=lock_timeout)
+
+
+def uninstall_with(execute: Execute, *, lock_timeout: float = LOCK_TIMEOUT) -> bool:
+    """:func:`uninstall_in_transaction` over any :data:`Execute`."""
+    _lock_in_transaction(execute, lock_timeout)
+    rows = execute(_SCHEMA_STATE, ())
+    if not rows:
+        return False
+    if not str(rows[0][0] or "").startswith(MARKER) and rows[0][1]:
+        _refuse_foreign()
+    execute(_DROP_SCHEMA, None)
+    return True
+
+
+def _sqlstate(err: BaseException) -> str | None:
+    """The SQLSTATE of a driver error, under SQLAlchemy's (``orig``) or Django's (cause) wrap."""
+    for candidate in (err, getattr(err, "orig", None), err.__cause__):
+        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
+        if code:
+            return str(code)
+    return None
+
+
+def _lock_in_transaction(execute: Execute, timeout: float) -> None:
+    """The install lock in the caller's transaction (held until it ends), waited for at most
+    ``timeout`` seconds behind a savepoint, so a timeout names the holders and leaves the
+    caller's transaction usable."""
+    if execute(_TRY_LOCK, ())[0][0]:
+        return
+    previous = execute(_LOCK_TIMEOUT_NOW, ())[0][0]
+    execute(_SET_LOCK_TIMEOUT, (f"{max(1, round(timeout * 1000))}ms",))
+    execute(_SAVEPOINT, None)
+    try:
+        execute(_LOCK, ())
+    except Exception as err:
+        if _sqlstate(err) != _LOCK_NOT_AVAILABLE:
+            raise
+        execute(_ROLLBACK_TO_SAVEPOINT, None)
+        holders = ", ".join(
+            f"pid {pid} (role {user}, application {app!r})"
+            for pid, user, app in execute(_LOCK_HOLDERS, ())
+        )
+        raise MigrationError(
+            f"the pgq-thin install lock (advisory lock {LOCK_KEY}) was not free within "
+            f"{timeout:g} s; held by {holders or 'a session that has ended since'}. Another "
+            "install may be running; else end that session (pg_terminate_backend) and retry"
+        ) from None
+    execute(_RELEASE_SAVEPOINT, None)
+    execute(_SET_LOCK_TIMEOUT, (previous,))
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -303,7 +464,9 @@ def _take_lock(conn: sqlalchemy.Connection, timeout: float) -> None:
         with conn.begin_nested():
             conn.exec_driver_sql(_LOCK)
     except sqlalchemy.exc.OperationalError as err:
-        if not isinstance(err.orig, psycopg.errors.LockNotAvailable):
+        orig = err.orig
+        code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+        if code != _LOCK_NOT_AVAILABLE:
             raise
         holders = ", ".join(
             f"pid {pid} (role {user}, application {app!r})"

@@ -36,7 +36,8 @@ from typing import Any, Literal
 
 from pgq_thin import _api
 from pgq_thin._statements import Call
-from pgq_thin.admin_calls import arun, async_method, run, sync_method
+from pgq_thin.admin_calls import async_method, sync_method
+from pgq_thin.entrypoints import Entrypoint, entrypoint_name, entrypoint_payload
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.otel import in_use as otel_in_use
 from pgq_thin.otel import with_trace_context
@@ -45,6 +46,8 @@ from pgq_thin.records import JobResult
 
 OnConflict = Literal["raise", "existing"]
 When = datetime | timedelta | float | None
+#: An entrypoint: its name, or the handle ``@worker.entrypoint`` returned (pgq_thin.entrypoints).
+Target = str | Entrypoint[Any, Any]
 
 
 def _split(when: When) -> tuple[datetime | None, timedelta | None]:
@@ -56,7 +59,7 @@ def _split(when: When) -> tuple[datetime | None, timedelta | None]:
 
 
 def _one(
-    entrypoint: str,
+    entrypoint: Target,
     payload: Any,
     priority: int,
     run_at: When,
@@ -66,8 +69,8 @@ def _one(
 ) -> Call[int]:
     due, delay = _split(run_at)
     return _api.enqueue(
-        entrypoint=entrypoint,
-        payload=encode_payload(payload),
+        entrypoint=entrypoint_name(entrypoint),
+        payload=encode_payload(entrypoint_payload(entrypoint, payload)),
         priority=priority,
         run_at=due,
         dedupe_key=dedupe_key,
@@ -78,7 +81,7 @@ def _one(
 
 
 def _many(
-    entrypoints: str | Sequence[str],
+    entrypoints: Target | Sequence[Target],
     payloads: Sequence[Any],
     priorities: int | Sequence[int] | None,
     run_ats: When | Sequence[When],
@@ -88,7 +91,14 @@ def _many(
 ) -> Call[list[int]]:
     """One entrypoint/priority/run_at/headers value applies to every payload."""
     n = len(payloads)
-    eps = [entrypoints] * n if isinstance(entrypoints, str) else list(entrypoints)
+    if isinstance(entrypoints, str | Entrypoint):
+        payloads = [entrypoint_payload(entrypoints, p) for p in payloads]
+        eps = [entrypoint_name(entrypoints)] * n
+    else:
+        eps = [entrypoint_name(e) for e in entrypoints]
+        if len(eps) == n:  # else pgq.enqueue_many refuses the lengths (PQ003)
+            both = zip(entrypoints, payloads, strict=True)
+            payloads = [entrypoint_payload(e, p) for e, p in both]
     if priorities is None or isinstance(priorities, int):
         prios = None if priorities is None else [priorities] * n
     else:
@@ -157,7 +167,7 @@ class Queue(SyncHandle):
 
     def enqueue(
         self,
-        entrypoint: str,
+        entrypoint: Target,
         payload: Any = None,
         *,
         priority: int = 0,
@@ -166,7 +176,8 @@ class Queue(SyncHandle):
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
     ) -> int:
-        """Add one job and return its id.
+        """Add one job and return its id. ``entrypoint`` is a name, or the handle
+        ``@worker.entrypoint`` returned (the payload is then checked against its type).
 
         ``payload`` is any JSON-able value (or a dataclass/pydantic model). ``run_at`` is a
         datetime, or a delay from now (timedelta or seconds); None means now. A ``dedupe_key``
@@ -174,12 +185,11 @@ class Queue(SyncHandle):
         ``on_conflict="existing"`` returns that job's id.
         """
         call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        with self.using() as conn:
-            return run(conn, call)
+        return self.run_call(call)
 
     def enqueue_many(
         self,
-        entrypoints: str | Sequence[str],
+        entrypoints: Target | Sequence[Target],
         payloads: Sequence[Any],
         *,
         priorities: int | Sequence[int] | None = None,
@@ -196,8 +206,7 @@ class Queue(SyncHandle):
         if not payloads:
             return []
         call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        with self.using() as conn:
-            return run(conn, call)
+        return self.run_call(call)
 
     cancel = sync_method(_api.cancel)
 
@@ -226,7 +235,7 @@ class AsyncQueue(AsyncHandle):
 
     async def enqueue(
         self,
-        entrypoint: str,
+        entrypoint: Target,
         payload: Any = None,
         *,
         priority: int = 0,
@@ -237,12 +246,11 @@ class AsyncQueue(AsyncHandle):
     ) -> int:
         """As :meth:`Queue.enqueue`."""
         call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        async with self.using() as conn:
-            return await arun(conn, call)
+        return await self.arun_call(call)
 
     async def enqueue_many(
         self,
-        entrypoints: str | Sequence[str],
+        entrypoints: Target | Sequence[Target],
         payloads: Sequence[Any],
         *,
         priorities: int | Sequence[int] | None = None,
@@ -255,8 +263,7 @@ class AsyncQueue(AsyncHandle):
         if not payloads:
             return []
         call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        async with self.using() as conn:
-            return await arun(conn, call)
+        return await self.arun_call(call)
 
     cancel = async_method(_api.cancel)
 

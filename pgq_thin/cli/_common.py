@@ -19,6 +19,9 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 
+#: The long-running services: with no database configured they refuse to start, rather than
+#: serve the embedded development server (the one-shot commands and the demo fall back to it).
+SERVICES = frozenset({"run", "metrics", "web"})
 _DATABASE = "_pgq_database"  # where database() keeps its answer on the namespace
 _PARSER = "_pgq_parser"  # the innermost parser of the command line (for its own usage)
 
@@ -45,11 +48,17 @@ def database(args: argparse.Namespace) -> Database:
     """The database of this command line: ``--dsn``, else the rule of :mod:`pgq_thin.dsn`.
 
     Chosen once per command line (remembered on ``args``, so an error message can say where
-    the DSN came from).
+    the DSN came from). The embedded server stands in for a database nobody named only for
+    the development commands, never for :data:`SERVICES`.
     """
     chosen = getattr(args, _DATABASE, None)
     if chosen is None:
-        chosen = choose(getattr(args, "dsn", None))
+        command = getattr(args, "command", None)
+        chosen = choose(
+            getattr(args, "dsn", None),
+            embedded_fallback=command not in SERVICES,
+            who=f"pgq-thin {command}",
+        )
         setattr(args, _DATABASE, chosen)
     assert isinstance(chosen, Database)
     return chosen

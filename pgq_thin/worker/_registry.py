@@ -9,12 +9,15 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from pgq_thin.cron import CronSchedule
+from pgq_thin.entrypoints import Entrypoint
 from pgq_thin.errors import PgqThinError
 from pgq_thin.job import Job, is_model, payload_type_of
 from pgq_thin.scheduler import ScheduleSpec
 
 HandlerFn = Callable[[Job[Any]], Any]
 H = TypeVar("H", bound=HandlerFn)
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 class UnknownEntrypoint(PgqThinError):
@@ -37,13 +40,17 @@ class Registry:
         self._schedules: dict[str, ScheduleSpec] = {}
         self._only: frozenset[str] | None = None
 
-    def entrypoint(self, name: str, *, payload_type: type | None = None) -> Callable[[H], H]:
+    def entrypoint(
+        self, name: str, *, payload_type: type | None = None
+    ) -> Callable[[Callable[[Job[P]], R]], Entrypoint[P, R]]:
         if not name:
             raise ValueError("an entrypoint needs a non-empty name")
         if payload_type is not None and not is_model(payload_type):
             raise TypeError(f"payload_type must be a dataclass or pydantic model: {payload_type}")
 
-        def register(fn: H) -> H:
+        def register(fn: Callable[[Job[P]], R]) -> Entrypoint[P, R]:
+            if isinstance(fn, Entrypoint):  # one function, two entrypoints
+                fn = fn.fn
             if not callable(fn):
                 raise TypeError(
                     f"the handler of entrypoint {name!r} must be a function taking a Job, "
@@ -51,13 +58,14 @@ class Registry:
                 )
             if name in self.handlers:
                 raise ValueError(f"entrypoint {name!r} is already registered")
-            self.handlers[name] = Handler(
+            handler = Handler(
                 name=name,
                 fn=fn,
                 is_async=inspect.iscoroutinefunction(fn),
                 payload_type=payload_type or payload_type_of(fn),
             )
-            return fn
+            self.handlers[name] = handler
+            return Entrypoint(name, fn, handler.payload_type)
 
         return register
 
@@ -74,7 +82,7 @@ class Registry:
         catch_up: str,
         misfire_grace: timedelta | None,
         fire_timeout: timedelta | None,
-    ) -> Callable[[H], H]:
+    ) -> Callable[[Callable[[Job[P]], R]], Entrypoint[P, R]]:
         spec = ScheduleSpec(
             cron=CronSchedule(cron, timezone),
             entrypoint=entrypoint,
@@ -92,7 +100,7 @@ class Registry:
             )
         self._schedules[spec.name] = spec
 
-        def register(fn: H) -> H:
+        def register(fn: Callable[[Job[P]], R]) -> Entrypoint[P, R]:
             return self.entrypoint(entrypoint)(fn)
 
         return register

@@ -122,7 +122,7 @@ class Run:
         stats: WorkerStats,
         telemetry: Telemetry,
     ) -> Run:
-        dsn = await asyncio.to_thread(resolve_dsn, settings.dsn)
+        dsn = await asyncio.to_thread(resolve_dsn, settings.dsn, who="ThinWorker")
         session = AsyncSession(
             dsn,
             reconnect_timeout=settings.reconnect_timeout,

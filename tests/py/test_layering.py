@@ -8,7 +8,8 @@ pgq_thin/admin_calls.py, the generated pgq_thin/_api.py and its parts).
 
 Every string literal outside the allowed modules is scanned for SQL statements; docstrings
 are prose and skipped. ``migrate.py`` is allowed for its schema bootstrap statements only
-(advisory lock, schema guard, version table), which are not queue logic.
+(advisory lock, schema guard, version table), which are not queue logic; ``testing.py`` for
+the test fixtures' CREATE and DROP DATABASE.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pgq_thin"
 ALLOWED = {"calls.py", "admin_calls.py", "_statements.py", "_api.py",
-           "_sql_runner.py", "migrate.py"}  # fmt: skip
+           "_sql_runner.py", "migrate.py", "testing.py"}  # fmt: skip
 SQL = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|LISTEN|UNLISTEN|NOTIFY|CREATE|DROP|ALTER|TRUNCATE|"
     r"COPY|GRANT|REVOKE|BEGIN|COMMIT|ROLLBACK|WITH\s+\w+\s+AS)\s",
@@ -62,7 +63,9 @@ def test_sql_text_only_in_the_calls_module() -> None:
 
 # Modules that may send statements themselves: the calls, the schema bootstrap, and the
 # Alembic glue that runs the shipped .sql migration files verbatim (no SQL text of its own).
-EXECUTORS = ALLOWED | {"migrations/__init__.py"}
+# ``_drivers.py`` sends the generated calls through an application's psycopg2, SQLAlchemy or
+# Django object (no SQL text of its own either).
+EXECUTORS = ALLOWED | {"migrations/__init__.py", "_drivers.py"}
 
 
 def test_no_direct_execute_outside_the_calls_module() -> None:
