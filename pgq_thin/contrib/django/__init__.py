@@ -7,7 +7,7 @@
 
 - ``manage.py migrate`` installs schema ``pgq`` (this app's migrations run pgq's SQL files in
   the migration's transaction, :func:`pgq_thin.migrate.upgrade_with`); an app whose own
-  migration needs pgq (a trigger that enqueues, say) depends on ``("pgq_thin", "0001_pgq")``.
+  migration needs pgq (a trigger that enqueues, say) depends on ``("pgq_thin", "pgq_0002")``.
 - Django's task framework (``django.tasks`` from Django 6; the ``django-tasks`` package before)
   enqueues through ``pgq.enqueue`` on Django's connection, so a task enqueued inside
   ``transaction.atomic()`` commits or rolls back with the request's writes.

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     initial = True
-    dependencies = [("pgq_thin", "0001_pgq")]  # noqa: RUF012 - Django's own shape
+    dependencies = [("pgq_thin", "pgq_0002")]  # noqa: RUF012 - Django's own shape
     operations = [  # noqa: RUF012
         migrations.CreateModel(
             name="Order",
