@@ -89,9 +89,23 @@ def _translate(err: BaseException, query: str, role: str) -> PgqThinError | None
     return mapped
 
 
+#: The type OIDs of json and jsonb: Django loads them as text on its connections (its
+#: JSONField decodes them itself), so their values are decoded here.
+_JSON_OIDS = frozenset({114, 3802})
+
+
 def _rows(description: Sequence[Any] | None, rows: Sequence[Sequence[Any]]) -> list[Row]:
-    names = [d[0] for d in description or ()]
-    return [dict(zip(names, row, strict=True)) for row in rows]
+    columns = list(description or ())
+    names = [d[0] for d in columns]
+    texts = [i for i, d in enumerate(columns) if d[1] in _JSON_OIDS]
+    found = []
+    for row in rows:
+        values = list(row)
+        for i in texts:
+            if isinstance(values[i], str):
+                values[i] = json.loads(values[i])
+        found.append(dict(zip(names, values, strict=True)))
+    return found
 
 
 # --- runners --------------------------------------------------------------------------------

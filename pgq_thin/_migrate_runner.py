@@ -103,7 +103,9 @@ def borrowed(raw: psycopg.Connection[Any]) -> Iterator[sqlalchemy.Connection]:
     if raw.info.transaction_status != TransactionStatus.IDLE:
         raise MigrationError(
             "the connection given to pgq_thin.migrate is inside a transaction; "
-            "commit or roll back first (migrations run in a transaction of their own)"
+            "commit or roll back first (migrations run in a transaction of their own), or, "
+            "inside an Alembic migration, call pgq_thin.alembic.upgrade_pgq() to install pgq "
+            "in that migration's transaction"
         )
     autocommit = raw.autocommit
     raw.autocommit = False  # SQLAlchemy's transaction must be a real one

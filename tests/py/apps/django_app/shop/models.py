@@ -1,0 +1,6 @@
+from django.db import models
+
+
+class Order(models.Model):
+    item = models.TextField()
+    shipped = models.BooleanField(default=False)
