@@ -183,10 +183,9 @@ def _psycopg2(conn: Any) -> SyncRunner:
     return SyncRunner("psycopg2", send, _login(lambda: conn.info.user), _psycopg2_value)
 
 
-def _sqlalchemy(get_connection: Callable[[], Any]) -> SyncRunner:
+def _sqlalchemy(get_connection: Callable[[], Any], dialect: Any) -> SyncRunner:
     """A SQLAlchemy ``Connection`` (or a ``Session``'s): ``exec_driver_sql`` joins its
     transaction (autobegin) and leaves the commit to the application."""
-    dialect = get_connection().dialect
     driver = str(dialect.driver)
     if driver not in ("psycopg", "psycopg2"):
         raise TypeError(
@@ -256,9 +255,9 @@ def sync_runner(obj: object) -> SyncRunner | None:
         from sqlalchemy.orm import Session
 
         if isinstance(obj, Connection):
-            return _sqlalchemy(lambda: obj)
+            return _sqlalchemy(lambda: obj, obj.dialect)
         if isinstance(obj, Session):
-            return _sqlalchemy(obj.connection)
+            return _sqlalchemy(obj.connection, obj.get_bind().dialect)
         return None
     if module.startswith("django.") and hasattr(obj, "cursor") and hasattr(obj, "vendor"):
         return _django(obj)

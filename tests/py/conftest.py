@@ -20,6 +20,10 @@ from psycopg.conninfo import make_conninfo
 
 from pgq_thin import migrate
 
+# The real applications (tests/py/apps) carry their own test suites, run by their own tools as
+# subprocesses (tests/py/test_app_*.py); this suite does not collect them.
+collect_ignore = ["apps"]
+
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:

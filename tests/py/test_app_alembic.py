@@ -141,3 +141,34 @@ def test_the_migrate_upgrade_call_from_inside_a_revision_keeps_alembic_working(
     assert done.returncode == 0, done.stderr
     assert tables(empty_db_dsn)["app"] == "a004"
     assert migrate.current(empty_db_dsn) == migrate.head()
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "psycopg2"])
+def test_a_busy_install_lock_names_its_holder_and_spares_the_callers_transaction(
+    empty_db_dsn: str, driver: str
+) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(sqlalchemy_url(empty_db_dsn, driver))
+    holder = psycopg.connect(empty_db_dsn, application_name="holds the lock")
+    try:
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (migrate.LOCK_KEY,))
+        with engine.connect() as conn:
+            conn.exec_driver_sql("CREATE TABLE mine (id int)")
+            with pytest.raises(migrate.MigrationError, match="application 'holds the lock'"):
+                migrate.upgrade_in_transaction(conn, lock_timeout=0.2)
+            conn.exec_driver_sql("INSERT INTO mine VALUES (1)")  # still usable
+            conn.commit()
+        holder.rollback()
+        assert tables(empty_db_dsn) == {
+            "tables": {"public.mine"},
+            "app": None,
+            "pgq_schema": False,
+        }
+        with engine.begin() as conn:  # the lock free: installs in the caller's transaction
+            assert migrate.upgrade_in_transaction(conn) == migrate.head()
+            assert migrate.upgrade_in_transaction(conn, "0001") == migrate.head()  # forward-only
+        assert migrate.current(empty_db_dsn) == migrate.head()
+    finally:
+        holder.close()
+        engine.dispose()

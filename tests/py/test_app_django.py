@@ -72,7 +72,7 @@ def check_project(python: str | Path, app: Path, dsn: str, driver: str) -> None:
 
     tested = manage(python, app, env, "test", "shop", "-v", "2")
     assert tested.returncode == 0, tested.stdout + tested.stderr
-    assert "Ran 3 tests" in tested.stderr and "OK" in tested.stderr, tested.stderr
+    assert "Ran 4 tests" in tested.stderr and "OK" in tested.stderr, tested.stderr
 
     # unapplying pgq's migration drops schema pgq (after the app that depends on it)
     down = manage(python, app, env, "migrate", "shop", "zero")

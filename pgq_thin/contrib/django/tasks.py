@@ -33,6 +33,7 @@ from django.db import connections
 from pgq_thin.admin import Admin
 from pgq_thin.contrib.django._compat import (
     BaseTaskBackend,
+    InvalidTask,
     Task,
     TaskError,
     TaskResult,
@@ -71,6 +72,14 @@ class PgqBackend(BaseTaskBackend):
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
         self.database = str(self.options.get("DATABASE", "default"))
+
+    def validate_task(self, task: Any) -> None:
+        super().validate_task(task)
+        if task.takes_context:
+            raise InvalidTask(
+                f"task {entrypoint_of(task)} takes a context: the pgq backend does not pass "
+                "one yet (the job's attempt is in pgq.job)"
+            )
 
     def _connection(self) -> Any:
         return connections[self.database]

@@ -21,3 +21,7 @@ def ship(order_id: int) -> str:
 @task()
 async def notify(order_id: int, channel: str = "mail") -> str:
     return f"notified {order_id} by {channel}"
+
+
+def with_context(context: object, order_id: int) -> None:
+    """Made a task by a test: the pgq backend refuses tasks that take a context."""

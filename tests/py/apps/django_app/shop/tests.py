@@ -7,12 +7,14 @@ from django.test import Client, TransactionTestCase
 
 from pgq_thin import Admin
 from shop.models import Order
-from shop.tasks import ship
+from shop.tasks import ship, with_context
 
 try:
-    from django.tasks import TaskResultStatus
+    from django.tasks import TaskResultStatus, task
+    from django.tasks.exceptions import InvalidTask
 except ImportError:  # before Django 6
-    from django_tasks import TaskResultStatus
+    from django_tasks import TaskResultStatus, task
+    from django_tasks.exceptions import InvalidTaskError as InvalidTask
 
 
 def queued() -> dict[str, int]:
@@ -61,3 +63,9 @@ class OrderTests(TransactionTestCase):
         self.assertEqual(result.status, TaskResultStatus.READY)  # the retry waits its backoff
         self.assertEqual(result.errors[0].exception_class, LookupError)
         self.assertIn("out of stock", result.errors[0].traceback)
+
+    def test_a_task_taking_a_context_is_refused(self) -> None:
+        before = queued()
+        with self.assertRaisesMessage(InvalidTask, "takes a context"):
+            task(takes_context=True)(with_context).enqueue(1)
+        self.assertEqual(added(before), {})
