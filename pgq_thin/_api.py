@@ -159,7 +159,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "claim_schedules": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "compact_jobs": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "complete": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
-    "configure": ("the rights of the schema owner", OWNER_ONLY),
+    "configure": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "delete_history": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "delete_jobs": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "enqueue": ("pgq_producer", 'GRANT pgq_producer TO {role}'),
@@ -195,7 +195,7 @@ NEEDS: dict[str, tuple[str, str]] = {
 }
 #: The roles that may read each relation.
 SELECTABLE: dict[str, tuple[str, ...]] = {
-    "failed_jobs": (),
+    "failed_jobs": ("pgq_admin", "pgq_reader",),
     "queue_stats": ("pgq_admin", "pgq_producer", "pgq_reader", "pgq_worker",),
     "schedules": ("pgq_admin", "pgq_producer", "pgq_reader", "pgq_worker",),
     "worker_status": ("pgq_admin", "pgq_producer", "pgq_reader", "pgq_worker",),

@@ -33,7 +33,10 @@ def needs(query: str) -> tuple[str, str]:
     if fn and fn[1] in _api.NEEDS:
         return _api.NEEDS[fn[1]]
     if fn and fn[1] in _api.SELECTABLE and _api.SELECTABLE[fn[1]]:
-        return "pgq_producer or pgq_worker", "GRANT pgq_producer TO {role}"
+        roles = _api.SELECTABLE[fn[1]]
+        first = next(r for r in ("pgq_reader", "pgq_producer", *roles) if r in roles)
+        others = [r for r in roles if r != first]
+        return f"{first} (or {', '.join(others)})", f"GRANT {first} TO {{role}}"
     if fn and fn[1] in _api.SELECTABLE:
         return "the rights of the schema owner", _api.OWNER_ONLY
     return "a grant on schema pgq", "see docs/operations.md"

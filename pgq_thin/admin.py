@@ -10,7 +10,7 @@ role: the API adds no rights of its own (a missing privilege raises
 
 It is kept apart from the producer (:class:`~pgq_thin.queue.Queue`), which application code
 holds with the ``pgq_producer`` role; these are operator actions (requeue, configure,
-unschedule, reading dead jobs need the schema owner or an operator role, see
+unschedule need ``pgq_admin``; reading jobs and dead jobs ``pgq_reader``; see
 docs/operations.md). Construction is the same: a DSN (or nothing: the rule of
 :mod:`pgq_thin.dsn`), or a connection you hold::
 

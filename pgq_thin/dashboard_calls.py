@@ -21,6 +21,7 @@ from pgq_thin.records import Privileges
 
 __all__ = [
     "PRIVILEGE_FUNCTIONS",
+    "PRIVILEGE_VIEWS",
     "delete_jobs",
     "entrypoint_config",
     "find_by_dedupe_key",
@@ -28,16 +29,25 @@ __all__ = [
     "privileges",
 ]
 
-#: Each field of :class:`~pgq_thin.records.Privileges` and the function it stands for (the
-#: field's name, but ``read_jobs``: ``pgq.job``).
+#: The fields of :class:`~pgq_thin.records.Privileges` that stand for reading a view.
+PRIVILEGE_VIEWS = {"read_failed": "pgq.failed_jobs"}
+#: Each other field and the function it stands for (the field's name, but ``read_jobs``:
+#: ``pgq.job``).
 PRIVILEGE_FUNCTIONS = {
     f.name: _api.SIGNATURES["job" if f.name == "read_jobs" else f.name]
     for f in dataclasses.fields(Privileges)
+    if f.name not in PRIVILEGE_VIEWS
 }
-# One row of booleans; a function missing from the install reads as not allowed.
+# One row of booleans; a function or view missing from the install reads as not allowed.
 PRIVILEGES = "SELECT " + ", ".join(
-    f"coalesce(has_function_privilege(to_regprocedure('{fn}'), 'EXECUTE'), false) AS {name}"
-    for name, fn in PRIVILEGE_FUNCTIONS.items()
+    [
+        f"coalesce(has_function_privilege(to_regprocedure('{fn}'), 'EXECUTE'), false) AS {name}"
+        for name, fn in PRIVILEGE_FUNCTIONS.items()
+    ]
+    + [
+        f"coalesce(has_table_privilege(to_regclass('{view}'), 'SELECT'), false) AS {name}"
+        for name, view in PRIVILEGE_VIEWS.items()
+    ]
 )
 
 

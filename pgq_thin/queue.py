@@ -128,7 +128,7 @@ def configure_call(
 ) -> Call[dict[str, Any]]:
     """Set an entrypoint's policy (stored in the database, shared by every worker); returns
     the stored row as a dict. The call of :meth:`pgq_thin.admin.Admin.configure`, which
-    returns it typed (an operator action: it needs the schema owner's rights)."""
+    returns it typed (an operator action: it needs ``pgq_admin`` or the schema owner)."""
     call = admin_calls.configure(
         entrypoint,
         concurrency_limit=concurrency_limit,

@@ -133,10 +133,12 @@ class JobPage:
 @dataclass(frozen=True)
 class Privileges:
     """What the connected role may call (the catalog's ``has_function_privilege``): reading
-    jobs with their payloads (``pgq.job``), and each action a dashboard offers. A screen hides
-    what is False; the database refuses it anyway."""
+    jobs with their payloads (``pgq.job``), reading dead jobs (``read_failed``: SELECT on view
+    ``pgq.failed_jobs``), and each action a dashboard or the CLI offers. A screen hides what
+    is False; the database refuses it anyway."""
 
     read_jobs: bool = False
+    read_failed: bool = False
     pause: bool = False
     resume: bool = False
     cancel: bool = False
@@ -147,12 +149,13 @@ class Privileges:
     schedule: bool = False
     unschedule: bool = False
     fire_schedule_now: bool = False
+    configure: bool = False
 
     @property
     def actions(self) -> list[str]:
-        """The names of the actions allowed (every field but ``read_jobs``)."""
+        """The names of the actions allowed (every field but ``read_jobs``, ``read_failed``)."""
         return [
             f.name
             for f in dataclasses.fields(self)
-            if f.name != "read_jobs" and getattr(self, f.name)
+            if not f.name.startswith("read_") and getattr(self, f.name)
         ]

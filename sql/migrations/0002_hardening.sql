@@ -5402,3 +5402,8 @@ GRANT EXECUTE ON FUNCTION
 -- The ring's maintenance (pgq.maintain): the worker's maintenance loop, and operators.
 -- pgq.compact_jobs (0.1.0 clients) keeps its grant to pgq_worker and now runs pgq.maintain.
 GRANT EXECUTE ON FUNCTION pgq.maintain(timestamptz) TO pgq_worker, pgq_admin;
+
+-- Operators configure entrypoints and read the dead jobs they redrive (pgq_admin is the
+-- operators' role); readers see dead jobs as they see every finished job with its errors.
+GRANT EXECUTE ON FUNCTION pgq.configure TO pgq_admin;
+GRANT SELECT ON pgq.failed_jobs TO pgq_reader, pgq_admin;

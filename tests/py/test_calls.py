@@ -140,4 +140,4 @@ def test_needs_come_from_the_grants() -> None:
     assert _api.NEEDS["requeue"] == ("pgq_admin (or the owner)", "GRANT pgq_admin TO {role}")
     assert _api.NEEDS["job"] == ("pgq_reader (or pgq_admin)", "GRANT pgq_reader TO {role}")
     assert _api.NEEDS["register_worker"] == ("pgq_worker", "GRANT pgq_worker TO {role}")
-    assert _api.NEEDS["configure"][0] == "the rights of the schema owner"
+    assert _api.NEEDS["configure"] == ("pgq_admin (or the owner)", "GRANT pgq_admin TO {role}")
