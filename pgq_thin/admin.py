@@ -34,9 +34,7 @@ from typing import Any, Literal
 from pgq_thin import admin_calls as ac
 from pgq_thin import dashboard_calls as dc
 from pgq_thin.admin_calls import Call, HistoryFilter, async_method, sync_method
-from pgq_thin.cron import CronSchedule
 from pgq_thin.handle import AsyncHandle, SyncHandle
-from pgq_thin.payloads import encode_payload
 from pgq_thin.records import (
     EntrypointConfig,
     EntrypointMetrics,
@@ -51,7 +49,6 @@ from pgq_thin.records import (
     Schedule,
     WorkerStatus,
 )
-from pgq_thin.scheduler import Scheduler, ScheduleSpec
 
 __all__ = ["Admin", "AsyncAdmin", "Build"]
 
@@ -268,6 +265,11 @@ class Build:
         first. Jobs fire while a worker with a scheduler runs (docs/schedules.md). A bad
         expression, time zone or catch-up raises :class:`~pgq_thin.errors.InvalidSchedule`
         before anything is sent."""
+        # Imported here: croniter and the codecs cost every light command ~20 ms otherwise.
+        from pgq_thin.cron import CronSchedule
+        from pgq_thin.payloads import encode_payload
+        from pgq_thin.scheduler import Scheduler, ScheduleSpec
+
         spec = ScheduleSpec(
             cron=CronSchedule(cron, timezone),
             entrypoint=entrypoint,

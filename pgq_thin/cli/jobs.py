@@ -6,18 +6,16 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 
-from pgq_thin.admin import Admin
 from pgq_thin.cli._common import (
     EXIT_OK,
     Command,
     UsageError,
-    application_name,
-    dsn,
     json_arg,
+    open_admin,
+    open_queue,
     out,
 )
 from pgq_thin.cli._output import add_format_options, print_json, table, wants_json
-from pgq_thin.queue import Queue
 
 
 def _add_enqueue(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +41,7 @@ def _cmd_enqueue(args: argparse.Namespace) -> int:
         raise UsageError("--headers must be a JSON object")
     if args.delay is not None and args.delay < 0:
         raise UsageError(f"--delay must not be negative, got {args.delay}")
-    with Queue(dsn(args), application_name=application_name(args)) as queue:
+    with open_queue(args) as queue:
         job_id = queue.enqueue(
             args.entrypoint,
             payload,
@@ -78,7 +76,7 @@ def _add_status(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
+    with open_admin(args) as admin:
         rows = admin.stats()
     if wants_json(args):
         print_json(rows)
@@ -103,7 +101,7 @@ def _add_failed(parser: argparse.ArgumentParser) -> None:
 def _cmd_failed(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"--limit must be at least 1, got {args.limit}")
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
+    with open_admin(args) as admin:
         rows = admin.failed(args.limit)
     if wants_json(args):
         print_json(rows)

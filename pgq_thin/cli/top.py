@@ -18,10 +18,13 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from pgq_thin.admin import Admin
-from pgq_thin.cli._common import EXIT_OK, Command, UsageError, application_name, dsn
+from pgq_thin.cli._common import EXIT_OK, Command, UsageError, open_admin
+from pgq_thin.cli._output import duration_text
 from pgq_thin.errors import PrivilegeMissing, one_line, require_extra
-from pgq_thin.records import EntrypointMetrics, JobListing, WorkerStatus
+
+if TYPE_CHECKING:
+    from pgq_thin.admin import Admin
+    from pgq_thin.records import EntrypointMetrics, JobListing, WorkerStatus
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -57,11 +60,7 @@ def _num(value: float | None, digits: int = 1) -> str:
 
 
 def _secs(value: float | None) -> str:
-    if value is None:
-        return ""
-    if value < 1:
-        return f"{value * 1000:.0f}ms"
-    return f"{value:.1f}s" if value < 120 else f"{value / 60:.0f}m"
+    return "" if value is None else duration_text(value)
 
 
 def render(snap: Snapshot, now: datetime) -> RenderableType:
@@ -200,7 +199,7 @@ def _cmd(args: argparse.Namespace) -> int:
     from rich.live import Live
 
     console = Console()
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
+    with open_admin(args) as admin:
         if args.once:
             console.print(render(read(admin), datetime.now()))
             return EXIT_OK
