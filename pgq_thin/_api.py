@@ -46,7 +46,7 @@ FUNCTIONS: dict[str, Fn] = {
     "maintain": Fn("pgq.maintain", (("at", "timestamp with time zone"),), 0, False),
     "metrics": Fn("pgq.metrics", (("entrypoints", "text[]"), ("percentile_window", "interval"), ("at", "timestamp with time zone")), 0, False),
     "next_run_at": Fn("pgq.next_run_at", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, True),
-    "next_schedule_at": Fn("pgq.next_schedule_at", (), 0, True),
+    "next_schedule_at": Fn("pgq.next_schedule_at", (("worker_id", "uuid"), ("at", "timestamp with time zone")), 0, True),
     "pause": Fn("pgq.pause", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, False),
     "prune_entrypoints": Fn("pgq.prune_entrypoints", (("older_than", "interval"), ("lock_wait", "interval"), ("at", "timestamp with time zone")), 0, True),
     "prune_history": Fn("pgq.prune_history", (("older_than", "interval"), ("at", "timestamp with time zone"), ("batch", "integer")), 1, True),
@@ -86,7 +86,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "job_results": ("id", "status", "finished", "result", "error", "attempt", "finished_at"),
     "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "maintain": ("state", "swept", "promoted", "carried", "truncated", "rotated", "lock_wait_ms", "bytes"),
-    "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up"),
+    "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up", "served", "unserved_s"),
     "next_run_at": ("next_run_at",),
     "next_schedule_at": ("next_schedule_at",),
     "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
@@ -134,7 +134,7 @@ SIGNATURES: dict[str, str] = {
     "maintain": "pgq.maintain(timestamp with time zone)",
     "metrics": "pgq.metrics(text[],interval,timestamp with time zone)",
     "next_run_at": "pgq.next_run_at(text[],timestamp with time zone)",
-    "next_schedule_at": "pgq.next_schedule_at()",
+    "next_schedule_at": "pgq.next_schedule_at(uuid,timestamp with time zone)",
     "pause": "pgq.pause(text[],timestamp with time zone)",
     "prune_entrypoints": "pgq.prune_entrypoints(interval,interval,timestamp with time zone)",
     "prune_history": "pgq.prune_history(interval,timestamp with time zone,integer)",
@@ -378,11 +378,11 @@ def maintain(*, at: datetime | timedelta | None = None) -> Call[list[Row]]:
 
 
 def metrics(*, entrypoints: Sequence[str | None] | None = None, percentile_window: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
-    """``pgq.metrics(text[],interval,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, paused boolean, queued bigint, due bigint, delayed bigint, running bigint, stale bigint, lag_s double precision, successful_1m bigint, failed_1m bigint, canceled_1m bigint, successful_5m bigint, failed_5m bigint, canceled_5m bigint, successful_15m bigint, failed_15m bigint, canceled_15m bigint, throughput_1m double precision, throughput_5m double precision, throughput_15m double precision, wait_p50_s double precision, wait_p95_s double precision, wait_p99_s double precision, run_p50_s double precision, run_p95_s double precision, run_p99_s double precision, successful_total bigint, failed_total bigint, canceled_total bigint, rollup_caught_up boolean)``.
+    """``pgq.metrics(text[],interval,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, paused boolean, queued bigint, due bigint, delayed bigint, running bigint, stale bigint, lag_s double precision, successful_1m bigint, failed_1m bigint, canceled_1m bigint, successful_5m bigint, failed_5m bigint, canceled_5m bigint, successful_15m bigint, failed_15m bigint, canceled_15m bigint, throughput_1m double precision, throughput_5m double precision, throughput_15m double precision, wait_p50_s double precision, wait_p95_s double precision, wait_p99_s double precision, run_p50_s double precision, run_p95_s double precision, run_p99_s double precision, successful_total bigint, failed_total bigint, canceled_total bigint, rollup_caught_up boolean, served boolean, unserved_s double precision)``.
     Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each),
     running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second
-    buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first
-    (bounded).
+    buckets); wait/run p50/p95/p99 over percentile_window; totals; served (a live worker
+    serves it) and unserved_s. Advances the rollup first (bounded).
     """
     return FUNCTIONS["metrics"].call(entrypoints=entrypoints, percentile_window=percentile_window, at=at)
 
@@ -395,12 +395,12 @@ def next_run_at(entrypoints: Sequence[str | None], *, at: datetime | timedelta |
     return FUNCTIONS["next_run_at"].call(entrypoints=entrypoints, at=at)
 
 
-def next_schedule_at() -> Call[list[Row]]:
-    """``pgq.next_schedule_at()``, ``RETURNS timestamp with time zone``.
-    Earliest time a schedule becomes due (or a silent claimer may be taken over); NULL
-    without schedules.
+def next_schedule_at(*, worker_id: UUID | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+    """``pgq.next_schedule_at(uuid,timestamp with time zone)``, ``RETURNS timestamp with time zone``.
+    Earliest time a schedule becomes due (or a silent claimer may be taken over); with a
+    worker_id, only the schedules it may claim (their entrypoint served); NULL without any.
     """
-    return FUNCTIONS["next_schedule_at"].call()
+    return FUNCTIONS["next_schedule_at"].call(worker_id=worker_id, at=at)
 
 
 def pause(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
@@ -618,7 +618,8 @@ class EntrypointMetrics:
     """One row of ``pgq.metrics()``: Per entrypoint: paused, queued/due/delayed (due and
     delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15
     min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window;
-    totals. Advances the rollup first (bounded)."""
+    totals; served (a live worker serves it) and unserved_s. Advances the rollup first
+    (bounded)."""
 
     entrypoint: str
     paused: bool
@@ -650,6 +651,8 @@ class EntrypointMetrics:
     failed_total: int
     canceled_total: int
     rollup_caught_up: bool
+    served: bool
+    unserved_s: float | None
 
 
 @dataclass(frozen=True)

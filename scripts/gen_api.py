@@ -57,7 +57,7 @@ RECORDS = {
                           " successful_1m failed_1m canceled_1m successful_5m failed_5m"
                           " canceled_5m successful_15m failed_15m canceled_15m throughput_1m"
                           " throughput_5m throughput_15m successful_total failed_total"
-                          " canceled_total rollup_caught_up"),
+                          " canceled_total rollup_caught_up served"),
     "WorkerStatus": ("worker_status", "worker_id state running stale job_ids"),
     "WorkerRegistration": ("register_worker", "started_at last_seen_at gone_after"
                            " heartbeat_interval"),

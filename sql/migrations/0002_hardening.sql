@@ -9,18 +9,19 @@
 -- RELEASED.
 
 -- CONTENTS (line numbers; written by scripts/new_migration.py from the '-- ##' headings)
---      26  Roles for dashboards (read only) and operators (actions)
---      41  Operate it: workers registry, metrics rollup, pause/resume, job lookup
---     216  Hostile input and hostile neighbours: schedules that cannot be computed rest
---     227  Policy back in SQL: re-signed functions and the claim answer
---     248  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
---     302  One name rule for entrypoints and schedules
---     335  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
---     512  Comments on the columns of the tables 0.1.0 created
---     547  Views of the live jobs (they read the new pgq.jobs)
---     599  Functions: the other 63 functions this migration re-creates (generated)
---    5295  The ring, continued: triggers and the copy of the live jobs
---    5327  Grants
+--      27  Roles for dashboards (read only) and operators (actions)
+--      42  Operate it: workers registry, metrics rollup, pause/resume, job lookup
+--     217  Hostile input and hostile neighbours: schedules that cannot be computed rest
+--     228  Policy back in SQL: re-signed functions and the claim answer
+--     249  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
+--     303  Schedules fire only where their entrypoint is served
+--     311  One name rule for entrypoints and schedules
+--     344  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+--     521  Comments on the columns of the tables 0.1.0 created
+--     556  Views of the live jobs (they read the new pgq.jobs)
+--     608  Functions: the other 64 functions this migration re-creates (generated)
+--    5367  The ring, continued: triggers and the copy of the live jobs
+--    5399  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -298,6 +299,14 @@ COMMENT ON FUNCTION pgq._valid_name(text) IS
 
 RESET check_function_bodies;
 -- END FUNCTIONS
+
+-- ## Schedules fire only where their entrypoint is served
+
+-- A registered scheduler claims a schedule only while a live worker serves its entrypoint
+-- (pgq._schedule_served); pgq.next_schedule_at takes the scheduler's id so that it does not
+-- wake for schedules it may not claim. Re-signed: dropped here, created again in the
+-- functions section, granted again at the end.
+DROP FUNCTION pgq.next_schedule_at();
 
 -- ## One name rule for entrypoints and schedules
 
@@ -1835,6 +1844,33 @@ $$;
 COMMENT ON FUNCTION pgq._retry_delay(int, interval, interval, jsonb) IS
     'Private. The retry policy: seconds before a failed attempt runs again (retry_after, else backoff with equal jitter). Inlined into pgq.complete.';
 
+-- sql/functions/_schedule_served.sql
+-- pgq._schedule_served(entrypoint, claimer, at): may this claimer fire a schedule of this
+--   entrypoint now?
+-- Contract: true when the claimer is not in the workers registry (a client that does not
+--   register, such as a psql loop or a 0.1.0 worker: it fires every schedule, as before), or
+--   when a live worker serves the entrypoint: one in pgq.workers that announced it and was
+--   last seen within its timeout at `at` (the claimer itself, or any other: a process that
+--   only runs schedules fires them for the workers that run the jobs). A schedule nobody
+--   serves is therefore not fired; it stays due, and when a worker serving it starts, its
+--   catch_up decides (once: one fire for the missed ticks; skip: the next tick). So its jobs
+--   cannot pile up with no consumer. Used by pgq.claim_schedules and pgq.next_schedule_at.
+-- Locking: none (reads pgq.workers).
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._schedule_served(entrypoint text, claimer uuid, at timestamptz)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT NOT EXISTS (SELECT 1 FROM pgq.workers c WHERE c.worker_id = _schedule_served.claimer)
+        OR EXISTS (SELECT 1 FROM pgq.workers w
+                    WHERE _schedule_served.entrypoint = ANY (w.entrypoints)
+                      AND w.last_seen_at >= _schedule_served.at - w.timeout);
+$$;
+COMMENT ON FUNCTION pgq._schedule_served(text, uuid, timestamptz) IS
+    'Private. Whether a claimer may fire a schedule of this entrypoint: it is unregistered, or a live registered worker serves the entrypoint.';
+
 -- sql/functions/_sweep.sql
 -- pgq._sweep(entrypoints, at): stale running jobs leave the running state.
 -- Contract: running jobs of the given entrypoints (NULL: every entrypoint) whose heartbeat is
@@ -2269,7 +2305,9 @@ COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz, uuid) IS
 --   previous claimer went silent (firing, heartbeat older than fire_timeout), earliest first.
 --   Each gets state firing, this worker, heartbeat = at and a new lease, and is returned with
 --   its due time and the database clock so the caller computes the next cron time from them
---   and calls pgq.fire_schedule. at NULL means now().
+--   and calls pgq.fire_schedule. A registered claimer (pgq.workers) claims only schedules whose
+--   entrypoint a live worker serves (pgq._schedule_served): a schedule nobody serves waits,
+--   due, until a worker serving it runs, and its catch_up then decides. at NULL means now().
 -- Locking: FOR UPDATE SKIP LOCKED on schedule rows: schedulers never wait for each other, and
 --   a tick is claimed by one scheduler at a time.
 -- Errors: PQ009 NULL worker_id or at out of range, PQ002 batch_size outside 1..1000.
@@ -2300,8 +2338,9 @@ BEGIN
     WITH due AS (
         SELECT s.name
           FROM pgq.schedules s
-         WHERE (s.state = 'idle' AND s.next_run_at <= v_now AND (s.retry_at IS NULL OR s.retry_at <= v_now))
-            OR (s.state = 'firing' AND s.heartbeat_at < v_now - s.fire_timeout)
+         WHERE ((s.state = 'idle' AND s.next_run_at <= v_now AND (s.retry_at IS NULL OR s.retry_at <= v_now))
+                OR (s.state = 'firing' AND s.heartbeat_at < v_now - s.fire_timeout))
+           AND pgq._schedule_served(s.entrypoint, claim_schedules.worker_id, v_now)
          ORDER BY s.next_run_at, s.name
          LIMIT claim_schedules.batch_size
            FOR UPDATE SKIP LOCKED
@@ -4012,7 +4051,14 @@ COMMENT ON FUNCTION pgq.maintain(timestamptz) IS
 --     started (monotonic, for Prometheus counters);
 --   - rollup_caught_up: when the rollup last ran it counted every finished job up to the
 --     oldest transaction of this database still running (false: more than 100,000 rows were
---     waiting, the next calls catch up).
+--     waiting, the next calls catch up);
+--   - served: a live worker serves the entrypoint: one in pgq.workers that announced it and
+--     counts as active at `at` (last seen within its timeout, as pgq.worker_status says), or a
+--     running job of it whose heartbeat is within heartbeat_timeout (a worker that does not
+--     register, seen while it works). unserved_s: NULL when served or when nothing is due;
+--     else how long due work has waited with no live worker serving it: the seconds since the
+--     later of the last time the registry saw a worker serving it (gone workers stay there 15
+--     minutes) and the moment its oldest due job became due (so at most lag_s).
 --   First it advances the rollup by one bounded call (pgq.rollup_metrics, at most 100,000 rows;
 --   skipped when another caller is doing it, and in a read-only or non-READ COMMITTED
 --   transaction). Cost: per entrypoint, the live part reads at most 10,000 entries of the
@@ -4058,7 +4104,9 @@ RETURNS TABLE (
     successful_total  bigint,
     failed_total      bigint,
     canceled_total    bigint,
-    rollup_caught_up  boolean
+    rollup_caught_up  boolean,
+    served            boolean,
+    unserved_s        float8
 )
 LANGUAGE plpgsql
 VOLATILE
@@ -4178,6 +4226,16 @@ BEGIN
                  WHERE b.bucket >= v_pstart
                  GROUP BY b.entrypoint, u.bin) AS h
          GROUP BY h.entrypoint
+    ), servers AS (
+        -- The registry (a few rows per worker): when each entrypoint's newest worker was last
+        -- seen, and whether one of them is active at `at`.
+        SELECT u.entrypoint,
+               max(w.last_seen_at) AS last_seen_at,
+               bool_or(w.last_seen_at >= v_now - w.timeout) AS active
+          FROM pgq.workers w
+         CROSS JOIN LATERAL unnest(w.entrypoints) AS u(entrypoint)
+         WHERE metrics.entrypoints IS NULL OR u.entrypoint = ANY (metrics.entrypoints)
+         GROUP BY u.entrypoint
     ), totals AS (
         SELECT t.entrypoint,
                sum(t.jobs) FILTER (WHERE t.status = 'successful') AS successful_total,
@@ -4212,7 +4270,11 @@ BEGIN
            coalesce(t.successful_total, 0)::bigint,
            coalesce(t.failed_total, 0)::bigint,
            coalesce(t.canceled_total, 0)::bigint,
-           (SELECT s.caught_up FROM pgq.metrics_state s)
+           (SELECT s.caught_up FROM pgq.metrics_state s),
+           coalesce(sv.active, false) OR coalesce(r.running - r.stale, 0) > 0,
+           CASE WHEN coalesce(sv.active, false) OR coalesce(r.running - r.stale, 0) > 0
+                     OR q.oldest_due IS NULL THEN NULL
+                ELSE greatest(0, date_part('epoch', v_now - greatest(q.oldest_due, sv.last_seen_at))) END
       FROM eps e
       JOIN live q ON q.entrypoint = e.entrypoint
       LEFT JOIN running r ON r.entrypoint = e.entrypoint
@@ -4220,11 +4282,12 @@ BEGIN
       LEFT JOIN wait_hist wh ON wh.entrypoint = e.entrypoint
       LEFT JOIN run_hist rh ON rh.entrypoint = e.entrypoint
       LEFT JOIN totals t ON t.entrypoint = e.entrypoint
+      LEFT JOIN servers sv ON sv.entrypoint = e.entrypoint
      ORDER BY e.entrypoint;
 END
 $$;
 COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
-    'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first (bounded).';
+    'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals; served (a live worker serves it) and unserved_s. Advances the rollup first (bounded).';
 
 -- sql/functions/next_run_at.sql
 -- pgq.next_run_at(entrypoints, at)
@@ -4272,14 +4335,20 @@ COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
     'Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';
 
 -- sql/functions/next_schedule_at.sql
--- pgq.next_schedule_at()
+-- pgq.next_schedule_at(worker_id, at)
 -- Contract: when a scheduler should next look: the earliest next_run_at of idle schedules (or
 --   their retry_at, when pgq.release_schedule set a later one), or
 --   the moment a firing schedule's claimer would count as silent (heartbeat + fire_timeout).
---   NULL when there are no schedules.
+--   With a worker_id, only the schedules that worker may claim (pgq._schedule_served, as
+--   pgq.claim_schedules decides at `at`): a due schedule that nobody serves does not make a
+--   registered scheduler wake at once, again and again. NULL when there are none (worker_id
+--   NULL: every schedule). at NULL means now().
 -- Locking: none.
--- Errors: none.
-CREATE OR REPLACE FUNCTION pgq.next_schedule_at()
+-- Errors: PQ009 at out of range.
+CREATE OR REPLACE FUNCTION pgq.next_schedule_at(
+    worker_id  uuid        DEFAULT NULL,
+    at         timestamptz DEFAULT NULL
+)
 RETURNS timestamptz
 LANGUAGE sql
 STABLE
@@ -4287,10 +4356,13 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
     SELECT min(CASE WHEN s.state = 'idle' THEN greatest(s.next_run_at, s.retry_at) ELSE s.heartbeat_at + s.fire_timeout END)
-      FROM pgq.schedules s;
+      FROM pgq.schedules s
+     WHERE next_schedule_at.worker_id IS NULL
+        OR pgq._schedule_served(s.entrypoint, next_schedule_at.worker_id,
+                                coalesce(pgq._check_time(next_schedule_at.at, 'at'), now()));
 $$;
-COMMENT ON FUNCTION pgq.next_schedule_at() IS
-    'Earliest time a schedule becomes due (or a silent claimer may be taken over); NULL without schedules.';
+COMMENT ON FUNCTION pgq.next_schedule_at(uuid, timestamptz) IS
+    'Earliest time a schedule becomes due (or a silent claimer may be taken over); with a worker_id, only the schedules it may claim (their entrypoint served); NULL without any.';
 
 -- sql/functions/pause.sql
 -- pgq.pause(entrypoints, at)
@@ -5407,3 +5479,6 @@ GRANT EXECUTE ON FUNCTION pgq.maintain(timestamptz) TO pgq_worker, pgq_admin;
 -- operators' role); readers see dead jobs as they see every finished job with its errors.
 GRANT EXECUTE ON FUNCTION pgq.configure TO pgq_admin;
 GRANT SELECT ON pgq.failed_jobs TO pgq_reader, pgq_admin;
+
+-- pgq.next_schedule_at, re-signed (worker_id, at): the scheduler's call.
+GRANT EXECUTE ON FUNCTION pgq.next_schedule_at(uuid, timestamptz) TO pgq_worker;
