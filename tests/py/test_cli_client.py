@@ -479,3 +479,26 @@ def test_an_import_error_in_the_handler_module_is_one_line(
         "run", "raisingapp:worker", "--log-level", "DEBUG", "--dsn", pgq_dsn, cwd=tmp_path
     )
     assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_status_names_an_entrypoint_nobody_serves(
+    pgq_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = ("--dsn", pgq_dsn)
+    main(["enqueue", "send_email", *d])
+    main(["enqueue", "send_emial", *d])  # the typo: no worker will ever serve it
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        conn.execute("SELECT pgq.register_worker(gen_random_uuid(), ARRAY['send_email'])")
+    capsys.readouterr()
+    assert main(["status", "--plain", *d]) == 0
+    out, err = capsys.readouterr()
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[2:]}
+    assert rows["send_email"][-1] == "True"  # served, nothing in the unserved column
+    assert rows["send_emial"][-2] == "False" and rows["send_emial"][-1].endswith("s")
+    [line] = err.splitlines()
+    assert line.startswith("pgq-thin status: no live worker serves 'send_emial' (1 due, for ")
+    assert line.endswith("): check the name, or start a worker that runs it")
+    data = cli_json(capsys, "status", *d)
+    assert isinstance(data, list)
+    served = {r["entrypoint"]: (r["served"], r["unserved_s"] is None) for r in data}
+    assert served == {"send_email": (True, True), "send_emial": (False, False)}
