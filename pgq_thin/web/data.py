@@ -3,7 +3,10 @@
 The web process holds a small pool of :class:`~pgq_thin.admin.AsyncAdmin` handles (one
 connection each, opened on first use with ``application_name`` ``pgq-thin web``); a
 request borrows one for its calls. A handle whose connection broke is closed and reopens at
-its next use.
+its next use, and a handle is checked as it is lent (:meth:`AsyncHandle.drop_if_dead`, no
+round trip): after a database restart every idle connection is dead, and the first request
+once the database is back gets a new one instead of an error (one error page per pooled
+connection, before).
 
 The overview reads ``pgq.metrics()``, ``pgq.worker_status`` and the latest dead jobs. Its
 cost grows with the backlog (docs/operations.md), so the process keeps the last answer and
@@ -28,7 +31,7 @@ from typing import Any
 import psycopg
 
 from pgq_thin.admin import AsyncAdmin
-from pgq_thin.errors import PrivilegeMissing
+from pgq_thin.errors import PgqThinError, PrivilegeMissing, one_line
 
 __all__ = ["AdminPool", "Overview", "OverviewCache", "Taken"]
 
@@ -52,6 +55,7 @@ class AdminPool:
     async def admin(self) -> AsyncIterator[AsyncAdmin]:
         handle = await self._free.get()
         try:
+            await handle.drop_if_dead()
             yield handle
         except (psycopg.OperationalError, asyncio.CancelledError):
             # broken, or left mid-statement by a request that was cancelled: a new connection
@@ -113,6 +117,7 @@ class OverviewCache:
         self._last: Overview | None = None
         self._lock = asyncio.Lock()
         self._renewal: asyncio.Task[None] | None = None
+        self._failing: str | None = None  # the last renewal failure logged (None: none)
 
     def invalidate(self) -> None:
         self._last = None
@@ -145,8 +150,25 @@ class OverviewCache:
                 return
             try:
                 self._last = await self._read()
-            except Exception:  # the next request reads again (and shows the error)
-                log.warning("pgq-thin web: renewing the overview failed", exc_info=True)
+            except Exception as err:  # the next request reads again (and shows the error)
+                self._log_failure(err)
+            else:
+                if self._failing is not None:
+                    log.info("pgq-thin web: the overview is readable again")
+                    self._failing = None
+
+    def _log_failure(self, err: Exception) -> None:
+        """One line when the renewal fails, and only when the reason changes (not one per
+        refresh while the database is down or the schema missing); a traceback only for an
+        error that is neither the database's nor the set-up's (a bug)."""
+        line = one_line(err)
+        if line == self._failing:
+            return
+        self._failing = line
+        expected = isinstance(err, PgqThinError | psycopg.Error)
+        log.warning(
+            "pgq-thin web: renewing the overview failed: %s", line, exc_info=not expected
+        )
 
     async def close(self) -> None:
         if self._renewal is not None and not self._renewal.done():
