@@ -45,6 +45,7 @@ FUNCTIONS: dict[str, Fn] = {
     "list_jobs": Fn("pgq.list_jobs", (("entrypoint", "text"), ("state", "text"), ("after", "text"), ("page_size", "integer")), 2, False),
     "maintain": Fn("pgq.maintain", (("at", "timestamp with time zone"),), 0, False),
     "metrics": Fn("pgq.metrics", (("entrypoints", "text[]"), ("percentile_window", "interval"), ("at", "timestamp with time zone")), 0, False),
+    "metrics_series": Fn("pgq.metrics_series", (("entrypoints", "text[]"), ("combined", "boolean"), ("at", "timestamp with time zone")), 0, False),
     "next_run_at": Fn("pgq.next_run_at", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, True),
     "next_schedule_at": Fn("pgq.next_schedule_at", (("worker_id", "uuid"), ("at", "timestamp with time zone")), 0, True),
     "pause": Fn("pgq.pause", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, False),
@@ -87,6 +88,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "maintain": ("state", "swept", "promoted", "carried", "truncated", "rotated", "lock_wait_ms", "bytes"),
     "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up", "served", "unserved_s"),
+    "metrics_series": ("entrypoint", "minute", "successful", "failed", "canceled", "due", "running", "wait_p95_s", "run_p95_s"),
     "next_run_at": ("next_run_at",),
     "next_schedule_at": ("next_schedule_at",),
     "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
@@ -133,6 +135,7 @@ SIGNATURES: dict[str, str] = {
     "list_jobs": "pgq.list_jobs(text,text,text,integer)",
     "maintain": "pgq.maintain(timestamp with time zone)",
     "metrics": "pgq.metrics(text[],interval,timestamp with time zone)",
+    "metrics_series": "pgq.metrics_series(text[],boolean,timestamp with time zone)",
     "next_run_at": "pgq.next_run_at(text[],timestamp with time zone)",
     "next_schedule_at": "pgq.next_schedule_at(uuid,timestamp with time zone)",
     "pause": "pgq.pause(text[],timestamp with time zone)",
@@ -176,6 +179,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "list_jobs": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "maintain": ("pgq_worker (or pgq_admin)", 'GRANT pgq_worker TO {role}'),
     "metrics": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
+    "metrics_series": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "next_run_at": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "next_schedule_at": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "pause": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
@@ -385,6 +389,14 @@ def metrics(*, entrypoints: Sequence[str | None] | None = None, percentile_windo
     serves it) and unserved_s. Advances the rollup first (bounded).
     """
     return FUNCTIONS["metrics"].call(entrypoints=entrypoints, percentile_window=percentile_window, at=at)
+
+
+def metrics_series(*, entrypoints: Sequence[str | None] | None = None, combined: bool | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+    """``pgq.metrics_series(text[],boolean,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, minute timestamp with time zone, successful bigint, failed bigint, canceled bigint, due bigint, running bigint, wait_p95_s double precision, run_p95_s double precision)``.
+    The last hour per minute, for charts: finished per status, the due and running backlog
+    sampled each minute, wait and run p95; per entrypoint, or combined. Reads only.
+    """
+    return FUNCTIONS["metrics_series"].call(entrypoints=entrypoints, combined=combined, at=at)
 
 
 def next_run_at(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
@@ -700,6 +712,23 @@ class Rollup:
     rolled: int
     caught_up: bool
     busy: bool
+
+
+@dataclass(frozen=True)
+class MetricsPoint:
+    """One row of ``pgq.metrics_series()``: The last hour per minute, for charts: finished
+    per status, the due and running backlog sampled each minute, wait and run p95; per
+    entrypoint, or combined. Reads only."""
+
+    entrypoint: str | None
+    minute: datetime
+    successful: int
+    failed: int
+    canceled: int
+    due: int | None
+    running: int | None
+    wait_p95_s: float | None
+    run_p95_s: float | None
 
 
 @dataclass(frozen=True)

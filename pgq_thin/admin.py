@@ -45,6 +45,7 @@ from pgq_thin.records import (
     JobListing,
     JobPage,
     JobResult,
+    MetricsPoint,
     Privileges,
     Schedule,
     WorkerStatus,
@@ -94,6 +95,17 @@ class Build:
         throughput, wait and run time p50/p95/p99 over ``percentile_window`` (None: the SQL
         default, 5 minutes) and monotonic totals (``pgq.metrics``)."""
         return ac.metrics(entrypoints, percentile_window)
+
+    @staticmethod
+    def metrics_series(
+        entrypoints: str | Sequence[str] | None = None, *, combined: bool = False
+    ) -> Call[list[MetricsPoint]]:
+        """The last hour minute by minute, for charts (``pgq.metrics_series``): per
+        entrypoint (None: every one), or with ``combined`` one series over them all; per
+        minute the jobs finished by status, the due and running backlog the rollup sampled
+        (None: no sample that minute), wait and run p95. Oldest minute first; the last one is
+        in progress. Reads only: call :meth:`metrics` first for the newest figures."""
+        return ac.metrics_series(entrypoints, combined)
 
     @staticmethod
     def workers() -> Call[list[WorkerStatus]]:
@@ -331,6 +343,7 @@ class Admin(SyncHandle):
 
     stats = sync_method(Build.stats)
     metrics = sync_method(Build.metrics)
+    metrics_series = sync_method(Build.metrics_series)
     workers = sync_method(Build.workers)
     pause = sync_method(Build.pause)
     resume = sync_method(Build.resume)
@@ -364,6 +377,7 @@ class AsyncAdmin(AsyncHandle):
 
     stats = async_method(Build.stats)
     metrics = async_method(Build.metrics)
+    metrics_series = async_method(Build.metrics_series)
     workers = async_method(Build.workers)
     pause = async_method(Build.pause)
     resume = async_method(Build.resume)

@@ -30,6 +30,7 @@ from pgq_thin.records import (
     JobListing,
     JobPage,
     JobResult,
+    MetricsPoint,
     Rollup,
     Schedule,
     WorkerRegistration,
@@ -133,6 +134,13 @@ def metrics(
 ) -> Call[list[EntrypointMetrics]]:
     call = _api.metrics(entrypoints=_names(entrypoints), percentile_window=percentile_window)
     return call.then(records(EntrypointMetrics))
+
+
+def metrics_series(
+    entrypoints: str | Sequence[str] | None, combined: bool
+) -> Call[list[MetricsPoint]]:
+    call = _api.metrics_series(entrypoints=_names(entrypoints), combined=combined)
+    return call.then(records(MetricsPoint))
 
 
 def workers() -> Call[list[WorkerStatus]]:

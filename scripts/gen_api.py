@@ -62,6 +62,7 @@ RECORDS = {
     "WorkerRegistration": ("register_worker", "started_at last_seen_at gone_after"
                            " heartbeat_interval"),
     "Rollup": ("rollup_metrics", "rolled caught_up busy"),
+    "MetricsPoint": ("metrics_series", "minute successful failed canceled"),
     "JobInfo": ("job", "id entrypoint status priority attempt max_attempts enqueued_at"),
     "JobResult": ("job_results", "id status finished"),
     "JobListing": ("list_jobs", "id entrypoint status priority attempt enqueued_at cursor"),

@@ -11,17 +11,17 @@
 -- CONTENTS (line numbers; written by scripts/new_migration.py from the '-- ##' headings)
 --      27  Roles for dashboards (read only) and operators (actions)
 --      42  Operate it: workers registry, metrics rollup, pause/resume, job lookup
---     217  Hostile input and hostile neighbours: schedules that cannot be computed rest
---     228  Policy back in SQL: re-signed functions and the claim answer
---     249  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
---     303  Schedules fire only where their entrypoint is served
---     311  One name rule for entrypoints and schedules
---     344  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
---     521  Comments on the columns of the tables 0.1.0 created
---     556  Views of the live jobs (they read the new pgq.jobs)
---     608  Functions: the other 64 functions this migration re-creates (generated)
---    5367  The ring, continued: triggers and the copy of the live jobs
---    5399  Grants
+--     230  Hostile input and hostile neighbours: schedules that cannot be computed rest
+--     241  Policy back in SQL: re-signed functions and the claim answer
+--     262  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
+--     316  Schedules fire only where their entrypoint is served
+--     324  One name rule for entrypoints and schedules
+--     357  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+--     534  Comments on the columns of the tables 0.1.0 created
+--     569  Views of the live jobs (they read the new pgq.jobs)
+--     621  Functions: the other 66 functions this migration re-creates (generated)
+--    5537  The ring, continued: triggers and the copy of the live jobs
+--    5569  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -161,6 +161,19 @@ COMMENT ON TABLE pgq.metrics_totals IS
     'Finished jobs per entrypoint and final status counted by pgq.rollup_metrics since it started (monotonic counters).';
 
 REVOKE ALL ON pgq.workers, pgq.metrics_state, pgq.metrics_buckets, pgq.metrics_totals FROM PUBLIC;
+
+-- The due backlog over the last hour, for the charts (pgq.metrics_series): pgq.rollup_metrics
+-- samples every entrypoint once per minute (the first call of each minute) and keeps an hour.
+CREATE TABLE pgq.metrics_backlog (
+    entrypoint  text        NOT NULL,
+    minute      timestamptz NOT NULL,
+    due         bigint      NOT NULL,
+    running     bigint      NOT NULL,
+    CONSTRAINT metrics_backlog_pkey PRIMARY KEY (minute, entrypoint)
+);
+COMMENT ON TABLE pgq.metrics_backlog IS
+    'Due and running jobs per entrypoint, sampled by pgq.rollup_metrics once per minute (due counted as pgq.metrics does, at most 10,000), kept one hour. Read by pgq.metrics_series.';
+REVOKE ALL ON pgq.metrics_backlog FROM PUBLIC;
 
 -- The web dashboard: its search box finds finished jobs by dedupe key
 -- (pgq.find_by_dedupe_key). Partial: only jobs enqueued with a key pay for it when archived.
@@ -1843,6 +1856,55 @@ AS $$
 $$;
 COMMENT ON FUNCTION pgq._retry_delay(int, interval, interval, jsonb) IS
     'Private. The retry policy: seconds before a failed attempt runs again (retry_after, else backoff with equal jitter). Inlined into pgq.complete.';
+
+-- sql/functions/_sample_backlog.sql
+-- pgq._sample_backlog(at): the charts' backlog sample of the minute `at` falls in.
+-- Contract: when pgq.metrics_backlog has no row for that minute yet, writes one per entrypoint:
+--   due (queued jobs, and scheduled ones due at `at` not promoted yet, each part counted up to
+--   10,000 like pgq.metrics, so at most 20,000) and running; and deletes samples older than one
+--   hour. Otherwise does nothing (one sample per minute, whoever calls). Called by
+--   pgq.rollup_metrics under its lock, so callers never write one minute twice; the primary key
+--   guards it anyway.
+-- Locking: inserts and deletes rows of pgq.metrics_backlog.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._sample_backlog(at timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_minute timestamptz := date_bin(interval '1 minute', _sample_backlog.at, timestamptz '2000-01-01 00:00:00+00');
+    v_cap    CONSTANT bigint := 10000;
+BEGIN
+    IF EXISTS (SELECT 1 FROM pgq.metrics_backlog b WHERE b.minute = v_minute) THEN
+        RETURN;
+    END IF;
+    INSERT INTO pgq.metrics_backlog (entrypoint, minute, due, running)
+    SELECT e.entrypoint, v_minute, qd.n + sd.n, rn.n
+      FROM pgq.entrypoints e
+     CROSS JOIN LATERAL (
+           SELECT count(*) AS n
+             FROM (SELECT 1 FROM pgq.jobs j
+                    WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
+                    LIMIT v_cap) AS x) AS qd
+     CROSS JOIN LATERAL (
+           SELECT count(*) AS n
+             FROM (SELECT 1 FROM pgq.jobs j
+                    WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.slot = 4
+                      AND j.run_at <= _sample_backlog.at
+                    LIMIT v_cap) AS x) AS sd
+     CROSS JOIN LATERAL (
+           SELECT count(*) AS n FROM pgq.jobs j
+            WHERE j.entrypoint = e.entrypoint AND j.status = 'running') AS rn
+     ORDER BY e.entrypoint
+        ON CONFLICT DO NOTHING;
+    DELETE FROM pgq.metrics_backlog b WHERE b.minute < v_minute - interval '1 hour';
+END
+$$;
+COMMENT ON FUNCTION pgq._sample_backlog(timestamptz) IS
+    'Private. Once per minute: due and running jobs per entrypoint into pgq.metrics_backlog (kept one hour), for pgq.metrics_series.';
 
 -- sql/functions/_schedule_served.sql
 -- pgq._schedule_served(entrypoint, claimer, at): may this claimer fire a schedule of this
@@ -4289,6 +4351,110 @@ $$;
 COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
     'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals; served (a live worker serves it) and unserved_s. Advances the rollup first (bounded).';
 
+-- sql/functions/metrics_series.sql
+-- pgq.metrics_series(entrypoints, combined, at)
+-- Contract: the last hour minute by minute, for charts: one row per series and minute, 60
+--   minutes ending with the minute `at` falls in (that last one is in progress: partial), in
+--   order. A series is one entrypoint (every one in pgq.entrypoints, or those given), or with
+--   combined => true one series (entrypoint NULL) over all of them. Per minute:
+--   successful, failed (dead), canceled: jobs that finished in it (from the rollup's 10-second
+--   buckets, as pgq.metrics counts them; 0 without any); due and running: the backlog sample
+--   pgq.rollup_metrics took in that minute (summed over the series' entrypoints; NULL when no
+--   sample was taken: nothing called the rollup that minute); wait_p95_s and run_p95_s: the
+--   95th percentile of the wait and run times of the jobs finished in it (the rollup's
+--   histograms merged, within about 19 %; NULL without samples). It reads, it does not advance
+--   the rollup: call pgq.metrics first for figures up to the last 10 seconds. Cost: at most
+--   360 buckets and 60 samples per entrypoint (one hour is all the rollup keeps).
+--   at NULL means now().
+-- Locking: none (reads).
+-- Errors: PQ009 combined NULL, at out of range, a multi-dimensional entrypoints array.
+CREATE OR REPLACE FUNCTION pgq.metrics_series(
+    entrypoints  text[]      DEFAULT NULL,
+    combined     boolean     DEFAULT false,
+    at           timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    entrypoint  text,
+    minute      timestamptz,
+    successful  bigint,
+    failed      bigint,
+    canceled    bigint,
+    due         bigint,
+    running     bigint,
+    wait_p95_s  float8,
+    run_p95_s   float8
+)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET jit = off
+SET max_parallel_workers_per_gather = 0
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_cur   timestamptz := date_bin(interval '1 minute', coalesce(pgq._check_time(metrics_series.at, 'at'), now()),
+                                    timestamptz '2000-01-01 00:00:00+00');
+    v_first timestamptz;
+BEGIN
+    PERFORM pgq._check_dims(metrics_series.entrypoints, 'entrypoints');
+    IF metrics_series.combined IS NULL THEN
+        RAISE EXCEPTION 'combined must be true or false, got NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    v_first := v_cur - interval '59 minutes';
+    RETURN QUERY
+    WITH eps AS (
+        -- the series key: the entrypoint, or '' for the combined series (no name is empty)
+        SELECT e.entrypoint, CASE WHEN metrics_series.combined THEN '' ELSE e.entrypoint END AS k
+          FROM pgq.entrypoints e
+         WHERE metrics_series.entrypoints IS NULL OR e.entrypoint = ANY (metrics_series.entrypoints)
+    ), b AS (
+        SELECT e.k, date_bin(interval '1 minute', m.bucket, timestamptz '2000-01-01 00:00:00+00') AS minute,
+               m.successful, m.failed, m.canceled, m.wait_bins, m.wait_counts, m.run_bins, m.run_counts
+          FROM eps e
+          JOIN pgq.metrics_buckets m ON m.entrypoint = e.entrypoint
+         WHERE m.bucket >= v_first AND m.bucket < v_cur + interval '1 minute'
+    ), counts AS (
+        SELECT b.k, b.minute, sum(b.successful) AS successful, sum(b.failed) AS failed,
+               sum(b.canceled) AS canceled
+          FROM b
+         GROUP BY b.k, b.minute
+    ), wait_q AS (
+        SELECT h.k, h.minute,
+               (pgq._hist_quantiles(array_agg(h.bin ORDER BY h.bin), array_agg(h.n ORDER BY h.bin), '{0.95}'))[1] AS q
+          FROM (SELECT b.k, b.minute, u.bin, sum(u.n)::bigint AS n
+                  FROM b, unnest(b.wait_bins, b.wait_counts) AS u(bin, n)
+                 GROUP BY b.k, b.minute, u.bin) AS h
+         GROUP BY h.k, h.minute
+    ), run_q AS (
+        SELECT h.k, h.minute,
+               (pgq._hist_quantiles(array_agg(h.bin ORDER BY h.bin), array_agg(h.n ORDER BY h.bin), '{0.95}'))[1] AS q
+          FROM (SELECT b.k, b.minute, u.bin, sum(u.n)::bigint AS n
+                  FROM b, unnest(b.run_bins, b.run_counts) AS u(bin, n)
+                 GROUP BY b.k, b.minute, u.bin) AS h
+         GROUP BY h.k, h.minute
+    ), backlog AS (
+        SELECT e.k, l.minute, sum(l.due)::bigint AS due, sum(l.running)::bigint AS running
+          FROM eps e
+          JOIN pgq.metrics_backlog l ON l.entrypoint = e.entrypoint
+         WHERE l.minute >= v_first AND l.minute <= v_cur
+         GROUP BY e.k, l.minute
+    )
+    SELECT nullif(s.k, ''), g.minute,
+           coalesce(c.successful, 0)::bigint, coalesce(c.failed, 0)::bigint, coalesce(c.canceled, 0)::bigint,
+           l.due, l.running, w.q, r.q
+      FROM (SELECT DISTINCT e.k FROM eps e) AS s
+     CROSS JOIN generate_series(v_first, v_cur, interval '1 minute') AS g(minute)
+      LEFT JOIN counts c ON c.k = s.k AND c.minute = g.minute
+      LEFT JOIN wait_q w ON w.k = s.k AND w.minute = g.minute
+      LEFT JOIN run_q r ON r.k = s.k AND r.minute = g.minute
+      LEFT JOIN backlog l ON l.k = s.k AND l.minute = g.minute
+     ORDER BY s.k, g.minute;
+END
+$$;
+COMMENT ON FUNCTION pgq.metrics_series(text[], boolean, timestamptz) IS
+    'The last hour per minute, for charts: finished per status, the due and running backlog sampled each minute, wait and run p95; per entrypoint, or combined. Reads only.';
+
 -- sql/functions/next_run_at.sql
 -- pgq.next_run_at(entrypoints, at)
 -- Contract: the earliest run_at after `at` among waiting (scheduled) jobs of the given entrypoints, or NULL
@@ -5046,7 +5212,10 @@ COMMENT ON FUNCTION pgq.resume(text[]) IS
 --   taken whole). Each row adds to its entrypoint's 10-second bucket of finished_at in
 --   pgq.metrics_buckets (count per final status, wait and run time sums and log-bucketed
 --   histograms) and to pgq.metrics_totals; then the watermark moves past the rows taken.
---   Buckets older than one hour are deleted (at most once a minute). Returns the rows counted,
+--   Buckets older than one hour are deleted (at most once a minute). The first call of each
+--   minute (of `at`) also samples the live backlog for the charts: one row per entrypoint in
+--   pgq.metrics_backlog (due counted as pgq.metrics does, at most 10,000, and running),
+--   kept one hour. Returns the rows counted,
 --   caught_up (every row below the horizon is counted now; rows of transactions after the
 --   oldest one still running wait for it, so a long transaction delays the figures) and busy (another call holds the rollup: this
 --   one did nothing and never waited). pgq.metrics calls it before reading; a maintenance loop
@@ -5232,6 +5401,7 @@ BEGIN
     IF v_state.pruned_at IS NULL OR v_state.pruned_at < v_now - interval '1 minute' THEN
         DELETE FROM pgq.metrics_buckets m WHERE m.bucket < v_now - interval '1 hour 10 seconds';
     END IF;
+    PERFORM pgq._sample_backlog(v_now);
 
     RETURN QUERY SELECT v_n, v_caught, false;
 END
@@ -5482,3 +5652,7 @@ GRANT SELECT ON pgq.failed_jobs TO pgq_reader, pgq_admin;
 
 -- pgq.next_schedule_at, re-signed (worker_id, at): the scheduler's call.
 GRANT EXECUTE ON FUNCTION pgq.next_schedule_at(uuid, timestamptz) TO pgq_worker;
+
+-- The charts' reader: every role that may read pgq.metrics.
+GRANT EXECUTE ON FUNCTION pgq.metrics_series(text[], boolean, timestamptz)
+    TO pgq_producer, pgq_worker, pgq_reader, pgq_admin;
