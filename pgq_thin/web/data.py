@@ -8,7 +8,8 @@ round trip): after a database restart every idle connection is dead, and the fir
 once the database is back gets a new one instead of an error (one error page per pooled
 connection, before).
 
-The overview reads ``pgq.metrics()``, ``pgq.worker_status`` and the latest dead jobs. Its
+The overview reads ``pgq.metrics()``, the last hour per minute over every entrypoint
+(``pgq.metrics_series``, for its charts), ``pgq.worker_status`` and the latest dead jobs. Its
 cost grows with the backlog (docs/operations.md), so the process keeps the last answer and
 renews it at most once per ``refresh`` seconds (:class:`OverviewCache`): any number of open
 pages and their auto-refresh cost one read per period, like one scraper, and a page does not
@@ -91,6 +92,8 @@ class Overview:
     failures: list[Any] | None  # None: the role may not read jobs
     read_ms: float
     read_at: float = field(default_factory=time.monotonic)
+    #: the last hour per minute over every entrypoint (``pgq.metrics_series``, combined)
+    series: list[Any] = field(default_factory=list)
 
     @property
     def age_s(self) -> float:
@@ -181,6 +184,7 @@ class OverviewCache:
         start = time.perf_counter()
         async with self._pool.admin() as admin:
             metrics = await admin.metrics()
+            series = await admin.metrics_series(combined=True)
             workers = await admin.workers()
             try:
                 failures: list[Any] | None = (
@@ -189,5 +193,10 @@ class OverviewCache:
             except PrivilegeMissing:  # a role without pgq_reader sees the numbers only
                 failures = None
         return Overview(
-            metrics, workers, failures, (time.perf_counter() - start) * 1000, read_at=began
+            metrics,
+            workers,
+            failures,
+            (time.perf_counter() - start) * 1000,
+            read_at=began,
+            series=series,
         )
