@@ -73,3 +73,29 @@ def check(html: str, points: list[Any]) -> None:
     assert drawn == len(sampled)  # one point per sample; a gap where none was taken
     latency = chart(html, "latency")
     assert 'class="line-run"' in latency and 'class="line-wait"' in latency
+
+
+def test_an_entrypoint_nobody_serves_is_marked(pgq_dsn: str) -> None:
+    import psycopg
+
+    from pgq_thin import Queue
+
+    with Queue(pgq_dsn) as queue:
+        queue.enqueue("served.yes")
+        queue.enqueue("served.typo")
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        conn.execute("SELECT pgq.register_worker(gen_random_uuid(), ARRAY['served.yes'])")
+    with serving(pgq_dsn, token=None) as server, server.client() as client:
+        overview = client.get("/").text
+        typo = client.get("/entrypoint?name=served.typo").text
+        fine = client.get("/entrypoint?name=served.yes").text
+
+    def row(name: str) -> str:
+        found = re.search(rf'<tr data-entrypoint="{re.escape(name)}".*?</tr>', overview, re.S)
+        assert found
+        return found[0]
+
+    assert '<span class="badge unserved"' in row("served.typo")
+    assert "unserved" not in row("served.yes")
+    assert re.search(r'id="ep-served">no, for [\d.]+ (ms|s)<', typo)
+    assert 'id="ep-served">yes<' in fine and 'class="badge unserved"' not in fine
