@@ -6,9 +6,8 @@ Install or upgrade the schema with :func:`pgq_thin.migrate.upgrade` or ``pgq-thi
 
 from typing import TYPE_CHECKING
 
-from pgq_thin._version import __version__
-
 if TYPE_CHECKING:  # the real names for type checkers; at run time they load lazily below
+    from pgq_thin._version import __version__
     from pgq_thin.admin import Admin, AsyncAdmin
     from pgq_thin.job import CancelJob, Job, RetryAfter
     from pgq_thin.queue import AsyncQueue, Queue
@@ -36,6 +35,8 @@ _LAZY = {
     "Job": "pgq_thin.job",
     "RetryAfter": "pgq_thin.job",
     "ThinWorker": "pgq_thin.worker",
+    # reading the installed distribution's metadata costs ~30 ms: only when asked
+    "__version__": "pgq_thin._version",
 }
 
 

@@ -58,8 +58,9 @@ FUNCTIONS: dict[str, Fn] = {
     "list_jobs": Fn("pgq.list_jobs", (("entrypoint", "text"), ("state", "text"), ("after", "text"), ("page_size", "integer")), 2, False),
     "maintain": Fn("pgq.maintain", (("at", "timestamp with time zone"),), 0, False),
     "metrics": Fn("pgq.metrics", (("entrypoints", "text[]"), ("percentile_window", "interval"), ("at", "timestamp with time zone")), 0, False),
+    "metrics_series": Fn("pgq.metrics_series", (("entrypoints", "text[]"), ("combined", "boolean"), ("at", "timestamp with time zone")), 0, False),
     "next_run_at": Fn("pgq.next_run_at", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, True),
-    "next_schedule_at": Fn("pgq.next_schedule_at", (), 0, True),
+    "next_schedule_at": Fn("pgq.next_schedule_at", (("worker_id", "uuid"), ("at", "timestamp with time zone")), 0, True),
     "pause": Fn("pgq.pause", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, False),
     "prune_entrypoints": Fn("pgq.prune_entrypoints", (("older_than", "interval"), ("lock_wait", "interval"), ("at", "timestamp with time zone")), 0, True),
     "prune_history": Fn("pgq.prune_history", (("older_than", "interval"), ("at", "timestamp with time zone"), ("batch", "integer")), 1, True),
@@ -99,7 +100,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "job_results": ("id", "status", "finished", "result", "error", "attempt", "finished_at"),
     "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "maintain": ("state", "swept", "promoted", "carried", "truncated", "rotated", "lock_wait_ms", "bytes"),
-    "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up"),
+    "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up", "served", "unserved_s"),
+    "metrics_series": ("entrypoint", "minute", "successful", "failed", "canceled", "due", "running", "wait_p95_s", "run_p95_s"),
     "next_run_at": ("next_run_at",),
     "next_schedule_at": ("next_schedule_at",),
     "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
@@ -146,8 +148,9 @@ SIGNATURES: dict[str, str] = {
     "list_jobs": "pgq.list_jobs(text,text,text,integer)",
     "maintain": "pgq.maintain(timestamp with time zone)",
     "metrics": "pgq.metrics(text[],interval,timestamp with time zone)",
+    "metrics_series": "pgq.metrics_series(text[],boolean,timestamp with time zone)",
     "next_run_at": "pgq.next_run_at(text[],timestamp with time zone)",
-    "next_schedule_at": "pgq.next_schedule_at()",
+    "next_schedule_at": "pgq.next_schedule_at(uuid,timestamp with time zone)",
     "pause": "pgq.pause(text[],timestamp with time zone)",
     "prune_entrypoints": "pgq.prune_entrypoints(interval,interval,timestamp with time zone)",
     "prune_history": "pgq.prune_history(interval,timestamp with time zone,integer)",
@@ -173,7 +176,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "claim_schedules": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "compact_jobs": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "complete": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
-    "configure": ("the rights of the schema owner", OWNER_ONLY),
+    "configure": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "delete_history": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "delete_jobs": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "enqueue": ("pgq_producer", 'GRANT pgq_producer TO {role}'),
@@ -190,6 +193,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "list_jobs": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "maintain": ("pgq_worker (or pgq_admin)", 'GRANT pgq_worker TO {role}'),
     "metrics": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
+    "metrics_series": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "next_run_at": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "next_schedule_at": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "pause": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
@@ -206,10 +210,10 @@ NEEDS: dict[str, tuple[str, str]] = {
     "schedule": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "unregister_worker": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "unschedule": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
-    "failed_jobs": ("the rights of the schema owner", OWNER_ONLY),
-    "queue_stats": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
-    "schedules": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
-    "worker_status": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
+    "failed_jobs": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
+    "queue_stats": ("pgq_reader (or pgq_producer or pgq_worker or pgq_admin)", 'GRANT pgq_reader TO {role}'),
+    "schedules": ("pgq_reader (or pgq_producer or pgq_worker or pgq_admin)", 'GRANT pgq_reader TO {role}'),
+    "worker_status": ("pgq_reader (or pgq_producer or pgq_worker or pgq_admin)", 'GRANT pgq_reader TO {role}'),
 }
 
 
@@ -389,13 +393,21 @@ def maintain(*, at: datetime | timedelta | None = None) -> Call[Row]:
 
 
 def metrics(*, entrypoints: Sequence[str | None] | None = None, percentile_window: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[EntrypointMetrics]]:
-    """``pgq.metrics(text[],interval,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, paused boolean, queued bigint, due bigint, delayed bigint, running bigint, stale bigint, lag_s double precision, successful_1m bigint, failed_1m bigint, canceled_1m bigint, successful_5m bigint, failed_5m bigint, canceled_5m bigint, successful_15m bigint, failed_15m bigint, canceled_15m bigint, throughput_1m double precision, throughput_5m double precision, throughput_15m double precision, wait_p50_s double precision, wait_p95_s double precision, wait_p99_s double precision, run_p50_s double precision, run_p95_s double precision, run_p99_s double precision, successful_total bigint, failed_total bigint, canceled_total bigint, rollup_caught_up boolean)``.
+    """``pgq.metrics(text[],interval,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, paused boolean, queued bigint, due bigint, delayed bigint, running bigint, stale bigint, lag_s double precision, successful_1m bigint, failed_1m bigint, canceled_1m bigint, successful_5m bigint, failed_5m bigint, canceled_5m bigint, successful_15m bigint, failed_15m bigint, canceled_15m bigint, throughput_1m double precision, throughput_5m double precision, throughput_15m double precision, wait_p50_s double precision, wait_p95_s double precision, wait_p99_s double precision, run_p50_s double precision, run_p95_s double precision, run_p99_s double precision, successful_total bigint, failed_total bigint, canceled_total bigint, rollup_caught_up boolean, served boolean, unserved_s double precision)``.
     Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each),
     running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second
-    buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first
-    (bounded).
+    buckets); wait/run p50/p95/p99 over percentile_window; totals; served (a live worker
+    serves it) and unserved_s. Advances the rollup first (bounded).
     """
     return FUNCTIONS["metrics"].call(records(EntrypointMetrics), entrypoints=entrypoints, percentile_window=percentile_window, at=at)
+
+
+def metrics_series(*, entrypoints: Sequence[str | None] | None = None, combined: bool | None = None, at: datetime | timedelta | None = None) -> Call[list[MetricsPoint]]:
+    """``pgq.metrics_series(text[],boolean,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, minute timestamp with time zone, successful bigint, failed bigint, canceled bigint, due bigint, running bigint, wait_p95_s double precision, run_p95_s double precision)``.
+    The last hour per minute, for charts: finished per status, the due and running backlog
+    sampled each minute, wait and run p95; per entrypoint, or combined. Reads only.
+    """
+    return FUNCTIONS["metrics_series"].call(records(MetricsPoint), entrypoints=entrypoints, combined=combined, at=at)
 
 
 def next_run_at(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[datetime | None]:
@@ -406,12 +418,12 @@ def next_run_at(entrypoints: Sequence[str | None], *, at: datetime | timedelta |
     return FUNCTIONS["next_run_at"].call(value, entrypoints=entrypoints, at=at)
 
 
-def next_schedule_at() -> Call[datetime | None]:
-    """``pgq.next_schedule_at()``, ``RETURNS timestamp with time zone``.
-    Earliest time a schedule becomes due (or a silent claimer may be taken over); NULL
-    without schedules.
+def next_schedule_at(*, worker_id: UUID | None = None, at: datetime | timedelta | None = None) -> Call[datetime | None]:
+    """``pgq.next_schedule_at(uuid,timestamp with time zone)``, ``RETURNS timestamp with time zone``.
+    Earliest time a schedule becomes due (or a silent claimer may be taken over); with a
+    worker_id, only the schedules it may claim (their entrypoint served); NULL without any.
     """
-    return FUNCTIONS["next_schedule_at"].call(value)
+    return FUNCTIONS["next_schedule_at"].call(value, worker_id=worker_id, at=at)
 
 
 def pause(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[EntrypointConfig]]:
@@ -527,9 +539,10 @@ def unschedule(name: str) -> Call[bool]:
     return FUNCTIONS["unschedule"].call(value, name=name)
 
 
-#: Each field of :class:`Privileges` and the function it stands for.
+#: Each field of :class:`Privileges` and the function (or view) it stands for.
 PRIVILEGE_FUNCTIONS: dict[str, str] = {
     "read_jobs": "pgq.job(bigint)",
+    "read_failed": "pgq.failed_jobs",
     "pause": "pgq.pause(text[],timestamp with time zone)",
     "resume": "pgq.resume(text[])",
     "cancel": "pgq.cancel(bigint[],timestamp with time zone)",
@@ -540,8 +553,9 @@ PRIVILEGE_FUNCTIONS: dict[str, str] = {
     "schedule": "pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)",
     "unschedule": "pgq.unschedule(text)",
     "fire_schedule_now": "pgq.fire_schedule_now(text,timestamp with time zone)",
+    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean)",
 }
-PRIVILEGES = "SELECT coalesce(has_function_privilege(to_regprocedure('pgq.job(bigint)'), 'EXECUTE'), false) AS read_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.pause(text[],timestamp with time zone)'), 'EXECUTE'), false) AS pause, coalesce(has_function_privilege(to_regprocedure('pgq.resume(text[])'), 'EXECUTE'), false) AS resume, coalesce(has_function_privilege(to_regprocedure('pgq.cancel(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS cancel, coalesce(has_function_privilege(to_regprocedure('pgq.requeue(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS requeue, coalesce(has_function_privilege(to_regprocedure('pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)'), 'EXECUTE'), false) AS requeue_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)'), 'EXECUTE'), false) AS delete_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_jobs(bigint[])'), 'EXECUTE'), false) AS delete_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)'), 'EXECUTE'), false) AS schedule, coalesce(has_function_privilege(to_regprocedure('pgq.unschedule(text)'), 'EXECUTE'), false) AS unschedule, coalesce(has_function_privilege(to_regprocedure('pgq.fire_schedule_now(text,timestamp with time zone)'), 'EXECUTE'), false) AS fire_schedule_now"
+PRIVILEGES = "SELECT coalesce(has_function_privilege(to_regprocedure('pgq.job(bigint)'), 'EXECUTE'), false) AS read_jobs, coalesce(has_table_privilege(to_regclass('pgq.failed_jobs'), 'SELECT'), false) AS read_failed, coalesce(has_function_privilege(to_regprocedure('pgq.pause(text[],timestamp with time zone)'), 'EXECUTE'), false) AS pause, coalesce(has_function_privilege(to_regprocedure('pgq.resume(text[])'), 'EXECUTE'), false) AS resume, coalesce(has_function_privilege(to_regprocedure('pgq.cancel(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS cancel, coalesce(has_function_privilege(to_regprocedure('pgq.requeue(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS requeue, coalesce(has_function_privilege(to_regprocedure('pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)'), 'EXECUTE'), false) AS requeue_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)'), 'EXECUTE'), false) AS delete_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_jobs(bigint[])'), 'EXECUTE'), false) AS delete_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)'), 'EXECUTE'), false) AS schedule, coalesce(has_function_privilege(to_regprocedure('pgq.unschedule(text)'), 'EXECUTE'), false) AS unschedule, coalesce(has_function_privilege(to_regprocedure('pgq.fire_schedule_now(text,timestamp with time zone)'), 'EXECUTE'), false) AS fire_schedule_now, coalesce(has_function_privilege(to_regprocedure('pgq.configure(text,integer,integer,interval,interval,interval,boolean)'), 'EXECUTE'), false) AS configure"
 
 
 @dataclass(frozen=True)
@@ -549,6 +563,7 @@ class Privileges(_record_mixins.PrivilegesMixin):
     """What the connected role may call (gen_api.PRIVILEGES); False: hidden."""
 
     read_jobs: bool = False
+    read_failed: bool = False
     pause: bool = False
     resume: bool = False
     cancel: bool = False
@@ -559,6 +574,7 @@ class Privileges(_record_mixins.PrivilegesMixin):
     schedule: bool = False
     unschedule: bool = False
     fire_schedule_now: bool = False
+    configure: bool = False
 
 
 def privileges() -> Call[Privileges]:
@@ -667,7 +683,8 @@ class EntrypointMetrics:
     """One row of ``pgq.metrics()``: Per entrypoint: paused, queued/due/delayed (due and
     delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15
     min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window;
-    totals. Advances the rollup first (bounded)."""
+    totals; served (a live worker serves it) and unserved_s. Advances the rollup first
+    (bounded)."""
 
     entrypoint: str
     paused: bool
@@ -699,6 +716,8 @@ class EntrypointMetrics:
     failed_total: int
     canceled_total: int
     rollup_caught_up: bool
+    served: bool
+    unserved_s: float | None
 
 
 @dataclass(frozen=True)
@@ -746,6 +765,23 @@ class Rollup:
     rolled: int
     caught_up: bool
     busy: bool
+
+
+@dataclass(frozen=True)
+class MetricsPoint:
+    """One row of ``pgq.metrics_series()``: The last hour per minute, for charts: finished
+    per status, the due and running backlog sampled each minute, wait and run p95; per
+    entrypoint, or combined. Reads only."""
+
+    entrypoint: str | None
+    minute: datetime
+    successful: int
+    failed: int
+    canceled: int
+    due: int | None
+    running: int | None
+    wait_p95_s: float | None
+    run_p95_s: float | None
 
 
 @dataclass(frozen=True)

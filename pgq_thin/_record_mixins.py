@@ -34,6 +34,6 @@ class EntrypointConfigMixin:
 class PrivilegesMixin:
     @property
     def actions(self) -> list[str]:
-        """The names of the actions allowed (every field but ``read_jobs``)."""
+        """The names of the actions allowed (every field but the ``read_`` ones)."""
         fields = dataclasses.fields(self)  # type: ignore[arg-type]
-        return [f.name for f in fields if f.name != "read_jobs" and getattr(self, f.name)]
+        return [f.name for f in fields if not f.name.startswith("read_") and getattr(self, f.name)]

@@ -10,7 +10,7 @@ role: the API adds no rights of its own (a missing privilege raises
 
 It is kept apart from the producer (:class:`~pgq_thin.queue.Queue`), which application code
 holds with the ``pgq_producer`` role; these are operator actions (requeue, configure,
-unschedule, reading dead jobs need the schema owner or an operator role, see
+unschedule need ``pgq_admin``; reading jobs and dead jobs ``pgq_reader``; see
 docs/operations.md). Construction is the same: a DSN (or nothing: the rule of
 :mod:`pgq_thin.dsn`), or a connection you hold::
 
@@ -34,9 +34,7 @@ from typing import Any, Literal
 
 from pgq_thin import _api, admin_calls
 from pgq_thin.admin_calls import Call, async_method, sync_method
-from pgq_thin.cron import CronSchedule
 from pgq_thin.handle import AsyncHandle, SyncHandle
-from pgq_thin.payloads import encode_payload
 from pgq_thin.records import (
     EntrypointConfig,
     EntrypointMetrics,
@@ -47,11 +45,11 @@ from pgq_thin.records import (
     JobListing,
     JobPage,
     JobResult,
+    MetricsPoint,
     Privileges,
     Schedule,
     WorkerStatus,
 )
-from pgq_thin.scheduler import Scheduler, ScheduleSpec
 
 __all__ = ["Admin", "AsyncAdmin", "Build"]
 
@@ -86,6 +84,17 @@ class Build:
         throughput, wait and run time p50/p95/p99 over ``percentile_window`` (None: the SQL
         default, 5 minutes) and monotonic totals (``pgq.metrics``)."""
         return _api.metrics(entrypoints=entrypoints, percentile_window=percentile_window)
+
+    @staticmethod
+    def metrics_series(
+        entrypoints: str | Sequence[str] | None = None, *, combined: bool = False
+    ) -> Call[list[MetricsPoint]]:
+        """The last hour minute by minute, for charts (``pgq.metrics_series``): per
+        entrypoint (None: every one), or with ``combined`` one series over them all; per
+        minute the jobs finished by status, the due and running backlog the rollup sampled
+        (None: no sample that minute), wait and run p95. Oldest minute first; the last one is
+        in progress. Reads only: call :meth:`metrics` first for the newest figures."""
+        return _api.metrics_series(entrypoints=entrypoints, combined=combined)
 
     @staticmethod
     def workers() -> Call[list[WorkerStatus]]:
@@ -250,6 +259,11 @@ class Build:
         first. Jobs fire while a worker with a scheduler runs (docs/schedules.md). A bad
         expression, time zone or catch-up raises :class:`~pgq_thin.errors.InvalidSchedule`
         before anything is sent."""
+        # Imported here: croniter and the codecs cost every light command ~20 ms otherwise.
+        from pgq_thin.cron import CronSchedule
+        from pgq_thin.payloads import encode_payload
+        from pgq_thin.scheduler import Scheduler, ScheduleSpec
+
         spec = ScheduleSpec(
             cron=CronSchedule(cron, timezone),
             entrypoint=entrypoint,
@@ -311,6 +325,7 @@ class Admin(SyncHandle):
 
     stats = sync_method(Build.stats)
     metrics = sync_method(Build.metrics)
+    metrics_series = sync_method(Build.metrics_series)
     workers = sync_method(Build.workers)
     pause = sync_method(Build.pause)
     resume = sync_method(Build.resume)
@@ -344,6 +359,7 @@ class AsyncAdmin(AsyncHandle):
 
     stats = async_method(Build.stats)
     metrics = async_method(Build.metrics)
+    metrics_series = async_method(Build.metrics_series)
     workers = async_method(Build.workers)
     pause = async_method(Build.pause)
     resume = async_method(Build.resume)

@@ -180,7 +180,9 @@ async def amaintain(conn: AConn) -> Row:
 # Seconds until the next delayed job is due, measured on the server's clock (NULL: none waits).
 NEXT_DUE_IN = "SELECT extract(epoch FROM pgq.next_run_at(%s::text[]) - now())::float8"
 # Seconds until a schedule is due (or a silent claimer may be taken over); NULL: no schedules.
-NEXT_SCHEDULE_IN = "SELECT extract(epoch FROM pgq.next_schedule_at() - now())::float8"
+NEXT_SCHEDULE_IN = (
+    "SELECT extract(epoch FROM pgq.next_schedule_at(worker_id => %s::uuid) - now())::float8"
+)
 LISTEN = "LISTEN pgq_events"
 CHANNEL = "pgq_events"
 # The listener's health check: a round trip on its own connection.
@@ -201,9 +203,10 @@ async def anext_due_in(conn: AConn, entrypoints: Sequence[str]) -> float | None:
     return await _seconds(conn, NEXT_DUE_IN, (list(entrypoints),))
 
 
-async def anext_schedule_in(conn: AConn) -> float | None:
-    """Seconds until a schedule needs a scheduler, or None when there are no schedules."""
-    return await _seconds(conn, NEXT_SCHEDULE_IN)
+async def anext_schedule_in(conn: AConn, worker_id: uuid.UUID) -> float | None:
+    """Seconds until a schedule this worker may fire needs a scheduler, or None when there is
+    none (``pgq.next_schedule_at``: schedules whose entrypoint nobody serves are left out)."""
+    return await _seconds(conn, NEXT_SCHEDULE_IN, (worker_id,))
 
 
 async def alisten(conn: AConn) -> None:

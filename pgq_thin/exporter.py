@@ -39,6 +39,10 @@ HELP = {
     "heartbeat_timeout",
     "pgq_queue_lag_seconds": "Age of the oldest due job since it became due (0: none is due)",
     "pgq_queue_paused": "1 when the entrypoint is paused (pgq.pause)",
+    "pgq_queue_served": "1 when a live worker serves the entrypoint (a registered worker that "
+    "announced it, or a running job with a fresh heartbeat), else 0",
+    "pgq_queue_unserved_seconds": "How long due jobs have waited with no live worker serving "
+    "the entrypoint (only for entrypoints with due jobs and no live worker)",
     "pgq_jobs_finished": "Jobs finished by entrypoint and final status (failed: dead, attempts "
     "used up) since the metrics rollup started",
     "pgq_job_wait_seconds": "Wait time (enqueue to start of the last attempt) quantiles over the "
@@ -115,6 +119,14 @@ def queue_families(rows: list[EntrypointMetrics]) -> Iterator[Metric]:
     )
     yield _gauge(
         "pgq_queue_paused", ["entrypoint"], [((r.entrypoint,), float(r.paused)) for r in rows]
+    )
+    yield _gauge(
+        "pgq_queue_served", ["entrypoint"], [((r.entrypoint,), float(r.served)) for r in rows]
+    )
+    yield _gauge(
+        "pgq_queue_unserved_seconds",
+        ["entrypoint"],
+        [((r.entrypoint,), r.unserved_s) for r in rows if r.unserved_s is not None],
     )
     finished = CounterMetricFamily(
         "pgq_jobs_finished", HELP["pgq_jobs_finished"], labels=["entrypoint", "status"]

@@ -21,6 +21,7 @@ A connection the handle opens is named (``application_name``) after the class:
 from __future__ import annotations
 
 import asyncio
+import select
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
@@ -197,6 +198,25 @@ class AsyncHandle:
         if self._owned and self._conn is not None:
             await self._conn.close()
             self._conn = None
+
+    async def drop_if_dead(self) -> bool:
+        """Close an idle connection the server has spoken on or closed since its last call
+        (a backend terminated, the server restarted: its socket is readable though no
+        statement runs), so the next call opens a new one instead of failing on it. No round
+        trip: a ``select`` on the socket. True when it was dropped."""
+        conn = self._conn
+        if not self._owned or conn is None or conn.closed:
+            return False
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            return False  # in use, or in a transaction: not ours to judge
+        try:
+            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        except (OSError, ValueError, psycopg.Error):
+            readable = [True]
+        if not readable:
+            return False
+        await self.close()
+        return True
 
     async def __aenter__(self) -> Self:
         return self

@@ -160,7 +160,7 @@ class Scheduler:
 
     async def seconds_until_due(self, conn: calls.AConn) -> float | None:
         """How long the scheduler may sleep (None: there are no schedules at all)."""
-        return await calls.anext_schedule_in(conn)
+        return await calls.anext_schedule_in(conn, self.worker_id)
 
     async def run(
         self,

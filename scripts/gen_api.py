@@ -58,11 +58,12 @@ RECORDS = {
                           " successful_1m failed_1m canceled_1m successful_5m failed_5m"
                           " canceled_5m successful_15m failed_15m canceled_15m throughput_1m"
                           " throughput_5m throughput_15m successful_total failed_total"
-                          " canceled_total rollup_caught_up"),
+                          " canceled_total rollup_caught_up served"),
     "WorkerStatus": ("worker_status", "worker_id state running stale job_ids"),
     "WorkerRegistration": ("register_worker", "started_at last_seen_at gone_after"
                            " heartbeat_interval"),
     "Rollup": ("rollup_metrics", "rolled caught_up busy"),
+    "MetricsPoint": ("metrics_series", "minute successful failed canceled"),
     "JobInfo": ("job", "id entrypoint status priority attempt max_attempts enqueued_at"),
     "JobResult": ("job_results", "id status finished"),
     "JobListing": ("list_jobs", "id entrypoint status priority attempt enqueued_at cursor"),
@@ -78,9 +79,10 @@ SHAPES = ("Call", "Fn", "Row", "column", "first", "optional", "record", "records
 #: What a screen asks the catalog it may call (``has_function_privilege``): each field of the
 #: generated ``Privileges`` and the function it stands for (``read_jobs``: reading jobs with
 #: their payloads); a screen hides what is False, the database refuses it anyway.
-PRIVILEGES = {"read_jobs": "job"} | {f: f for f in (
+#: A ``read_`` field stands for reading (``read_failed``: SELECT on view ``pgq.failed_jobs``).
+PRIVILEGES = {"read_jobs": "job", "read_failed": "failed_jobs"} | {f: f for f in (
     "pause", "resume", "cancel", "requeue", "requeue_history", "delete_history", "delete_jobs",
-    "schedule", "unschedule", "fire_schedule_now",
+    "schedule", "unschedule", "fire_schedule_now", "configure",
 )}  # fmt: skip
 #: The shape of the JSON columns a record types more narrowly than ``Any``, by column name.
 JSON_SHAPES = {"headers": "dict[str, Any]", "errors": "list[Any]"}
@@ -148,12 +150,15 @@ def answer(name: str, fn: dict[str, Any], manifest: dict[str, Any]) -> tuple[str
 
 def render_privileges(manifest: dict[str, Any]) -> list[str]:
     """``privileges()``: one row of booleans, a function missing from the install as False."""
-    signatures = {n: manifest["functions"][fn]["signature"] for n, fn in PRIVILEGES.items()}
+    fns, views = manifest["functions"], manifest["relations"]
+    signatures = {n: fns[f]["signature"] if f in fns else f"pgq.{f}" for n, f in PRIVILEGES.items()}
     checks = ", ".join(
-        f"coalesce(has_function_privilege(to_regprocedure('{sig}'), 'EXECUTE'), false) AS {n}"
+        f"coalesce(has_table_privilege(to_regclass('{sig}'), 'SELECT'), false) AS {n}"
+        if PRIVILEGES[n] in views
+        else f"coalesce(has_function_privilege(to_regprocedure('{sig}'), 'EXECUTE'), false) AS {n}"
         for n, sig in signatures.items()
     )
-    out = ["", "", "#: Each field of :class:`Privileges` and the function it stands for."]
+    out = ["", "", "#: Each field of :class:`Privileges` and the function (or view) it stands for."]
     out += ["PRIVILEGE_FUNCTIONS: dict[str, str] = {"]
     out += [f'    "{n}": "{sig}",' for n, sig in signatures.items()]
     out += ["}", f'PRIVILEGES = "SELECT {checks}"', "", "", "@dataclass(frozen=True)"]
@@ -174,9 +179,10 @@ def python_type(sql_type: str) -> str:
     return SCALARS.get(sql_type, "Any")
 
 
-def needs(roles: list[str]) -> tuple[str, str]:
-    """What a PrivilegeMissing error says the role lacks, and the fix it names."""
-    granted = [r for r in ROLES if r in roles]
+def needs(roles: list[str], order: tuple[str, ...] = ROLES) -> tuple[str, str]:
+    """What a PrivilegeMissing error says the role lacks, and the fix it names (the first of
+    ``order`` granted: for a view, the reader role)."""
+    granted = [r for r in order if r in roles]
     if not granted:
         return "the rights of the schema owner", "OWNER_ONLY"
     first, others = granted[0], granted[1:]
@@ -263,9 +269,12 @@ def render(manifest: dict[str, Any]) -> str:
         ' " in docs/operations.md"'
     ]
     out.append("NEEDS: dict[str, tuple[str, str]] = {")
-    granted = [(n, f["execute"]) for n, f in fns.items()]
-    for n, roles in granted + [(n, r["select"]) for n, r in manifest["relations"].items()]:
-        text, fix = needs(roles)
+    granted: list[tuple[str, list[str], tuple[str, ...]]]
+    granted = [(n, f["execute"], ROLES) for n, f in fns.items()]
+    readers = ("pgq_reader", *(r for r in ROLES if r != "pgq_reader"))
+    granted += [(n, r["select"], readers) for n, r in manifest["relations"].items()]
+    for n, roles, order in granted:
+        text, fix = needs(roles, order)
         out.append(f'    "{n}": ("{text}", {fix if fix == "OWNER_ONLY" else repr(fix)}),')
     out += ["}"]
     for name, f in fns.items():

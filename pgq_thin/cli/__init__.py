@@ -6,18 +6,23 @@ parses its arguments, calls :mod:`pgq_thin.migrate`, :class:`~pgq_thin.queue.Que
 no query of its own. This module only assembles the parser and maps errors to exit codes: a
 user mistake or an error from the database prints one line on stderr (``pgq-thin COMMAND:
 message``, with what to do when the database is not set up) and exits non-zero; tracebacks are
-for bugs.
+for bugs. A reader that closes the pipe early (``pgq-thin history --json | head``) ends the
+command quietly with exit code 141 (128 + SIGPIPE, what a shell reports for a killed writer).
+
+The light commands (``--help``, ``status``, ``show``, the listings) import neither the worker
+nor SQLAlchemy/Alembic: the command modules that need them import them when they run
+(``tests/py/test_cli_startup.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 import psycopg
 
-from pgq_thin import __version__
 from pgq_thin.cli import (
     demo,
     embedded,
@@ -33,6 +38,7 @@ from pgq_thin.cli import (
 )
 from pgq_thin.cli._common import (
     EXIT_ERROR,
+    EXIT_PIPE,
     EXIT_USAGE,
     Command,
     UsageError,
@@ -65,6 +71,17 @@ DSN_HELP = (
 )
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when asked (the metadata costs ~30 ms
+    of every other command's start)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from pgq_thin._version import __version__
+
+        print(f"pgq-thin {__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument(
@@ -78,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         allow_abbrev=False,
     )
-    parser.add_argument("-V", "--version", action="version", version=f"pgq-thin {__version__}")
+    parser.add_argument("-V", "--version", action=_Version, nargs=0, help="print the version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, command in COMMANDS.items():
         # the subparser also takes --dsn, so it may come before or after the subcommand name;
@@ -128,7 +145,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _closed_pipe()
     return code
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away: stop quietly (no traceback, and none from the flush at
+    exit either: stdout now points at /dev/null)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_PIPE
 
 
 if __name__ == "__main__":

@@ -10,14 +10,19 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgq_thin.dsn import Database, choose
 from pgq_thin.errors import PgqThinError
 
+if TYPE_CHECKING:
+    from pgq_thin.admin import Admin
+    from pgq_thin.queue import Queue
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_PIPE = 141  # stdout closed by its reader (128 + SIGPIPE)
 
 #: The long-running services: with no database configured they refuse to start, rather than
 #: serve the embedded development server (the one-shot commands and the demo fall back to it).
@@ -79,6 +84,21 @@ def application_name(args: argparse.Namespace) -> str:
     """The ``application_name`` of the command's connections: ``pgq-thin COMMAND`` (a name in
     the DSN or ``PGAPPNAME`` wins)."""
     return f"pgq-thin {args.command}"
+
+
+def open_admin(args: argparse.Namespace) -> Admin:
+    """The admin API on this command line's database, named ``pgq-thin COMMAND``. Imported
+    here, when a command connects: ``--help`` and ``--version`` do without it."""
+    from pgq_thin.admin import Admin
+
+    return Admin(dsn(args), application_name=application_name(args))
+
+
+def open_queue(args: argparse.Namespace) -> Queue:
+    """The producer on this command line's database (as :func:`admin`)."""
+    from pgq_thin.queue import Queue
+
+    return Queue(dsn(args), application_name=application_name(args))
 
 
 def own_usage(parser: argparse.ArgumentParser) -> None:

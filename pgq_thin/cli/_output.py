@@ -1,4 +1,9 @@
-"""How commands print: a rich table (plain text without rich or with ``--plain``), or JSON."""
+"""How commands print: a boxed table (padded text with ``--plain``), or JSON.
+
+The table is drawn here, not by rich: importing rich costs a command ~0.1 s of its start, and
+only ``top`` and ``demo`` need what it does beyond boxes. Durations have one format
+everywhere (:func:`duration_text`): ``0.25s``, ``12.3s``, ``4m05s``, ``2h05m``, ``3d04h``.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,6 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
-
-from pgq_thin.records import to_json
 
 
 def add_format_options(parser: argparse.ArgumentParser, *, nested: bool = False) -> None:
@@ -34,6 +37,8 @@ def wants_json(args: argparse.Namespace) -> bool:
 
 def print_json(records: Any) -> None:
     """Records (see :func:`pgq_thin.records.to_json`) as JSON on stdout."""
+    from pgq_thin.records import to_json
+
     json.dump(to_json(records), sys.stdout, indent=2)
     sys.stdout.write("\n")
     sys.stdout.flush()
@@ -42,39 +47,58 @@ def print_json(records: Any) -> None:
 def table(
     title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], args: argparse.Namespace
 ) -> None:
-    """A table of ``rows``: rich when installed and not ``--plain``, else padded text with
-    one line per row."""
+    """A table of ``rows``: boxed, or with ``--plain`` padded text with one line per row.
+    Either way one line per row, never wrapped (a pipe or a narrow terminal gets long lines,
+    not broken names)."""
     cells = [[_cell(v) for v in row] for row in rows]
-    if not getattr(args, "plain", False):
-        try:
-            from rich.console import Console
-            from rich.table import Table
-        except ImportError:
-            pass
-        else:
-            rich_table = Table(title=title)
-            for col in columns:
-                rich_table.add_column(col, no_wrap=col in ("entrypoint", "id", "name"))
-            for row in cells:
-                rich_table.add_row(*row)
-            # A pipe gets a wide table rather than wrapped names.
-            Console(width=None if sys.stdout.isatty() else 200).print(rich_table)
-            return
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    print(title)
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
-    for row in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-    sys.stdout.flush()
+    if getattr(args, "plain", False):
+        lines = [title, "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+        print("\n".join(line.rstrip() for line in lines), flush=True)
+        return
+
+    def rule(left: str, fill: str, mid: str, right: str) -> str:
+        return left + mid.join(fill * (w + 2) for w in widths) + right
+
+    def line(values: Sequence[str], bar: str) -> str:
+        return bar + bar.join(f" {v.ljust(w)} " for v, w in zip(values, widths, strict=True)) + bar
+
+    inner = sum(widths) + 3 * len(widths) + 1
+    lines = [
+        title.center(inner).rstrip(),
+        rule("┏", "━", "┳", "┓"),
+        line(columns, "┃"),
+        rule("┡", "━", "╇", "┩"),
+        *(line(r, "│") for r in cells),
+        rule("└", "─", "┴", "┘"),
+    ]
+    print("\n".join(lines), flush=True)
+
+
+def duration_text(seconds: float) -> str:
+    """A duration in the one format of every table: three significant digits in seconds
+    below a minute (``0.25s``, ``12.3s``), then two units (``4m05s``, ``2h05m``, ``3d04h``)."""
+    sign, s = ("-", -seconds) if seconds < 0 else ("", seconds)
+    if s < 0.01:
+        return f"{sign}{s:.3f}s"
+    if s < 59.95:
+        return f"{sign}{s:.3g}s"
+    whole = round(s)
+    if whole < 3600:
+        return f"{sign}{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{sign}{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{sign}{whole // 86400}d{whole % 86400 // 3600:02d}h"
 
 
 def fmt(value: Any) -> str:
-    """A value for a table cell: short intervals in seconds, timestamps to the second."""
+    """A value for a table cell: durations (intervals) in :func:`duration_text`'s format,
+    timestamps to the second."""
     if value is None:
         return ""
     if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-        return f"{seconds:.1f}s" if seconds < 120 else str(value).split(".")[0]
+        return duration_text(value.total_seconds())
     if isinstance(value, datetime):
         return value.isoformat(sep=" ", timespec="seconds")
     return str(value)

@@ -4,20 +4,29 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from pgq_thin.admin import Admin
 from pgq_thin.cli._common import (
     EXIT_OK,
     Command,
     UsageError,
-    application_name,
-    dsn,
     json_arg,
+    open_admin,
+    open_queue,
     out,
 )
-from pgq_thin.cli._output import add_format_options, print_json, table, wants_json
-from pgq_thin.queue import Queue
+from pgq_thin.cli._output import (
+    add_format_options,
+    duration_text,
+    print_json,
+    table,
+    wants_json,
+)
+
+if TYPE_CHECKING:
+    from pgq_thin.records import EntrypointMetrics
 
 
 def _add_enqueue(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +52,7 @@ def _cmd_enqueue(args: argparse.Namespace) -> int:
         raise UsageError("--headers must be a JSON object")
     if args.delay is not None and args.delay < 0:
         raise UsageError(f"--delay must not be negative, got {args.delay}")
-    with Queue(dsn(args), application_name=application_name(args)) as queue:
+    with open_queue(args) as queue:
         job_id = queue.enqueue(
             args.entrypoint,
             payload,
@@ -78,18 +87,51 @@ def _add_status(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
+    """``pgq.queue_stats``, with ``served`` and ``unserved_s`` of ``pgq.metrics`` per
+    entrypoint; a line on stderr for each entrypoint with due jobs that no live worker serves
+    (a misspelt name, a worker that is down)."""
+    with open_admin(args) as admin:
         rows = admin.stats()
+        served = {m.entrypoint: m for m in admin.metrics()}
     if wants_json(args):
-        print_json(rows)
+        from pgq_thin.records import to_json
+
+        print_json(
+            [
+                {
+                    **to_json(r),
+                    "served": getattr(served.get(r.entrypoint), "served", None),
+                    "unserved_s": getattr(served.get(r.entrypoint), "unserved_s", None),
+                }
+                for r in rows
+            ]
+        )
         return EXIT_OK
     table(
         "pgq queue status",
-        STATUS_COLUMNS,
-        [[getattr(r, c) for c in STATUS_COLUMNS] for r in rows],
+        (*STATUS_COLUMNS, "served", "unserved"),
+        [
+            [
+                *(getattr(r, c) for c in STATUS_COLUMNS),
+                getattr(served.get(r.entrypoint), "served", None),
+                _unserved(served.get(r.entrypoint)),
+            ]
+            for r in rows
+        ],
         args,
     )
+    for m in served.values():
+        if m.unserved_s is not None:
+            print(
+                f"pgq-thin status: no live worker serves {m.entrypoint!r} ({m.due} due, for "
+                f"{duration_text(m.unserved_s)}): check the name, or start a worker that runs it",
+                file=sys.stderr,
+            )
     return EXIT_OK
+
+
+def _unserved(m: EntrypointMetrics | None) -> str | None:
+    return None if m is None or m.unserved_s is None else duration_text(m.unserved_s)
 
 
 MESSAGE_WIDTH = 80  # characters of the last error message shown in the table
@@ -103,7 +145,7 @@ def _add_failed(parser: argparse.ArgumentParser) -> None:
 def _cmd_failed(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"--limit must be at least 1, got {args.limit}")
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
+    with open_admin(args) as admin:
         rows = admin.failed(args.limit)
     if wants_json(args):
         print_json(rows)

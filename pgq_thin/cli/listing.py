@@ -4,12 +4,16 @@ through :class:`~pgq_thin.admin.Admin`, with the cursor of the next page."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from pgq_thin.admin import Admin
-from pgq_thin.cli._common import EXIT_OK, Command, application_name, dsn, moment
+from pgq_thin.cli._common import EXIT_OK, Command, moment, open_admin
 from pgq_thin.cli._output import add_format_options, print_json, table, wants_json
-from pgq_thin.records import JobPage
+
+if TYPE_CHECKING:
+    from pgq_thin.records import JobPage
 
 STATES = ("queued", "running", "successful", "failed", "canceled")
 MESSAGE_WIDTH = 80
@@ -21,6 +25,14 @@ def _paging(parser: argparse.ArgumentParser) -> None:
         "--page-size", type=int, default=None, metavar="N", help="jobs per page (default 50)"
     )
     add_format_options(parser)
+
+
+def _last_page(page: JobPage, peek: Callable[[str], JobPage]) -> JobPage:
+    """``page`` without its ``next_cursor`` when nothing follows it: a full page's cursor is
+    checked by asking for one job after it (one more statement, only for a full page)."""
+    if page.next_cursor is None or peek(page.next_cursor).jobs:
+        return page
+    return dataclasses.replace(page, next_cursor=None)
 
 
 def _print(args: argparse.Namespace, page: JobPage, title: str) -> int:
@@ -68,10 +80,12 @@ def _add_jobs(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_jobs(args: argparse.Namespace) -> int:
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
+    with open_admin(args) as admin:
         page = admin.list_jobs(
             args.entrypoint, args.state, after=args.after, page_size=args.page_size
         )
+        ep, state = args.entrypoint, args.state
+        page = _last_page(page, lambda after: admin.list_jobs(ep, state, after=after, page_size=1))
     return _print(args, page, f"{args.state} jobs of {args.entrypoint} (pgq.list_jobs)")
 
 
@@ -91,16 +105,20 @@ def _add_history(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
-        page = admin.find_history(
-            args.entrypoint,
-            statuses=args.status,
-            since=args.since,
-            until=args.until,
-            error=args.error,
-            after=args.after,
-            page_size=args.page_size,
-        )
+    with open_admin(args) as admin:
+
+        def find(after: str | None, page_size: int | None) -> JobPage:
+            return admin.find_history(
+                args.entrypoint,
+                statuses=args.status,
+                since=args.since,
+                until=args.until,
+                error=args.error,
+                after=after,
+                page_size=page_size,
+            )
+
+        page = _last_page(find(args.after, args.page_size), lambda after: find(after, 1))
     return _print(args, page, "finished jobs, newest first (pgq.find_history)")
 
 

@@ -7,8 +7,7 @@ import argparse
 import signal
 import threading
 
-from pgq_thin.admin import Admin
-from pgq_thin.cli._common import EXIT_OK, Command, UsageError, application_name, dsn, out
+from pgq_thin.cli._common import EXIT_OK, Command, UsageError, open_admin, out
 from pgq_thin.errors import require_extra
 
 
@@ -29,7 +28,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
+    with open_admin(args) as admin:
         admin.metrics()  # fails now, as one line, when the database is not set up
         server, thread, port = serve(admin, args.addr, args.port)
         info = admin.connection.info

@@ -17,11 +17,28 @@ import inspect
 import logging
 import os
 import sys
-from typing import Any
+import traceback
+from typing import TYPE_CHECKING, Any
 
 from pgq_thin import logs
 from pgq_thin.cli._common import EXIT_OK, Command, UsageError
-from pgq_thin.worker import ThinWorker
+from pgq_thin.errors import PgqThinError, one_line
+
+if TYPE_CHECKING:
+    from pgq_thin.worker import ThinWorker
+
+log = logging.getLogger("pgq_thin.cli")
+
+
+class ImportFailed(PgqThinError):
+    """The target's module (or a module it imports) raised while being imported (exit 1)."""
+
+
+def _thin_worker() -> type[ThinWorker]:
+    """The worker class, imported when ``run`` runs (not when ``--help`` or ``status`` do)."""
+    from pgq_thin.worker import ThinWorker
+
+    return ThinWorker
 
 
 def _add_run(parser: argparse.ArgumentParser) -> None:
@@ -122,8 +139,7 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         "--log-format",
         default="text",
         choices=logs.FORMATS,
-        help="text lines, or one JSON object per line with the job's fields (default: "
-        "%(default)s)",
+        help="text lines, or one JSON object per line with the job's fields (default: %(default)s)",
     )
 
 
@@ -175,7 +191,9 @@ def load_target(target: str) -> Any:
     except ModuleNotFoundError as err:
         if err.name and (module_name == err.name or module_name.startswith(err.name + ".")):
             raise UsageError(f"cannot import module {module_name!r}: {err}") from None
-        raise
+        raise ImportFailed(_import_error(module_name, err)) from err
+    except Exception as err:  # the user's module raised at import: one line, traceback at DEBUG
+        raise ImportFailed(_import_error(module_name, err)) from err
     obj = module
     for part in attr.split("."):
         try:
@@ -185,8 +203,27 @@ def load_target(target: str) -> Any:
     return obj
 
 
+def _import_error(module_name: str, err: BaseException) -> str:
+    """One line for an exception raised while importing the user's module: what, and where
+    (the innermost frame outside the import machinery); the traceback goes to DEBUG."""
+    log.debug("importing %s failed", module_name, exc_info=err)
+    frames = [
+        f
+        for f in traceback.extract_tb(err.__traceback__)
+        if "importlib" not in f.filename and not f.filename.startswith("<frozen")
+    ]
+    where = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+    if isinstance(err, SyntaxError) and err.filename:
+        where = f" ({err.filename}, line {err.lineno})"
+    return (
+        f"importing {module_name} failed: {type(err).__name__}: {one_line(err)}{where}; "
+        "--log-level DEBUG shows the traceback"
+    )
+
+
 async def _run_target(obj: Any, args: argparse.Namespace) -> ThinWorker:
-    if isinstance(obj, ThinWorker):
+    cls = _thin_worker()
+    if isinstance(obj, cls):
         await _arun(obj, args)
         return obj
     if hasattr(obj, "__aenter__"):
@@ -197,7 +234,7 @@ async def _run_target(obj: Any, args: argparse.Namespace) -> ThinWorker:
         made = obj()
         if inspect.isawaitable(made):
             made = await made
-        if hasattr(made, "__aenter__") and not isinstance(made, ThinWorker):
+        if hasattr(made, "__aenter__") and not isinstance(made, cls):
             async with made as worker:
                 return await _run_checked(worker, args)
         return await _run_checked(made, args)
@@ -219,8 +256,9 @@ def _refuse_handler(obj: Any, target: str) -> None:
         return
     module_name = target.partition(":")[0]
     module = sys.modules.get(module_name)
+    cls = _thin_worker()
     workers = sorted(
-        name for name, value in vars(module or object()).items() if isinstance(value, ThinWorker)
+        name for name, value in vars(module or object()).items() if isinstance(value, cls)
     )
     if workers:
         fix = "pass the worker instead: " + " or ".join(f"{module_name}:{w}" for w in workers)
@@ -237,7 +275,7 @@ def _refuse_handler(obj: Any, target: str) -> None:
 
 
 async def _run_checked(worker: Any, args: argparse.Namespace) -> ThinWorker:
-    if not isinstance(worker, ThinWorker):
+    if not isinstance(worker, _thin_worker()):
         raise UsageError(f"{args.target} gave a {type(worker).__name__}, expected a ThinWorker")
     await _arun(worker, args)
     return worker

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from pgq_thin.admin import Admin
 from pgq_thin.cli._common import (
     EXIT_OK,
     Command,
     UsageError,
-    application_name,
-    dsn,
     json_arg,
+    open_admin,
     out,
     own_usage,
 )
@@ -21,7 +19,7 @@ COLUMNS = ("name", "entrypoint", "cron", "timezone", "next_run_at", "last_run_at
 
 
 def _add_schedules(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="{list,add,remove}")
+    sub = parser.add_subparsers(dest="action", metavar="{list,add,remove,fire}")
     listing = sub.add_parser(
         "list", help="list schedules with their next and last run (default)", allow_abbrev=False
     )
@@ -43,8 +41,15 @@ def _add_schedules(parser: argparse.ArgumentParser) -> None:
     )
     remove = sub.add_parser("remove", help="remove a schedule: NAME", allow_abbrev=False)
     remove.add_argument("name")
+    fire = sub.add_parser(
+        "fire",
+        help="fire a schedule once now, as a tick would, without moving its next run: NAME",
+        allow_abbrev=False,
+    )
+    fire.add_argument("name")
+    add_format_options(fire, nested=True)
     add_format_options(parser)
-    for nested in (listing, add, remove):
+    for nested in (listing, add, remove, fire):
         nested.add_argument("--dsn", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         own_usage(nested)
 
@@ -53,7 +58,7 @@ def _cmd_schedules(args: argparse.Namespace) -> int:
     action = getattr(args, "action", None) or "list"
     if action == "add":
         payload = None if args.payload is None else json_arg(args.payload, "the payload")
-        with Admin(dsn(args), application_name=application_name(args)) as admin:
+        with open_admin(args) as admin:
             schedule = admin.add_schedule(
                 args.name,
                 args.entrypoint,
@@ -66,13 +71,21 @@ def _cmd_schedules(args: argparse.Namespace) -> int:
         out(f"schedule {schedule.name!r}: next run {fmt(schedule.next_run_at)}")
         return EXIT_OK
     if action == "remove":
-        with Admin(dsn(args), application_name=application_name(args)) as admin:
+        with open_admin(args) as admin:
             removed = admin.remove_schedule(args.name)
         if not removed:
             raise UsageError(f"no schedule named {args.name!r}")
         out(f"removed schedule {args.name!r}")
         return EXIT_OK
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
+    if action == "fire":
+        with open_admin(args) as admin:
+            job_id = admin.fire_schedule_now(args.name)  # an unknown name: PQ011, one line
+        if wants_json(args):
+            print_json({"schedule": args.name, "job_id": job_id})
+        else:
+            out(f"fired schedule {args.name!r}: job {job_id}")
+        return EXIT_OK
+    with open_admin(args) as admin:
         rows = admin.schedules()
     if wants_json(args):
         print_json(rows)
@@ -83,7 +96,7 @@ def _cmd_schedules(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Command] = {
     "schedules": Command(
-        "list, add or remove cron schedules: pgq-thin schedules [list|add|remove]",
+        "list, add, remove or fire cron schedules: pgq-thin schedules [list|add|remove|fire]",
         _add_schedules,
         _cmd_schedules,
     ),

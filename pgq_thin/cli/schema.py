@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import psycopg
 
-from pgq_thin import __version__, migrate
 from pgq_thin.cli._common import EXIT_ERROR, EXIT_OK, Command, UsageError, dsn, out
 from pgq_thin.errors import one_line, setup_hint
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+
+def _migrate() -> ModuleType:
+    """:mod:`pgq_thin.migrate`, imported when a command needs it (it loads SQLAlchemy and
+    Alembic, which ``version`` and the other commands do without)."""
+    from pgq_thin import migrate
+
+    return migrate
+
 
 #: Who may install, upgrade or remove schema pgq (docs/operations.md, "Rights").
 OWNER = (
@@ -38,8 +50,8 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
 
 def _upgrade_to(args: argparse.Namespace, revision: str) -> int:
     target = dsn(args)
-    before = migrate.current(target)
-    after = migrate.upgrade(target, revision)
+    before = _migrate().current(target)
+    after = _migrate().upgrade(target, revision)
     if before == after:
         out(f"pgq-thin schema already at revision {after}")
     elif before is None:
@@ -61,7 +73,7 @@ def _add_uninstall(parser: argparse.ArgumentParser) -> None:
 def _cmd_uninstall(args: argparse.Namespace) -> int:
     if not args.yes:
         raise UsageError("uninstall drops schema pgq and every job in it; add --yes to confirm")
-    result = migrate.uninstall(dsn(args))
+    result = _migrate().uninstall(dsn(args))
     out("dropped schema pgq" if result.schema_dropped else "schema pgq was not installed")
     for role in result.roles_dropped:
         out(f"dropped role {role}")
@@ -81,7 +93,7 @@ def _add_sql(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    sys.stdout.write(migrate.sql(args.from_revision))
+    sys.stdout.write(_migrate().sql(args.from_revision))
     sys.stdout.flush()
     return EXIT_OK
 
@@ -92,11 +104,13 @@ def _add_version(parser: argparse.ArgumentParser) -> None:
 
 def _cmd_version(args: argparse.Namespace) -> int:
     """A health check too: exits 1 when the database cannot be reached or read."""
-    head = migrate.head()
+    head = _migrate().head()
+    from pgq_thin._version import __version__
+
     out(f"pgq-thin {__version__}")
     out(f"schema revision shipped: {head}")
     try:
-        installed = migrate.current(dsn(args))
+        installed = _migrate().current(dsn(args))
     except psycopg.OperationalError as err:
         out(f"database: not reachable ({one_line(err)})")
         return EXIT_ERROR

@@ -9,39 +9,52 @@ import json
 import sys
 from typing import Any
 
-from pgq_thin.admin import Admin
 from pgq_thin.cli._common import (
     EXIT_ERROR,
     EXIT_OK,
     Command,
     UsageError,
-    application_name,
-    dsn,
     duration,
     moment,
+    open_admin,
     out,
 )
-from pgq_thin.cli._output import add_format_options, fmt, print_json, table, wants_json
-from pgq_thin.records import to_json
-
-
-def _admin(args: argparse.Namespace) -> Admin:
-    return Admin(dsn(args), application_name=application_name(args))
+from pgq_thin.cli._output import (
+    add_format_options,
+    duration_text,
+    fmt,
+    print_json,
+    table,
+    wants_json,
+)
 
 
 def _ids(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("ids", metavar="ID", type=int, nargs="+", help=what)
 
 
+#: Why an id given to ``cancel`` or ``requeue`` was left alone (the SQL ignores those ids).
+NOT_DONE = {
+    "canceled": "unknown, or already finished",
+    "requeued": "unknown, still live, or successful",
+}
+
+
 def _done(args: argparse.Namespace, verb: str, asked: list[int], done: list[int]) -> int:
-    if wants_json(args):
-        print_json({verb: done, "not_" + verb: [i for i in asked if i not in set(done)]})
-        return EXIT_OK
-    out(f"{verb} {len(done)} job(s){': ' + ' '.join(map(str, done)) if done else ''}")
+    """What was done on stdout; the ids left alone named in one line on stderr, exit 1 (a
+    script learns that ``cancel 999`` did nothing)."""
     skipped = [i for i in asked if i not in set(done)]
-    if skipped:
-        out(f"not {verb}: {' '.join(map(str, skipped))}")
-    return EXIT_OK
+    if wants_json(args):
+        print_json({verb: done, "not_" + verb: skipped})
+    else:
+        out(f"{verb} {len(done)} job(s){': ' + ' '.join(map(str, done)) if done else ''}")
+    if not skipped:
+        return EXIT_OK
+    print(
+        f"pgq-thin {args.command}: not {verb}: {' '.join(map(str, skipped))} ({NOT_DONE[verb]})",
+        file=sys.stderr,
+    )
+    return EXIT_ERROR
 
 
 # --- cancel -----------------------------------------------------------------------------------
@@ -53,7 +66,7 @@ def _add_cancel(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_cancel(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with open_admin(args) as admin:
         done = admin.cancel(args.ids)
     return _done(args, "canceled", args.ids, done)
 
@@ -83,13 +96,13 @@ def _policies(args: argparse.Namespace, rows: list[Any], title: str) -> int:
 
 
 def _cmd_pause(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with open_admin(args) as admin:
         rows = admin.pause(args.entrypoints)
     return _policies(args, rows, "paused (no job of these starts; enqueueing goes on)")
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with open_admin(args) as admin:
         rows = admin.resume(args.entrypoints)
     unknown = sorted(set(args.entrypoints) - {r.entrypoint for r in rows})
     code = _policies(args, rows, "resumed")
@@ -107,7 +120,7 @@ def _add_show(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with open_admin(args) as admin:
         job = admin.job(args.id)
     if job is None:
         print(
@@ -118,6 +131,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if wants_json(args):
         print_json(job)
         return EXIT_OK
+    from pgq_thin.records import to_json
+
     data = to_json(job)
     for name in ("id", "entrypoint", "status", "priority", "dedupe_key", "schedule"):
         if data[name] is not None:
@@ -129,7 +144,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     for name in ("wait_s", "run_s"):
         value = getattr(job, name)
         if value is not None:
-            out(f"{name + ':':<16}{value:.3f}")
+            out(f"{name.removesuffix('_s') + ':':<16}{duration_text(value)}")
     if job.worker_id is not None:
         out(
             f"{'worker_id:':<16}{job.worker_id}{' (cancel requested)' * bool(job.cancel_requested)}"
@@ -171,7 +186,7 @@ def _add_configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_configure(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with open_admin(args) as admin:
         row = admin.configure(
             args.entrypoint,
             concurrency_limit=args.concurrency_limit,
@@ -209,7 +224,7 @@ def _add_prune(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_prune(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with open_admin(args) as admin:
         deleted = admin.prune(args.older_than)
     if wants_json(args):
         print_json({"deleted": deleted})
@@ -245,7 +260,7 @@ def _cmd_requeue(args: argparse.Namespace) -> int:
         raise UsageError(
             "give job ids, a filter (--entrypoint, --since, --until, --error) or --all-failed"
         )
-    with _admin(args) as admin:
+    with open_admin(args) as admin:
         if args.ids:
             return _done(args, "requeued", args.ids, admin.requeue(args.ids))
         done = admin.requeue_history(
@@ -265,7 +280,7 @@ def _cmd_requeue(args: argparse.Namespace) -> int:
 
 # --- workers ----------------------------------------------------------------------------------
 
-WORKER_COLUMNS = ("worker_id", "state", "host", "pid", "entrypoints", "silent_s", "running")
+WORKER_COLUMNS = ("worker_id", "state", "host", "pid", "entrypoints", "silent", "running")
 
 
 def _add_workers(parser: argparse.ArgumentParser) -> None:
@@ -273,7 +288,7 @@ def _add_workers(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_workers(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with open_admin(args) as admin:
         rows = admin.workers()
     if wants_json(args):
         print_json(rows)
@@ -288,7 +303,7 @@ def _cmd_workers(args: argparse.Namespace) -> int:
                 w.host,
                 w.pid,
                 ",".join(w.entrypoints or []),
-                None if w.silent_s is None else f"{w.silent_s:.0f}",
+                None if w.silent_s is None else duration_text(w.silent_s),
                 w.running,
                 w.stale,
                 w.version,

@@ -18,15 +18,21 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from pgq_thin.admin import Admin
-from pgq_thin.cli._common import EXIT_OK, Command, UsageError, application_name, dsn
+from pgq_thin.cli._common import EXIT_OK, Command, UsageError, open_admin
+from pgq_thin.cli._output import duration_text
 from pgq_thin.errors import PrivilegeMissing, one_line, require_extra
-from pgq_thin.records import EntrypointMetrics, JobListing, WorkerStatus
+
+if TYPE_CHECKING:
+    from pgq_thin.admin import Admin
+    from pgq_thin.records import EntrypointMetrics, JobListing, MetricsPoint, WorkerStatus
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
+    from rich.text import Text
 
 FAILURES_SHOWN = 8
+SPARK_MINUTES = 30  # minutes of the per-entrypoint sparkline (pgq.metrics_series keeps 60)
+BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 @dataclass
@@ -38,12 +44,16 @@ class Snapshot:
     workers: list[WorkerStatus] = field(default_factory=list)
     failures: list[JobListing] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: per entrypoint, its last minutes of ``pgq.metrics_series`` (oldest first)
+    series: dict[str, list[MetricsPoint]] = field(default_factory=dict)
 
 
 def read(admin: Admin) -> Snapshot:
     info = admin.connection.info
     snap = Snapshot(where=f"{info.dbname} on {info.host}:{info.port}")
     snap.metrics = admin.metrics()
+    for point in admin.metrics_series():
+        snap.series.setdefault(point.entrypoint or "", []).append(point)
     snap.workers = admin.workers()
     try:
         snap.failures = admin.find_history(page_size=FAILURES_SHOWN).jobs
@@ -56,12 +66,36 @@ def _num(value: float | None, digits: int = 1) -> str:
     return "" if value is None else f"{value:,.{digits}f}"
 
 
+def sparkline(counts: list[int]) -> str:
+    """Jobs finished per minute as blocks, scaled to the busiest minute shown: ``▁`` for a
+    minute without any, ``▂`` to ``█`` for the others (so any activity shows)."""
+    top = max(counts, default=0)
+    if top <= 0:
+        return BLOCKS[0] * len(counts)
+    levels = len(BLOCKS) - 1  # the blocks above the empty one
+    return "".join(
+        BLOCKS[0] if n <= 0 else BLOCKS[1 + min(levels - 1, (n * levels - 1) // top)]
+        for n in counts
+    )
+
+
+def _rate_line(points: list[MetricsPoint]) -> str:
+    shown = points[-SPARK_MINUTES:]
+    return sparkline([p.successful + p.failed + p.canceled for p in shown])
+
+
+def _served(r: EntrypointMetrics) -> Text:
+    from rich.text import Text
+
+    if r.served:
+        return Text("yes", style="green")
+    if r.unserved_s is None:  # nothing due: nobody needs to serve it now
+        return Text("no", style="dim")
+    return Text(f"NO {duration_text(r.unserved_s)}", style="bold red")
+
+
 def _secs(value: float | None) -> str:
-    if value is None:
-        return ""
-    if value < 1:
-        return f"{value * 1000:.0f}ms"
-    return f"{value:.1f}s" if value < 120 else f"{value / 60:.0f}m"
+    return "" if value is None else duration_text(value)
 
 
 def render(snap: Snapshot, now: datetime) -> RenderableType:
@@ -101,6 +135,8 @@ def render(snap: Snapshot, now: datetime) -> RenderableType:
         )
     for col in ("failed 1m", "failed 15m", "wait p95", "run p95"):
         queues.add_column(col, no_wrap=True, min_width=len(col), justify="right")
+    queues.add_column("served", no_wrap=True, min_width=6)
+    queues.add_column(f"jobs/min, {SPARK_MINUTES} min", no_wrap=True, min_width=SPARK_MINUTES)
     for r in m:
         queues.add_row(
             Text.assemble(r.entrypoint, (" paused", "yellow") if r.paused else ""),
@@ -115,6 +151,8 @@ def render(snap: Snapshot, now: datetime) -> RenderableType:
             f"{r.failed_15m:,}",
             _secs(r.wait_p95_s),
             _secs(r.run_p95_s),
+            _served(r),
+            Text(_rate_line(snap.series.get(r.entrypoint, [])), style="cyan"),
         )
     workers = new("workers (pgq.worker_status)")
     for col in ("worker", "state", "host", "pid", "entrypoints", "running", "silent"):
@@ -200,7 +238,7 @@ def _cmd(args: argparse.Namespace) -> int:
     from rich.live import Live
 
     console = Console()
-    with Admin(dsn(args), application_name=application_name(args)) as admin:
+    with open_admin(args) as admin:
         if args.once:
             console.print(render(read(admin), datetime.now()))
             return EXIT_OK

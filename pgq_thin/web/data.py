@@ -3,9 +3,13 @@
 The web process holds a small pool of :class:`~pgq_thin.admin.AsyncAdmin` handles (one
 connection each, opened on first use with ``application_name`` ``pgq-thin web``); a
 request borrows one for its calls. A handle whose connection broke is closed and reopens at
-its next use.
+its next use, and a handle is checked as it is lent (:meth:`AsyncHandle.drop_if_dead`, no
+round trip): after a database restart every idle connection is dead, and the first request
+once the database is back gets a new one instead of an error (one error page per pooled
+connection, before).
 
-The overview reads ``pgq.metrics()``, ``pgq.worker_status`` and the latest dead jobs. Its
+The overview reads ``pgq.metrics()``, the last hour per minute over every entrypoint
+(``pgq.metrics_series``, for its charts), ``pgq.worker_status`` and the latest dead jobs. Its
 cost grows with the backlog (docs/operations.md), so the process keeps the last answer and
 renews it at most once per ``refresh`` seconds (:class:`OverviewCache`): any number of open
 pages and their auto-refresh cost one read per period, like one scraper, and a page does not
@@ -28,7 +32,7 @@ from typing import Any
 import psycopg
 
 from pgq_thin.admin import AsyncAdmin
-from pgq_thin.errors import PrivilegeMissing
+from pgq_thin.errors import PgqThinError, PrivilegeMissing, one_line
 
 __all__ = ["AdminPool", "Overview", "OverviewCache", "Taken"]
 
@@ -52,6 +56,7 @@ class AdminPool:
     async def admin(self) -> AsyncIterator[AsyncAdmin]:
         handle = await self._free.get()
         try:
+            await handle.drop_if_dead()
             yield handle
         except (psycopg.OperationalError, asyncio.CancelledError):
             # broken, or left mid-statement by a request that was cancelled: a new connection
@@ -87,6 +92,8 @@ class Overview:
     failures: list[Any] | None  # None: the role may not read jobs
     read_ms: float
     read_at: float = field(default_factory=time.monotonic)
+    #: the last hour per minute over every entrypoint (``pgq.metrics_series``, combined)
+    series: list[Any] = field(default_factory=list)
 
     @property
     def age_s(self) -> float:
@@ -113,6 +120,7 @@ class OverviewCache:
         self._last: Overview | None = None
         self._lock = asyncio.Lock()
         self._renewal: asyncio.Task[None] | None = None
+        self._failing: str | None = None  # the last renewal failure logged (None: none)
 
     def invalidate(self) -> None:
         self._last = None
@@ -145,8 +153,25 @@ class OverviewCache:
                 return
             try:
                 self._last = await self._read()
-            except Exception:  # the next request reads again (and shows the error)
-                log.warning("pgq-thin web: renewing the overview failed", exc_info=True)
+            except Exception as err:  # the next request reads again (and shows the error)
+                self._log_failure(err)
+            else:
+                if self._failing is not None:
+                    log.info("pgq-thin web: the overview is readable again")
+                    self._failing = None
+
+    def _log_failure(self, err: Exception) -> None:
+        """One line when the renewal fails, and only when the reason changes (not one per
+        refresh while the database is down or the schema missing); a traceback only for an
+        error that is neither the database's nor the set-up's (a bug)."""
+        line = one_line(err)
+        if line == self._failing:
+            return
+        self._failing = line
+        expected = isinstance(err, PgqThinError | psycopg.Error)
+        log.warning(
+            "pgq-thin web: renewing the overview failed: %s", line, exc_info=not expected
+        )
 
     async def close(self) -> None:
         if self._renewal is not None and not self._renewal.done():
@@ -159,6 +184,7 @@ class OverviewCache:
         start = time.perf_counter()
         async with self._pool.admin() as admin:
             metrics = await admin.metrics()
+            series = await admin.metrics_series(combined=True)
             workers = await admin.workers()
             try:
                 failures: list[Any] | None = (
@@ -167,5 +193,10 @@ class OverviewCache:
             except PrivilegeMissing:  # a role without pgq_reader sees the numbers only
                 failures = None
         return Overview(
-            metrics, workers, failures, (time.perf_counter() - start) * 1000, read_at=began
+            metrics,
+            workers,
+            failures,
+            (time.perf_counter() - start) * 1000,
+            read_at=began,
+            series=series,
         )

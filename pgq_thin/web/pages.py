@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from pgq_thin.errors import PgqError, PrivilegeMissing, SetupError, one_line
+from pgq_thin.web.charts import charts
 from pgq_thin.web.forms import BadInput, failed_filter, parse_time
 from pgq_thin.web.state import web_of
 
@@ -27,14 +28,14 @@ STATES = ("queued", "scheduled", "running", "successful", "failed", "canceled")
 async def overview(request: Request) -> Response:
     web = web_of(request)
     data = await web.overview.get()
-    return await web.render(request, "overview.html", ov=data)
+    return await web.render(request, "overview.html", ov=data, ch=charts(data.series))
 
 
 async def overview_live(request: Request) -> Response:
     """The part of the overview that refreshes itself (HTML, fetched by static/pgq.js)."""
     web = web_of(request)
     data = await web.overview.get()
-    return await web.render(request, "_overview_live.html", ov=data)
+    return await web.render(request, "_overview_live.html", ov=data, ch=charts(data.series))
 
 
 async def entrypoint(request: Request) -> Response:
@@ -46,6 +47,7 @@ async def entrypoint(request: Request) -> Response:
         raise BadInput(f"unknown state {state!r}: one of {', '.join(STATES)}")
     async with web.pool.admin() as admin:
         rows = await admin.metrics([name])
+        series = await admin.metrics_series([name])
         configs = await admin.entrypoint_config(name)
         page = await admin.list_jobs(name, state, after=after, page_size=web.config.page_size)
     if not rows and not configs:
@@ -55,6 +57,7 @@ async def entrypoint(request: Request) -> Response:
         "entrypoint.html",
         name=name,
         metric=rows[0] if rows else None,
+        ch=charts(series) if series else None,
         config=configs[0] if configs else None,
         state=state,
         states=STATES,

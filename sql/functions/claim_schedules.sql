@@ -4,7 +4,9 @@
 --   previous claimer went silent (firing, heartbeat older than fire_timeout), earliest first.
 --   Each gets state firing, this worker, heartbeat = at and a new lease, and is returned with
 --   its due time and the database clock so the caller computes the next cron time from them
---   and calls pgq.fire_schedule. at NULL means now().
+--   and calls pgq.fire_schedule. A registered claimer (pgq.workers) claims only schedules whose
+--   entrypoint a live worker serves (pgq._schedule_served): a schedule nobody serves waits,
+--   due, until a worker serving it runs, and its catch_up then decides. at NULL means now().
 -- Locking: FOR UPDATE SKIP LOCKED on schedule rows: schedulers never wait for each other, and
 --   a tick is claimed by one scheduler at a time.
 -- Errors: PQ009 NULL worker_id or at out of range, PQ002 batch_size outside 1..1000.
@@ -35,8 +37,9 @@ BEGIN
     WITH due AS (
         SELECT s.name
           FROM pgq.schedules s
-         WHERE (s.state = 'idle' AND s.next_run_at <= v_now AND (s.retry_at IS NULL OR s.retry_at <= v_now))
-            OR (s.state = 'firing' AND s.heartbeat_at < v_now - s.fire_timeout)
+         WHERE ((s.state = 'idle' AND s.next_run_at <= v_now AND (s.retry_at IS NULL OR s.retry_at <= v_now))
+                OR (s.state = 'firing' AND s.heartbeat_at < v_now - s.fire_timeout))
+           AND pgq._schedule_served(s.entrypoint, claim_schedules.worker_id, v_now)
          ORDER BY s.next_run_at, s.name
          LIMIT claim_schedules.batch_size
            FOR UPDATE SKIP LOCKED

@@ -22,7 +22,14 @@
 --     started (monotonic, for Prometheus counters);
 --   - rollup_caught_up: when the rollup last ran it counted every finished job up to the
 --     oldest transaction of this database still running (false: more than 100,000 rows were
---     waiting, the next calls catch up).
+--     waiting, the next calls catch up);
+--   - served: a live worker serves the entrypoint: one in pgq.workers that announced it and
+--     counts as active at `at` (last seen within its timeout, as pgq.worker_status says), or a
+--     running job of it whose heartbeat is within heartbeat_timeout (a worker that does not
+--     register, seen while it works). unserved_s: NULL when served or when nothing is due;
+--     else how long due work has waited with no live worker serving it: the seconds since the
+--     later of the last time the registry saw a worker serving it (gone workers stay there 15
+--     minutes) and the moment its oldest due job became due (so at most lag_s).
 --   First it advances the rollup by one bounded call (pgq.rollup_metrics, at most 100,000 rows;
 --   skipped when another caller is doing it, and in a read-only or non-READ COMMITTED
 --   transaction). Cost: per entrypoint, the live part reads at most 10,000 entries of the
@@ -68,7 +75,9 @@ RETURNS TABLE (
     successful_total  bigint,
     failed_total      bigint,
     canceled_total    bigint,
-    rollup_caught_up  boolean
+    rollup_caught_up  boolean,
+    served            boolean,
+    unserved_s        float8
 )
 LANGUAGE plpgsql
 VOLATILE
@@ -188,6 +197,16 @@ BEGIN
                  WHERE b.bucket >= v_pstart
                  GROUP BY b.entrypoint, u.bin) AS h
          GROUP BY h.entrypoint
+    ), servers AS (
+        -- The registry (a few rows per worker): when each entrypoint's newest worker was last
+        -- seen, and whether one of them is active at `at`.
+        SELECT u.entrypoint,
+               max(w.last_seen_at) AS last_seen_at,
+               bool_or(w.last_seen_at >= v_now - w.timeout) AS active
+          FROM pgq.workers w
+         CROSS JOIN LATERAL unnest(w.entrypoints) AS u(entrypoint)
+         WHERE metrics.entrypoints IS NULL OR u.entrypoint = ANY (metrics.entrypoints)
+         GROUP BY u.entrypoint
     ), totals AS (
         SELECT t.entrypoint,
                sum(t.jobs) FILTER (WHERE t.status = 'successful') AS successful_total,
@@ -222,7 +241,11 @@ BEGIN
            coalesce(t.successful_total, 0)::bigint,
            coalesce(t.failed_total, 0)::bigint,
            coalesce(t.canceled_total, 0)::bigint,
-           (SELECT s.caught_up FROM pgq.metrics_state s)
+           (SELECT s.caught_up FROM pgq.metrics_state s),
+           coalesce(sv.active, false) OR coalesce(r.running - r.stale, 0) > 0,
+           CASE WHEN coalesce(sv.active, false) OR coalesce(r.running - r.stale, 0) > 0
+                     OR q.oldest_due IS NULL THEN NULL
+                ELSE greatest(0, date_part('epoch', v_now - greatest(q.oldest_due, sv.last_seen_at))) END
       FROM eps e
       JOIN live q ON q.entrypoint = e.entrypoint
       LEFT JOIN running r ON r.entrypoint = e.entrypoint
@@ -230,8 +253,9 @@ BEGIN
       LEFT JOIN wait_hist wh ON wh.entrypoint = e.entrypoint
       LEFT JOIN run_hist rh ON rh.entrypoint = e.entrypoint
       LEFT JOIN totals t ON t.entrypoint = e.entrypoint
+      LEFT JOIN servers sv ON sv.entrypoint = e.entrypoint
      ORDER BY e.entrypoint;
 END
 $$;
 COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
-    'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first (bounded).';
+    'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals; served (a live worker serves it) and unserved_s. Advances the rollup first (bounded).';

@@ -7,7 +7,10 @@
 --   taken whole). Each row adds to its entrypoint's 10-second bucket of finished_at in
 --   pgq.metrics_buckets (count per final status, wait and run time sums and log-bucketed
 --   histograms) and to pgq.metrics_totals; then the watermark moves past the rows taken.
---   Buckets older than one hour are deleted (at most once a minute). Returns the rows counted,
+--   Buckets older than one hour are deleted (at most once a minute). The first call of each
+--   minute (of `at`) also samples the live backlog for the charts: one row per entrypoint in
+--   pgq.metrics_backlog (due counted as pgq.metrics does, at most 10,000, and running),
+--   kept one hour. Returns the rows counted,
 --   caught_up (every row below the horizon is counted now; rows of transactions after the
 --   oldest one still running wait for it, so a long transaction delays the figures) and busy (another call holds the rollup: this
 --   one did nothing and never waited). pgq.metrics calls it before reading; a maintenance loop
@@ -193,6 +196,7 @@ BEGIN
     IF v_state.pruned_at IS NULL OR v_state.pruned_at < v_now - interval '1 minute' THEN
         DELETE FROM pgq.metrics_buckets m WHERE m.bucket < v_now - interval '1 hour 10 seconds';
     END IF;
+    PERFORM pgq._sample_backlog(v_now);
 
     RETURN QUERY SELECT v_n, v_caught, false;
 END

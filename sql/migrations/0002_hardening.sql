@@ -9,18 +9,19 @@
 -- RELEASED.
 
 -- CONTENTS (line numbers; written by scripts/new_migration.py from the '-- ##' headings)
---      26  Roles for dashboards (read only) and operators (actions)
---      41  Operate it: workers registry, metrics rollup, pause/resume, job lookup
---     216  Hostile input and hostile neighbours: schedules that cannot be computed rest
---     227  Policy back in SQL: re-signed functions and the claim answer
---     248  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
---     302  One name rule for entrypoints and schedules
---     335  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
---     512  Comments on the columns of the tables 0.1.0 created
---     547  Views of the live jobs (they read the new pgq.jobs)
---     599  Functions: the other 63 functions this migration re-creates (generated)
---    5295  The ring, continued: triggers and the copy of the live jobs
---    5327  Grants
+--      27  Roles for dashboards (read only) and operators (actions)
+--      42  Operate it: workers registry, metrics rollup, pause/resume, job lookup
+--     230  Hostile input and hostile neighbours: schedules that cannot be computed rest
+--     241  Policy back in SQL: re-signed functions and the claim answer
+--     262  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
+--     316  Schedules fire only where their entrypoint is served
+--     324  One name rule for entrypoints and schedules
+--     357  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+--     534  Comments on the columns of the tables 0.1.0 created
+--     569  Views of the live jobs (they read the new pgq.jobs)
+--     621  Functions: the other 66 functions this migration re-creates (generated)
+--    5537  The ring, continued: triggers and the copy of the live jobs
+--    5569  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -161,6 +162,19 @@ COMMENT ON TABLE pgq.metrics_totals IS
 
 REVOKE ALL ON pgq.workers, pgq.metrics_state, pgq.metrics_buckets, pgq.metrics_totals FROM PUBLIC;
 
+-- The due backlog over the last hour, for the charts (pgq.metrics_series): pgq.rollup_metrics
+-- samples every entrypoint once per minute (the first call of each minute) and keeps an hour.
+CREATE TABLE pgq.metrics_backlog (
+    entrypoint  text        NOT NULL,
+    minute      timestamptz NOT NULL,
+    due         bigint      NOT NULL,
+    running     bigint      NOT NULL,
+    CONSTRAINT metrics_backlog_pkey PRIMARY KEY (minute, entrypoint)
+);
+COMMENT ON TABLE pgq.metrics_backlog IS
+    'Due and running jobs per entrypoint, sampled by pgq.rollup_metrics once per minute (due counted as pgq.metrics does, at most 10,000), kept one hour. Read by pgq.metrics_series.';
+REVOKE ALL ON pgq.metrics_backlog FROM PUBLIC;
+
 -- The web dashboard: its search box finds finished jobs by dedupe key
 -- (pgq.find_by_dedupe_key). Partial: only jobs enqueued with a key pay for it when archived.
 CREATE INDEX job_history_dedupe_key_idx ON pgq.job_history (dedupe_key)
@@ -298,6 +312,14 @@ COMMENT ON FUNCTION pgq._valid_name(text) IS
 
 RESET check_function_bodies;
 -- END FUNCTIONS
+
+-- ## Schedules fire only where their entrypoint is served
+
+-- A registered scheduler claims a schedule only while a live worker serves its entrypoint
+-- (pgq._schedule_served); pgq.next_schedule_at takes the scheduler's id so that it does not
+-- wake for schedules it may not claim. Re-signed: dropped here, created again in the
+-- functions section, granted again at the end.
+DROP FUNCTION pgq.next_schedule_at();
 
 -- ## One name rule for entrypoints and schedules
 
@@ -1835,6 +1857,82 @@ $$;
 COMMENT ON FUNCTION pgq._retry_delay(int, interval, interval, jsonb) IS
     'Private. The retry policy: seconds before a failed attempt runs again (retry_after, else backoff with equal jitter). Inlined into pgq.complete.';
 
+-- sql/functions/_sample_backlog.sql
+-- pgq._sample_backlog(at): the charts' backlog sample of the minute `at` falls in.
+-- Contract: when pgq.metrics_backlog has no row for that minute yet, writes one per entrypoint:
+--   due (queued jobs, and scheduled ones due at `at` not promoted yet, each part counted up to
+--   10,000 like pgq.metrics, so at most 20,000) and running; and deletes samples older than one
+--   hour. Otherwise does nothing (one sample per minute, whoever calls). Called by
+--   pgq.rollup_metrics under its lock, so callers never write one minute twice; the primary key
+--   guards it anyway.
+-- Locking: inserts and deletes rows of pgq.metrics_backlog.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._sample_backlog(at timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_minute timestamptz := date_bin(interval '1 minute', _sample_backlog.at, timestamptz '2000-01-01 00:00:00+00');
+    v_cap    CONSTANT bigint := 10000;
+BEGIN
+    IF EXISTS (SELECT 1 FROM pgq.metrics_backlog b WHERE b.minute = v_minute) THEN
+        RETURN;
+    END IF;
+    INSERT INTO pgq.metrics_backlog (entrypoint, minute, due, running)
+    SELECT e.entrypoint, v_minute, qd.n + sd.n, rn.n
+      FROM pgq.entrypoints e
+     CROSS JOIN LATERAL (
+           SELECT count(*) AS n
+             FROM (SELECT 1 FROM pgq.jobs j
+                    WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
+                    LIMIT v_cap) AS x) AS qd
+     CROSS JOIN LATERAL (
+           SELECT count(*) AS n
+             FROM (SELECT 1 FROM pgq.jobs j
+                    WHERE j.entrypoint = e.entrypoint AND j.status = 'scheduled' AND j.slot = 4
+                      AND j.run_at <= _sample_backlog.at
+                    LIMIT v_cap) AS x) AS sd
+     CROSS JOIN LATERAL (
+           SELECT count(*) AS n FROM pgq.jobs j
+            WHERE j.entrypoint = e.entrypoint AND j.status = 'running') AS rn
+     ORDER BY e.entrypoint
+        ON CONFLICT DO NOTHING;
+    DELETE FROM pgq.metrics_backlog b WHERE b.minute < v_minute - interval '1 hour';
+END
+$$;
+COMMENT ON FUNCTION pgq._sample_backlog(timestamptz) IS
+    'Private. Once per minute: due and running jobs per entrypoint into pgq.metrics_backlog (kept one hour), for pgq.metrics_series.';
+
+-- sql/functions/_schedule_served.sql
+-- pgq._schedule_served(entrypoint, claimer, at): may this claimer fire a schedule of this
+--   entrypoint now?
+-- Contract: true when the claimer is not in the workers registry (a client that does not
+--   register, such as a psql loop or a 0.1.0 worker: it fires every schedule, as before), or
+--   when a live worker serves the entrypoint: one in pgq.workers that announced it and was
+--   last seen within its timeout at `at` (the claimer itself, or any other: a process that
+--   only runs schedules fires them for the workers that run the jobs). A schedule nobody
+--   serves is therefore not fired; it stays due, and when a worker serving it starts, its
+--   catch_up decides (once: one fire for the missed ticks; skip: the next tick). So its jobs
+--   cannot pile up with no consumer. Used by pgq.claim_schedules and pgq.next_schedule_at.
+-- Locking: none (reads pgq.workers).
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._schedule_served(entrypoint text, claimer uuid, at timestamptz)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT NOT EXISTS (SELECT 1 FROM pgq.workers c WHERE c.worker_id = _schedule_served.claimer)
+        OR EXISTS (SELECT 1 FROM pgq.workers w
+                    WHERE _schedule_served.entrypoint = ANY (w.entrypoints)
+                      AND w.last_seen_at >= _schedule_served.at - w.timeout);
+$$;
+COMMENT ON FUNCTION pgq._schedule_served(text, uuid, timestamptz) IS
+    'Private. Whether a claimer may fire a schedule of this entrypoint: it is unregistered, or a live registered worker serves the entrypoint.';
+
 -- sql/functions/_sweep.sql
 -- pgq._sweep(entrypoints, at): stale running jobs leave the running state.
 -- Contract: running jobs of the given entrypoints (NULL: every entrypoint) whose heartbeat is
@@ -2269,7 +2367,9 @@ COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz, uuid) IS
 --   previous claimer went silent (firing, heartbeat older than fire_timeout), earliest first.
 --   Each gets state firing, this worker, heartbeat = at and a new lease, and is returned with
 --   its due time and the database clock so the caller computes the next cron time from them
---   and calls pgq.fire_schedule. at NULL means now().
+--   and calls pgq.fire_schedule. A registered claimer (pgq.workers) claims only schedules whose
+--   entrypoint a live worker serves (pgq._schedule_served): a schedule nobody serves waits,
+--   due, until a worker serving it runs, and its catch_up then decides. at NULL means now().
 -- Locking: FOR UPDATE SKIP LOCKED on schedule rows: schedulers never wait for each other, and
 --   a tick is claimed by one scheduler at a time.
 -- Errors: PQ009 NULL worker_id or at out of range, PQ002 batch_size outside 1..1000.
@@ -2300,8 +2400,9 @@ BEGIN
     WITH due AS (
         SELECT s.name
           FROM pgq.schedules s
-         WHERE (s.state = 'idle' AND s.next_run_at <= v_now AND (s.retry_at IS NULL OR s.retry_at <= v_now))
-            OR (s.state = 'firing' AND s.heartbeat_at < v_now - s.fire_timeout)
+         WHERE ((s.state = 'idle' AND s.next_run_at <= v_now AND (s.retry_at IS NULL OR s.retry_at <= v_now))
+                OR (s.state = 'firing' AND s.heartbeat_at < v_now - s.fire_timeout))
+           AND pgq._schedule_served(s.entrypoint, claim_schedules.worker_id, v_now)
          ORDER BY s.next_run_at, s.name
          LIMIT claim_schedules.batch_size
            FOR UPDATE SKIP LOCKED
@@ -4012,7 +4113,14 @@ COMMENT ON FUNCTION pgq.maintain(timestamptz) IS
 --     started (monotonic, for Prometheus counters);
 --   - rollup_caught_up: when the rollup last ran it counted every finished job up to the
 --     oldest transaction of this database still running (false: more than 100,000 rows were
---     waiting, the next calls catch up).
+--     waiting, the next calls catch up);
+--   - served: a live worker serves the entrypoint: one in pgq.workers that announced it and
+--     counts as active at `at` (last seen within its timeout, as pgq.worker_status says), or a
+--     running job of it whose heartbeat is within heartbeat_timeout (a worker that does not
+--     register, seen while it works). unserved_s: NULL when served or when nothing is due;
+--     else how long due work has waited with no live worker serving it: the seconds since the
+--     later of the last time the registry saw a worker serving it (gone workers stay there 15
+--     minutes) and the moment its oldest due job became due (so at most lag_s).
 --   First it advances the rollup by one bounded call (pgq.rollup_metrics, at most 100,000 rows;
 --   skipped when another caller is doing it, and in a read-only or non-READ COMMITTED
 --   transaction). Cost: per entrypoint, the live part reads at most 10,000 entries of the
@@ -4058,7 +4166,9 @@ RETURNS TABLE (
     successful_total  bigint,
     failed_total      bigint,
     canceled_total    bigint,
-    rollup_caught_up  boolean
+    rollup_caught_up  boolean,
+    served            boolean,
+    unserved_s        float8
 )
 LANGUAGE plpgsql
 VOLATILE
@@ -4178,6 +4288,16 @@ BEGIN
                  WHERE b.bucket >= v_pstart
                  GROUP BY b.entrypoint, u.bin) AS h
          GROUP BY h.entrypoint
+    ), servers AS (
+        -- The registry (a few rows per worker): when each entrypoint's newest worker was last
+        -- seen, and whether one of them is active at `at`.
+        SELECT u.entrypoint,
+               max(w.last_seen_at) AS last_seen_at,
+               bool_or(w.last_seen_at >= v_now - w.timeout) AS active
+          FROM pgq.workers w
+         CROSS JOIN LATERAL unnest(w.entrypoints) AS u(entrypoint)
+         WHERE metrics.entrypoints IS NULL OR u.entrypoint = ANY (metrics.entrypoints)
+         GROUP BY u.entrypoint
     ), totals AS (
         SELECT t.entrypoint,
                sum(t.jobs) FILTER (WHERE t.status = 'successful') AS successful_total,
@@ -4212,7 +4332,11 @@ BEGIN
            coalesce(t.successful_total, 0)::bigint,
            coalesce(t.failed_total, 0)::bigint,
            coalesce(t.canceled_total, 0)::bigint,
-           (SELECT s.caught_up FROM pgq.metrics_state s)
+           (SELECT s.caught_up FROM pgq.metrics_state s),
+           coalesce(sv.active, false) OR coalesce(r.running - r.stale, 0) > 0,
+           CASE WHEN coalesce(sv.active, false) OR coalesce(r.running - r.stale, 0) > 0
+                     OR q.oldest_due IS NULL THEN NULL
+                ELSE greatest(0, date_part('epoch', v_now - greatest(q.oldest_due, sv.last_seen_at))) END
       FROM eps e
       JOIN live q ON q.entrypoint = e.entrypoint
       LEFT JOIN running r ON r.entrypoint = e.entrypoint
@@ -4220,11 +4344,116 @@ BEGIN
       LEFT JOIN wait_hist wh ON wh.entrypoint = e.entrypoint
       LEFT JOIN run_hist rh ON rh.entrypoint = e.entrypoint
       LEFT JOIN totals t ON t.entrypoint = e.entrypoint
+      LEFT JOIN servers sv ON sv.entrypoint = e.entrypoint
      ORDER BY e.entrypoint;
 END
 $$;
 COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
-    'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals. Advances the rollup first (bounded).';
+    'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals; served (a live worker serves it) and unserved_s. Advances the rollup first (bounded).';
+
+-- sql/functions/metrics_series.sql
+-- pgq.metrics_series(entrypoints, combined, at)
+-- Contract: the last hour minute by minute, for charts: one row per series and minute, 60
+--   minutes ending with the minute `at` falls in (that last one is in progress: partial), in
+--   order. A series is one entrypoint (every one in pgq.entrypoints, or those given), or with
+--   combined => true one series (entrypoint NULL) over all of them. Per minute:
+--   successful, failed (dead), canceled: jobs that finished in it (from the rollup's 10-second
+--   buckets, as pgq.metrics counts them; 0 without any); due and running: the backlog sample
+--   pgq.rollup_metrics took in that minute (summed over the series' entrypoints; NULL when no
+--   sample was taken: nothing called the rollup that minute); wait_p95_s and run_p95_s: the
+--   95th percentile of the wait and run times of the jobs finished in it (the rollup's
+--   histograms merged, within about 19 %; NULL without samples). It reads, it does not advance
+--   the rollup: call pgq.metrics first for figures up to the last 10 seconds. Cost: at most
+--   360 buckets and 60 samples per entrypoint (one hour is all the rollup keeps).
+--   at NULL means now().
+-- Locking: none (reads).
+-- Errors: PQ009 combined NULL, at out of range, a multi-dimensional entrypoints array.
+CREATE OR REPLACE FUNCTION pgq.metrics_series(
+    entrypoints  text[]      DEFAULT NULL,
+    combined     boolean     DEFAULT false,
+    at           timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    entrypoint  text,
+    minute      timestamptz,
+    successful  bigint,
+    failed      bigint,
+    canceled    bigint,
+    due         bigint,
+    running     bigint,
+    wait_p95_s  float8,
+    run_p95_s   float8
+)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET jit = off
+SET max_parallel_workers_per_gather = 0
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_cur   timestamptz := date_bin(interval '1 minute', coalesce(pgq._check_time(metrics_series.at, 'at'), now()),
+                                    timestamptz '2000-01-01 00:00:00+00');
+    v_first timestamptz;
+BEGIN
+    PERFORM pgq._check_dims(metrics_series.entrypoints, 'entrypoints');
+    IF metrics_series.combined IS NULL THEN
+        RAISE EXCEPTION 'combined must be true or false, got NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    v_first := v_cur - interval '59 minutes';
+    RETURN QUERY
+    WITH eps AS (
+        -- the series key: the entrypoint, or '' for the combined series (no name is empty)
+        SELECT e.entrypoint, CASE WHEN metrics_series.combined THEN '' ELSE e.entrypoint END AS k
+          FROM pgq.entrypoints e
+         WHERE metrics_series.entrypoints IS NULL OR e.entrypoint = ANY (metrics_series.entrypoints)
+    ), b AS (
+        SELECT e.k, date_bin(interval '1 minute', m.bucket, timestamptz '2000-01-01 00:00:00+00') AS minute,
+               m.successful, m.failed, m.canceled, m.wait_bins, m.wait_counts, m.run_bins, m.run_counts
+          FROM eps e
+          JOIN pgq.metrics_buckets m ON m.entrypoint = e.entrypoint
+         WHERE m.bucket >= v_first AND m.bucket < v_cur + interval '1 minute'
+    ), counts AS (
+        SELECT b.k, b.minute, sum(b.successful) AS successful, sum(b.failed) AS failed,
+               sum(b.canceled) AS canceled
+          FROM b
+         GROUP BY b.k, b.minute
+    ), wait_q AS (
+        SELECT h.k, h.minute,
+               (pgq._hist_quantiles(array_agg(h.bin ORDER BY h.bin), array_agg(h.n ORDER BY h.bin), '{0.95}'))[1] AS q
+          FROM (SELECT b.k, b.minute, u.bin, sum(u.n)::bigint AS n
+                  FROM b, unnest(b.wait_bins, b.wait_counts) AS u(bin, n)
+                 GROUP BY b.k, b.minute, u.bin) AS h
+         GROUP BY h.k, h.minute
+    ), run_q AS (
+        SELECT h.k, h.minute,
+               (pgq._hist_quantiles(array_agg(h.bin ORDER BY h.bin), array_agg(h.n ORDER BY h.bin), '{0.95}'))[1] AS q
+          FROM (SELECT b.k, b.minute, u.bin, sum(u.n)::bigint AS n
+                  FROM b, unnest(b.run_bins, b.run_counts) AS u(bin, n)
+                 GROUP BY b.k, b.minute, u.bin) AS h
+         GROUP BY h.k, h.minute
+    ), backlog AS (
+        SELECT e.k, l.minute, sum(l.due)::bigint AS due, sum(l.running)::bigint AS running
+          FROM eps e
+          JOIN pgq.metrics_backlog l ON l.entrypoint = e.entrypoint
+         WHERE l.minute >= v_first AND l.minute <= v_cur
+         GROUP BY e.k, l.minute
+    )
+    SELECT nullif(s.k, ''), g.minute,
+           coalesce(c.successful, 0)::bigint, coalesce(c.failed, 0)::bigint, coalesce(c.canceled, 0)::bigint,
+           l.due, l.running, w.q, r.q
+      FROM (SELECT DISTINCT e.k FROM eps e) AS s
+     CROSS JOIN generate_series(v_first, v_cur, interval '1 minute') AS g(minute)
+      LEFT JOIN counts c ON c.k = s.k AND c.minute = g.minute
+      LEFT JOIN wait_q w ON w.k = s.k AND w.minute = g.minute
+      LEFT JOIN run_q r ON r.k = s.k AND r.minute = g.minute
+      LEFT JOIN backlog l ON l.k = s.k AND l.minute = g.minute
+     ORDER BY s.k, g.minute;
+END
+$$;
+COMMENT ON FUNCTION pgq.metrics_series(text[], boolean, timestamptz) IS
+    'The last hour per minute, for charts: finished per status, the due and running backlog sampled each minute, wait and run p95; per entrypoint, or combined. Reads only.';
 
 -- sql/functions/next_run_at.sql
 -- pgq.next_run_at(entrypoints, at)
@@ -4272,14 +4501,20 @@ COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
     'Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';
 
 -- sql/functions/next_schedule_at.sql
--- pgq.next_schedule_at()
+-- pgq.next_schedule_at(worker_id, at)
 -- Contract: when a scheduler should next look: the earliest next_run_at of idle schedules (or
 --   their retry_at, when pgq.release_schedule set a later one), or
 --   the moment a firing schedule's claimer would count as silent (heartbeat + fire_timeout).
---   NULL when there are no schedules.
+--   With a worker_id, only the schedules that worker may claim (pgq._schedule_served, as
+--   pgq.claim_schedules decides at `at`): a due schedule that nobody serves does not make a
+--   registered scheduler wake at once, again and again. NULL when there are none (worker_id
+--   NULL: every schedule). at NULL means now().
 -- Locking: none.
--- Errors: none.
-CREATE OR REPLACE FUNCTION pgq.next_schedule_at()
+-- Errors: PQ009 at out of range.
+CREATE OR REPLACE FUNCTION pgq.next_schedule_at(
+    worker_id  uuid        DEFAULT NULL,
+    at         timestamptz DEFAULT NULL
+)
 RETURNS timestamptz
 LANGUAGE sql
 STABLE
@@ -4287,10 +4522,13 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
     SELECT min(CASE WHEN s.state = 'idle' THEN greatest(s.next_run_at, s.retry_at) ELSE s.heartbeat_at + s.fire_timeout END)
-      FROM pgq.schedules s;
+      FROM pgq.schedules s
+     WHERE next_schedule_at.worker_id IS NULL
+        OR pgq._schedule_served(s.entrypoint, next_schedule_at.worker_id,
+                                coalesce(pgq._check_time(next_schedule_at.at, 'at'), now()));
 $$;
-COMMENT ON FUNCTION pgq.next_schedule_at() IS
-    'Earliest time a schedule becomes due (or a silent claimer may be taken over); NULL without schedules.';
+COMMENT ON FUNCTION pgq.next_schedule_at(uuid, timestamptz) IS
+    'Earliest time a schedule becomes due (or a silent claimer may be taken over); with a worker_id, only the schedules it may claim (their entrypoint served); NULL without any.';
 
 -- sql/functions/pause.sql
 -- pgq.pause(entrypoints, at)
@@ -4974,7 +5212,10 @@ COMMENT ON FUNCTION pgq.resume(text[]) IS
 --   taken whole). Each row adds to its entrypoint's 10-second bucket of finished_at in
 --   pgq.metrics_buckets (count per final status, wait and run time sums and log-bucketed
 --   histograms) and to pgq.metrics_totals; then the watermark moves past the rows taken.
---   Buckets older than one hour are deleted (at most once a minute). Returns the rows counted,
+--   Buckets older than one hour are deleted (at most once a minute). The first call of each
+--   minute (of `at`) also samples the live backlog for the charts: one row per entrypoint in
+--   pgq.metrics_backlog (due counted as pgq.metrics does, at most 10,000, and running),
+--   kept one hour. Returns the rows counted,
 --   caught_up (every row below the horizon is counted now; rows of transactions after the
 --   oldest one still running wait for it, so a long transaction delays the figures) and busy (another call holds the rollup: this
 --   one did nothing and never waited). pgq.metrics calls it before reading; a maintenance loop
@@ -5160,6 +5401,7 @@ BEGIN
     IF v_state.pruned_at IS NULL OR v_state.pruned_at < v_now - interval '1 minute' THEN
         DELETE FROM pgq.metrics_buckets m WHERE m.bucket < v_now - interval '1 hour 10 seconds';
     END IF;
+    PERFORM pgq._sample_backlog(v_now);
 
     RETURN QUERY SELECT v_n, v_caught, false;
 END
@@ -5402,3 +5644,15 @@ GRANT EXECUTE ON FUNCTION
 -- The ring's maintenance (pgq.maintain): the worker's maintenance loop, and operators.
 -- pgq.compact_jobs (0.1.0 clients) keeps its grant to pgq_worker and now runs pgq.maintain.
 GRANT EXECUTE ON FUNCTION pgq.maintain(timestamptz) TO pgq_worker, pgq_admin;
+
+-- Operators configure entrypoints and read the dead jobs they redrive (pgq_admin is the
+-- operators' role); readers see dead jobs as they see every finished job with its errors.
+GRANT EXECUTE ON FUNCTION pgq.configure TO pgq_admin;
+GRANT SELECT ON pgq.failed_jobs TO pgq_reader, pgq_admin;
+
+-- pgq.next_schedule_at, re-signed (worker_id, at): the scheduler's call.
+GRANT EXECUTE ON FUNCTION pgq.next_schedule_at(uuid, timestamptz) TO pgq_worker;
+
+-- The charts' reader: every role that may read pgq.metrics.
+GRANT EXECUTE ON FUNCTION pgq.metrics_series(text[], boolean, timestamptz)
+    TO pgq_producer, pgq_worker, pgq_reader, pgq_admin;

@@ -74,9 +74,12 @@ def test_privileges_follow_the_role(login_role: Callable[..., str]) -> None:
     with Admin(reader) as admin:
         seen = admin.privileges()
         assert isinstance(seen, Privileges)
-        assert seen.read_jobs and seen.actions == []
+        assert seen.read_jobs and seen.read_failed and seen.actions == []
+        assert admin.failed() == []  # readers list dead jobs
         with pytest.raises(errors.PrivilegeMissing, match="pgq_admin"):
             admin.delete_jobs([1])
+        with pytest.raises(errors.PrivilegeMissing, match="GRANT pgq_admin"):
+            admin.configure("dash.c", max_attempts=3)
     with Admin(operator) as admin:
         seen = admin.privileges()
         assert seen.read_jobs
@@ -91,12 +94,17 @@ def test_privileges_follow_the_role(login_role: Callable[..., str]) -> None:
             "schedule",
             "unschedule",
             "fire_schedule_now",
+            "configure",
         }
         admin.pause("dash.p")  # and the database agrees
         assert admin.requeue([1]) == []
+        assert admin.configure("dash.c", max_attempts=3).max_attempts == 3
+        assert admin.failed() == []
     with Admin(producer) as admin:
         seen = admin.privileges()
-        assert not seen.read_jobs and seen.actions == ["cancel"]
+        assert not seen.read_jobs and not seen.read_failed and seen.actions == ["cancel"]
+        with pytest.raises(errors.PrivilegeMissing, match="GRANT pgq_reader"):
+            admin.failed()
 
 
 def test_async_admin_dashboard_methods(pgq_dsn: str) -> None:

@@ -133,7 +133,9 @@ def test_only_the_hot_path_is_hand_written() -> None:
 
 def test_privileges_name_functions_of_the_manifest() -> None:
     signatures = {f["signature"] for f in MANIFEST["functions"].values()}
+    signatures |= {f"pgq.{name}" for name in MANIFEST["relations"]}  # read_failed: a view
     assert set(_api.PRIVILEGE_FUNCTIONS.values()) <= signatures
+    assert _api.PRIVILEGE_FUNCTIONS["read_failed"] == "pgq.failed_jobs"
     assert _api.PRIVILEGE_FUNCTIONS["read_jobs"] == "pgq.job(bigint)"
 
 
@@ -141,7 +143,7 @@ def test_needs_come_from_the_grants() -> None:
     assert _api.NEEDS["requeue"] == ("pgq_admin (or the owner)", "GRANT pgq_admin TO {role}")
     assert _api.NEEDS["job"] == ("pgq_reader (or pgq_admin)", "GRANT pgq_reader TO {role}")
     assert _api.NEEDS["register_worker"] == ("pgq_worker", "GRANT pgq_worker TO {role}")
-    assert _api.NEEDS["configure"][0] == "the rights of the schema owner"
+    assert _api.NEEDS["configure"] == ("pgq_admin (or the owner)", "GRANT pgq_admin TO {role}")
 
 
 def test_admin_configure_is_the_generated_builder() -> None:

@@ -64,16 +64,21 @@ def test_enqueue_status_failed_requeue(pgq_dsn: str, capsys: pytest.CaptureFixtu
     assert main(["failed", "--plain", "--dsn", pgq_dsn]) == 0
     out = capsys.readouterr().out
     assert str(job_id) in out and "Boom" in out and "it broke" in out
-    assert main(["requeue", str(job_id), "999999", "--dsn", pgq_dsn]) == 0
-    out = capsys.readouterr().out
-    assert f"requeued 1 job(s): {job_id}" in out and "999999" in out
+    assert main(["requeue", str(job_id), "999999", "--dsn", pgq_dsn]) == 1  # one id left alone
+    out, err = capsys.readouterr()
+    assert f"requeued 1 job(s): {job_id}" in out
+    assert err == "pgq-thin requeue: not requeued: 999999 (unknown, still live, or successful)\n"
 
 
-def test_status_as_a_rich_table(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("rich")
+def test_status_as_a_boxed_table(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     main(["enqueue", "rich.job", "--dsn", pgq_dsn])
+    capsys.readouterr()
     assert main(["status", "--dsn", pgq_dsn]) == 0
-    assert "rich.job" in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].strip() == "pgq queue status" and lines[1].startswith("┏━")
+    assert lines[2].startswith("┃ entrypoint ┃ queued ┃") and lines[-1].startswith("└─")
+    assert next(line for line in lines if "rich.job" in line).startswith("│ rich.job ")
+    assert len({len(line) for line in lines[1:]}) == 1  # every row as wide as the box
 
 
 def test_help_lists_every_command() -> None:
@@ -249,8 +254,8 @@ def fail_all(dsn: str, entrypoint: str, error: str, message: str) -> list[int]:
     return sorted(r[0] for r in rows)
 
 
-def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> object:
-    assert main([*args, "--json"]) == 0, capsys.readouterr().err
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> object:
+    assert main([*args, "--json"]) == code, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
 
 
@@ -258,12 +263,16 @@ def test_cancel_pause_resume_configure(pgq_dsn: str, capsys: pytest.CaptureFixtu
     d = ("--dsn", pgq_dsn)
     main(["enqueue", "op.a", *d])
     job_id = int(capsys.readouterr().out)
-    assert cli_json(capsys, "cancel", str(job_id), "424242", *d) == {
+    assert cli_json(capsys, "cancel", str(job_id), "424242", *d, code=1) == {
         "canceled": [job_id],
         "not_canceled": [424242],
     }
-    assert main(["cancel", "424242", *d]) == 0
-    assert "canceled 0 job(s)" in capsys.readouterr().out
+    # an id that was not canceled: exit 1 and one line naming it (a script must not miss it)
+    result = run_cli("cancel", "424242", str(job_id), "--dsn", pgq_dsn)
+    assert result.returncode == 1 and result.stdout == "canceled 0 job(s)\n"
+    assert one_line_error(result) == (
+        f"pgq-thin cancel: not canceled: 424242 {job_id} (unknown, or already finished)"
+    )
 
     [paused] = cli_json(capsys, "pause", "op.a", *d)  # type: ignore[misc]
     assert paused["entrypoint"] == "op.a" and paused["paused_at"] and paused["paused_by"]
@@ -315,7 +324,7 @@ def test_requeue_by_filter_and_by_id(pgq_dsn: str, capsys: pytest.CaptureFixture
     assert main(["requeue", "--all-failed", *d]) == 0
     assert "requeued 3 job(s)" in capsys.readouterr().out
     assert fail_all(pgq_dsn, "rq.a", "Timeout", "again") == timeouts
-    assert cli_json(capsys, "requeue", str(timeouts[0]), "5", *d) == {
+    assert cli_json(capsys, "requeue", str(timeouts[0]), "5", *d, code=1) == {
         "requeued": [timeouts[0]],
         "not_requeued": [5],
     }
@@ -371,6 +380,13 @@ def test_jobs_and_history_pages(pgq_dsn: str, capsys: pytest.CaptureFixture[str]
     assert main(["jobs", "ls.a", "queued", "--page-size", "2", "--plain", *d]) == 0
     out, err = capsys.readouterr()
     assert str(ids[-1]) in out and "next page: --after " in err
+    # A page that happens to end exactly at the last job offers no next page (nor --json).
+    full = cli_json(capsys, "jobs", "ls.a", "queued", "--page-size", "5", *d)
+    assert isinstance(full, dict) and len(full["jobs"]) == 5 and full["next_cursor"] is None
+    assert main(["jobs", "ls.a", "queued", "--page-size", "5", "--plain", *d]) == 0
+    assert "next page" not in capsys.readouterr().err
+    assert main(["jobs", "ls.a", "queued", "--plain", *d]) == 0  # the default page size
+    assert "next page" not in capsys.readouterr().err
 
     dead = fail_all(pgq_dsn, "ls.a", "Timeout", "slow smtp")
     page = cli_json(capsys, "history", "--entrypoint", "ls.a", "--error", "smtp", *d)
@@ -379,3 +395,110 @@ def test_jobs_and_history_pages(pgq_dsn: str, capsys: pytest.CaptureFixture[str]
     assert none == {"jobs": [], "next_cursor": None}
     bad = run_cli("jobs", "ls.a", "sleeping", "--dsn", pgq_dsn)
     assert bad.returncode == 2 and "invalid choice: 'sleeping'" in bad.stderr
+
+
+def test_a_closed_pipe_ends_quietly(pgq_dsn: str) -> None:
+    """``pgq-thin history --json | head -1``: the reader goes away after one line; the command
+    ends with 141 (128 + SIGPIPE) and no traceback."""
+    for n in range(300):
+        main(["enqueue", "pipe.a", json.dumps({"n": n, "pad": "x" * 200}), "--dsn", pgq_dsn])
+    cmd = [sys.executable, "-m", "pgq_thin", "jobs", "pipe.a", "queued", "--json"]
+    proc = subprocess.Popen(
+        [*cmd, "--page-size", "300", "--dsn", pgq_dsn],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=APP_DIR,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == b"{\n"
+    proc.stdout.close()  # what head does after its first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert err == ""
+
+
+def test_schedules_fire_now(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = ("--dsn", pgq_dsn)
+    assert main(["schedules", "add", "fire.me", "fire.ep", "0 3 * * *", '{"r": 1}', *d]) == 0
+    capsys.readouterr()
+    [before] = cli_json(capsys, "schedules", *d)  # type: ignore[misc]
+    assert main(["schedules", "fire", "fire.me", *d]) == 0
+    out = capsys.readouterr().out
+    job_id = int(out.rsplit("job ", 1)[1])
+    assert out == f"fired schedule 'fire.me': job {job_id}\n"
+    with psycopg.connect(pgq_dsn) as conn:
+        assert conn.execute(
+            "SELECT entrypoint, payload FROM pgq.jobs WHERE id = %s", (job_id,)
+        ).fetchone() == ("fire.ep", {"r": 1})
+    [after] = cli_json(capsys, "schedules", *d)  # type: ignore[misc]
+    assert after["next_run_at"] == before["next_run_at"]  # the next tick is not moved
+    fired = cli_json(capsys, "schedules", "fire", "fire.me", *d)
+    assert isinstance(fired, dict) and fired["schedule"] == "fire.me" and fired["job_id"] > job_id
+    result = run_cli("schedules", "fire", "fire.nope", "--dsn", pgq_dsn)
+    assert "no schedule 'fire.nope'" in one_line_error(result)
+
+
+def test_one_duration_format_in_every_table(
+    pgq_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pgq_thin.cli._output import duration_text
+
+    assert [duration_text(s) for s in (0.0042, 0.25, 4.7, 30, 175, 300, 7500, 273600)] == [
+        "0.004s", "0.25s", "4.7s", "30s", "2m55s", "5m00s", "2h05m", "3d04h"
+    ]  # fmt: skip
+    d = ("--dsn", pgq_dsn)
+    main(["configure", "dur.a", "--backoff-base", "1s", "--backoff-max", "5m", *d])
+    main(["enqueue", "dur.a", *d])
+    capsys.readouterr()
+    assert main(["status", "--plain", *d]) == 0
+    status = capsys.readouterr().out
+    assert "30s" in status  # heartbeat_timeout, an interval
+    assert main(["configure", "dur.a", "--plain", *d]) == 0
+    policy = capsys.readouterr().out.splitlines()[-1].split()
+    assert policy[2:5] == ["1s", "5m00s", "30s"], policy  # no concurrency limit: a blank
+    assert main(["prune", "--older-than", "30d", *d]) == 0
+    assert capsys.readouterr().out == "deleted 0 finished job(s) older than 30d00h\n"
+
+
+def test_an_import_error_in_the_handler_module_is_one_line(
+    pgq_dsn: str, tmp_path: Path
+) -> None:
+    (tmp_path / "brokenapp.py").write_text("import os\nimport no_such_package_here\n")
+    (tmp_path / "raisingapp.py").write_text("CONFIG = {}\nURL = CONFIG['url']\n")
+    result = run_cli("run", "brokenapp:worker", "--dsn", pgq_dsn, cwd=tmp_path)
+    line = one_line_error(result)
+    assert result.returncode == 1
+    assert line.startswith(
+        "pgq-thin run: importing brokenapp failed: ModuleNotFoundError: "
+        "No module named 'no_such_package_here' ("
+    ) and line.endswith("brokenapp.py, line 2); --log-level DEBUG shows the traceback")
+    result = run_cli("run", "raisingapp:worker", "--dsn", pgq_dsn, cwd=tmp_path)
+    assert "importing raisingapp failed: KeyError: 'url' (" in one_line_error(result)
+    assert "raisingapp.py, line 2)" in result.stderr
+    debug = run_cli(
+        "run", "raisingapp:worker", "--log-level", "DEBUG", "--dsn", pgq_dsn, cwd=tmp_path
+    )
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_status_names_an_entrypoint_nobody_serves(
+    pgq_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = ("--dsn", pgq_dsn)
+    main(["enqueue", "send_email", *d])
+    main(["enqueue", "send_emial", *d])  # the typo: no worker will ever serve it
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        conn.execute("SELECT pgq.register_worker(gen_random_uuid(), ARRAY['send_email'])")
+    capsys.readouterr()
+    assert main(["status", "--plain", *d]) == 0
+    out, err = capsys.readouterr()
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[2:]}
+    assert rows["send_email"][-1] == "True"  # served, nothing in the unserved column
+    assert rows["send_emial"][-2] == "False" and rows["send_emial"][-1].endswith("s")
+    [line] = err.splitlines()
+    assert line.startswith("pgq-thin status: no live worker serves 'send_emial' (1 due, for ")
+    assert line.endswith("): check the name, or start a worker that runs it")
+    data = cli_json(capsys, "status", *d)
+    assert isinstance(data, list)
+    served = {r["entrypoint"]: (r["served"], r["unserved_s"] is None) for r in data}
+    assert served == {"send_email": (True, True), "send_emial": (False, False)}

@@ -183,3 +183,45 @@ def test_top_without_pgq_reader_shows_the_numbers_and_says_why_not_the_failures(
     assert row(result.stdout, "top.r")[1:2] == ["1"]
     assert "last failures: role pgq_t_" in result.stdout
     assert "lacks pgq_reader (or pgq_admin)" in result.stdout
+
+
+def test_top_shows_a_rate_sparkline_and_who_serves(pgq_dsn: str) -> None:
+    """The sparkline is pgq.metrics_series (jobs finished per minute, the last 30 minutes);
+    ``served`` is pgq.metrics' column: NO and for how long when due jobs have no worker."""
+    from pgq_thin.cli.top import SPARK_MINUTES, sparkline
+
+    assert sparkline([0, 1, 4, 8]) == "▁▂▅█" and sparkline([0, 0]) == "▁▁"
+    with Queue(pgq_dsn) as queue:
+        queue.enqueue_many("top.spark", [{} for _ in range(4)])
+        queue.enqueue("top.nobody")
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        worker = "5a5a0000-0000-4000-8000-000000000001"
+        conn.execute("SELECT pgq.register_worker(%s, ARRAY['top.spark'])", (worker,))
+        for job_id, lease in conn.execute(
+            "SELECT id, lease FROM pgq.claim(%s, ARRAY['top.spark'], 4)", (worker,)
+        ).fetchall():
+            conn.execute(
+                "SELECT pgq.complete(%s, ARRAY[%s::bigint], ARRAY[%s::bigint],"
+                " ARRAY['successful'])",
+                (worker, job_id, lease),
+            )
+    with Admin(pgq_dsn) as admin:
+
+        def counted() -> bool:
+            admin.metrics()  # advances the rollup
+            return any(p.successful == 4 for p in admin.metrics_series("top.spark"))
+
+        wait_for(counted, timeout=30, what="the rollup to count the four jobs")
+    result = subprocess.run(
+        [sys.executable, "-m", "pgq_thin", "top", "--once", "--dsn", pgq_dsn],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert result.returncode == 0, result.stderr
+    spark = row(result.stdout, "top.spark")
+    assert spark[-2] == "yes" and len(spark[-1]) == SPARK_MINUTES
+    assert spark[-1][-1] == "█" or spark[-1][-2] == "█"  # this minute (or the one before)
+    nobody = row(result.stdout, "top.nobody")
+    assert nobody[-3] == "NO" and nobody[-2].endswith("s") and set(nobody[-1]) == {"▁"}

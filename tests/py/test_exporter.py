@@ -101,6 +101,13 @@ def test_the_exporter_serves_what_sql_reports(
     assert got[("pgq_queue_lag_seconds", (("entrypoint", "exp.a"),))] >= 0
     assert got[("pgq_queue_paused", (("entrypoint", "exp.b"),))] == 1.0
     assert got[("pgq_queue_paused", (("entrypoint", "exp.a"),))] == 0.0
+    # exp.a has a live registered worker; nobody serves exp.b, whose job is due
+    assert (a.served, sql["exp.b"].served) == (True, False)
+    assert got[("pgq_queue_served", (("entrypoint", "exp.a"),))] == 1.0
+    assert got[("pgq_queue_served", (("entrypoint", "exp.b"),))] == 0.0
+    unserved = got[("pgq_queue_unserved_seconds", (("entrypoint", "exp.b"),))]
+    assert 0 <= unserved <= sql["exp.b"].unserved_s  # type: ignore[operator]
+    assert ("pgq_queue_unserved_seconds", (("entrypoint", "exp.a"),)) not in got
     for status, n in (("successful", 2), ("failed", 1), ("canceled", 1)):
         key = ("pgq_jobs_finished_total", (("entrypoint", "exp.a"), ("status", status)))
         assert got[key] == n == getattr(a, f"{status}_total")

@@ -89,7 +89,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle_in_the_package() -> None:
     graph = import_graph(PACKAGE)
-    assert "pgq_thin.cli.jobs" in graph and "pgq_thin.admin" in graph["pgq_thin.cli.jobs"]
+    # the CLI's admin import is deferred to call time (a light start), and still an edge
+    assert "pgq_thin.cli._common" in graph and "pgq_thin.admin" in graph["pgq_thin.cli._common"]
     assert cycles(graph) == []
 
 

@@ -121,7 +121,7 @@ LITERAL_WRAPPERS = {"frozenset", "tuple"}
 
 #: (module, enclosing function or class, word) -> why a status word there chooses nothing.
 STATUS_SURFACE = {
-    ("cli/demo.py", "_demo.render", "running"): "a column header of the demo's table",
+    ("cli/_demo_app.py", "_demo.render", "running"): "a column header of the demo's table",
     ("cli/steer.py", "_cmd_cancel", "canceled"): "the verb of the command's summary line",
     ("cli/steer.py", "_cmd_show", "successful"): "shows details unless SQL answered success",
     ("cli/steer.py", "_cmd_requeue", "failed"): "the statuses --canceled asks SQL to requeue",
@@ -319,7 +319,7 @@ def test_no_arithmetic_or_comparison_on_attempts() -> None:
     offenders = [
         hit
         for module, tree in _modules()
-        if module != "cli/demo.py"
+        if module != "cli/_demo_app.py"
         for hit in _attempt_arithmetic(module, tree)
     ]
     assert offenders == [], "arithmetic on attempts in Python: " + ", ".join(offenders)

@@ -52,7 +52,19 @@ def fired_ticks(dsn: str, entrypoint: str) -> list[tuple[datetime, int]]:
     return [(r[0], r[1]) for r in rows]
 
 
+def a_consumer_of_the_ticks(dsn: str) -> None:
+    """A live worker that serves tick.every_second (registered, fresh for an hour): a
+    scheduler fires only schedules whose entrypoint a live worker serves, and the
+    scheduler-only processes of these tests serve none."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pgq.register_worker(gen_random_uuid(), ARRAY['tick.every_second'],"
+            " timeout => interval '1 hour')"
+        )
+
+
 def test_five_scheduler_processes_fire_every_tick_exactly_once(pgq_dsn: str) -> None:
+    a_consumer_of_the_ticks(pgq_dsn)
     procs = [spawn(pgq_dsn, "schedule_app:worker") for _ in range(5)]
     try:
         wait_for(
@@ -109,6 +121,7 @@ def test_a_scheduler_killed_between_claim_and_fire_is_taken_over_once(pgq_dsn: s
         ).fetchone()
     assert claimed_at is not None, "the killed scheduler left its claim behind"
 
+    a_consumer_of_the_ticks(pgq_dsn)
     survivor = spawn(pgq_dsn, "schedule_app:worker")
     try:
         wait_for(

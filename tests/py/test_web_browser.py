@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 import pytest
 from helpers.wait import wait_for
-from helpers.web import TOKEN, chromium_path, screenshot_dir, serving
+from helpers.web import TOKEN, an_hour_of_history, chromium_path, screenshot_dir, serving
 from test_admin import kill
 
 from pgq_thin import Admin, Job, Queue, ThinWorker
@@ -144,6 +144,8 @@ def test_overview_shows_the_counts_sql_reports(
 ) -> None:
     from datetime import timedelta
 
+    # the last hour for the charts: jobs run over 45 minutes, five of charge_card dead
+    an_hour_of_history(pgq_dsn, ["send_email", "charge_card"], dead=["charge_card"])
     with Queue(pgq_dsn) as queue:
         queue.enqueue_many("send_email", [{"to": f"user{i}@example.com"} for i in range(37)])
         queue.enqueue_many(
@@ -176,7 +178,7 @@ def test_overview_shows_the_counts_sql_reports(
             expect(row.locator(".badge.paused")).to_have_count(1 if m.paused else 0)
         assert (sql["send_email"].due, sql["send_email"].running) == (34, 3)
         expect(page.locator("#workers")).to_contain_text("app-host-1")
-        expect(page.locator("#last-failures tbody tr")).to_have_count(4)
+        expect(page.locator("#last-failures tbody tr")).to_have_count(9)  # 4 + 5 of the hour
         expect(page.locator("#last-failures")).to_contain_text("card declined for order")
 
         # the figures refresh in place, without reloading the page
@@ -189,7 +191,17 @@ def test_overview_shows_the_counts_sql_reports(
         sign_in(page, web.url)  # the page with its actions, for the picture
         expect(page.locator('tr[data-entrypoint="send_email"] button')).to_have_text("pause")
         expect(page.locator('tr[data-entrypoint="resize_image"] button')).to_have_text("resume")
+        # the charts of the last hour, drawn by the server (SVG), refreshed with the figures:
+        # dead jobs in 5 minutes of the history and in this one (fail_with_traceback)
+        bars = page.locator('#charts svg[data-chart="finished"] rect.bar-successful')
+        expect(bars).not_to_have_count(0)
+        expect(page.locator('#charts svg[data-chart="finished"] rect.bar-failed')).to_have_count(6)
+        expect(page.locator('#charts svg[data-chart="backlog"] polyline')).not_to_have_count(0)
+        expect(page.locator('#charts svg[data-chart="latency"] polyline')).not_to_have_count(0)
         page.screenshot(path=str(screenshot_dir(tmp_path) / "overview.png"), full_page=True)
+        page.goto(web.url + "/entrypoint?name=charge_card")
+        expect(page.locator('#charts svg[data-chart="finished"] rect.bar-failed')).to_have_count(6)
+        page.screenshot(path=str(screenshot_dir(tmp_path) / "entrypoint.png"), full_page=True)
 
 
 def test_pausing_from_the_page_stops_a_running_worker(

@@ -1,7 +1,7 @@
 -- pgq.metrics: live counts and lag, finished jobs over 1/5/15 minutes in whole 10-second buckets,
 -- throughput, wait/run percentiles, totals, the entrypoint filter, read-only use. No BEGIN: the
 -- rollup counts committed transactions only (the database is a throw-away clone).
-SELECT plan(20);
+SELECT plan(24);
 
 CREATE TABLE me_t AS SELECT timestamptz '2030-01-01 00:00:00+00' AS t0;
 -- A finished job of entrypoint ep: enqueued at e, started at s (NULL: canceled while queued), finished at f.
@@ -103,6 +103,21 @@ SELECT count(*) FROM pgq.enqueue_many(array_fill('mx.cap'::text, ARRAY[5]), dela
 SELECT row_eq($$SELECT queued, due, delayed, lag_s FROM pgq.metrics('{mx.cap}', at => (SELECT t1 + interval '1 second' FROM mx_t))$$,
               ROW(20000::bigint, 10000::bigint, 10000::bigint, 61::float8),
               'more than 10,000 due and delayed: each reads 10,000; lag_s stays exact');
+
+-- Served: does a live worker serve the entrypoint, and for how long has due work waited unserved --
+SELECT pgq.enqueue('sv.x', run_at => t0 - interval '100 seconds') FROM me_t;
+SELECT row_eq($$SELECT served, unserved_s FROM pgq.metrics('{sv.x}', at => (SELECT t0 + interval '5 seconds' FROM me_t))$$,
+              ROW(false, 105::float8), 'no worker ever served it: unserved since its oldest due job became due (105 s, = lag_s)');
+SELECT pgq.register_worker('aaaaaaaa-0000-0000-0000-000000000001', '{sv.x,sv.y}', timeout => interval '30 seconds', at => t0 - interval '60 seconds') FROM me_t;
+SELECT row_eq($$SELECT served, unserved_s FROM pgq.metrics('{sv.x}', at => (SELECT t0 + interval '5 seconds' FROM me_t))$$,
+              ROW(false, 65::float8), 'its worker was last seen at t0-60s and is gone (timeout 30 s): unserved for 65 s');
+SELECT pgq.register_worker('aaaaaaaa-0000-0000-0000-000000000002', '{sv.x}', timeout => interval '30 seconds', at => t0) FROM me_t;
+SELECT results_eq($$SELECT entrypoint, served, unserved_s FROM pgq.metrics('{sv.x,me.a,me.b}', at => (SELECT t0 + interval '5 seconds' FROM me_t))$$,
+                  $$VALUES ('me.a'::text, true, NULL::float8), ('me.b', false, NULL), ('sv.x', true, NULL)$$,
+                  'served: a live registered worker (sv.x) or a running job with a fresh heartbeat (me.a, no registry); '
+                  'nothing due (me.b): unserved_s NULL');
+SELECT row_eq($$SELECT served, unserved_s FROM pgq.metrics('{sv.x}', at => (SELECT t0 + interval '50 seconds' FROM me_t))$$,
+              ROW(false, 50::float8), 'at t0+50s its last worker is gone too: unserved since it was last seen (t0)');
 
 -- Errors ------------------------------------------------------------------------------------------
 SELECT throws_ok($$SELECT * FROM pgq.metrics(percentile_window => interval '2 hours')$$, 'PQ009',

@@ -6,11 +6,13 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
+import psycopg
 import uvicorn
 
 from helpers.wait import wait_for
@@ -87,3 +89,52 @@ def sign_in(client: httpx.Client, who: str = "alice", token: str = TOKEN) -> str
     answer = client.post("/login", data={"who": who, "token": token, "next": "/"})
     assert answer.status_code == 303, answer.text
     return csrf_of(client.get("/").text)
+
+
+def an_hour_of_history(
+    dsn: str, entrypoints: Sequence[str], *, minutes: int = 45, dead: Sequence[str] = ()
+) -> dict[str, int]:
+    """Jobs of ``entrypoints`` run over the last ``minutes`` minutes, through the SQL API with
+    its ``at`` times (each minute: jobs enqueued, claimed and completed in the minute they
+    stand for, a few left due for the next one), and the rollup called in each minute, so that
+    ``pgq.metrics_series`` has finished counts, a backlog sample and percentiles per minute.
+    Entrypoints in ``dead``: every ninth minute one job fails for good (max_attempts 1).
+    Leaves no job of them behind; returns how many finished per entrypoint."""
+    worker = "c4a2c4a2-0000-4000-8000-000000000001"
+    finished = dict.fromkeys(entrypoints, 0)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name in dead:
+            conn.execute("SELECT pgq.configure(%s, max_attempts => 1)", (name,))
+        (now,) = conn.execute("SELECT date_trunc('minute', now())").fetchone()  # type: ignore[misc]
+        for k in range(minutes, 0, -1):
+            t = now - timedelta(minutes=k)
+            for e, entrypoint in enumerate(entrypoints):
+                n = 4 + (k * 7 + e * 3) % 11
+                ids = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT pgq.enqueue(%s) FROM generate_series(1, %s)", (entrypoint, n)
+                    ).fetchall()
+                ]
+                conn.execute(
+                    "UPDATE pgq.jobs SET enqueued_at = %s, run_at = %s WHERE id = ANY(%s)",
+                    (t, t, ids),
+                )
+                take = n + (k * 3 + e) % 5 - 2  # the backlog walks up and down, drains at k 1
+                claimed = conn.execute(
+                    "SELECT id, lease FROM pgq.claim(%s, ARRAY[%s], %s, %s)",
+                    (worker, entrypoint, take if k > 1 else 10000, t + timedelta(seconds=1)),
+                ).fetchall()
+                for i, (job_id, lease) in enumerate(claimed):
+                    fails = entrypoint in dead and k % 9 == 0 and i == 0
+                    status = "failed" if fails else "successful"
+                    run = 0.05 * (1 + (i * 13 + k) % 9) * (3 if k % 10 == 0 else 1)
+                    conn.execute(
+                        "SELECT pgq.complete(%s, ARRAY[%s::bigint], ARRAY[%s::bigint], ARRAY[%s],"
+                        " NULL, %s)",
+                        (worker, job_id, lease, status, t + timedelta(seconds=2 + run)),
+                    )
+                    finished[entrypoint] += 1
+            sample_at = t + timedelta(seconds=30)
+            conn.execute("SELECT rolled FROM pgq.rollup_metrics(at => %s)", (sample_at,))
+    return finished
