@@ -231,9 +231,14 @@ class Build:
         backoff_max: timedelta | None = None,
         heartbeat_timeout: timedelta | None = None,
         reset: bool = False,
+        run_timeout: timedelta | None = None,
+        max_interruptions: int | None = None,
+        max_snoozes: int | None = None,
     ) -> Call[EntrypointConfig]:
         """Set an entrypoint's policy (``pgq.configure``: None leaves a setting as it is,
-        ``reset`` first returns every setting to its default); returns the stored policy."""
+        ``reset`` first returns every setting to its default); returns the stored policy.
+        ``run_timeout`` limits one attempt's run time (``timedelta(0)`` removes the limit);
+        ``max_interruptions`` and ``max_snoozes`` bound uncounted interruptions and snoozes."""
         return ac.configure(
             entrypoint,
             concurrency_limit=concurrency_limit,
@@ -242,6 +247,9 @@ class Build:
             backoff_max=backoff_max,
             heartbeat_timeout=heartbeat_timeout,
             reset=reset,
+            run_timeout=run_timeout,
+            max_interruptions=max_interruptions,
+            max_snoozes=max_snoozes,
         )
 
     @staticmethod

@@ -27,11 +27,14 @@ calls (no notification is sent when a job finishes, see docs/sql-api.md)::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
+
+import psycopg
 
 from pgq_thin import _api, admin_calls
 from pgq_thin._statements import Call, ints, value
@@ -39,11 +42,19 @@ from pgq_thin.admin_calls import arun, async_method, run, sync_method
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.otel import in_use as otel_in_use
 from pgq_thin.otel import with_trace_context
-from pgq_thin.payloads import encode_payload
+from pgq_thin.payloads import encode_payload, non_json_payload_error
 from pgq_thin.records import JobResult
 
 OnConflict = Literal["raise", "existing"]
 When = datetime | timedelta | float | None
+#: A run time limit: a timedelta or seconds (None: the entrypoint's ``run_timeout``).
+Timeout = timedelta | float | None
+
+
+def _limit(timeout: Timeout) -> timedelta | None:
+    if timeout is None or isinstance(timeout, timedelta):
+        return timeout
+    return timedelta(seconds=float(timeout))
 
 
 def _split(when: When) -> tuple[datetime | None, timedelta | None]:
@@ -54,6 +65,19 @@ def _split(when: When) -> tuple[datetime | None, timedelta | None]:
     return None, when if isinstance(when, timedelta) else timedelta(seconds=float(when))
 
 
+@contextlib.contextmanager
+def _json_checked(payloads: Sequence[Any]) -> Iterator[None]:
+    """A payload holding NaN or Infinity reaches the server as text JSON refuses (22P02):
+    raised as one :class:`~pgq_thin.payloads.PayloadValidationError` naming the value."""
+    try:
+        yield
+    except psycopg.errors.InvalidTextRepresentation as err:
+        better = non_json_payload_error(payloads)
+        if better is None:
+            raise
+        raise better from err
+
+
 def _one(
     entrypoint: str,
     payload: Any,
@@ -62,6 +86,7 @@ def _one(
     dedupe_key: str | None,
     headers: dict[str, Any] | None,
     on_conflict: OnConflict,
+    timeout: Timeout = None,
 ) -> Call[int]:
     due, delay = _split(run_at)
     return _api.enqueue(
@@ -73,6 +98,7 @@ def _one(
         headers=with_trace_context(headers),
         on_conflict=on_conflict,
         delay=delay,
+        timeout=_limit(timeout),
     ).then(lambda rows: int(value(rows)))
 
 
@@ -84,6 +110,7 @@ def _many(
     dedupe_keys: Sequence[str | None] | None,
     headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
     on_conflict: OnConflict,
+    timeouts: Timeout | Sequence[Timeout] = None,
 ) -> Call[list[int]]:
     """One entrypoint/priority/run_at/headers value applies to every payload."""
     n = len(payloads)
@@ -98,6 +125,11 @@ def _many(
         pairs = [_split(w) for w in run_ats]
     whens = None if all(p[0] is None for p in pairs) else [p[0] for p in pairs]
     delays = None if all(p[1] is None for p in pairs) else [p[1] for p in pairs]
+    limits: list[timedelta | None] | None
+    if timeouts is None or isinstance(timeouts, timedelta | float | int):
+        limits = None if timeouts is None else [_limit(timeouts)] * n
+    else:
+        limits = [_limit(t) for t in timeouts]
     hdrs: list[dict[str, Any] | None] | None
     if headers is None or isinstance(headers, dict):
         shared = with_trace_context(headers)
@@ -113,6 +145,7 @@ def _many(
         headers=hdrs,
         on_conflict=on_conflict,
         delays=delays,
+        timeouts=limits,
     ).then(ints)
 
 
@@ -125,6 +158,9 @@ def configure_call(
     backoff_max: timedelta | None = None,
     heartbeat_timeout: timedelta | None = None,
     reset: bool = False,
+    run_timeout: timedelta | None = None,
+    max_interruptions: int | None = None,
+    max_snoozes: int | None = None,
 ) -> Call[dict[str, Any]]:
     """Set an entrypoint's policy (stored in the database, shared by every worker); returns
     the stored row as a dict. The call of :meth:`pgq_thin.admin.Admin.configure`, which
@@ -137,6 +173,9 @@ def configure_call(
         backoff_max=backoff_max,
         heartbeat_timeout=heartbeat_timeout,
         reset=reset,
+        run_timeout=run_timeout,
+        max_interruptions=max_interruptions,
+        max_snoozes=max_snoozes,
     )
     return call.then(dataclasses.asdict)
 
@@ -177,16 +216,21 @@ class Queue(SyncHandle):
         dedupe_key: str | None = None,
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
+        timeout: Timeout = None,
     ) -> int:
         """Add one job and return its id.
 
         ``payload`` is any JSON-able value (or a dataclass/pydantic model). ``run_at`` is a
         datetime, or a delay from now (timedelta or seconds); None means now. A ``dedupe_key``
         already held by a live job raises :class:`~pgq_thin.errors.DedupeConflict`, or with
-        ``on_conflict="existing"`` returns that job's id.
+        ``on_conflict="existing"`` returns that job's id. ``timeout`` (a timedelta or
+        seconds) limits how long one attempt may run, over its entrypoint's ``run_timeout``
+        (None: that one); past it SQL fails the attempt ("timed out after N s").
         """
-        call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        with self.using() as conn:
+        call = _one(
+            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, timeout
+        )
+        with _json_checked([payload]), self.using() as conn:
             return run(conn, call)
 
     def enqueue_many(
@@ -199,16 +243,20 @@ class Queue(SyncHandle):
         dedupe_keys: Sequence[str | None] | None = None,
         headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
         on_conflict: OnConflict = "raise",
+        timeouts: Timeout | Sequence[Timeout] = None,
     ) -> list[int]:
         """Add one job per payload in one statement; ids in input order.
 
         A single entrypoint, priority, run_at or headers value applies to all; sequences must
-        have one element per payload. Any error adds nothing.
+        have one element per payload (``timeouts`` too: one limit for all, or one per job).
+        Any error adds nothing.
         """
         if not payloads:
             return []
-        call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        with self.using() as conn:
+        call = _many(
+            entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts
+        )
+        with _json_checked(payloads), self.using() as conn:
             return run(conn, call)
 
     cancel = sync_method(admin_calls.cancel)
@@ -246,11 +294,15 @@ class AsyncQueue(AsyncHandle):
         dedupe_key: str | None = None,
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
+        timeout: Timeout = None,
     ) -> int:
         """As :meth:`Queue.enqueue`."""
-        call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        async with self.using() as conn:
-            return await arun(conn, call)
+        call = _one(
+            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, timeout
+        )
+        with _json_checked([payload]):
+            async with self.using() as conn:
+                return await arun(conn, call)
 
     async def enqueue_many(
         self,
@@ -262,13 +314,17 @@ class AsyncQueue(AsyncHandle):
         dedupe_keys: Sequence[str | None] | None = None,
         headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
         on_conflict: OnConflict = "raise",
+        timeouts: Timeout | Sequence[Timeout] = None,
     ) -> list[int]:
         """As :meth:`Queue.enqueue_many`."""
         if not payloads:
             return []
-        call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        async with self.using() as conn:
-            return await arun(conn, call)
+        call = _many(
+            entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts
+        )
+        with _json_checked(payloads):
+            async with self.using() as conn:
+                return await arun(conn, call)
 
     cancel = async_method(admin_calls.cancel)
 
