@@ -15,8 +15,8 @@ leaves slots free sends the claim of the next batch before its own jobs are take
 ahead: the server claims while the process runs jobs; ``concurrency = 2 * batch_size`` gives it
 room), sized to the slots left once the jobs just claimed have started. Buffered results ride
 along with a claim (``ResultBuffer.batch``). A claimed row that cannot be turned into Python
-values fails that job alone (fatal: it can never be decoded, so it is dead at once); the rest
-of the batch runs.
+values fails that job alone (a failure, not fatal: a retry rewrites a due time Python cannot
+hold, so such a job can heal); the rest of the batch runs.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pgq_thin.connection import Backoff
 from pgq_thin.job import Job, UndecodableJob
 from pgq_thin.worker._attempts import Attempts
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, jittered, one_line, wait_event
-from pgq_thin.worker._outcomes import FATAL, Ending
+from pgq_thin.worker._outcomes import FAILED, Ending
 from pgq_thin.worker._results import ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._telemetry import Telemetry
@@ -159,7 +159,7 @@ class Claimer:
 
     async def _take_in(self, rows: Rows, *, start: bool) -> list[Job[Any]]:
         """Own the claimed rows: jobs started (or, when stopping, released at once). A row that
-        cannot be decoded is completed as fatal at once."""
+        cannot be decoded is completed as failed at once."""
         jobs: list[Job[Any]] = []
         for row in rows:
             try:
@@ -181,7 +181,7 @@ class Claimer:
         self._tel.undecodable(str(err), fields)
         self._stats.undecodable += 1
         details = {"error": "UndecodableJob", "message": str(err)}
-        ending = Ending(FATAL, details, "undecodable").for_claim(
+        ending = Ending(FAILED, details, "undecodable").for_claim(
             err.job_id, err.lease, err.entrypoint, 0.0
         )
         self._results.report(ending, alone=self._attempts.running == 0)

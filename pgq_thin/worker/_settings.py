@@ -185,7 +185,7 @@ class WorkerStats:
     lost: int = 0
     released: int = 0
     aborted: int = 0
-    #: claimed jobs whose row could not be turned into Python values (completed as fatal)
+    #: claimed jobs whose row could not be turned into Python values (completed as failed)
     undecodable: int = 0
     #: jobs SQL declared dead (attempts used up, or fatal), snoozes granted, attempts SQL ended
     #: past their time limit, and jobs taken over from a silent worker

@@ -47,7 +47,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pgq_thin.errors import one_line
 from pgq_thin.job import Job, RetryAfter
 from pgq_thin.logs import worker_log
-from pgq_thin.worker._outcomes import DEAD, FAILURES, LEVELS, SNOOZED_STATUS, TRACEBACKS, Ending
+from pgq_thin.worker._outcomes import (
+    DEAD,
+    FAILED,
+    FAILURES,
+    LEVELS,
+    SNOOZED_STATUS,
+    TRACEBACKS,
+    Ending,
+)
 
 if TYPE_CHECKING:
     from pgq_thin.calls import Decision
@@ -289,7 +297,7 @@ class Telemetry:
         exc_info: BaseException | None = None,
     ) -> None:
         if log.isEnabledFor(level):
-            outcome = "failed" if result.log_outcome == "retry_after" else result.outcome
+            outcome = FAILED if result.log_outcome == "retry_after" else result.outcome
             detail = _decided_detail(result)
             self.log.log(
                 level,
@@ -373,10 +381,10 @@ class Progress:
                 "progress": {
                     "seconds": span,
                     "done": done,
-                    "failed": failed,
-                    "timed_out": timed_out,
-                    "dead": dead,
-                    "canceled": canceled,
+                    "failed_attempts": failed,
+                    "timed_out_attempts": timed_out,
+                    "dead_jobs": dead,
+                    "canceled_jobs": canceled,
                     "jobs_per_second": rate,
                 }
             },

@@ -400,8 +400,9 @@ def test_a_busy_worker_writes_a_progress_line(
 
     asyncio.run(main())
     lines = [r for r in caplog.records if hasattr(r, "progress")]
-    totals = {k: sum(r.progress[k] for r in lines) for k in ("done", "failed", "dead")}
-    assert totals == {"done": 3, "failed": 1, "dead": 1}
+    keys = ("done", "failed_attempts", "dead_jobs")
+    totals = {k: sum(r.progress[k] for r in lines) for k in keys}
+    assert totals == {"done": 3, "failed_attempts": 1, "dead_jobs": 1}
     assert all(r.levelno == logging.INFO for r in lines)
     assert "3 done" in " ".join(r.getMessage() for r in lines) or len(lines) > 1
 
