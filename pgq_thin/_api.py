@@ -82,7 +82,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "fire_schedule_now": ("fire_schedule_now",),
     "heartbeat": ("id", "state"),
     "history_summary": ("entrypoint", "status", "jobs", "max_attempt", "avg_latency_s"),
-    "job": ("id", "entrypoint", "status", "priority", "attempt", "max_attempts", "payload", "headers", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "wait_s", "run_s", "worker_id", "cancel_requested", "result", "details", "errors", "schedule", "schedule_due_at"),
+    "job": ("id", "entrypoint", "status", "priority", "attempt", "max_attempts", "payload", "headers", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "wait_s", "run_s", "worker_id", "cancel_requested", "result", "details", "errors", "schedule", "schedule_due_at", "silent_s", "deadline_at"),
     "job_results": ("id", "status", "finished", "result", "error", "attempt", "finished_at"),
     "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "maintain": ("state", "swept", "promoted", "carried", "truncated", "rotated", "lock_wait_ms", "bytes"),
@@ -106,7 +106,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "failed_jobs": ("id", "entrypoint", "attempt", "payload", "headers", "priority", "dedupe_key", "enqueued_at", "started_at", "finished_at", "worker_id", "details", "errors"),
     "queue_stats": ("entrypoint", "queued", "due", "running", "stale", "oldest_queued_age", "concurrency_limit", "max_attempts", "heartbeat_timeout", "paused"),
     "schedules": ("name", "entrypoint", "cron", "timezone", "payload", "headers", "priority", "catch_up", "misfire_grace", "fire_timeout", "next_run_at", "last_run_at", "last_job_id", "state", "worker_id", "lease", "heartbeat_at", "created_at", "updated_at", "retry_at", "last_error"),
-    "worker_status": ("worker_id", "state", "host", "pid", "application_name", "entrypoints", "version", "metadata", "client_addr", "started_at", "last_seen_at", "silent_s", "timeout", "running", "stale", "job_ids"),
+    "worker_status": ("worker_id", "state", "host", "pid", "application_name", "entrypoints", "version", "metadata", "client_addr", "started_at", "last_seen_at", "silent_s", "timeout", "running", "stale", "job_ids", "job_silent_s"),
 }
 
 #: Identity signatures, as has_function_privilege takes them.
@@ -350,7 +350,8 @@ def history_summary(*, entrypoints: Sequence[str | None] | None = None, since_id
 def job(id: int) -> Call[list[Row]]:
     """``pgq.job(bigint)``, ``RETURNS SETOF pgq.job_info``.
     One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s),
-    worker, errors of every attempt, details, result, the schedule tick that fired it.
+    worker, errors of every attempt, details, result, the schedule tick that fired it; for a
+    running job how long it has been silent and its deadline.
     """
     return FUNCTIONS["job"].call(id=id)
 
@@ -662,7 +663,8 @@ class EntrypointMetrics:
 class WorkerStatus:
     """One row of view ``pgq.worker_status``: Per worker: state (active; gone when silent
     past its timeout; unregistered: holds jobs but never registered), what it announced,
-    last seen, silent_s, and the running jobs it holds (running, stale, job_ids)."""
+    last seen, silent_s, the running jobs it holds (running, stale, job_ids) and
+    job_silent_s, the longest silence among them (seconds since their oldest heartbeat)."""
 
     worker_id: UUID
     state: str
@@ -680,6 +682,7 @@ class WorkerStatus:
     running: int
     stale: int
     job_ids: list[int]
+    job_silent_s: float | None
 
 
 @dataclass(frozen=True)
@@ -709,7 +712,7 @@ class Rollup:
 class JobInfo:
     """One row of ``pgq.job()``: One job by id, live or finished: status, attempts, payload,
     timings (wait_s, run_s), worker, errors of every attempt, details, result, the schedule
-    tick that fired it."""
+    tick that fired it; for a running job how long it has been silent and its deadline."""
 
     id: int
     entrypoint: str
@@ -734,6 +737,8 @@ class JobInfo:
     errors: list[Any] | None
     schedule: str | None
     schedule_due_at: datetime | None
+    silent_s: float | None
+    deadline_at: datetime | None
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@
 --     513  Comments on the columns of the tables 0.1.0 created
 --     548  Views of the live jobs (they read the new pgq.jobs)
 --     600  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
---     632  Functions: the other 65 functions this migration re-creates (generated)
---    5561  The ring, continued: triggers and the copy of the live jobs
---    5593  Grants
+--     659  Functions: the other 65 functions this migration re-creates (generated)
+--    5593  The ring, continued: triggers and the copy of the live jobs
+--    5625  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -628,6 +628,33 @@ ALTER TABLE pgq.job_history ADD COLUMN timeout interval;
 COMMENT ON COLUMN pgq.job_history.timeout IS 'The job''s own run time limit (kept for pgq.requeue).';
 DROP FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean);
 ALTER TYPE pgq.claimed_job ADD ATTRIBUTE run_timeout_s float8, ADD ATTRIBUTE taken_over jsonb;
+-- Silence made visible before the timeout: a running job's silence and deadline (pgq.job), and
+-- per worker the longest silence of the jobs it holds (pgq.worker_status).
+ALTER TYPE pgq.job_info ADD ATTRIBUTE silent_s float8, ADD ATTRIBUTE deadline_at timestamptz;
+CREATE OR REPLACE VIEW pgq.worker_status AS
+SELECT coalesce(w.worker_id, r.worker_id) AS worker_id,
+       CASE WHEN w.worker_id IS NULL THEN 'unregistered'
+            WHEN w.last_seen_at >= now() - w.timeout THEN 'active'
+            ELSE 'gone' END AS state,
+       w.host, w.pid, w.application_name, w.entrypoints, w.version, w.metadata, w.client_addr,
+       w.started_at, w.last_seen_at,
+       date_part('epoch', now() - w.last_seen_at) AS silent_s,
+       w.timeout,
+       coalesce(r.running, 0) AS running,
+       coalesce(r.stale, 0) AS stale,
+       coalesce(r.job_ids, '{}') AS job_ids,
+       r.job_silent_s
+  FROM pgq.workers w
+  FULL JOIN (SELECT j.worker_id, count(*) AS running,
+                    count(*) FILTER (WHERE j.heartbeat_at < now() - c.heartbeat_timeout) AS stale,
+                    array_agg(j.id ORDER BY j.id) AS job_ids,
+                    date_part('epoch', now() - min(j.heartbeat_at)) AS job_silent_s
+               FROM pgq.jobs j
+               JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+              WHERE j.status = 'running'
+              GROUP BY j.worker_id) AS r ON r.worker_id = w.worker_id;
+COMMENT ON VIEW pgq.worker_status IS
+    'Per worker: state (active; gone when silent past its timeout; unregistered: holds jobs but never registered), what it announced, last seen, silent_s, the running jobs it holds (running, stale, job_ids) and job_silent_s, the longest silence among them (seconds since their oldest heartbeat).';
 
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
@@ -3853,7 +3880,10 @@ COMMENT ON FUNCTION pgq.history_summary(text[], bigint) IS
 --   ({"attempt", "at", "details"}: the handler's error, message, traceback), details what the
 --   last completion stored, result the value a successful handler returned (details->'result').
 --   schedule and schedule_due_at name the schedule tick that fired the job (NULL otherwise).
---   max_attempts is the entrypoint's current policy.
+--   max_attempts is the entrypoint's current policy. For a running job, silent_s is how long
+--   its attempt has been silent (now() - heartbeat_at: it grows while the worker is hung or
+--   gone, before the heartbeat timeout makes the job stale), and deadline_at when its time
+--   limit runs out (NULL: no limit); both NULL for other jobs.
 -- Locking: none (reads only).
 -- Errors: PQ009 NULL id.
 CREATE OR REPLACE FUNCTION pgq.job(id bigint)
@@ -3875,13 +3905,13 @@ BEGIN
     WITH one AS (
         SELECT j.id, j.entrypoint, j.status, j.priority, j.attempt, j.payload, j.headers, j.dedupe_key,
                j.enqueued_at, j.run_at, j.started_at, j.heartbeat_at, NULL::timestamptz AS finished_at,
-               j.worker_id, j.cancel_requested, NULL::jsonb AS details, j.errors
+               j.worker_id, j.cancel_requested, NULL::jsonb AS details, j.errors, j.deadline_at
           FROM pgq.jobs j
          WHERE j.id = job.id
         UNION ALL
         SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.payload, h.headers, h.dedupe_key,
                h.enqueued_at, NULL, h.started_at, NULL, h.finished_at,
-               h.worker_id, false, h.details, h.errors
+               h.worker_id, false, h.details, h.errors, NULL
           FROM pgq.job_history h
          WHERE h.id = job.id
     )
@@ -3894,14 +3924,16 @@ BEGIN
            o.details, o.errors,
            -- Only a job fired by pgq.fire_schedule (its dedupe key), not a header set by hand.
            CASE WHEN o.dedupe_key LIKE 'pgq:schedule:%' THEN o.headers ->> 'pgq_schedule' END,
-           CASE WHEN o.dedupe_key LIKE 'pgq:schedule:%' THEN (o.headers ->> 'pgq_due_at')::timestamptz END
+           CASE WHEN o.dedupe_key LIKE 'pgq:schedule:%' THEN (o.headers ->> 'pgq_due_at')::timestamptz END,
+           CASE WHEN o.status = 'running' THEN date_part('epoch', now() - o.heartbeat_at) END,
+           CASE WHEN o.status = 'running' THEN o.deadline_at END
       FROM one o
       LEFT JOIN pgq.entrypoints e ON e.entrypoint = o.entrypoint
      LIMIT 1;
 END
 $$;
 COMMENT ON FUNCTION pgq.job(bigint) IS
-    'One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s), worker, errors of every attempt, details, result, the schedule tick that fired it.';
+    'One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s), worker, errors of every attempt, details, result, the schedule tick that fired it; for a running job how long it has been silent and its deadline.';
 
 -- sql/functions/job_results.sql
 -- pgq.job_results(ids)

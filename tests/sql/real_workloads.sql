@@ -2,7 +2,7 @@
 -- run_timeout_s and deadline, pgq.heartbeat's timed_out, the sweep of pgq.maintain), bounded
 -- interruptions, snoozes, fatal outcomes, and the claim's taken_over.
 BEGIN;
-SELECT plan(48);
+SELECT plan(50);
 
 \set w '''11111111-1111-1111-1111-111111111111'''
 \set w2 '''22222222-2222-2222-2222-222222222222'''
@@ -146,6 +146,17 @@ SELECT is((SELECT (taken_over ->> 'worker_id') || ' ' || (taken_over ->> 'attemp
              FROM pgq.claim(:w2, '{rw_o}', 1, now() + interval '31 seconds')),
           '11111111-1111-1111-1111-111111111111 1 heartbeat timeout',
           'claimed after its worker fell silent: taken_over names that worker and its attempt');
+
+-- Silence made visible, before the heartbeat timeout ------------------------------------------
+SELECT pgq.configure('rw_q', run_timeout => interval '1 minute');
+SELECT pgq.enqueue('rw_q', run_at => now() - interval '1 minute') AS q1 \gset
+SELECT id AS q1 FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{rw_q}', 1, now() - interval '20 seconds') \gset
+SELECT is((SELECT row(silent_s, deadline_at)::text FROM pgq.job(:q1)),
+          row(20::float8, now() + interval '40 seconds')::text,
+          'pgq.job: a running job silent for 20 s says so, with its deadline');
+SELECT is((SELECT row(state, stale, job_silent_s)::text FROM pgq.worker_status
+            WHERE worker_id = '33333333-3333-3333-3333-333333333333'),
+          '(unregistered,0,20)', 'pgq.worker_status: not stale yet (30 s timeout), silent for 20 s');
 
 SELECT * FROM finish();
 ROLLBACK;
