@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the real names for type checkers; at run time they load lazily below
     from pgq_thin._version import __version__
     from pgq_thin.admin import Admin, AsyncAdmin
-    from pgq_thin.job import CancelJob, Job, RetryAfter
+    from pgq_thin.job import CancelJob, FatalError, Job, RetryAfter, Snooze
     from pgq_thin.queue import AsyncQueue, Queue
     from pgq_thin.worker import ThinWorker
 
@@ -18,9 +18,11 @@ __all__ = [
     "AsyncAdmin",
     "AsyncQueue",
     "CancelJob",
+    "FatalError",
     "Job",
     "Queue",
     "RetryAfter",
+    "Snooze",
     "ThinWorker",
     "__version__",
 ]
@@ -32,8 +34,10 @@ _LAZY = {
     "AsyncQueue": "pgq_thin.queue",
     "Queue": "pgq_thin.queue",
     "CancelJob": "pgq_thin.job",
+    "FatalError": "pgq_thin.job",
     "Job": "pgq_thin.job",
     "RetryAfter": "pgq_thin.job",
+    "Snooze": "pgq_thin.job",
     "ThinWorker": "pgq_thin.worker",
     # reading the installed distribution's metadata costs ~30 ms: only when asked
     "__version__": "pgq_thin._version",

@@ -41,11 +41,11 @@ FUNCTIONS: dict[str, Fn] = {
     "claim_schedules": Fn("pgq.claim_schedules", (("worker_id", "uuid"), ("batch_size", "integer"), ("at", "timestamp with time zone")), 1, False),
     "compact_jobs": Fn("pgq.compact_jobs", (("max_rows", "integer"), ("max_bytes", "bigint"), ("lock_wait", "interval"), ("at", "timestamp with time zone")), 0, False),
     "complete": Fn("pgq.complete", (("worker_id", "uuid"), ("ids", "bigint[]"), ("leases", "bigint[]"), ("outcomes", "text[]"), ("details", "jsonb"), ("at", "timestamp with time zone")), 4, False),
-    "configure": Fn("pgq.configure", (("entrypoint", "text"), ("concurrency_limit", "integer"), ("max_attempts", "integer"), ("backoff_base", "interval"), ("backoff_max", "interval"), ("heartbeat_timeout", "interval"), ("reset", "boolean")), 1, False),
+    "configure": Fn("pgq.configure", (("entrypoint", "text"), ("concurrency_limit", "integer"), ("max_attempts", "integer"), ("backoff_base", "interval"), ("backoff_max", "interval"), ("heartbeat_timeout", "interval"), ("reset", "boolean"), ("run_timeout", "interval"), ("max_interruptions", "integer"), ("max_snoozes", "integer")), 1, False),
     "delete_history": Fn("pgq.delete_history", (("entrypoint", "text"), ("statuses", "text[]"), ("since", "timestamp with time zone"), ("until", "timestamp with time zone"), ("error", "text"), ("max_jobs", "integer")), 0, True),
     "delete_jobs": Fn("pgq.delete_jobs", (("ids", "bigint[]"),), 1, False),
-    "enqueue": Fn("pgq.enqueue", (("entrypoint", "text"), ("payload", "jsonb"), ("priority", "integer"), ("run_at", "timestamp with time zone"), ("dedupe_key", "text"), ("headers", "jsonb"), ("on_conflict", "text"), ("delay", "interval")), 1, True),
-    "enqueue_many": Fn("pgq.enqueue_many", (("entrypoints", "text[]"), ("payloads", "jsonb"), ("priorities", "integer[]"), ("run_ats", "timestamp with time zone[]"), ("dedupe_keys", "text[]"), ("headers", "jsonb"), ("on_conflict", "text"), ("delays", "interval[]")), 1, False),
+    "enqueue": Fn("pgq.enqueue", (("entrypoint", "text"), ("payload", "jsonb"), ("priority", "integer"), ("run_at", "timestamp with time zone"), ("dedupe_key", "text"), ("headers", "jsonb"), ("on_conflict", "text"), ("delay", "interval"), ("timeout", "interval")), 1, True),
+    "enqueue_many": Fn("pgq.enqueue_many", (("entrypoints", "text[]"), ("payloads", "jsonb"), ("priorities", "integer[]"), ("run_ats", "timestamp with time zone[]"), ("dedupe_keys", "text[]"), ("headers", "jsonb"), ("on_conflict", "text"), ("delays", "interval[]"), ("timeouts", "interval[]")), 1, False),
     "entrypoint_config": Fn("pgq.entrypoint_config", (("entrypoints", "text[]"),), 0, False),
     "find_by_dedupe_key": Fn("pgq.find_by_dedupe_key", (("dedupe_key", "text"), ("max_rows", "integer")), 1, False),
     "find_history": Fn("pgq.find_history", (("entrypoint", "text"), ("statuses", "text[]"), ("since", "timestamp with time zone"), ("until", "timestamp with time zone"), ("error", "text"), ("after", "text"), ("page_size", "integer")), 0, False),
@@ -80,23 +80,23 @@ FUNCTIONS: dict[str, Fn] = {
 #: The result columns of each function, and the columns of each readable relation.
 COLUMNS: dict[str, tuple[str, ...]] = {
     "cancel": ("id",),
-    "claim": ("id", "lease", "entrypoint", "payload", "headers", "priority", "attempt", "enqueued_at", "run_at", "dedupe_key", "max_attempts", "heartbeat_timeout", "heartbeat_timeout_s", "last_attempt"),
+    "claim": ("id", "lease", "entrypoint", "payload", "headers", "priority", "attempt", "enqueued_at", "run_at", "dedupe_key", "max_attempts", "heartbeat_timeout", "heartbeat_timeout_s", "last_attempt", "run_timeout_s", "taken_over"),
     "claim_schedules": ("name", "lease", "entrypoint", "cron", "timezone", "due_at", "db_now"),
     "compact_jobs": ("compacted", "reason", "rows", "bytes_before", "bytes_after"),
     "complete": ("id", "status", "attempt", "max_attempts", "run_at", "retry_in_s"),
-    "configure": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
+    "configure": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes"),
     "delete_history": ("delete_history",),
     "delete_jobs": ("id",),
     "enqueue": ("enqueue",),
     "enqueue_many": ("id",),
-    "entrypoint_config": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
+    "entrypoint_config": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes"),
     "find_by_dedupe_key": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "find_history": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "fire_schedule": ("state", "job_id"),
     "fire_schedule_now": ("fire_schedule_now",),
     "heartbeat": ("id", "state"),
     "history_summary": ("entrypoint", "status", "jobs", "max_attempt", "avg_latency_s"),
-    "job": ("id", "entrypoint", "status", "priority", "attempt", "max_attempts", "payload", "headers", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "wait_s", "run_s", "worker_id", "cancel_requested", "result", "details", "errors", "schedule", "schedule_due_at"),
+    "job": ("id", "entrypoint", "status", "priority", "attempt", "max_attempts", "payload", "headers", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "wait_s", "run_s", "worker_id", "cancel_requested", "result", "details", "errors", "schedule", "schedule_due_at", "silent_s", "deadline_at"),
     "job_results": ("id", "status", "finished", "result", "error", "attempt", "finished_at"),
     "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "maintain": ("state", "swept", "promoted", "carried", "truncated", "rotated", "lock_wait_ms", "bytes"),
@@ -104,7 +104,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "metrics_series": ("entrypoint", "minute", "successful", "failed", "canceled", "due", "running", "wait_p95_s", "run_p95_s"),
     "next_run_at": ("next_run_at",),
     "next_schedule_at": ("next_schedule_at",),
-    "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
+    "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes"),
     "prune_entrypoints": ("prune_entrypoints",),
     "prune_history": ("prune_history",),
     "prune_workers": ("prune_workers",),
@@ -113,7 +113,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "release_schedule": ("release_schedule",),
     "requeue": ("id",),
     "requeue_history": ("id",),
-    "resume": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
+    "resume": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes"),
     "rollup_metrics": ("rolled", "caught_up", "busy"),
     "schedule": ("name", "entrypoint", "cron", "timezone", "payload", "headers", "priority", "catch_up", "misfire_grace", "fire_timeout", "next_run_at", "last_run_at", "last_job_id", "state", "worker_id", "lease", "heartbeat_at", "created_at", "updated_at", "retry_at", "last_error"),
     "unregister_worker": ("unregister_worker",),
@@ -121,7 +121,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "failed_jobs": ("id", "entrypoint", "attempt", "payload", "headers", "priority", "dedupe_key", "enqueued_at", "started_at", "finished_at", "worker_id", "details", "errors"),
     "queue_stats": ("entrypoint", "queued", "due", "running", "stale", "oldest_queued_age", "concurrency_limit", "max_attempts", "heartbeat_timeout", "paused"),
     "schedules": ("name", "entrypoint", "cron", "timezone", "payload", "headers", "priority", "catch_up", "misfire_grace", "fire_timeout", "next_run_at", "last_run_at", "last_job_id", "state", "worker_id", "lease", "heartbeat_at", "created_at", "updated_at", "retry_at", "last_error"),
-    "worker_status": ("worker_id", "state", "host", "pid", "application_name", "entrypoints", "version", "metadata", "client_addr", "started_at", "last_seen_at", "silent_s", "timeout", "running", "stale", "job_ids"),
+    "worker_status": ("worker_id", "state", "host", "pid", "application_name", "entrypoints", "version", "metadata", "client_addr", "started_at", "last_seen_at", "silent_s", "timeout", "running", "stale", "job_ids", "job_silent_s"),
 }
 
 #: Identity signatures, as has_function_privilege takes them.
@@ -131,11 +131,11 @@ SIGNATURES: dict[str, str] = {
     "claim_schedules": "pgq.claim_schedules(uuid,integer,timestamp with time zone)",
     "compact_jobs": "pgq.compact_jobs(integer,bigint,interval,timestamp with time zone)",
     "complete": "pgq.complete(uuid,bigint[],bigint[],text[],jsonb,timestamp with time zone)",
-    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean)",
+    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer)",
     "delete_history": "pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)",
     "delete_jobs": "pgq.delete_jobs(bigint[])",
-    "enqueue": "pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval)",
-    "enqueue_many": "pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[])",
+    "enqueue": "pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval,interval)",
+    "enqueue_many": "pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[])",
     "entrypoint_config": "pgq.entrypoint_config(text[])",
     "find_by_dedupe_key": "pgq.find_by_dedupe_key(text,integer)",
     "find_history": "pgq.find_history(text,text[],timestamp with time zone,timestamp with time zone,text,text,integer)",
@@ -253,20 +253,21 @@ def compact_jobs(*, max_rows: int | None = None, max_bytes: int | None = None, l
 def complete(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], outcomes: Sequence[str | None], *, details: Any | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.complete(uuid,bigint[],bigint[],text[],jsonb,timestamp with time zone)``, ``RETURNS TABLE(id bigint, status text, attempt integer, max_attempts integer, run_at timestamp with time zone, retry_in_s double precision)``.
     Ends attempts owned under these leases with what the worker observed (successful,
-    failed, interrupted, canceled); answers per job what SQL decided: status successful,
-    failed (dead), canceled or retry, attempt, max_attempts, and for a retry run_at and
-    retry_in_s. Stale leases are ignored.
+    failed, interrupted, canceled, snoozed, fatal); answers per job what SQL decided: status
+    successful, failed (dead), canceled, retry or snoozed, attempt, max_attempts, and for a
+    retry or snooze run_at and retry_in_s. Stale leases are ignored.
     """
     return FUNCTIONS["complete"].call(rows, worker_id=worker_id, ids=ids, leases=leases, outcomes=outcomes, details=details, at=at)
 
 
-def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None) -> Call[EntrypointConfig]:
-    """``pgq.configure(text,integer,integer,interval,interval,interval,boolean)``, ``RETURNS pgq.entrypoints``.
+def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None, run_timeout: timedelta | None = None, max_interruptions: int | None = None, max_snoozes: int | None = None) -> Call[EntrypointConfig]:
+    """``pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer)``, ``RETURNS pgq.entrypoints``.
     Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses),
-    max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting
-    unchanged; reset => true restores defaults first.
+    max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it),
+    max_interruptions, max_snoozes. NULL leaves a setting unchanged; reset => true restores
+    defaults first.
     """
-    return FUNCTIONS["configure"].call(record(EntrypointConfig), entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset)
+    return FUNCTIONS["configure"].call(record(EntrypointConfig), entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset, run_timeout=run_timeout, max_interruptions=max_interruptions, max_snoozes=max_snoozes)
 
 
 def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None) -> Call[int]:
@@ -285,21 +286,23 @@ def delete_jobs(ids: Sequence[int | None]) -> Call[list[int]]:
     return FUNCTIONS["delete_jobs"].call(column, ids=ids)
 
 
-def enqueue(entrypoint: str, *, payload: Any | None = None, priority: int | None = None, run_at: datetime | timedelta | None = None, dedupe_key: str | None = None, headers: Any | None = None, on_conflict: str | None = None, delay: timedelta | None = None) -> Call[int]:
-    """``pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval)``, ``RETURNS bigint``.
+def enqueue(entrypoint: str, *, payload: Any | None = None, priority: int | None = None, run_at: datetime | timedelta | None = None, dedupe_key: str | None = None, headers: Any | None = None, on_conflict: str | None = None, delay: timedelta | None = None, timeout: timedelta | None = None) -> Call[int]:
+    """``pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval,interval)``, ``RETURNS bigint``.
     Adds one job; returns its id. Due at run_at, or delay after now (not both), or now;
-    dedupe_key is unique among live jobs (on_conflict: raise or existing).
+    dedupe_key is unique among live jobs (on_conflict: raise or existing); timeout is its
+    run time limit (NULL: the entrypoint's).
     """
-    return FUNCTIONS["enqueue"].call(value, entrypoint=entrypoint, payload=payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key, headers=headers, on_conflict=on_conflict, delay=delay)
+    return FUNCTIONS["enqueue"].call(value, entrypoint=entrypoint, payload=payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key, headers=headers, on_conflict=on_conflict, delay=delay, timeout=timeout)
 
 
-def enqueue_many(entrypoints: Sequence[str | None], *, payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None) -> Call[list[int]]:
-    """``pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[])``, ``RETURNS TABLE(id bigint)``.
+def enqueue_many(entrypoints: Sequence[str | None], *, payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None, timeouts: Sequence[timedelta | None] | None = None) -> Call[list[int]]:
+    """``pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[])``, ``RETURNS TABLE(id bigint)``.
     Adds many jobs in one statement; returns their ids in input order. payloads and headers
     are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays
-    (server clock) per job. on_conflict: raise (PQ007) or existing.
+    (server clock) per job; timeouts (run time limits) per job. on_conflict: raise (PQ007)
+    or existing.
     """
-    return FUNCTIONS["enqueue_many"].call(column, entrypoints=entrypoints, payloads=payloads, priorities=priorities, run_ats=run_ats, dedupe_keys=dedupe_keys, headers=headers, on_conflict=on_conflict, delays=delays)
+    return FUNCTIONS["enqueue_many"].call(column, entrypoints=entrypoints, payloads=payloads, priorities=priorities, run_ats=run_ats, dedupe_keys=dedupe_keys, headers=headers, on_conflict=on_conflict, delays=delays, timeouts=timeouts)
 
 
 def entrypoint_config(*, entrypoints: Sequence[str | None] | None = None) -> Call[list[EntrypointConfig]]:
@@ -346,7 +349,7 @@ def fire_schedule_now(name: str, *, at: datetime | timedelta | None = None) -> C
 def heartbeat(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
     """``pgq.heartbeat(uuid,bigint[],bigint[],timestamp with time zone)``, ``RETURNS TABLE(id bigint, state text)``.
     Refreshes the heartbeat of jobs this lease still owns; one row per id: ok,
-    cancel_requested or lost.
+    cancel_requested, timed_out (ended as a failed attempt past its time limit) or lost.
     """
     return FUNCTIONS["heartbeat"].call(rows, worker_id=worker_id, ids=ids, leases=leases, at=at)
 
@@ -362,7 +365,8 @@ def history_summary(*, entrypoints: Sequence[str | None] | None = None, since_id
 def job(id: int) -> Call[JobInfo | None]:
     """``pgq.job(bigint)``, ``RETURNS SETOF pgq.job_info``.
     One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s),
-    worker, errors of every attempt, details, result, the schedule tick that fired it.
+    worker, errors of every attempt, details, result, the schedule tick that fired it; for a
+    running job how long it has been silent and its deadline.
     """
     return FUNCTIONS["job"].call(optional(JobInfo), id=id)
 
@@ -553,9 +557,9 @@ PRIVILEGE_FUNCTIONS: dict[str, str] = {
     "schedule": "pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)",
     "unschedule": "pgq.unschedule(text)",
     "fire_schedule_now": "pgq.fire_schedule_now(text,timestamp with time zone)",
-    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean)",
+    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer)",
 }
-PRIVILEGES = "SELECT coalesce(has_function_privilege(to_regprocedure('pgq.job(bigint)'), 'EXECUTE'), false) AS read_jobs, coalesce(has_table_privilege(to_regclass('pgq.failed_jobs'), 'SELECT'), false) AS read_failed, coalesce(has_function_privilege(to_regprocedure('pgq.pause(text[],timestamp with time zone)'), 'EXECUTE'), false) AS pause, coalesce(has_function_privilege(to_regprocedure('pgq.resume(text[])'), 'EXECUTE'), false) AS resume, coalesce(has_function_privilege(to_regprocedure('pgq.cancel(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS cancel, coalesce(has_function_privilege(to_regprocedure('pgq.requeue(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS requeue, coalesce(has_function_privilege(to_regprocedure('pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)'), 'EXECUTE'), false) AS requeue_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)'), 'EXECUTE'), false) AS delete_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_jobs(bigint[])'), 'EXECUTE'), false) AS delete_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)'), 'EXECUTE'), false) AS schedule, coalesce(has_function_privilege(to_regprocedure('pgq.unschedule(text)'), 'EXECUTE'), false) AS unschedule, coalesce(has_function_privilege(to_regprocedure('pgq.fire_schedule_now(text,timestamp with time zone)'), 'EXECUTE'), false) AS fire_schedule_now, coalesce(has_function_privilege(to_regprocedure('pgq.configure(text,integer,integer,interval,interval,interval,boolean)'), 'EXECUTE'), false) AS configure"
+PRIVILEGES = "SELECT coalesce(has_function_privilege(to_regprocedure('pgq.job(bigint)'), 'EXECUTE'), false) AS read_jobs, coalesce(has_table_privilege(to_regclass('pgq.failed_jobs'), 'SELECT'), false) AS read_failed, coalesce(has_function_privilege(to_regprocedure('pgq.pause(text[],timestamp with time zone)'), 'EXECUTE'), false) AS pause, coalesce(has_function_privilege(to_regprocedure('pgq.resume(text[])'), 'EXECUTE'), false) AS resume, coalesce(has_function_privilege(to_regprocedure('pgq.cancel(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS cancel, coalesce(has_function_privilege(to_regprocedure('pgq.requeue(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS requeue, coalesce(has_function_privilege(to_regprocedure('pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)'), 'EXECUTE'), false) AS requeue_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)'), 'EXECUTE'), false) AS delete_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_jobs(bigint[])'), 'EXECUTE'), false) AS delete_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)'), 'EXECUTE'), false) AS schedule, coalesce(has_function_privilege(to_regprocedure('pgq.unschedule(text)'), 'EXECUTE'), false) AS unschedule, coalesce(has_function_privilege(to_regprocedure('pgq.fire_schedule_now(text,timestamp with time zone)'), 'EXECUTE'), false) AS fire_schedule_now, coalesce(has_function_privilege(to_regprocedure('pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer)'), 'EXECUTE'), false) AS configure"
 
 
 @dataclass(frozen=True)
@@ -648,6 +652,9 @@ class EntrypointConfig(_record_mixins.EntrypointConfigMixin):
     updated_at: datetime
     paused_at: datetime | None
     paused_by: str | None
+    run_timeout: timedelta | None
+    max_interruptions: int | None
+    max_snoozes: int | None
 
 
 @dataclass(frozen=True)
@@ -724,7 +731,8 @@ class EntrypointMetrics:
 class WorkerStatus:
     """One row of view ``pgq.worker_status``: Per worker: state (active; gone when silent
     past its timeout; unregistered: holds jobs but never registered), what it announced,
-    last seen, silent_s, and the running jobs it holds (running, stale, job_ids)."""
+    last seen, silent_s, the running jobs it holds (running, stale, job_ids) and
+    job_silent_s, the longest silence among them (seconds since their oldest heartbeat)."""
 
     worker_id: UUID
     state: str
@@ -742,6 +750,7 @@ class WorkerStatus:
     running: int
     stale: int
     job_ids: list[int]
+    job_silent_s: float | None
 
 
 @dataclass(frozen=True)
@@ -788,7 +797,7 @@ class MetricsPoint:
 class JobInfo:
     """One row of ``pgq.job()``: One job by id, live or finished: status, attempts, payload,
     timings (wait_s, run_s), worker, errors of every attempt, details, result, the schedule
-    tick that fired it."""
+    tick that fired it; for a running job how long it has been silent and its deadline."""
 
     id: int
     entrypoint: str
@@ -813,6 +822,8 @@ class JobInfo:
     errors: list[Any] | None
     schedule: str | None
     schedule_due_at: datetime | None
+    silent_s: float | None
+    deadline_at: datetime | None
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ __all__ = ["AConn", "Conn", "Decision", "Row"]
 CLAIM = (
     "SELECT id, lease, entrypoint, payload::text, headers::text, priority, attempt,"
     " CASE WHEN e THEN enqueued_at END, CASE WHEN r THEN run_at END, dedupe_key, max_attempts,"
-    " heartbeat_timeout_s, last_attempt,"
+    " heartbeat_timeout_s, last_attempt, run_timeout_s, taken_over::text,"
     " nullif(concat_ws(', ', CASE WHEN NOT e THEN 'enqueued_at ' || enqueued_at END,"
     " CASE WHEN NOT r THEN 'run_at ' || run_at END), '')"
     " FROM pgq.claim(%s::uuid, %s::text[], %s::int, request_id => %s::uuid) c,"
@@ -45,7 +45,8 @@ CLAIM = (
 #: in its order, and the note. :meth:`pgq_thin.job.Job.from_claimed` decodes by these names.
 CLAIM_COLUMNS = (
     "id", "lease", "entrypoint", "payload", "headers", "priority", "attempt", "enqueued_at",
-    "run_at", "dedupe_key", "max_attempts", "heartbeat_timeout_s", "last_attempt", "unholdable",
+    "run_at", "dedupe_key", "max_attempts", "heartbeat_timeout_s", "last_attempt", "run_timeout_s",
+    "taken_over", "unholdable",
 )  # fmt: skip
 # ids, leases and outcomes travel as comma-separated text (joined in C: a tenth of the cost of
 # dumping three lists), details as one JSON array (NULL when there are none); see complete_args.
@@ -60,8 +61,8 @@ COMPLETE_COLUMNS = ("id", "status", "attempt", "max_attempts", "retry_in_s")
 
 class Decision(NamedTuple):
     """What ``pgq.complete`` decided for one job: ``status`` successful, failed (dead),
-    canceled or retry; the attempt that ended; and for a retry, in how many seconds it runs
-    again (on the server's clock)."""
+    canceled, retry or snoozed; the attempt that ended; and for a retry or a snooze, in how
+    many seconds it runs again (on the server's clock)."""
 
     status: str
     attempt: int
@@ -148,7 +149,8 @@ async def acomplete_and_claim(
 async def aheartbeat(
     conn: AConn, worker_id: uuid.UUID, ids: Sequence[int], leases: Sequence[int]
 ) -> list[tuple[int, str]]:
-    """``pgq.heartbeat``: ``(id, state)`` per input id, state ok, lost or cancel_requested."""
+    """``pgq.heartbeat``: ``(id, state)`` per input id, state ok, lost, cancel_requested or
+    timed_out (SQL ended the attempt past its time limit)."""
     call = _api.heartbeat(worker_id, ids, leases)
     return [(int(r["id"]), str(r["state"])) for r in await arun(conn, call)]
 

@@ -2,8 +2,9 @@
 
 A handler ends its attempt by returning (``successful``), by raising any exception (``failed``:
 the database applies the entrypoint's retry policy), by raising :class:`RetryAfter` (``failed``,
-retried after the given delay if attempts remain) or by raising :class:`CancelJob`
-(``canceled``).
+retried after the given delay if attempts remain), :class:`Snooze` (``snoozed``: run again later
+without using an attempt), :class:`FatalError` (``fatal``: the job can never succeed, dead at
+once) or :class:`CancelJob` (``canceled``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,25 @@ class RetryAfter(Exception):  # noqa: N818 - a signal, not an error
             raise ValueError(f"RetryAfter needs a non-negative delay, got {seconds}")
         super().__init__(message or f"retry after {seconds:g} s")
         self.seconds = float(seconds)
+
+
+class Snooze(Exception):  # noqa: N818 - a signal, not an error
+    """Run this job again after ``seconds`` without using an attempt (``pgq.complete``'s
+    ``snoozed``): SQL computes the time on its own clock. Bounded by the entrypoint's
+    ``max_snoozes`` (default 100): past it a snooze counts as a failed attempt."""
+
+    def __init__(self, seconds: float | timedelta, message: str = "") -> None:
+        if isinstance(seconds, timedelta):
+            seconds = seconds.total_seconds()
+        if not 0 <= seconds <= 31536000:
+            raise ValueError(f"Snooze needs 0 to 31536000 seconds, got {seconds}")
+        super().__init__(message or f"snooze {seconds:g} s")
+        self.seconds = float(seconds)
+
+
+class FatalError(Exception):
+    """This job can never succeed (``pgq.complete``'s ``fatal``): it is dead at once, whatever
+    attempts are left. A payload that does not fit the handler's payload type ends this way."""
 
 
 class CancelJob(Exception):  # noqa: N818 - a signal, not an error
@@ -87,6 +107,11 @@ class Job(Generic[P]):
     lease: int = 0
     #: whether a failure of this attempt makes the job dead, as the claim returned it
     last_attempt: bool = False
+    #: the attempt's time limit, as the claim returned it (None: no limit)
+    run_timeout: timedelta | None = None
+    #: for a job taken over from a silent worker, the claim's note of it (worker_id,
+    #: heartbeat_at, attempt, swept_at, error); None otherwise
+    taken_over: dict[str, Any] | None = None
     raw_payload: Any = None
     _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
 
@@ -129,6 +154,8 @@ class Job(Generic[P]):
             max_attempts,
             heartbeat_seconds,
             last_attempt,
+            run_timeout_seconds,
+            taken_over,
             unholdable,
         ) = _claimed(row)
         if unholdable is not None:
@@ -138,6 +165,10 @@ class Job(Generic[P]):
             decoded_payload: Any = None if payload is None else json.loads(payload)
             decoded_headers = None if headers is None else json.loads(headers)
             timeout = timedelta(seconds=heartbeat_seconds)
+            run_timeout = None
+            if run_timeout_seconds is not None:
+                run_timeout = timedelta(seconds=run_timeout_seconds)
+            decoded_taken_over = None if taken_over is None else json.loads(taken_over)
         except (ValueError, RecursionError, OverflowError) as err:
             raise UndecodableJob(id_, lease, entrypoint, _what_failed(row)) from err
         return cls(
@@ -155,13 +186,16 @@ class Job(Generic[P]):
             lease=lease,
             raw_payload=decoded_payload,
             last_attempt=last_attempt,
+            run_timeout=run_timeout,
+            taken_over=decoded_taken_over,
         )
 
 
 # The claimed row's values in the order from_claimed unpacks them, found by column name.
 _FIELDS = (
     "id", "lease", "entrypoint", "payload", "headers", "priority", "attempt", "enqueued_at",
-    "run_at", "dedupe_key", "max_attempts", "heartbeat_timeout_s", "last_attempt", "unholdable",
+    "run_at", "dedupe_key", "max_attempts", "heartbeat_timeout_s", "last_attempt", "run_timeout_s",
+    "taken_over", "unholdable",
 )  # fmt: skip
 _claimed = itemgetter(*(CLAIM_COLUMNS.index(name) for name in _FIELDS))
 _AT = {name: CLAIM_COLUMNS.index(name) for name in _FIELDS}

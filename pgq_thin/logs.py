@@ -7,8 +7,12 @@ Fields (attributes of the :class:`logging.LogRecord`, present where they apply):
 - ``worker_id``: on every record of a worker;
 - ``job_id``, ``entrypoint``, ``attempt``, ``max_attempts``: on every record about one job;
 - ``outcome`` and ``duration`` (seconds, a float): on the record that ends a job's attempt
-  (``successful``, ``failed``, ``retry_after``, ``invalid_payload``, ``canceled``,
-  ``aborted``);
+  (``successful``, ``failed``, ``retry_after``, ``snoozed``, ``fatal``, ``invalid_payload``,
+  ``canceled``, ``aborted``, ``timed_out``);
+- ``decided`` (SQL's status: ``retry``, ``snoozed``, ``failed``) and ``retry_in`` (seconds): on
+  the record that says what SQL decided for a failed attempt;
+- ``taken_over``: on the record of a job taken over from a silent worker;
+- ``progress``: on the INFO line a busy worker writes every ``progress_interval`` seconds;
 - ``stats``, ``uptime``, ``jobs_per_second``: on the summary a worker logs when it stops.
 
 :class:`JsonFormatter` writes one JSON object per line with the time, level, logger, message,
@@ -82,14 +86,30 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, default=str, ensure_ascii=False)
 
 
+def _level(level: int | str) -> int:
+    if isinstance(level, int):
+        return level
+    try:
+        return logging.getLevelNamesMapping()[level.upper()]
+    except KeyError:
+        raise ValueError(f"unknown log level {level!r}") from None
+
+
 def configure(
-    level: int | str = logging.INFO, fmt: str = "text", stream: TextIO | None = None
+    level: int | str = logging.INFO,
+    fmt: str = "text",
+    stream: TextIO | None = None,
+    others: int | str = logging.WARNING,
 ) -> None:
-    """Log records of ``level`` and above to ``stream`` (stderr), as text or JSON lines: the
-    root logger's one handler (an application that configured logging already keeps its
-    handlers, as with :func:`logging.basicConfig`)."""
+    """Log pgq-thin's records (logger ``pgq_thin``) of ``level`` and above to ``stream``
+    (stderr), as text or JSON lines, through the root logger's one handler (an application
+    that configured logging already keeps its handlers, as with :func:`logging.basicConfig`).
+    Other libraries' records (the embedded server's, psycopg's, ...) need ``others``
+    (WARNING) or above, and at least ``level``: their INFO lines stay out of a worker's log."""
     if fmt not in FORMATS:
         raise ValueError(f"log format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
-    logging.basicConfig(level=level, handlers=[handler])
+    ours, theirs = _level(level), _level(others)
+    logging.basicConfig(level=max(ours, theirs), handlers=[handler])
+    logging.getLogger("pgq_thin").setLevel(ours)

@@ -19,6 +19,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import math
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from pgq_thin._payload_codecs import SUPPORTED, Codec, dataclass_codec, type_name
@@ -38,7 +41,39 @@ __all__ = [
 
 
 class PayloadValidationError(Exception):
-    """The payload does not fit its payload type (in a worker: the attempt fails)."""
+    """The payload does not fit its payload type, or is not JSON (in a worker: the job is
+    dead at once, ``fatal``: no retry can fix it)."""
+
+
+def non_json_number(value: Any, path: str = "$") -> str | None:
+    """Where ``value`` holds a float JSON cannot carry (NaN, Infinity), as a path such as
+    ``$.items[2].price``; None when it holds none. Only looked for after the server refused a
+    payload (the common case pays nothing)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path} = {value!r}"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = non_json_number(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = non_json_number(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+def non_json_payload_error(payloads: Sequence[Any]) -> PayloadValidationError | None:
+    """The one-line error for the first payload holding NaN or Infinity (None: none does)."""
+    for position, payload in enumerate(payloads, 1):
+        found = non_json_number(payload)
+        if found is not None:
+            return PayloadValidationError(
+                f"payload at position {position} is not JSON: {found} (JSON has no NaN or "
+                "Infinity; send null or a string instead)"
+            )
+    return None
 
 
 def is_model(tp: Any) -> bool:
@@ -169,8 +204,31 @@ class _PydanticCodec:
             return self._adapter.dump_python(value, mode="json", warnings="error")
         except Exception as err:  # PydanticSerializationError
             raise PayloadValidationError(
-                f"payload {self._name} cannot be encoded: {_one_line(err)}"
+                f"payload {self._name} cannot be encoded: {_serializer_problems(err)}"
             ) from err
+
+
+_UNEXPECTED = re.compile(
+    r"Expected `(?P<want>[^`]+)`.*?field_name='(?P<field>[^']*)', "
+    r"input_value=(?P<value>.*?), input_type=(?P<type>\w+)\]"
+)
+
+
+def _serializer_problems(err: BaseException) -> str:
+    """Pydantic's serializer warnings (a header line, then one line per field) as one line
+    naming each field: ``field 'n' must be int, got str 'not-an-int'; ...``."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    problems = []
+    for line in lines:
+        m = _UNEXPECTED.search(line)
+        if m is not None:
+            problems.append(
+                f"field {m['field']!r} must be {m['want']}, got {m['type']} {m['value']}"
+            )
+    if problems:
+        return "; ".join(problems)
+    body = [line for line in lines if not line.endswith(":")] or lines
+    return "; ".join(body) or type(err).__name__
 
 
 def _forbid_unknown_fields(schema: Any) -> bool:

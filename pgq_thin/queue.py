@@ -27,12 +27,15 @@ calls (no notification is sent when a job finishes, see docs/sql-api.md)::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
+
+import psycopg
 
 from pgq_thin import _api
 from pgq_thin._statements import Call
@@ -41,13 +44,21 @@ from pgq_thin.entrypoints import Entrypoint, entrypoint_name, entrypoint_payload
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.otel import in_use as otel_in_use
 from pgq_thin.otel import with_trace_context
-from pgq_thin.payloads import encode_payload
+from pgq_thin.payloads import encode_payload, non_json_payload_error
 from pgq_thin.records import JobResult
 
 OnConflict = Literal["raise", "existing"]
 When = datetime | timedelta | float | None
 #: An entrypoint: its name, or the handle ``@worker.entrypoint`` returned (pgq_thin.entrypoints).
 Target = str | Entrypoint[Any, Any]
+#: A run time limit: a timedelta or seconds (None: the entrypoint's ``run_timeout``).
+Timeout = timedelta | float | None
+
+
+def _limit(timeout: Timeout) -> timedelta | None:
+    if timeout is None or isinstance(timeout, timedelta):
+        return timeout
+    return timedelta(seconds=float(timeout))
 
 
 def _split(when: When) -> tuple[datetime | None, timedelta | None]:
@@ -58,6 +69,19 @@ def _split(when: When) -> tuple[datetime | None, timedelta | None]:
     return None, when if isinstance(when, timedelta) else timedelta(seconds=float(when))
 
 
+@contextlib.contextmanager
+def _json_checked(payloads: Sequence[Any]) -> Iterator[None]:
+    """A payload holding NaN or Infinity reaches the server as text JSON refuses (22P02):
+    raised as one :class:`~pgq_thin.payloads.PayloadValidationError` naming the value."""
+    try:
+        yield
+    except psycopg.errors.InvalidTextRepresentation as err:
+        better = non_json_payload_error(payloads)
+        if better is None:
+            raise
+        raise better from err
+
+
 def _one(
     entrypoint: Target,
     payload: Any,
@@ -66,6 +90,7 @@ def _one(
     dedupe_key: str | None,
     headers: dict[str, Any] | None,
     on_conflict: OnConflict,
+    timeout: Timeout = None,
 ) -> Call[int]:
     due, delay = _split(run_at)
     return _api.enqueue(
@@ -77,6 +102,7 @@ def _one(
         headers=with_trace_context(headers),
         on_conflict=on_conflict,
         delay=delay,
+        timeout=_limit(timeout),
     )
 
 
@@ -88,6 +114,7 @@ def _many(
     dedupe_keys: Sequence[str | None] | None,
     headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
     on_conflict: OnConflict,
+    timeouts: Timeout | Sequence[Timeout] = None,
 ) -> Call[list[int]]:
     """One entrypoint/priority/run_at/headers value applies to every payload."""
     n = len(payloads)
@@ -109,6 +136,11 @@ def _many(
         pairs = [_split(w) for w in run_ats]
     whens = None if all(p[0] is None for p in pairs) else [p[0] for p in pairs]
     delays = None if all(p[1] is None for p in pairs) else [p[1] for p in pairs]
+    limits: list[timedelta | None] | None
+    if timeouts is None or isinstance(timeouts, timedelta | float | int):
+        limits = None if timeouts is None else [_limit(timeouts)] * n
+    else:
+        limits = [_limit(t) for t in timeouts]
     hdrs: list[dict[str, Any] | None] | None
     if headers is None or isinstance(headers, dict):
         shared = with_trace_context(headers)
@@ -124,6 +156,7 @@ def _many(
         headers=hdrs,
         on_conflict=on_conflict,
         delays=delays,
+        timeouts=limits,
     )
 
 
@@ -175,6 +208,7 @@ class Queue(SyncHandle):
         dedupe_key: str | None = None,
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
+        timeout: Timeout = None,
     ) -> int:
         """Add one job and return its id. ``entrypoint`` is a name, or the handle
         ``@worker.entrypoint`` returned (the payload is then checked against its type).
@@ -182,10 +216,15 @@ class Queue(SyncHandle):
         ``payload`` is any JSON-able value (or a dataclass/pydantic model). ``run_at`` is a
         datetime, or a delay from now (timedelta or seconds); None means now. A ``dedupe_key``
         already held by a live job raises :class:`~pgq_thin.errors.DedupeConflict`, or with
-        ``on_conflict="existing"`` returns that job's id.
+        ``on_conflict="existing"`` returns that job's id. ``timeout`` (a timedelta or
+        seconds) limits how long one attempt may run, over its entrypoint's ``run_timeout``
+        (None: that one); past it SQL fails the attempt ("timed out after N s").
         """
-        call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        return self.run_call(call)
+        call = _one(
+            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, timeout
+        )
+        with _json_checked([payload]):
+            return self.run_call(call)
 
     def enqueue_many(
         self,
@@ -197,16 +236,21 @@ class Queue(SyncHandle):
         dedupe_keys: Sequence[str | None] | None = None,
         headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
         on_conflict: OnConflict = "raise",
+        timeouts: Timeout | Sequence[Timeout] = None,
     ) -> list[int]:
         """Add one job per payload in one statement; ids in input order.
 
         A single entrypoint, priority, run_at or headers value applies to all; sequences must
-        have one element per payload. Any error adds nothing.
+        have one element per payload (``timeouts`` too: one limit for all, or one per job).
+        Any error adds nothing.
         """
         if not payloads:
             return []
-        call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        return self.run_call(call)
+        call = _many(
+            entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts
+        )
+        with _json_checked(payloads):
+            return self.run_call(call)
 
     cancel = sync_method(_api.cancel)
 
@@ -243,10 +287,14 @@ class AsyncQueue(AsyncHandle):
         dedupe_key: str | None = None,
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
+        timeout: Timeout = None,
     ) -> int:
         """As :meth:`Queue.enqueue`."""
-        call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
-        return await self.arun_call(call)
+        call = _one(
+            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, timeout
+        )
+        with _json_checked([payload]):
+            return await self.arun_call(call)
 
     async def enqueue_many(
         self,
@@ -258,12 +306,16 @@ class AsyncQueue(AsyncHandle):
         dedupe_keys: Sequence[str | None] | None = None,
         headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
         on_conflict: OnConflict = "raise",
+        timeouts: Timeout | Sequence[Timeout] = None,
     ) -> list[int]:
         """As :meth:`Queue.enqueue_many`."""
         if not payloads:
             return []
-        call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
-        return await self.arun_call(call)
+        call = _many(
+            entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts
+        )
+        with _json_checked(payloads):
+            return await self.arun_call(call)
 
     cancel = async_method(_api.cancel)
 

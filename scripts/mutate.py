@@ -84,14 +84,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "enqueue_fence_after_insert",
         "enqueue.sql",
         "        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);\n"
-        "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,\n"
-        "                              ready_seq, slot)\n"
+        "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,\n"
+        "                              status, ready_seq, slot)\n"
         "        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,\n"
-        "                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n",
-        "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,\n"
-        "                              ready_seq, slot)\n"
+        "                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n",
+        "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,\n"
+        "                              status, ready_seq, slot)\n"
         "        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,\n"
-        "                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n"
+        "                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n"
         "        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);\n",
         "enqueue takes the fence after drawing its ready number: a claim in between skips the job",
     ),
@@ -309,7 +309,7 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "complete_interrupted_counts",
         "complete.sql",
-        "attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,",
+        "attempt = CASE WHEN i.outcome IN ('interrupted', 'snoozed') THEN j.attempt - 1 ELSE j.attempt END,",
         "attempt = j.attempt,",
         "an interrupted attempt counts",
     ),
@@ -323,9 +323,23 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "sweep_one_attempt_more",
         "_sweep.sql",
-        "j.attempt >= c.max_attempts OR j.cancel_requested AS dead",
-        "j.attempt > c.max_attempts OR j.cancel_requested AS dead",
+        "NOT late.late AND (j.attempt >= c.max_attempts OR j.cancel_requested) AS dead",
+        "NOT late.late AND (j.attempt > c.max_attempts OR j.cancel_requested) AS dead",
         "a timed-out last attempt is queued again",
+    ),
+    m(
+        "interruptions_unbounded",
+        "complete.sql",
+        "SELECT CASE WHEN u.s = 'interrupted' AND n.interrupted >= c.max_interruptions THEN",
+        "SELECT CASE WHEN u.s = 'interrupted' AND n.interrupted > 1000000 THEN",
+        "interruptions are never counted: a job that hangs across restarts runs for ever",
+    ),
+    m(
+        "heartbeat_ignores_deadline",
+        "heartbeat.sql",
+        "RETURNING j.id, j.cancel_requested, j.deadline_at <= v_now AS late",
+        "RETURNING j.id, j.cancel_requested, false AS late",
+        "a heartbeat past the time limit answers ok: the hung handler keeps its slot",
     ),
     # --- Caps ---
     m(
@@ -479,8 +493,8 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "archive_release_counts_attempt",
         "_archive.sql",
-        "i.status IN ('interrupted', 'released') AS uncounted,",
-        "i.status = 'interrupted' AS uncounted,",
+        "i.status IN ('interrupted', 'released', 'snoozed') AS uncounted,",
+        "i.status IN ('interrupted', 'snoozed') AS uncounted,",
         "a release that ends a job canceled counts an attempt",
     ),
     m(

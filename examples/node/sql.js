@@ -11,18 +11,23 @@
 // - times are computed by the server (`now()`), never on the client clock.
 
 // $1 worker id (uuid), $2 entrypoints (text[]), $3 batch size. Answers the claimed jobs with
-// the heartbeat timeout in seconds and whether a failure now makes the job dead.
+// the heartbeat timeout in seconds, whether a failure now makes the job dead, the attempt's
+// time limit in seconds (NULL: none) and, for a job taken over from a silent worker, who that
+// was (JSON; NULL otherwise).
 export const CLAIM = `
-  SELECT id, lease, entrypoint, payload, attempt, last_attempt, heartbeat_timeout_s
+  SELECT id, lease, entrypoint, payload, attempt, last_attempt, heartbeat_timeout_s,
+         run_timeout_s, taken_over
     FROM pgq.claim($1::uuid, $2::text[], $3::int)`;
 
-// $1 worker id, $2 ids, $3 leases (parallel arrays). One row per id: ok, lost, cancel_requested.
+// $1 worker id, $2 ids, $3 leases (parallel arrays). One row per id: ok, lost, cancel_requested
+// or timed_out (past its time limit: SQL failed the attempt; stop the handler, write nothing).
 export const HEARTBEAT = `
   SELECT id, state FROM pgq.heartbeat($1::uuid, $2::bigint[], $3::bigint[])`;
 
-// $1 worker id, $2 ids, $3 leases, $4 outcomes (successful, failed, interrupted, canceled),
-// $5 details as one JSON array. Answers what SQL decided for each job accepted (status:
-// successful, retry, failed, canceled); a job missing from the answer was not ours any more.
+// $1 worker id, $2 ids, $3 leases, $4 outcomes (successful, failed, interrupted, canceled,
+// snoozed with details.snooze seconds, fatal), $5 details as one JSON array. Answers what SQL
+// decided for each job accepted (status: successful, retry, snoozed, failed, canceled); a job
+// missing from the answer was not ours any more.
 export const COMPLETE = `
   SELECT id, status, retry_in_s
     FROM pgq.complete($1::uuid, $2::bigint[], $3::bigint[], $4::text[], $5::jsonb)`;

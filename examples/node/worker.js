@@ -13,9 +13,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import * as SQL from './sql.js';
 
+// What a handler throws to snooze (run again after `seconds`, no attempt used) or to say the
+// job can never succeed (dead at once). SQL decides the rest.
+class Snooze extends Error {
+  constructor(seconds) { super(`snooze ${seconds} s`); this.name = 'Snooze'; this.seconds = seconds; }
+}
+class Fatal extends Error {
+  constructor(message) { super(message); this.name = 'Fatal'; }
+}
+
 // Demo handlers, chosen by entrypoint. A handler gets the payload, an AbortSignal (aborted
-// when the job was lost, canceled or cut off) and the job; what it returns is stored as the
-// job's result, what it throws fails the attempt (SQL decides about the retry).
+// when the job was lost, canceled, timed out or cut off) and the job; what it returns is
+// stored as the job's result, what it throws fails the attempt (SQL decides about the retry).
 const handlers = {
   echo: async (payload) => payload,
   fail: async (payload) => { throw new Error(`demo failure: ${JSON.stringify(payload)}`); },
@@ -27,6 +36,8 @@ const handlers = {
     await sleep(payload?.ms ?? 1000, null, { signal });
     return 'slept';
   },
+  nap: async (payload) => { throw new Snooze(payload?.s ?? 0.1); },
+  doom: async (payload) => { throw new Fatal(`doomed: ${JSON.stringify(payload)}`); },
 };
 
 const workerId = process.env.PGQ_WORKER_ID || randomUUID();
@@ -70,13 +81,19 @@ for (const signal of ['SIGTERM', 'SIGINT']) {
   });
 }
 
-// Heartbeat every job held, at a third of the shortest heartbeat timeout the claims answered.
+// Heartbeat every job held, at a third of the shortest heartbeat timeout the claims answered,
+// and just after the earliest time limit runs out (run_timeout_s, counted from the claim): the
+// answer is then timed_out, SQL having failed the attempt, and the handler is stopped.
 let beatTimer = null;
 function scheduleBeat() {
   clearTimeout(beatTimer);
   if (held.size === 0) return;
-  const timeoutS = Math.min(...[...held.values()].map((job) => job.heartbeat_timeout_s));
-  beatTimer = setTimeout(() => beat().finally(scheduleBeat), (timeoutS * 1000) / 3);
+  const jobs = [...held.values()];
+  let waitMs = (Math.min(...jobs.map((job) => job.heartbeat_timeout_s)) * 1000) / 3;
+  for (const job of jobs) {
+    if (job.deadline != null) waitMs = Math.min(waitMs, Math.max(job.deadline - Date.now() + 50, 250));
+  }
+  beatTimer = setTimeout(() => beat().finally(scheduleBeat), waitMs);
 }
 
 async function beat() {
@@ -86,7 +103,7 @@ async function beat() {
     const { rows } = await db.query(SQL.HEARTBEAT,
       [workerId, jobs.map((j) => j.id), jobs.map((j) => j.lease)]);
     for (const { id, state } of rows) {
-      if (state !== 'ok') held.get(id)?.stop.abort(state);  // 'lost' or 'cancel_requested'
+      if (state !== 'ok') held.get(id)?.stop.abort(state);  // lost, cancel_requested, timed_out
     }
   } catch (err) {
     console.error(`heartbeat failed: ${err.message}`);
@@ -101,11 +118,20 @@ async function runJob(job) {
     const result = await handlers[job.entrypoint](job.payload, signal, job);
     [outcome, details] = ['successful', { result: result ?? null }];
   } catch (err) {
+    if (signal.reason === 'timed_out') {  // SQL failed the attempt already: nothing to write
+      held.delete(job.id);
+      log('timed_out', job);
+      return;
+    }
     [outcome, details] = signal.reason === 'cancel_requested'
       ? ['canceled', { error: 'canceled' }]
       : signal.reason === 'shutdown'
         ? ['interrupted', { error: 'WorkerShutdown', message: `cut off after ${graceMs} ms` }]
-        : ['failed', { error: err.name, message: err.message, traceback: err.stack }];
+        : err instanceof Snooze
+          ? ['snoozed', { error: 'Snooze', message: err.message, snooze: err.seconds }]
+          : err instanceof Fatal
+            ? ['fatal', { error: err.name, message: err.message }]
+            : ['failed', { error: err.name, message: err.message, traceback: err.stack }];
   }
   held.delete(job.id);
   const { rows: [decided] } = await db.query(SQL.COMPLETE,
@@ -154,7 +180,18 @@ log(`ready worker=${workerId} entrypoints=${entrypoints.join(',')}`);
 while (!stopping) {
   woken = false;
   const { rows } = await db.query(SQL.CLAIM, [workerId, entrypoints, batchSize]);
-  const jobs = rows.map((row) => ({ ...row, stop: new AbortController() }));
+  const claimedAt = Date.now();
+  const jobs = rows.map((row) => ({
+    ...row,
+    stop: new AbortController(),
+    deadline: row.run_timeout_s == null ? null : claimedAt + row.run_timeout_s * 1000,
+  }));
+  for (const job of jobs) {
+    if (job.taken_over) {
+      const t = job.taken_over;
+      log(`taken_over from=${t.worker_id} silent_since=${t.heartbeat_at} previous_attempt=${t.attempt}`, job);
+    }
+  }
   for (const job of jobs) held.set(job.id, job);
   scheduleBeat();
   for (const job of jobs) {

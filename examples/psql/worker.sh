@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # A pgq-thin worker in bash + psql: claim, heartbeat, complete, release on SIGTERM, poll.
 #
-#   examples/psql/worker.sh [ENTRYPOINT ...]     (default: echo fail flaky sleep)
+#   examples/psql/worker.sh [ENTRYPOINT ...]     (default: echo fail flaky sleep nap doom)
 #
 # Connection: PGQ_DSN (any libpq connection string) or libpq's PGHOST, PGPORT, PGDATABASE...
 # PGQ_WORKER_ID (a uuid; default random), PGQ_BATCH (jobs per claim, default 1),
 # PGQ_POLL_S (longest idle wait in seconds, default 5), PGQ_GRACE_S (see below; default: none).
 # SIGTERM/SIGINT: finish the job in hand (within PGQ_GRACE_S, else it is cut off and reported
-# interrupted), give back the claimed jobs not started, exit 0. A job canceled or lost while it
-# runs has its handler stopped (a canceled one is reported canceled).
+# interrupted), give back the claimed jobs not started, exit 0. A job canceled, lost or timed
+# out (past the time limit its claim answered: SQL failed the attempt) while it runs has its
+# handler stopped (a canceled one is reported canceled, a timed-out one not at all).
 set -uo pipefail
 
 # Demo handlers, chosen by entrypoint: the payload (JSON text) in $1, the attempt in $2; print
 # the result as JSON (or nothing) and return 0, or print a message on stderr and return non-zero
-# to fail.
+# to fail: 75 (EX_TEMPFAIL) snoozes for the seconds printed on stdout (no attempt used), 65
+# (EX_DATAERR) says the job can never succeed (fatal: dead at once), anything else fails.
 handle_echo() { printf '%s' "$1"; }
 handle_fail() { echo "demo failure: $1" >&2; return 3; }
 handle_flaky() {  # {"fails": N}: fails its first N attempts
@@ -27,12 +29,14 @@ handle_sleep() {  # {"ms": N}
     [[ $1 =~ \"ms\":\ *([0-9]+) ]] && ms=${BASH_REMATCH[1]}
     sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))" && echo '"slept"'
 }
+handle_nap() { echo 0.1; return 75; }                        # snooze 0.1 s
+handle_doom() { echo "doomed: $1" >&2; return 65; }          # can never succeed
 
 WORKER_ID=${PGQ_WORKER_ID:-$(cat /proc/sys/kernel/random/uuid)}
 BATCH=${PGQ_BATCH:-1}
 POLL_S=${PGQ_POLL_S:-5}
 GRACE_S=${PGQ_GRACE_S:-}
-(($#)) && ENTRYPOINTS=("$@") || ENTRYPOINTS=(echo fail flaky sleep)
+(($#)) && ENTRYPOINTS=("$@") || ENTRYPOINTS=(echo fail flaky sleep nap doom)
 for ep in "${ENTRYPOINTS[@]}"; do
     declare -F "handle_$ep" >/dev/null || { echo "no handler for $ep" >&2; exit 64; }
 done
@@ -47,9 +51,11 @@ q() {
 
 # ---- the SQL this worker sends (docs/any-language.md) ------------------------------------
 sql_claim() {  # -> id, lease, entrypoint, attempt, heartbeat cadence (s), payload
+    # The cadence: a third of the shortest heartbeat timeout, and just past the job's time limit
+    # (run_timeout_s) when it is shorter: that beat answers timed_out.
     q -v batch="$BATCH" <<'SQL'
 SELECT id, lease, entrypoint, attempt,
-       round((min(heartbeat_timeout_s) OVER () / 3)::numeric, 3), payload
+       round(least(min(heartbeat_timeout_s) OVER () / 3, run_timeout_s + 0.05)::numeric, 3), payload
   FROM pgq.claim(:'worker', string_to_array(:'eps', E'\n'), :'batch') WITH ORDINALITY
  ORDER BY ordinality;
 SQL
@@ -67,6 +73,8 @@ SELECT status FROM pgq.complete(:'worker', ARRAY[:'id'::bigint], ARRAY[:'lease':
         WHEN 'successful' THEN jsonb_build_object('result', nullif(:'out', '')::jsonb)
         WHEN 'canceled' THEN jsonb_build_object('error', 'canceled')
         WHEN 'interrupted' THEN jsonb_build_object('error', 'WorkerShutdown', 'message', :'err')
+        WHEN 'snoozed' THEN jsonb_build_object('error', 'Snooze', 'snooze', nullif(:'out', '')::jsonb)
+        WHEN 'fatal' THEN jsonb_build_object('error', 'HandlerFatal', 'message', :'err')
         ELSE jsonb_build_object('error', 'HandlerFailed', 'message', :'err') END));
 SQL
 }
@@ -89,8 +97,9 @@ trap 'STOP=1; echo stopping' TERM INT
 log() { echo "$1 job=$2 entrypoint=$3 attempt=$4"; }
 
 # Heartbeats the jobs given (comma-separated ids and leases) every $3 seconds in the background,
-# while this shell lives; reports what is not "ok" (lost, cancel_requested) on stderr, and for
-# the job in hand ($4) stops its handler ($5), noting a cancel in file $6. (The sleep holds no
+# while this shell lives; reports what is not "ok" (lost, cancel_requested, timed_out) on
+# stderr, and for the job in hand ($4) stops its handler ($5), noting a cancel or a time-out in
+# file $6. (The sleep holds no
 # output open: it may outlive the loop by one pause.)
 beat() {
     while sleep "$3" </dev/null &>/dev/null && kill -0 $$ 2>/dev/null; do
@@ -99,6 +108,7 @@ beat() {
             printf '%s\t%s\n' "$job" "$state" >&2
             [[ $job == "$4" ]] || continue
             [[ $state == cancel_requested ]] && echo canceled >"$6"
+            [[ $state == timed_out ]] && echo timed_out >"$6"
             stop_handler "$5"
         done
     done
@@ -149,12 +159,17 @@ while ((!STOP)); do
             "$stopfile" &  # this job, the rest
         beater=$!
         log started "$id" "$ep" "$attempt"
-        finish "$handler" "$stopfile" && outcome=successful || outcome=failed
-        [[ -s $stopfile ]] && outcome=$(<"$stopfile")  # canceled or interrupted
+        finish "$handler" "$stopfile"
+        case $? in 0) outcome=successful ;; 75) outcome=snoozed ;; 65) outcome=fatal ;; *) outcome=failed ;; esac
+        [[ -s $stopfile ]] && outcome=$(<"$stopfile")  # canceled, interrupted or timed_out
         kill "$beater" 2>/dev/null
         wait "$beater" 2>/dev/null
-        status=$(sql_complete "$id" "$lease" "$outcome" "$(<"$outfile")" "$(<"$errfile")") ||
-            status=unwritten
+        if [[ $outcome == timed_out ]]; then  # SQL failed the attempt already: nothing to write
+            status=timed_out
+        else
+            status=$(sql_complete "$id" "$lease" "$outcome" "$(<"$outfile")" "$(<"$errfile")") ||
+                status=unwritten
+        fi
         rm -f "$errfile" "$outfile" "$stopfile"  # unwritten: an error (on stderr); the lease runs
         # out, the job runs again
         log "${status:-refused}" "$id" "$ep" "$attempt"  # refused: the lease was not ours any more

@@ -37,7 +37,7 @@ interrupted call, so no loop needs its own reconnect logic. On every new connect
 first heartbeats the jobs it owns, then claims once and flushes what it buffered, with the
 original leases; handlers keep running throughout.
 
-Shutdown (``stop()``, SIGTERM, SIGINT): stop claiming, let running jobs finish within
+Shutdown (``stop()``, SIGTERM, SIGINT, SIGHUP): stop claiming, let running jobs finish within
 ``grace_period``, then stop the rest and report them ``interrupted`` (SQL puts them back in the
 queue at once, the attempt not counted); ``pgq.release``
 claimed jobs that never started; flush; return. A second signal exits the process at once.

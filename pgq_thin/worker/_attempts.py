@@ -5,18 +5,27 @@ An attempt moves through one :class:`Phase` at a time::
     CLAIMED --begin()--> RUNNING --finish()--> FINISHED (its result is buffered)
     CLAIMED --release()--> RELEASED (given back with pgq.release, never started)
 
-and may carry one :class:`Stop` reason, the strongest one asked for winning
-(``LOST`` > ``ABORT`` > ``CANCEL``): the server said another attempt owns the job now; the
+and may carry one :class:`Stop` reason, the strongest one asked for winning (``LOST`` >
+``TIMED_OUT`` > ``ABORT`` > ``CANCEL``): the server said another attempt owns the job now; the
+server ended the attempt past its time limit (``pgq.heartbeat`` answered ``timed_out``); the
 shutdown's grace period ran out; a cancel was requested. The transitions hold a thread lock,
 because a sync handler's thread calls :meth:`Attempt.begin` while the event loop may be
 releasing or stopping the same attempt: whichever comes first wins, the other sees it.
 
 The worker reports what happened and SQL decides the rest: a handler that returned is
 ``successful`` (also after a cancel request), one that gave up because of the cancel (its
-task cancelled, or :class:`~pgq_thin.job.CancelJob`) is ``canceled``, any other exception is
-``failed``, and one cut off by the shutdown is ``interrupted`` (``pgq.complete`` turns a
+task cancelled, or :class:`~pgq_thin.job.CancelJob`) is ``canceled``, a
+:class:`~pgq_thin.job.Snooze` is ``snoozed``, a :class:`~pgq_thin.job.FatalError` or a payload
+that does not fit the handler's type is ``fatal``, any other exception is ``failed``, and one
+cut off by the shutdown is ``interrupted`` (``pgq.complete`` turns a
 failure of a job whose cancel was requested into ``canceled``, applies the retry policy, and
-puts an interrupted job back in the queue). An attempt that lost its lease reports nothing.
+puts an interrupted job back in the queue). An attempt that lost its lease, or that SQL timed
+out, reports nothing.
+
+A timed-out async handler's task is cancelled at once. A sync handler's thread cannot be
+killed: ``job.cancelled`` is set, and its slot and its thread stay taken until the handler
+returns (its result is then dropped), so the worker never claims a job it has no thread for;
+the time-out line says so.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -34,15 +44,20 @@ from typing import Any
 
 from pgq_thin.job import (
     CancelJob,
+    FatalError,
     Job,
     PayloadValidationError,
     RetryAfter,
+    Snooze,
     failure_details,
     validate_payload,
 )
 from pgq_thin.worker._outcomes import (
     CANCELED,
     FAILED,
+    FAILURES,
+    FATAL,
+    SNOOZED,
     SUCCESSFUL,
     Ending,
     aborted,
@@ -66,7 +81,8 @@ class Phase(Enum):
 class Stop(Enum):
     CANCEL = 1
     ABORT = 2
-    LOST = 3
+    TIMED_OUT = 3
+    LOST = 4
 
 
 _NOT_STARTED = object()
@@ -83,6 +99,7 @@ class Attempt:
     phase: Phase = Phase.CLAIMED
     stop: Stop | None = None
     began: float = 0.0  # time.monotonic() when its task started
+    claimed: float = 0.0  # time.monotonic() when its claim came back
     span: Any = None  # its trace span while it runs (with OpenTelemetry): the attempt's alone
 
     def begin(self) -> bool:
@@ -141,6 +158,9 @@ class Attempts:
         self.owned: dict[int, Attempt] = {}  # job id -> attempt: heartbeats cover these
         self._tasks: dict[Attempt, asyncio.Task[None]] = {}  # handlers running (slots taken)
         self.changed = asyncio.Event()  # attempts were added (the heartbeat loop wakes)
+        #: Called when a job with a time limit is taken in (the heartbeat plans a beat at its
+        #: deadline: SQL ends the attempt, and the answer stops the handler).
+        self.on_deadline: Callable[[], None] = lambda: None
 
     @property
     def running(self) -> int:
@@ -157,15 +177,20 @@ class Attempts:
     def take_in(self, jobs: list[Job[Any]]) -> list[Attempt]:
         """Own newly claimed jobs (an own older attempt of the same job was lost meanwhile)."""
         new: list[Attempt] = []
+        now = time.monotonic()
+        limited = False
         for job in jobs:
             previous = self.owned.get(job.id)
             if previous is not None:  # our own old attempt went stale and was re-claimed
                 self.lose(previous)
-            attempt = Attempt(job=job, handler=self._handlers[job.entrypoint])
+            attempt = Attempt(job=job, handler=self._handlers[job.entrypoint], claimed=now)
             self.owned[job.id] = attempt
             new.append(attempt)
+            limited = limited or job.run_timeout is not None
         if new:
             self.changed.set()
+        if limited:
+            self.on_deadline()
         return new
 
     def start(self, attempt: Attempt) -> None:
@@ -186,8 +211,21 @@ class Attempts:
                 del owned[job_id]
 
     def heartbeat_interval(self) -> float:
-        """A third of the smallest heartbeat timeout among the owned jobs."""
-        return min(a.job.heartbeat_timeout.total_seconds() for a in self.owned.values()) / 3
+        """A third of the smallest heartbeat timeout among the owned jobs (infinite with none:
+        the owned jobs can end while the heartbeat loop waits)."""
+        timeouts = (a.job.heartbeat_timeout.total_seconds() for a in self.owned.values())
+        return min(timeouts, default=math.inf) / 3
+
+    def until_deadline(self) -> float | None:
+        """Seconds until the earliest time limit of an owned, unfinished attempt runs out
+        (measured from when its claim came back, so never before SQL's deadline); None
+        without one."""
+        deadlines = [
+            a.claimed + a.job.run_timeout.total_seconds()
+            for a in self.owned.values()
+            if a.job.run_timeout is not None and a.phase is not Phase.FINISHED
+        ]
+        return min(deadlines) - time.monotonic() if deadlines else None
 
     def apply_heartbeat(
         self, sent: list[Attempt], answers: list[tuple[int, str]]
@@ -199,6 +237,8 @@ class Attempts:
                 continue  # written meanwhile
             if state == "lost":
                 self.lose(attempt)
+            elif state == "timed_out":
+                self.time_out(attempt)
             elif state == "cancel_requested":
                 self.cancel(attempt)
         return dict(answers)
@@ -219,6 +259,20 @@ class Attempts:
         if self.owned.get(job.id) is attempt:
             del self.owned[job.id]
         self._tel.lost(job)
+        self._interrupt(attempt)
+
+    def time_out(self, attempt: Attempt) -> None:
+        """SQL ended this attempt past its time limit (a failed attempt: the retry policy
+        applies): stop the handler, write nothing. A finished attempt is left to the write of
+        its result, which ``pgq.complete`` answers with the decision made at the time-out."""
+        if attempt.phase is Phase.FINISHED or not attempt.request_stop(Stop.TIMED_OUT):
+            return
+        self._stats.timed_out += 1
+        job = attempt.job
+        if self.owned.get(job.id) is attempt:
+            del self.owned[job.id]
+        sync = not attempt.handler.is_async
+        self._tel.timed_out(job, time.monotonic() - attempt.began, sync=sync)
         self._interrupt(attempt)
 
     def cancel(self, attempt: Attempt) -> None:
@@ -338,9 +392,14 @@ class Attempts:
         except RetryAfter as err:
             details = {"error": "RetryAfter", "message": str(err), "retry_after": err.seconds}
             ending = Ending(FAILED, details, "retry_after", err)
-        except PayloadValidationError as err:
+        except Snooze as err:
+            details = {"error": "Snooze", "message": str(err), "snooze": err.seconds}
+            ending = Ending(SNOOZED, details, "snoozed", err)
+        except PayloadValidationError as err:  # no retry can fix it: dead at once
             details = {"error": "PayloadValidationError", "message": str(err)}
-            ending = Ending(FAILED, details, "invalid_payload", err)
+            ending = Ending(FATAL, details, "invalid_payload", err)
+        except FatalError as err:
+            ending = Ending(FATAL, failure_details(err), "fatal", err)
         except Exception as err:
             ending = Ending(FAILED, failure_details(err), "failed", err)
         return self._finished(attempt, ending)
@@ -362,8 +421,8 @@ class Attempts:
 
     def _finished(self, attempt: Attempt, ending: Ending) -> Ending | None:
         """What to report: the handler's outcome, plus what stopped it."""
-        if attempt.stop is Stop.LOST or not attempt.finish():
-            return None  # lost: never written; finished already: reported at the abort
+        if attempt.stop in (Stop.LOST, Stop.TIMED_OUT) or not attempt.finish():
+            return None  # lost or timed out: never written; finished already: reported at the abort
         if attempt.stop is Stop.ABORT and ending.outcome != SUCCESSFUL:
             return aborted(self._settings.grace_period)
         if attempt.stop is Stop.CANCEL:
@@ -376,7 +435,9 @@ class Attempts:
         ending.for_claim(job.id, job.lease, job.entrypoint, time.monotonic() - attempt.began)
         span, attempt.span = attempt.span, None
         self._tel.ended(job, span, ending)
-        ending.error = None  # told; its traceback (the handler's frames) need not wait longer
+        if ending.log_outcome not in FAILURES:
+            ending.error = None  # told; its traceback (the handler's frames) need not wait
+        # (a failure's is told again with what SQL decided, then dropped: Telemetry.written)
         alone = len(self._tasks) <= 1  # nothing else runs: write now, not after flush_interval
         self._results.report(ending, alone=alone)
 
@@ -389,4 +450,6 @@ def unfinished_as(attempt: Attempt) -> str:
     """The log outcome of an attempt whose task ended without an ending of its own."""
     if attempt.stop is Stop.LOST:
         return "lost"
+    if attempt.stop is Stop.TIMED_OUT:
+        return "timed_out"
     return "released" if attempt.phase is Phase.RELEASED else CLOSING

@@ -3,15 +3,20 @@
 When it has free slots the loop claims ``min(batch_size, free slots)`` jobs of its entrypoints
 and starts them. A job is claimed only when it can start at once: a worker that claims sync
 entrypoints also counts its free threads (``threads``), so it never holds jobs waiting for a
-thread that another worker could be running. It claims again at once while claims come back
-full; otherwise it waits for a notification about one of its entrypoints, a slot to free up,
-the (jittered) poll, or the next delayed job being due (``pgq.next_run_at``, asked after every
-claim that did not come back full), whichever is first. A full claim that leaves slots free
-sends the claim of the next batch before its own jobs are taken in (claim ahead: the server
-claims while the process runs jobs; ``concurrency = 2 * batch_size`` gives it room), sized to
-the slots left once the jobs just claimed have started. Buffered results ride along with a
-claim (``ResultBuffer.batch``). A claimed row that cannot be turned into Python values fails
-that job alone; the rest of the batch runs.
+thread that another worker could be running. Sync and async share the worker fairly: while a
+thread is free, a claim asks for every entrypoint (at most as many jobs as free threads, each
+in priority and ready order, so a burst of async jobs never holds back sync jobs enqueued after
+it longer than its turn); while every thread is busy, the claim asks for the async entrypoints
+alone, with every free slot (busy threads never stop async jobs). It claims again at once while
+claims come back full; otherwise it waits for a notification about one of its entrypoints, a
+slot to free up, the (jittered) poll, or the next delayed job being due (``pgq.next_run_at``,
+asked after every claim that did not come back full), whichever is first. A full claim that
+leaves slots free sends the claim of the next batch before its own jobs are taken in (claim
+ahead: the server claims while the process runs jobs; ``concurrency = 2 * batch_size`` gives it
+room), sized to the slots left once the jobs just claimed have started. Buffered results ride
+along with a claim (``ResultBuffer.batch``). A claimed row that cannot be turned into Python
+values fails that job alone (a failure, not fatal: a retry rewrites a due time Python cannot
+hold, so such a job can heal); the rest of the batch runs.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ class Claimer:
         settings: WorkerSettings,
         stats: WorkerStats,
         entrypoints: frozenset[str],
-        sync: bool,
+        async_entrypoints: frozenset[str],
         attempts: Attempts,
         results: ResultBuffer,
         call: Call,
@@ -55,7 +60,10 @@ class Claimer:
         self._stats = stats
         self._claimed = entrypoints
         self._entrypoints = sorted(entrypoints)
-        self._sync = sync  # some of them have sync handlers: each needs a thread to start
+        # Some of them have sync handlers (each needs a thread to start): the async ones alone
+        # are claimed while every thread is busy.
+        self._sync = bool(entrypoints - async_entrypoints)
+        self._async = sorted(entrypoints & async_entrypoints)
         self._attempts = attempts
         self._results = results
         self._call = call
@@ -68,15 +76,23 @@ class Claimer:
 
     def _will_claim(self) -> bool:
         """About to claim again at once: the claim carries the buffered results."""
-        return self._more and self._free() > 0 and not self._stopping.is_set()
+        return self._more and self._plan()[0] > 0 and not self._stopping.is_set()
 
-    def _free(self) -> int:
-        """Jobs that could start now: free slots and, for a worker with sync entrypoints,
-        free threads. A claim never asks for more (claim ahead included)."""
-        free = self._settings.concurrency - self._attempts.running
-        if self._sync:
-            free = min(free, self._settings.threads - self._attempts.running_sync)
-        return free
+    def _plan(self, claimed: int = 0, claimed_sync: int = 0) -> tuple[int, list[str]]:
+        """The next claim: how many jobs (at most ``batch_size``) of which entrypoints, only
+        jobs that could start now (``claimed`` more taken in, ``claimed_sync`` of them perhaps
+        sync). Free slots, and for a worker with sync entrypoints free threads: while one is
+        free every entrypoint (as many jobs as threads, any might be sync), else the async
+        entrypoints alone with every free slot. A claim never asks for more (claim ahead
+        included)."""
+        settings = self._settings
+        slots = settings.concurrency - self._attempts.running - claimed
+        if not self._sync:
+            return min(settings.batch_size, slots), self._entrypoints
+        threads = settings.threads - self._attempts.running_sync - claimed_sync
+        if threads > 0 or not self._async:
+            return min(settings.batch_size, slots, threads), self._entrypoints
+        return min(settings.batch_size, slots), self._async
 
     def kick(self) -> None:
         self._tick.set()
@@ -101,10 +117,10 @@ class Claimer:
     # --- run-once steps -----------------------------------------------------------------------
 
     async def claim_once(self, *, start: bool = True) -> list[Job[Any]]:
-        asked = min(self._settings.batch_size, self._free())
+        asked, entrypoints = self._plan()
         if asked <= 0 or not self._entrypoints:
             return []
-        return await self._take_in(await self._claim_rows(asked), start=start)
+        return await self._take_in(await self._claim_rows(asked, entrypoints), start=start)
 
     async def release_unstarted(self) -> list[int]:
         """Give back (``pgq.release``) claimed jobs whose handler has not started."""
@@ -118,12 +134,12 @@ class Claimer:
         self._stats.released += len(released)
         return released
 
-    async def _claim_rows(self, asked: int) -> Rows:
+    async def _claim_rows(self, asked: int, entrypoints: list[str]) -> Rows:
         """One ``pgq.claim`` of up to ``asked`` jobs, with buffered results written in the same
         round trip (unless a flush is writing them already). The claim carries a request id of
         its own: when the connection drops, the session sends the same call again, and a claim
         whose answer was lost answers the same jobs (not new ones, leaving those to go stale)."""
-        worker_id, entrypoints, tel = self._settings.worker_id, self._entrypoints, self._tel
+        worker_id, tel = self._settings.worker_id, self._tel
         request = uuid.uuid4()
         async with self._results.batch(wait=False) as batch:
             if batch is None:
@@ -151,7 +167,7 @@ class Claimer:
             except UndecodableJob as err:
                 self._fail_undecodable(err)
         self._stats.claimed += len(rows)
-        self._tel.claimed(jobs)
+        self._stats.taken_over += self._tel.claimed(jobs)
         new = self._attempts.take_in(jobs)
         if self._stopping.is_set():
             await self.release_unstarted()
@@ -190,8 +206,9 @@ class Claimer:
         next_poll = 0.0
         backoff = Backoff(base=0.5, cap=30.0)
         announce: Callable[[], None] | None = started
-        ahead: tuple[int, asyncio.Task[Rows]] | None = None  # a claim sent before the last
-        try:  # claim's jobs were taken in
+        # A claim sent before the last claim's jobs were taken in: asked, of which, the call.
+        ahead: tuple[int, list[str], asyncio.Task[Rows]] | None = None
+        try:
             while not self._stopping.is_set():
                 check()
                 self._tick.clear()
@@ -199,7 +216,7 @@ class Claimer:
                     self._replan = False
                     with contextlib.suppress(*LOOP_ERRORS):  # else the next poll looks
                         next_poll = min(next_poll, time.monotonic() + await self._idle())
-                free = self._free()
+                free, entrypoints = self._plan()
                 drained = until_empty and not attempts.running
                 due = self._notified or self._more or time.monotonic() >= next_poll or drained
                 if ahead is None and not (free > 0 and due):
@@ -209,21 +226,22 @@ class Claimer:
                 self._notified = False
                 try:
                     if ahead is not None:
-                        (asked, claiming), ahead = ahead, None
+                        (asked, entrypoints, claiming), ahead = ahead, None
                         rows = await claiming
                     else:
-                        asked = min(settings.batch_size, free)
-                        rows = await self._claim_rows(asked)
+                        asked = free
+                        rows = await self._claim_rows(asked, entrypoints)
                     if announce is not None:
                         announce()
                         announce = None
                     self._more = len(rows) == asked
-                    spare = self._free() - len(rows)  # once these rows have started
-                    if self._more and spare > 0 and not self._stopping.is_set():
+                    # Once these rows have started (any of them sync, if sync ones were asked).
+                    maybe_sync = len(rows) if self._sync and entrypoints is self._entrypoints else 0
+                    n, next_eps = self._plan(len(rows), maybe_sync)
+                    if self._more and n > 0 and not self._stopping.is_set():
                         # Claim the next batch now: the database works on it while this
                         # process starts and runs the jobs just claimed. Let it send first.
-                        n = min(settings.batch_size, spare)
-                        ahead = (n, asyncio.create_task(self._claim_rows(n)))
+                        ahead = (n, next_eps, asyncio.create_task(self._claim_rows(n, next_eps)))
                         await asyncio.sleep(0)
                     await self._take_in(rows, start=True)
                     if not rows and drained:
@@ -247,7 +265,7 @@ class Claimer:
             self._more = False
             self._results.hand_over()
             if ahead is not None:
-                await self._take_in_unstarted(ahead[1])
+                await self._take_in_unstarted(ahead[2])
 
     async def _idle(self) -> float:
         """How long to sleep: the poll, or less if a delayed job is due before it."""

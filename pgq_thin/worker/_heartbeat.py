@@ -2,7 +2,10 @@
 finished with its result not yet written), every third of the smallest heartbeat timeout among
 them, and at once when a cancel notification names one of them. The answer is the truth:
 ``lost`` stops a running attempt (a finished one is left to the write of its result, which
-counts its ending: see ``Attempts.lose``), ``cancel_requested`` cancels it.
+counts its ending: see ``Attempts.lose``), ``cancel_requested`` cancels it, ``timed_out`` (SQL
+ended the attempt past its time limit) stops it. A job with a time limit (``run_timeout_s`` of
+its claim) also gets a beat just after its deadline, so a hung handler is stopped when its
+time is up, not at the next interval: the time is SQL's, the beat only asks.
 
 The same call keeps the worker fresh in the registry (``pgq.workers``): once registered, it
 beats at least every ``idle_interval`` (what ``pgq.register_worker`` answered), with empty
@@ -11,6 +14,7 @@ arrays while it owns no job."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 from pgq_thin import calls
@@ -28,12 +32,27 @@ class Heartbeat:
         self._attempts = attempts
         self._call = call
         self._now = asyncio.Event()
+        self._beat_now = False  # wake() asked for a beat (else a wake-up only replans)
+        attempts.on_deadline = self._now.set
         #: Longest pause between two beats while registered (None: beat only for owned jobs).
         self.idle_interval: float | None = None
 
     def wake(self) -> None:
         """Beat now (a cancel notification named one of the owned jobs)."""
+        self._beat_now = True
         self._now.set()
+
+    def _interval(self) -> float:
+        """Until the next beat: a third of the smallest heartbeat timeout, at most the idle
+        interval, and just after the earliest time limit of a job in hand (an overdue one is
+        asked about again every quarter of a second)."""
+        interval = self._attempts.heartbeat_interval()
+        if self.idle_interval is not None:
+            interval = min(interval, self.idle_interval)
+        deadline = self._attempts.until_deadline()
+        if deadline is not None:
+            interval = min(interval, deadline + 0.05 if deadline > -0.05 else 0.25)
+        return interval
 
     async def once(self) -> dict[int, str]:
         """Beat for every owned job with one call (registered: also with none, to stay fresh
@@ -65,11 +84,15 @@ class Heartbeat:
                 if await wait_event(changed, jittered(self.idle_interval) * 0.8):
                     continue  # a job came: beat on its interval
             else:
-                interval = self._attempts.heartbeat_interval()
-                if self.idle_interval is not None:
-                    interval = min(interval, self.idle_interval)
-                await wait_event(self._now, interval)
-                self._now.clear()
+                due = time.monotonic() + self._interval()
+                while not self._beat_now and self._attempts.owned:
+                    remaining = due - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    await wait_event(self._now, remaining)
+                    self._now.clear()
+                    due = min(due, time.monotonic() + self._interval())  # a sooner deadline
+                self._beat_now = False
             try:
                 await self.once()
             except LOOP_ERRORS as err:

@@ -115,6 +115,11 @@ class Registry:
         return frozenset(self.handlers) if self._only is None else self._only
 
     @property
+    def claimed_async(self) -> frozenset[str]:
+        """The claimed entrypoints whose handlers are async (they need a slot, no thread)."""
+        return frozenset(name for name in self.claimed if self.handlers[name].is_async)
+
+    @property
     def claims_sync(self) -> bool:
         """Some entrypoint the worker claims has a sync handler (it runs on a thread)."""
         return any(not self.handlers[name].is_async for name in self.claimed)

@@ -30,7 +30,16 @@ from pgq_thin.calls import Decision
 from pgq_thin.connection import Backoff
 from pgq_thin.errors import PgqError
 from pgq_thin.worker._loops import LOOP_ERRORS, Call, one_line, wait_event
-from pgq_thin.worker._outcomes import CANCELED, FAILED, SUCCESSFUL, Details, Ending
+from pgq_thin.worker._outcomes import (
+    CANCELED,
+    DEAD,
+    FAILED,
+    FATAL,
+    SNOOZED_STATUS,
+    SUCCESSFUL,
+    Details,
+    Ending,
+)
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
 from pgq_thin.worker._telemetry import Telemetry
 
@@ -189,8 +198,13 @@ class ResultBuffer:
                 stats.successful += 1
             elif decided.status == CANCELED:
                 stats.canceled += 1
-            elif r.outcome == FAILED:
-                stats.failed += 1
+            else:
+                if r.outcome in (FAILED, FATAL):
+                    stats.failed += 1
+                if decided.status == DEAD:
+                    stats.dead += 1
+                elif decided.status == SNOOZED_STATUS:
+                    stats.snoozed += 1
         self._tel.written(batch, accepted)
         if rejected:
             self._tel.log.warning(

@@ -35,13 +35,13 @@ from pgq_thin.worker import _presence
 from pgq_thin.worker._attempts import Attempts
 from pgq_thin.worker._claimer import Claimer
 from pgq_thin.worker._heartbeat import Heartbeat
-from pgq_thin.worker._loops import LOOP_ERRORS, LoopTasks, one_line
+from pgq_thin.worker._loops import LOOP_ERRORS, LoopTasks, one_line, wait_event
 from pgq_thin.worker._maintenance import Maintenance
 from pgq_thin.worker._outcomes import Ending
 from pgq_thin.worker._registry import Registry
 from pgq_thin.worker._results import ResultBuffer
 from pgq_thin.worker._settings import WorkerSettings, WorkerStats
-from pgq_thin.worker._telemetry import Telemetry
+from pgq_thin.worker._telemetry import Progress, Telemetry
 
 if TYPE_CHECKING:
     pass
@@ -92,7 +92,7 @@ class Run:
             settings,
             stats,
             registry.claimed,
-            registry.claims_sync,
+            registry.claimed_async,
             self.attempts,
             self.results,
             self.call,
@@ -192,6 +192,14 @@ class Run:
             )
         for name, loop in self.maintenance.loops(self.stopping).items():
             start(name, loop)
+        if settings.progress_interval is not None:
+            start("pgq-thin-progress", self._progress(settings.progress_interval))
+
+    async def _progress(self, interval: float) -> None:
+        """An INFO line every ``interval`` seconds on a worker that finished something."""
+        progress = Progress(self.stats)
+        while not await wait_event(self.stopping, interval):
+            progress.log(self.log)
 
     # --- run-once steps -----------------------------------------------------------------------
 

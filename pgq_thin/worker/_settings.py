@@ -81,6 +81,9 @@ class WorkerSettings:
     :param tracing: run each job in an OpenTelemetry span, and continue the trace its
         producer started, when the application uses OpenTelemetry (has imported it); False:
         never.
+    :param progress_interval: seconds between two INFO progress lines (jobs done, failed
+        attempts, dead jobs, the rate) on a worker that finished something meanwhile; an idle
+        worker writes none. None: never.
     """
 
     dsn: str | None = None
@@ -109,6 +112,7 @@ class WorkerSettings:
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     tracing: bool = True
+    progress_interval: float | None = 60.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.worker_id, uuid.UUID):  # a string, or None (a new one)
@@ -128,7 +132,13 @@ class WorkerSettings:
         )
         for name in ("ping_interval", "ping_timeout", "maintenance_interval"):
             _check(getattr(self, name) > 0, name, getattr(self, name), "positive")
-        for name in ("flush_size", "reconnect_timeout", "maintain_interval", "rollup_interval"):
+        for name in (
+            "flush_size",
+            "reconnect_timeout",
+            "maintain_interval",
+            "rollup_interval",
+            "progress_interval",
+        ):
             value = getattr(self, name)
             _check(value is None or value > 0, name, value, "positive or None")
         retention = self.history_retention
@@ -177,6 +187,12 @@ class WorkerStats:
     aborted: int = 0
     #: claimed jobs whose row could not be turned into Python values (completed as failed)
     undecodable: int = 0
+    #: jobs SQL declared dead (attempts used up, or fatal), snoozes granted, attempts SQL ended
+    #: past their time limit, and jobs taken over from a silent worker
+    dead: int = 0
+    snoozed: int = 0
+    timed_out: int = 0
+    taken_over: int = 0
     #: results the server did not accept at flush: the lease was lost (also counted in lost)
     rejected: int = 0
     #: new connections of the session after a loss, and re-LISTENs of the listener

@@ -86,8 +86,15 @@ async def supervise(
                 return
 
 
+#: The signals that stop a worker gracefully (SIGHUP where the platform has it).
+STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT) + (
+    (signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()
+)
+
+
 class Signals:
-    """SIGTERM/SIGINT: the first asks for a graceful stop, the second exits at once."""
+    """SIGTERM, SIGINT and SIGHUP (a closed terminal or SSH session): the first asks for a
+    graceful stop, the second exits at once."""
 
     def __init__(self, grace_period: float, request_stop: Callable[[], None]) -> None:
         self._grace_period = grace_period
@@ -101,7 +108,7 @@ class Signals:
             enabled = threading.current_thread() is threading.main_thread()
         if not enabled:
             return
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in STOP_SIGNALS:
             try:
                 loop.add_signal_handler(sig, self._on_signal, sig)
                 self._installed.append(sig)

@@ -10,21 +10,28 @@ Log lines (logger ``pgq_thin.worker``; every record carries ``worker_id``, and a
 
     pgq-thin job 42 (send_email) attempt 1 of 5: claimed                       DEBUG
     pgq-thin job 42 (send_email) attempt 1 of 5: successful in 0.012 s         DEBUG
-    pgq-thin job 42 (send_email) attempt 1 of 5: failed in 0.012 s: KeyError: 'to'   WARNING,
+    pgq-thin job 42 (send_email) attempt 1 of 5: failed in 0.012 s: KeyError: 'to'   DEBUG,
                                                                            with the traceback
-    pgq-thin job 42 (send_email) attempt 1 of 5: retry_after in 0.003 s: retry after 30 s
-    pgq-thin job 42 (send_email) attempt 1 of 5: invalid_payload in 0.000 s: ...     INFO
     pgq-thin job 42 (send_email) attempt 1 of 5: canceled in 2.104 s: cancel requested  INFO
     pgq-thin job 42 (send_email) attempt 2 of 5: aborted in 30.002 s: ...          WARNING
+    pgq-thin job 42 (send_email) attempt 1 of 5: timed out after 30 s ...          WARNING
+    pgq-thin job 42 (send_email) attempt 2 of 5: taken over from worker ...        WARNING
 
 The line that ends an attempt carries ``outcome`` (the ending's ``log_outcome``, see
 :mod:`~pgq_thin.worker._outcomes`) and ``duration`` too, and is written when the handler ends.
-What SQL decides next for a failed or interrupted attempt is known only once its result is
-written: ``pgq.complete`` answers it, and :meth:`Telemetry.written` says it on a line of its
-own (fields ``decided`` and, for a retry, ``retry_in``), word for word from that answer::
+What SQL decides next for a failed attempt is known only once its result is written:
+``pgq.complete`` answers it, and :meth:`Telemetry.written` says it on one line with the error
+(fields ``decided`` and, for a retry, ``retry_in``), word for word from that answer: a retry
+is one WARNING line without the traceback (it is on the DEBUG line above), a dead job one
+ERROR line with it::
 
-    pgq-thin job 42 (send_email): retry in 1.7 s, attempt 1 of 5                 INFO
-    pgq-thin job 42 (send_email): dead, attempt 5 of 5                           WARNING
+    pgq-thin job 42 (send_email) attempt 1 of 5 failed: KeyError: 'to'; retry in 1.7 s   WARNING
+    pgq-thin job 42 (send_email) attempt 5 of 5 failed: KeyError: 'to'; dead            ERROR
+    pgq-thin job 42 (send_email) attempt 1 of 5 fatal: PayloadValidationError: ...; dead ERROR
+    pgq-thin job 42 (send_email) attempt 1 of 5: snoozed, runs again in 30 s            DEBUG
+    pgq-thin job 42 (send_email) attempt 1 of 5: interrupted; retry in 0 s              INFO
+
+Every minute with something finished, :func:`log_progress` writes one INFO line of counts.
 
 The per-job work costs nothing that is switched off: a DEBUG line is formatted only when DEBUG
 is enabled, metrics only exist with ``metrics_port``, spans only with OpenTelemetry imported.
@@ -40,7 +47,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pgq_thin.errors import one_line
 from pgq_thin.job import Job, RetryAfter
 from pgq_thin.logs import worker_log
-from pgq_thin.worker._outcomes import DEAD, LEVELS, Ending
+from pgq_thin.worker._outcomes import (
+    DEAD,
+    FAILED,
+    FAILURES,
+    LEVELS,
+    SNOOZED_STATUS,
+    TRACEBACKS,
+    Ending,
+)
 
 if TYPE_CHECKING:
     from pgq_thin.calls import Decision
@@ -54,6 +69,7 @@ log = logging.getLogger("pgq_thin.worker")
 #: How the decision line words SQL's answers.
 DEAD_TEXT = "dead"
 RETRY_TEXT = "retry in {:.3g} s"
+SNOOZE_TEXT = "runs again in {:.3g} s"
 
 
 class Meter(Protocol):
@@ -89,6 +105,20 @@ def _detail(ending: Ending) -> str:
     return str(details.get("message") or "")
 
 
+def _decided_detail(ending: Ending) -> str:
+    """The error of the decision line: type and message, in one line."""
+    err, details = ending.error, ending.details or {}
+    if err is not None and not isinstance(err, RetryAfter):
+        text = one_line(err)
+        name = type(err).__name__
+        return name if text in ("", name) else f"{name}: {text}"
+    error, message = details.get("error"), details.get("message")
+    if error and message:
+        lines = str(message).strip().splitlines()
+        return f"{error}: {lines[0]}" if lines else str(error)
+    return str(error or message or "")
+
+
 class Telemetry:
     """The log lines, metrics and spans of one run (see the module docstring)."""
 
@@ -115,7 +145,14 @@ class Telemetry:
 
     # --- jobs -------------------------------------------------------------------------------
 
-    def claimed(self, jobs: Iterable[Job[Any]]) -> None:
+    def claimed(self, jobs: Iterable[Job[Any]]) -> int:
+        """Jobs were claimed: a DEBUG line each, and a WARNING line for each taken over from a
+        worker that fell silent (SQL's note in the claim answer). Returns how many were."""
+        taken = 0
+        for job in jobs:
+            if job.taken_over is not None:
+                taken += 1
+                self._taken_over(job, job.taken_over)
         if log.isEnabledFor(logging.DEBUG):
             for job in jobs:
                 self.log.debug(
@@ -126,6 +163,48 @@ class Telemetry:
                     job.max_attempts,
                     extra=job_fields(job),
                 )
+
+        return taken
+
+    def _taken_over(self, job: Job[Any], note: Mapping[str, Any]) -> None:
+        self.log.warning(
+            "pgq-thin job %s (%s) attempt %d of %d: taken over from worker %s, silent since %s "
+            "(attempt %s swept at %s: %s)",
+            job.id,
+            job.entrypoint,
+            job.attempt,
+            job.max_attempts,
+            note.get("worker_id"),
+            note.get("heartbeat_at"),
+            note.get("attempt"),
+            note.get("swept_at"),
+            note.get("error"),
+            extra={**job_fields(job), "taken_over": dict(note)},
+        )
+
+    def timed_out(self, job: Job[Any], ran: float, *, sync: bool) -> None:
+        """SQL ended the attempt past its time limit (``pgq.heartbeat`` answered
+        ``timed_out``): the handler is stopped; a sync one's thread cannot be."""
+        if self.metrics is not None:
+            self.metrics.job_written(job.entrypoint, "timed_out")
+        limit = job.run_timeout.total_seconds() if job.run_timeout is not None else ran
+        what = (
+            "its thread cannot be stopped: job.cancelled is set, and its slot stays taken "
+            "until the handler returns (its result is dropped)"
+            if sync
+            else "its task is cancelled"
+        )
+        self.log.warning(
+            "pgq-thin job %s (%s) attempt %d of %d: timed out after %g s (SQL failed the "
+            "attempt; the retry policy decides); %s",
+            job.id,
+            job.entrypoint,
+            job.attempt,
+            job.max_attempts,
+            limit,
+            what,
+            extra={**job_fields(job), "outcome": "timed_out", "duration": ran},
+        )
 
     def undecodable(self, message: str, fields: Mapping[str, Any]) -> None:
         self.log.warning(
@@ -142,7 +221,7 @@ class Telemetry:
         level = LEVELS[outcome]
         if log.isEnabledFor(level):  # the logger's own cached check (the adapter adds a call)
             detail = _detail(ending)
-            error = ending.error if ending.log_outcome == "failed" else None
+            error = ending.error if ending.log_outcome in TRACEBACKS else None
             self.log.log(
                 level,
                 "pgq-thin job %s (%s) attempt %d of %d: %s in %.3f s%s",
@@ -186,31 +265,53 @@ class Telemetry:
         accepted: Mapping[int, Decision],
     ) -> None:
         """Results were written with ``pgq.complete``: what SQL decided for a job that goes
-        back to the queue or dies is logged from its answer; those accepted count under their
-        log outcome, the others (their lease was lost) as ``lost``."""
+        back to the queue or dies is logged from its answer, with the error of a failure (a
+        retry: WARNING, one line; dead: ERROR with the traceback); those accepted count under
+        their log outcome, the others (their lease was lost) as ``lost``."""
         for r in results:
             decided = accepted.get(r.job_id)
-            if decided is not None and decided.retry_in_s is not None:
-                self._decided(r, decided, logging.INFO, RETRY_TEXT.format(decided.retry_in_s))
-            elif decided is not None and decided.status == DEAD:
-                self._decided(r, decided, logging.WARNING, DEAD_TEXT)
+            if decided is None:
+                pass
+            elif decided.status == SNOOZED_STATUS:
+                again = SNOOZE_TEXT.format(decided.retry_in_s or 0)
+                self._decided(r, decided, logging.DEBUG, again)
+            elif decided.retry_in_s is not None:
+                level = logging.WARNING if r.log_outcome in FAILURES else logging.INFO
+                self._decided(r, decided, level, RETRY_TEXT.format(decided.retry_in_s))
+            elif decided.status == DEAD:
+                error = r.error if r.log_outcome in TRACEBACKS else None
+                self._decided(r, decided, logging.ERROR, DEAD_TEXT, exc_info=error)
+            r.error = None  # told
         metrics = self.metrics
         if metrics is None:
             return
         for r in results:
             metrics.job_written(r.entrypoint, r.log_outcome if r.job_id in accepted else "lost")
 
-    def _decided(self, result: Ending, decided: Decision, level: int, what: str) -> None:
+    def _decided(
+        self,
+        result: Ending,
+        decided: Decision,
+        level: int,
+        what: str,
+        exc_info: BaseException | None = None,
+    ) -> None:
         if log.isEnabledFor(level):
+            outcome = FAILED if result.log_outcome == "retry_after" else result.outcome
+            detail = _decided_detail(result)
             self.log.log(
                 level,
-                "pgq-thin job %s (%s): %s, attempt %d of %d",
+                "pgq-thin job %s (%s) attempt %d of %d %s%s; %s",
                 result.job_id,
                 result.entrypoint,
-                what,
                 decided.attempt,
                 decided.max_attempts,
+                outcome,
+                f": {detail}" if detail else "",
+                what,
+                exc_info=exc_info,
                 extra={
+                    "outcome": result.log_outcome,
                     "job_id": result.job_id,
                     "entrypoint": result.entrypoint,
                     "attempt": decided.attempt,
@@ -243,6 +344,52 @@ async def _timed(call: Awaitable[T], done: Any) -> T:
     result = await call
     done(time.perf_counter() - began)
     return result
+
+
+class Progress:
+    """The progress line of a busy worker: what finished since the last line, and the rate."""
+
+    def __init__(self, stats: WorkerStats) -> None:
+        self._stats = stats
+        self._last = self._counts()
+        self._at = time.monotonic()
+
+    def _counts(self) -> tuple[int, int, int, int, int]:
+        s = self._stats
+        return (s.successful, s.failed, s.dead, s.canceled, s.timed_out)
+
+    def log(self, logger: logging.Logger | logging.LoggerAdapter[Any]) -> bool:
+        """One INFO line if anything finished since the last call (True if written)."""
+        now, counts = time.monotonic(), self._counts()
+        delta = (a - b for a, b in zip(counts, self._last, strict=True))
+        done, failed, dead, canceled, timed_out = delta
+        span, self._last, self._at = now - self._at, counts, now
+        if not (done or failed or dead or canceled or timed_out):
+            return False
+        rate = (done + dead + canceled) / span if span > 0 else 0.0
+        logger.info(
+            "pgq-thin worker progress, last %.0f s: %d done, %d failed attempts (%d timed out), "
+            "%d dead, %d canceled; %.1f jobs/s",
+            span,
+            done,
+            failed,
+            timed_out,
+            dead,
+            canceled,
+            rate,
+            extra={
+                "progress": {
+                    "seconds": span,
+                    "done": done,
+                    "failed_attempts": failed,
+                    "timed_out_attempts": timed_out,
+                    "dead_jobs": dead,
+                    "canceled_jobs": canceled,
+                    "jobs_per_second": rate,
+                }
+            },
+        )
+        return True
 
 
 def log_summary(worker_id: object, s: WorkerStats, uptime: float) -> None:

@@ -60,6 +60,7 @@ class ThinWorker(WorkerView, WorkerSteps):
     metrics_port = Setting[int | None]()
     metrics_addr = Setting[str]()
     tracing = Setting[bool]()
+    progress_interval = Setting[float | None]()
 
     def __init__(
         self,
@@ -90,6 +91,7 @@ class ThinWorker(WorkerView, WorkerSteps):
         metrics_port: int | None = None,
         metrics_addr: str = "127.0.0.1",
         tracing: bool = True,
+        progress_interval: float | None = 60.0,
     ) -> None:
         given = dict(locals())
         del given["self"]
@@ -225,7 +227,7 @@ class ThinWorker(WorkerView, WorkerSteps):
             self._run.request_stop_from_any_thread()
 
     def run(self, *, until_empty: bool = False) -> None:
-        """Run until stopped (SIGTERM/SIGINT) or, with ``until_empty``, until a claim finds
+        """Run until stopped (SIGTERM, SIGINT, SIGHUP) or, with ``until_empty``, until a claim finds
         nothing and nothing runs. Returns after a graceful shutdown."""
         asyncio.run(self.arun(until_empty=until_empty))
         self.abandon_stuck_threads()

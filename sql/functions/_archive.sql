@@ -5,8 +5,12 @@
 --   job moved: its id, entrypoint, final status and the attempt that ended. statuses may also
 --   say 'interrupted' (an attempt cut off: the job ends canceled, the attempt appended to the
 --   error list but not counted) or 'released' (pgq.release of a job whose cancel was requested:
---   canceled, never started, so no attempt, start time or worker is recorded); 'failed' ends
---   canceled when the job's cancellation was requested, the attempt appended all the same.
+--   canceled, never started, so no attempt, start time or worker is recorded), 'fatal' (the
+--   job can never succeed: failed, its attempt counted, outcome 'fatal' in the error list) or
+--   'snoozed' (a snooze of a job whose cancel was requested: canceled, the attempt not
+--   counted, as an interrupted one); 'failed' and 'fatal' end canceled when the job's
+--   cancellation was requested, the attempt appended all the same. The job's own timeout is
+--   kept with it (pgq.requeue brings it back).
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
 --   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
@@ -14,7 +18,7 @@
 --   the lease (pgq.complete recognises a repeated call by it). Without leases (cancel, release,
 --   the claim path archiving a stale job) no lease is recorded: an attempt that did not finish
 --   the job cannot pass for one that did. A failed or interrupted attempt is appended to the
---   error list: {attempt, at, lease and worker_id (with leases), outcome ('interrupted' for
+--   error list: {attempt, at, lease and worker_id (with leases), outcome ('interrupted', 'snoozed' or 'fatal' for
 --   one), decision (the final status), details}. One statement: no separate locking pass.
 -- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
@@ -53,14 +57,15 @@ BEGIN
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,
-                  CASE WHEN i.status IN ('interrupted', 'released') THEN 'canceled'
-                       WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
+                  CASE WHEN i.status IN ('interrupted', 'released', 'snoozed') THEN 'canceled'
+                       WHEN i.status IN ('failed', 'fatal') AND j.cancel_requested THEN 'canceled'
+                       WHEN i.status = 'fatal' THEN 'failed'
                        ELSE i.status END AS final_status,
-                  i.status IN ('failed', 'interrupted') AS ended_attempt,
-                  i.status = 'interrupted' AS interrupted,
-                  -- Not an attempt: an interrupted one is not counted, a released job never
-                  -- started (and had no worker).
-                  i.status IN ('interrupted', 'released') AS uncounted,
+                  i.status IN ('failed', 'interrupted', 'snoozed', 'fatal') AS ended_attempt,
+                  CASE WHEN i.status IN ('interrupted', 'snoozed', 'fatal') THEN i.status END AS noted,
+                  -- Not an attempt: an interrupted one or a snooze is not counted, a released
+                  -- job never started (and had no worker).
+                  i.status IN ('interrupted', 'released', 'snoozed') AS uncounted,
                   i.status = 'released' AS released,
                   i.details AS final_details
     ), keys AS (
@@ -72,7 +77,7 @@ BEGIN
     ), ins AS (
         INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                           dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                          lease, details, errors)
+                                          lease, details, errors, timeout)
         SELECT g.id, g.entrypoint, g.final_status, g.priority,
                CASE WHEN g.uncounted THEN g.attempt - 1 ELSE g.attempt END, g.payload, g.headers,
                g.dedupe_key, g.enqueued_at, CASE WHEN g.released THEN NULL ELSE g.started_at END,
@@ -83,10 +88,11 @@ BEGIN
                              'attempt', g.attempt, 'at', _archive.at,
                              'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END,
                              'worker_id', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.worker_id END,
-                             'outcome', CASE WHEN g.interrupted THEN 'interrupted' END,
+                             'outcome', g.noted,
                              'decision', g.final_status))
                              || jsonb_build_object('details', g.final_details))
-                    ELSE g.errors END
+                    ELSE g.errors END,
+               g.timeout
           FROM gone g
     )
     -- The attempt that ended (an interrupted one too, though history does not count it).

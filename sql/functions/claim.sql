@@ -32,7 +32,11 @@
 --   1000 per call, earliest first; pgq._promote), a cheap index probe when none is due.
 --   Each row carries the entrypoint's policy as the worker needs it: max_attempts,
 --   heartbeat_timeout (also in seconds, heartbeat_timeout_s: heartbeat well within it) and
---   last_attempt (a failure of this attempt makes the job dead).
+--   last_attempt (a failure of this attempt makes the job dead); the attempt's time limit in
+--   seconds, run_timeout_s (the job's own timeout, else the entrypoint's run_timeout; NULL: none;
+--   the claim sets deadline_at = at + that limit, and pgq._time_out ends the attempt past it);
+--   and taken_over, for a job whose previous attempt was swept because its worker fell silent:
+--   {worker_id, heartbeat_at (its last sign of life), attempt, swept_at, error} (else NULL).
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
 --   never waits for another claimer. A replayed request locks its own running jobs in id
 --   order (it waits for a call holding one of them, as heartbeat does). Must run in READ
@@ -134,11 +138,16 @@ BEGIN
                 RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                           j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
                           extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
-                          j.attempt >= c.max_attempts AS last_attempt, j.ready_seq
+                          j.attempt >= c.max_attempts AS last_attempt, j.ready_seq,
+                          extract(epoch FROM coalesce(j.timeout, c.run_timeout))::float8 AS run_timeout_s,
+                          CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' = 'heartbeat timeout'
+                               THEN (j.errors -> -1 -> 'details') || jsonb_build_object('attempt', j.errors -> -1 -> 'attempt',
+                                                                                        'swept_at', j.errors -> -1 -> 'at')
+                          END AS taken_over
             )
             SELECT a.id, a.lease, a.entrypoint, a.payload, a.headers, a.priority, a.attempt,
                    a.enqueued_at, a.run_at, a.dedupe_key, a.max_attempts, a.heartbeat_timeout,
-                   a.timeout_s, a.last_attempt
+                   a.timeout_s, a.last_attempt, a.run_timeout_s, a.taken_over
               FROM again a
              ORDER BY a.priority DESC, a.ready_seq;
             RETURN;
@@ -232,7 +241,8 @@ BEGIN
                started_at = v_now,
                heartbeat_at = v_now,
                claim_request = claim.request_id,
-               attempt = j.attempt + 1
+               attempt = j.attempt + 1,
+               deadline_at = v_now + coalesce(j.timeout, c.run_timeout)
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
            AND j.status = c_queued AND j.slot <> 4
@@ -240,10 +250,18 @@ BEGIN
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                   j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
                   extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
-                  j.attempt >= c.max_attempts AS last_attempt, j.ready_seq
+                  j.attempt >= c.max_attempts AS last_attempt, j.ready_seq,
+                  extract(epoch FROM coalesce(j.timeout, c.run_timeout))::float8 AS run_timeout_s,
+                  -- Taken over from a silent worker: the sweep's note of the attempt before
+                  -- (only read for a job claimed before).
+                  CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' = 'heartbeat timeout'
+                       THEN (j.errors -> -1 -> 'details') || jsonb_build_object('attempt', j.errors -> -1 -> 'attempt',
+                                                                                'swept_at', j.errors -> -1 -> 'at')
+                  END AS taken_over
     )
     SELECT c.id, c.lease, c.entrypoint, c.payload, c.headers, c.priority, c.attempt, c.enqueued_at,
-           c.run_at, c.dedupe_key, c.max_attempts, c.heartbeat_timeout, c.timeout_s, c.last_attempt
+           c.run_at, c.dedupe_key, c.max_attempts, c.heartbeat_timeout, c.timeout_s, c.last_attempt,
+           c.run_timeout_s, c.taken_over
       FROM claimed c
      ORDER BY c.priority DESC, c.ready_seq;
 END

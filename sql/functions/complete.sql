@@ -19,6 +19,21 @@
 --                 error list notes it. A job whose cancel was requested ends 'canceled'.
 --   'canceled'    the handler gave up because the job was canceled (or chose to): history as
 --                 canceled.
+--   'snoozed'     the handler asked to run again later without using an attempt:
+--                 details->'snooze' seconds (a number from 0 to 31536000) after at, on the
+--                 server's clock: status 'snoozed', due then (queued, or scheduled when later),
+--                 the attempt not counted, the snooze noted in the error list (outcome and
+--                 decision 'snoozed'). A job that already snoozed max_snoozes times (its
+--                 entrypoint's, default 100) has this snooze counted as a failed attempt
+--                 (the retry policy, with the snooze as its retry_after). A job whose cancel
+--                 was requested ends 'canceled'.
+--   'fatal'       the job can never succeed (a payload its handler cannot decode, a permanent
+--                 error): dead at once, history as 'failed' whatever attempts are left (or
+--                 'canceled' when a cancel was requested), the error list notes outcome 'fatal'.
+--   An 'interrupted' attempt of a job whose last max_interruptions attempts (its entrypoint's,
+--   default 3) were all interrupted counts: it is treated as 'failed' (retry policy, dead on
+--   the last attempt), its details marked interrupted: true with a message saying why, so a
+--   job that hangs across restarts ends dead.
 --   details: one JSON array (element i for job i, JSON null for none) or NULL for none at all;
 --   each failure's details are kept in the job's error list. at NULL means now().
 --   Idempotent: repeating a call whose answer was lost (the connection dropped after the
@@ -26,7 +41,8 @@
 --   decisions (a retry's run_at as stored) and changes nothing.
 -- Locking: row locks on the owned jobs, taken in id order; waits only for a claimer that holds
 --   one of them at this instant, and then sees its new lease (and leaves the job alone).
--- Errors: PQ009, PQ003 (arguments), PQ004 unknown outcome, PQ009 bad details or retry_after.
+-- Errors: PQ009, PQ003 (arguments), PQ004 unknown outcome, PQ009 bad details, retry_after or
+--   snooze.
 CREATE OR REPLACE FUNCTION pgq.complete(
     worker_id  uuid,
     ids        bigint[],
@@ -54,6 +70,7 @@ DECLARE
     v_now      timestamptz := coalesce(complete.at, now());
     v_n        int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
     v_details  jsonb[];
+    v_outcomes text[] := complete.outcomes;  -- what is decided on (see 'interrupted', 'snoozed')
     v_bad      record;
     -- The answer, built as parallel arrays (one element per job accepted).
     a_id       bigint[] := '{}';
@@ -72,6 +89,7 @@ DECLARE
     v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
     v_later_s  float8[];
     v_later_d  jsonb[];
+    v_later_o  text[];
     v_now_ids  bigint[];   -- ... retried at once (queued in place)
     v_now_s    float8[];
     v_now_d    jsonb[];
@@ -110,31 +128,69 @@ BEGIN
     END IF;
     SELECT u.s, u.d, u.ord INTO v_bad
       FROM unnest(complete.outcomes, v_details) WITH ORDINALITY AS u(s, d, ord)
-     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'interrupted', 'canceled')
+     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'interrupted', 'canceled', 'snoozed', 'fatal')
         OR (jsonb_typeof(u.d) = 'object' AND u.d ? 'retry_after'
             AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
                  OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
+        OR (u.s = 'snoozed'
+            AND (jsonb_typeof(u.d -> 'snooze') IS DISTINCT FROM 'number'
+                 OR (u.d ->> 'snooze')::numeric NOT BETWEEN 0 AND 31536000))
      ORDER BY u.ord
      LIMIT 1;
     IF FOUND THEN
-        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'interrupted', 'canceled') THEN
-            RAISE EXCEPTION 'unknown outcome % at position %: use successful, failed, interrupted or canceled',
+        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'interrupted', 'canceled', 'snoozed', 'fatal') THEN
+            RAISE EXCEPTION 'unknown outcome % at position %: use successful, failed, interrupted, canceled, snoozed or fatal',
                 coalesce(quote_literal(v_bad.s), 'NULL'), v_bad.ord
                 USING ERRCODE = 'PQ004';
+        END IF;
+        IF v_bad.s = 'snoozed' AND (jsonb_typeof(v_bad.d -> 'snooze') IS DISTINCT FROM 'number'
+                                    OR (v_bad.d ->> 'snooze')::numeric NOT BETWEEN 0 AND 31536000) THEN
+            RAISE EXCEPTION 'snooze at position % must be a number of seconds from 0 to 31536000 (details->''snooze''), got %',
+                v_bad.ord, coalesce((v_bad.d -> 'snooze')::text, 'nothing')
+                USING ERRCODE = 'PQ009';
         END IF;
         RAISE EXCEPTION 'retry_after at position % must be a number of seconds from 0 to 31536000, got %',
             v_bad.ord, v_bad.d -> 'retry_after'
             USING ERRCODE = 'PQ009';
     END IF;
 
+    -- Interruptions and snoozes past their entrypoint's bound count as failed attempts: decided
+    -- on as 'failed', with a note in their details (a read of the jobs still owned; the locked
+    -- reads below check the leases again).
+    IF 'interrupted' = ANY (complete.outcomes) OR 'snoozed' = ANY (complete.outcomes) THEN
+        SELECT array_agg(CASE WHEN x.note IS NOT NULL THEN 'failed' ELSE u.s END ORDER BY u.ord),
+               array_agg(CASE WHEN x.note IS NOT NULL THEN coalesce(u.d, '{}'::jsonb) || x.note ELSE u.d END ORDER BY u.ord)
+          INTO v_outcomes, v_details
+          FROM unnest(complete.outcomes, v_details) WITH ORDINALITY AS u(s, d, ord)
+          LEFT JOIN LATERAL (
+                SELECT CASE WHEN u.s = 'interrupted' AND n.interrupted >= c.max_interruptions THEN
+                                 jsonb_build_object('interrupted', true, 'message', format(
+                                     'interrupted %s times in a row (max_interruptions %s), so this interruption counts as a failed attempt%s',
+                                     n.interrupted + 1, c.max_interruptions,
+                                     coalesce(': ' || (u.d ->> 'message'), '')))
+                            WHEN u.s = 'snoozed' AND n.snoozed >= c.max_snoozes THEN
+                                 jsonb_build_object('snoozed', true, 'retry_after', u.d -> 'snooze', 'message', format(
+                                     'snoozed %s times (max_snoozes %s), so this snooze counts as a failed attempt',
+                                     n.snoozed + 1, c.max_snoozes))
+                       END AS note
+                  FROM pgq.jobs j
+                  JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+                 CROSS JOIN LATERAL pgq._streaks(j.errors) AS n
+                 WHERE u.s IN ('interrupted', 'snoozed')
+                   AND j.id = complete.ids[u.ord] AND j.lease = complete.leases[u.ord]
+                   AND j.status = c_running AND j.slot <> 4
+                   AND j.worker_id = complete.worker_id) AS x ON true;
+    END IF;
+
     -- A stale lease misses twice and gets no row.
     r_ids := complete.ids;
     r_leases := complete.leases;
-    r_outcomes := complete.outcomes;
+    r_outcomes := v_outcomes;
     r_details := v_details;
     FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         v_decided := '{}';
-        v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes);
+        v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes)
+                   OR 'snoozed' = ANY (r_outcomes) OR 'fatal' = ANY (r_outcomes);
         -- The jobs are locked in id order first (every function that locks several jobs takes
         -- them in id order, so two of them never deadlock; the archive's DELETE would lock in
         -- the order of its plan). Successes and cancellations alone: a bare locked read by id
@@ -152,7 +208,7 @@ BEGIN
         -- meanwhile cannot reach the archive below with a failure it should retry: back to
         -- the queue with attempts left, and interrupted attempts (not counted).
         IF v_retry THEN
-            SELECT coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.outcome IN ('failed', 'interrupted')), '{}'),
+            SELECT coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.outcome IN ('failed', 'interrupted', 'snoozed', 'fatal')), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
                    coalesce(array_agg(d.delay ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
@@ -160,15 +216,17 @@ BEGIN
                    coalesce(array_agg(d.details ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
                    coalesce(array_agg(d.details ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
                    coalesce(array_agg(d.outcome ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   coalesce(array_agg(d.outcome ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
                    array_agg(DISTINCT d.entrypoint) FILTER (WHERE d.retry AND d.delay <= 0)
-              INTO v_decided, v_later, v_now_ids, v_later_s, v_now_s, v_later_d, v_now_d, v_now_o, v_eps
+              INTO v_decided, v_later, v_now_ids, v_later_s, v_now_s, v_later_d, v_now_d, v_now_o, v_later_o, v_eps
               FROM (SELECT j.id, j.entrypoint, i.outcome, i.details,
-                           i.outcome IN ('failed', 'interrupted') AND NOT j.cancel_requested
-                           AND (i.outcome = 'interrupted' OR j.attempt < c.max_attempts) AS retry,
-                           -- The delay in seconds: none for an interrupted attempt, else the
-                           -- retry policy (inlined).
+                           i.outcome IN ('failed', 'interrupted', 'snoozed') AND NOT j.cancel_requested
+                           AND (i.outcome IN ('interrupted', 'snoozed') OR j.attempt < c.max_attempts) AS retry,
+                           -- The delay in seconds: none for an interrupted attempt, the asked
+                           -- one for a snooze, else the retry policy (inlined).
                            CASE WHEN i.outcome = 'failed'
                                 THEN pgq._retry_delay(j.attempt, c.backoff_base, c.backoff_max, i.details)
+                                WHEN i.outcome = 'snoozed' THEN (i.details ->> 'snooze')::float8
                                 WHEN i.outcome = 'interrupted' THEN 0::float8 END AS delay
                       FROM unnest(r_ids, r_leases, r_outcomes, r_details) AS i(id, lease, outcome, details)
                       JOIN pgq.jobs j ON j.id = i.id
@@ -189,7 +247,7 @@ BEGIN
                        SET status = 'queued',
                            ready_seq = nextval('pgq.ready_seq'),
                            run_at = v_now + make_interval(secs => i.delay),
-                           attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
+                           attempt = CASE WHEN i.outcome IN ('interrupted', 'snoozed') THEN j.attempt - 1 ELSE j.attempt END,
                            lease = NULL,
                            worker_id = NULL,
                            started_at = NULL,
@@ -198,8 +256,9 @@ BEGIN
                            errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
                                         'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
                                         'worker_id', j.worker_id,
-                                        'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END,
-                                        'decision', 'retry', 'run_at', v_now + make_interval(secs => i.delay)))
+                                        'outcome', CASE WHEN i.outcome IN ('interrupted', 'snoozed') THEN i.outcome END,
+                                        'decision', CASE WHEN i.outcome = 'snoozed' THEN 'snoozed' ELSE 'retry' END,
+                                        'run_at', v_now + make_interval(secs => i.delay)))
                                         || jsonb_build_object('details', i.details))
                       FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
                               FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
@@ -212,8 +271,9 @@ BEGIN
                        AND c.entrypoint = j.entrypoint
                     RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
                 )
-                SELECT a_id || coalesce(array_agg(r.id), '{}'), a_status || coalesce(array_agg('retry'::text), '{}'),
-                       a_attempt || coalesce(array_agg(CASE WHEN r.outcome = 'interrupted' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
+                SELECT a_id || coalesce(array_agg(r.id), '{}'),
+                       a_status || coalesce(array_agg(CASE WHEN r.outcome = 'snoozed' THEN 'snoozed' ELSE 'retry' END), '{}'),
+                       a_attempt || coalesce(array_agg(CASE WHEN r.outcome IN ('interrupted', 'snoozed') THEN r.attempt + 1 ELSE r.attempt END), '{}'),
                        a_max || coalesce(array_agg(r.max_attempts), '{}'), a_run || coalesce(array_agg(r.run_at), '{}')
                   INTO a_id, a_status, a_attempt, a_max, a_run
                   FROM retried r;
@@ -225,28 +285,32 @@ BEGIN
             IF cardinality(v_later) > 0 THEN
                 WITH moved AS (
                     DELETE FROM pgq.jobs j
-                     USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
+                     USING unnest(v_later, v_later_s, v_later_d, v_later_o) AS i(id, delay, details, outcome)
                      WHERE j.id = i.id
                        AND j.id = ANY (v_later)
                        AND j.status = c_running AND j.slot <> 4
-                    RETURNING j.*, i.delay, i.details AS retry_details
+                    RETURNING j.*, i.delay, i.details AS retry_details, i.outcome AS retry_outcome
                 ), ins AS (
                     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,
-                                          payload, headers, dedupe_key, cancel_requested, errors, slot)
+                                          payload, headers, dedupe_key, cancel_requested, errors, timeout, slot)
                     SELECT m.id, m.entrypoint, 'scheduled', m.priority, v_now + make_interval(secs => m.delay),
-                           m.enqueued_at, m.attempt, m.payload, m.headers, m.dedupe_key, m.cancel_requested,
-                           m.errors || jsonb_build_array(jsonb_build_object(
+                           m.enqueued_at, CASE WHEN m.retry_outcome = 'snoozed' THEN m.attempt - 1 ELSE m.attempt END,
+                           m.payload, m.headers, m.dedupe_key, m.cancel_requested,
+                           m.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
                                'attempt', m.attempt, 'at', v_now, 'lease', m.lease,
-                               'worker_id', m.worker_id, 'decision', 'retry',
-                               'run_at', v_now + make_interval(secs => m.delay))
+                               'worker_id', m.worker_id,
+                               'outcome', CASE WHEN m.retry_outcome = 'snoozed' THEN 'snoozed' END,
+                               'decision', CASE WHEN m.retry_outcome = 'snoozed' THEN 'snoozed' ELSE 'retry' END,
+                               'run_at', v_now + make_interval(secs => m.delay)))
                                || jsonb_build_object('details', m.retry_details)),
-                           4
+                           m.timeout, 4
                       FROM moved m
                      ORDER BY m.id
-                    RETURNING id, attempt, entrypoint, run_at
+                    RETURNING id, attempt, entrypoint, run_at, errors -> -1 ->> 'decision' AS decision
                 )
-                SELECT a_id || coalesce(array_agg(r.id), '{}'), a_status || coalesce(array_agg('retry'::text), '{}'),
-                       a_attempt || coalesce(array_agg(r.attempt), '{}'),
+                SELECT a_id || coalesce(array_agg(r.id), '{}'),
+                       a_status || coalesce(array_agg(CASE WHEN r.decision = 'snoozed' THEN 'snoozed' ELSE 'retry' END), '{}'),
+                       a_attempt || coalesce(array_agg(CASE WHEN r.decision = 'snoozed' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
                        a_max || coalesce(array_agg(c.max_attempts), '{}'), a_run || coalesce(array_agg(r.run_at), '{}')
                   INTO a_id, a_status, a_attempt, a_max, a_run
                   FROM ins r
@@ -255,9 +319,10 @@ BEGIN
         END IF;
 
         -- Everything else this worker still owns moves to history: successful and canceled
-        -- outcomes (lease-fenced by _archive itself), and the failures and interruptions locked
-        -- above that may not run again (no attempts left, or canceled meanwhile). An interrupted
-        -- job that gets here was canceled meanwhile.
+        -- outcomes (lease-fenced by _archive itself), and the failures, fatal outcomes,
+        -- interruptions and snoozes locked above that may not run again (no attempts left, or
+        -- canceled meanwhile). An interrupted or snoozed job that gets here was canceled
+        -- meanwhile.
         SELECT a_id || coalesce(array_agg(a.id), '{}'), a_status || coalesce(array_agg(a.status), '{}'),
                a_attempt || coalesce(array_agg(a.attempt), '{}'), a_max || coalesce(array_agg(c.max_attempts), '{}'),
                a_run || coalesce(array_agg(NULL::timestamptz), '{}')
@@ -277,7 +342,7 @@ BEGIN
         SELECT array_agg(u.id ORDER BY u.ord), array_agg(u.lease ORDER BY u.ord),
                array_agg(u.outcome ORDER BY u.ord), array_agg(u.details ORDER BY u.ord)
           INTO r_ids, r_leases, r_outcomes, r_details
-          FROM unnest(complete.ids, complete.leases, complete.outcomes, v_details)
+          FROM unnest(complete.ids, complete.leases, v_outcomes, v_details)
                WITH ORDINALITY AS u(id, lease, outcome, details, ord)
          WHERE u.id <> ALL (a_id);
     END LOOP;
@@ -303,7 +368,7 @@ BEGIN
                 -- Queued again by that attempt (and perhaps ended since under another lease, or
                 -- requeued): its error entry of that lease and worker says what was decided.
                 SELECT i.id, e.value ->> 'decision', (e.value ->> 'attempt')::int, c.max_attempts,
-                       CASE WHEN e.value ->> 'decision' = 'retry' THEN (e.value ->> 'run_at')::timestamptz END
+                       CASE WHEN e.value ->> 'decision' IN ('retry', 'snoozed') THEN (e.value ->> 'run_at')::timestamptz END
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
                   JOIN (SELECT j.id, j.entrypoint, j.lease, j.errors FROM pgq.jobs j WHERE j.id = ANY (complete.ids)
                         UNION ALL
@@ -330,4 +395,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz) IS
-    'Ends attempts owned under these leases with what the worker observed (successful, failed, interrupted, canceled); answers per job what SQL decided: status successful, failed (dead), canceled or retry, attempt, max_attempts, and for a retry run_at and retry_in_s. Stale leases are ignored.';
+    'Ends attempts owned under these leases with what the worker observed (successful, failed, interrupted, canceled, snoozed, fatal); answers per job what SQL decided: status successful, failed (dead), canceled, retry or snoozed, attempt, max_attempts, and for a retry or snooze run_at and retry_in_s. Stale leases are ignored.';

@@ -1,15 +1,21 @@
 -- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
---               heartbeat_timeout, reset)
+--               heartbeat_timeout, reset, run_timeout, max_interruptions, max_snoozes)
 -- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
 --   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
---   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
---   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
+--   5 min cap, 30 s heartbeat timeout, no run timeout, 3 interruptions, 100 snoozes) and then
+--   applies the given ones. run_timeout: how long one attempt may run (from its claim) before
+--   SQL ends it as a failed attempt, "timed out" (pgq._time_out; a job's own timeout from
+--   pgq.enqueue wins); interval '0' removes the limit. max_interruptions: consecutive
+--   interrupted attempts that are not counted; the next one counts (see pgq.complete).
+--   max_snoozes: snoozes a job may take without using an attempt; the next one counts.
+--   concurrency_limit 0 pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
 --   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
 --   ends a pause; see pgq._sweep).
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
 --   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
---   (so every time computed from them stays in range).
+--   (so every time computed from them stays in range), run_timeout 0 (none) or 1 second..30
+--   days, max_interruptions 0..1000, max_snoozes 0..10000.
 -- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
 CREATE OR REPLACE FUNCTION pgq.configure(
     entrypoint         text,
@@ -18,7 +24,10 @@ CREATE OR REPLACE FUNCTION pgq.configure(
     backoff_base       interval DEFAULT NULL,
     backoff_max        interval DEFAULT NULL,
     heartbeat_timeout  interval DEFAULT NULL,
-    reset              boolean  DEFAULT false
+    reset              boolean  DEFAULT false,
+    run_timeout        interval DEFAULT NULL,
+    max_interruptions  int      DEFAULT NULL,
+    max_snoozes        int      DEFAULT NULL
 )
 RETURNS pgq.entrypoints
 LANGUAGE plpgsql
@@ -41,6 +50,17 @@ BEGIN
     PERFORM pgq._check_interval(configure.backoff_base, 'backoff_base', interval '0', interval '1 day');
     PERFORM pgq._check_interval(configure.backoff_max, 'backoff_max', interval '0', interval '365 days');
     PERFORM pgq._check_interval(configure.heartbeat_timeout, 'heartbeat_timeout', interval '1 second', interval '7 days');
+    IF configure.run_timeout <> interval '0' THEN
+        PERFORM pgq._check_interval(configure.run_timeout, 'run_timeout (0 for none)', interval '1 second', interval '30 days');
+    END IF;
+    IF configure.max_interruptions NOT BETWEEN 0 AND 1000 THEN
+        RAISE EXCEPTION 'max_interruptions must be between 0 and 1000, got %', configure.max_interruptions
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.max_snoozes NOT BETWEEN 0 AND 10000 THEN
+        RAISE EXCEPTION 'max_snoozes must be between 0 and 10000, got %', configure.max_snoozes
+            USING ERRCODE = 'PQ008';
+    END IF;
     IF configure.backoff_base < interval '0' THEN
         RAISE EXCEPTION 'backoff_base must not be negative, got %', configure.backoff_base USING ERRCODE = 'PQ008';
     END IF;
@@ -55,7 +75,8 @@ BEGIN
         -- Column defaults are the one place the default policy is written down.
         UPDATE pgq.entrypoints e
            SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
-               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT
+               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT, run_timeout = DEFAULT,
+               max_interruptions = DEFAULT, max_snoozes = DEFAULT
          WHERE e.entrypoint = configure.entrypoint;
     END IF;
     SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
@@ -65,6 +86,10 @@ BEGIN
     v_row.backoff_base := coalesce(configure.backoff_base, v_row.backoff_base);
     v_row.backoff_max := coalesce(configure.backoff_max, v_row.backoff_max);
     v_row.heartbeat_timeout := coalesce(configure.heartbeat_timeout, v_row.heartbeat_timeout);
+    v_row.run_timeout := CASE WHEN configure.run_timeout IS NULL THEN v_row.run_timeout
+                              ELSE nullif(configure.run_timeout, interval '0') END;
+    v_row.max_interruptions := coalesce(configure.max_interruptions, v_row.max_interruptions);
+    v_row.max_snoozes := coalesce(configure.max_snoozes, v_row.max_snoozes);
     IF v_row.backoff_max < v_row.backoff_base THEN
         RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
             USING ERRCODE = 'PQ008';
@@ -76,6 +101,9 @@ BEGIN
            backoff_base = v_row.backoff_base,
            backoff_max = v_row.backoff_max,
            heartbeat_timeout = v_row.heartbeat_timeout,
+           run_timeout = v_row.run_timeout,
+           max_interruptions = v_row.max_interruptions,
+           max_snoozes = v_row.max_snoozes,
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
@@ -84,5 +112,5 @@ BEGIN
     RETURN v_row;
 END
 $$;
-COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean) IS
-    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting unchanged; reset => true restores defaults first.';
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it), max_interruptions, max_snoozes. NULL leaves a setting unchanged; reset => true restores defaults first.';

@@ -1,11 +1,14 @@
--- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay)
+-- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay,
+--             timeout)
 -- Contract: adds one job and returns its id; the same rules, defaults and errors as
 --   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
 --   its array handling: one INSERT. Due at run_at, or delay after now() (the server's clock),
---   or now when both are NULL; giving both is an error.
+--   or now when both are NULL; giving both is an error. timeout: this job's run time limit
+--   (1 second .. 30 days; NULL: the entrypoint's run_timeout, see pgq.configure), which wins
+--   over the entrypoint's.
 -- Locking: as pgq.enqueue_many.
 -- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md; PQ009 also for run_at and delay
---   together). Any error adds nothing.
+--   together, and for a timeout out of bounds). Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue(
     entrypoint   text,
     payload      jsonb       DEFAULT NULL,
@@ -14,7 +17,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue(
     dedupe_key   text        DEFAULT NULL,
     headers      jsonb       DEFAULT NULL,
     on_conflict  text        DEFAULT 'raise',
-    delay        interval    DEFAULT NULL
+    delay        interval    DEFAULT NULL,
+    timeout      interval    DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -53,6 +57,9 @@ BEGIN
     IF enqueue.delay IS NOT NULL THEN
         PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
     END IF;
+    IF enqueue.timeout IS NOT NULL THEN
+        PERFORM pgq._check_interval(enqueue.timeout, 'timeout', interval '1 second', interval '30 days', 'PQ009');
+    END IF;
 
     v_due := coalesce(enqueue.run_at, now() + enqueue.delay, now());
     v_id := nextval('pgq.job_id_seq');
@@ -81,18 +88,19 @@ BEGIN
     -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
     -- due one enters the ring's current slot with a ready number, behind the fence.
     IF v_due > now() THEN
-        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status, slot)
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
+                              status, slot)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, 'scheduled', 4);
+                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'scheduled', 4);
     ELSE
         PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);
-        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
-                              ready_seq, slot)
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
+                              status, ready_seq, slot)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());
+                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot());
     END IF;
     RETURN v_id;
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval) IS
-    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval) IS
+    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing); timeout is its run time limit (NULL: the entrypoint''s).';

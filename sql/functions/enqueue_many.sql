@@ -1,5 +1,5 @@
 -- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict,
---   delays)
+--   delays, timeouts)
 -- Contract: adds one job per element of entrypoints in one statement and returns their ids in
 --   input order (one column, id). Every other argument is optional (NULL: defaults for all) and,
 --   when given, must have the same length. payloads and headers are one JSON array each
@@ -10,11 +10,13 @@
 --   ready order (enqueue order for jobs due at once; a delayed job joins when it is due). A dedupe key is unique among live (scheduled, queued or running)
 --   jobs (pgq.live_keys):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
---   the live job that holds the key instead of adding one.
+--   the live job that holds the key instead of adding one. timeouts: each job's run time limit
+--   (1 second .. 30 days; NULL: the entrypoint's run_timeout), which wins over the entrypoint's.
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
 --   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
---   payloads or headers not a JSON array, a job with both run_at and delay.
+--   payloads or headers not a JSON array, a job with both run_at and delay, a timeout out of
+--   bounds.
 --   Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     entrypoints  text[],
@@ -24,7 +26,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     dedupe_keys  text[]        DEFAULT NULL,
     headers      jsonb         DEFAULT NULL,
     on_conflict  text          DEFAULT 'raise',
-    delays       interval[]    DEFAULT NULL
+    delays       interval[]    DEFAULT NULL,
+    timeouts     interval[]    DEFAULT NULL
 )
 RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
@@ -69,7 +72,8 @@ BEGIN
                    ('run_ats', cardinality(enqueue_many.run_ats)),
                    ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
                    ('headers', jsonb_array_length(enqueue_many.headers)),
-                   ('delays', cardinality(enqueue_many.delays))) AS a(name, len)
+                   ('delays', cardinality(enqueue_many.delays)),
+                   ('timeouts', cardinality(enqueue_many.timeouts))) AS a(name, len)
      WHERE a.len IS NOT NULL AND a.len <> v_n
      LIMIT 1;
     IF FOUND THEN
@@ -133,6 +137,11 @@ BEGIN
         PERFORM pgq._check_interval(u.d, 'delay at position ' || u.ord, interval '0', interval '36500 days', 'PQ009')
            FROM unnest(enqueue_many.delays) WITH ORDINALITY AS u(d, ord);
     END IF;
+    IF enqueue_many.timeouts IS NOT NULL THEN
+        PERFORM pgq._check_dims(enqueue_many.timeouts, 'timeouts');
+        PERFORM pgq._check_interval(u.t, 'timeout at position ' || u.ord, interval '1 second', interval '30 days', 'PQ009')
+           FROM unnest(enqueue_many.timeouts) WITH ORDINALITY AS u(t, ord);
+    END IF;
 
     -- Ids first, in input order, so the insert needs no join to report them.
     v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
@@ -162,15 +171,16 @@ BEGIN
     -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
     -- due one enters the ring's current slot with a ready number, behind the fence.
     PERFORM pgq._ready_lock(enqueue_many.entrypoints);
-    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
-                          ready_seq, slot)
-    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h,
+    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
+                          status, ready_seq, slot)
+    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h, u.t,
            CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
            CASE WHEN d.due > now() THEN NULL ELSE nextval('pgq.ready_seq') END,
            CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END
       FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
-                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
-           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, ord)
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays,
+                  enqueue_many.timeouts)
+           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, t, ord)
      CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
      WHERE u.dk IS NULL OR v_missing IS NULL
         OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id)
@@ -192,5 +202,5 @@ BEGIN
     RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[]) IS
-    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job. on_conflict: raise (PQ007) or existing.';
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[]) IS
+    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) per job. on_conflict: raise (PQ007) or existing.';

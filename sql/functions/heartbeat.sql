@@ -1,8 +1,10 @@
 -- pgq.heartbeat(worker_id, ids, leases, at)
 -- Contract: refreshes heartbeat_at = at for each job this worker still owns under that lease,
 --   and answers one row per input id, in input order: state 'ok', 'cancel_requested' (still
---   owned, but pgq.cancel asked it to stop) or 'lost' (re-claimed by another worker, finished
---   or gone). A lost job is never touched. at NULL means now(). Also refreshes the worker's
+--   owned, but pgq.cancel asked it to stop), 'timed_out' (the attempt was past its deadline: this
+--   call ended it as a failed attempt, pgq._time_out, so the worker stops the handler and
+--   writes no result) or 'lost' (re-claimed by another worker, finished or gone). A lost job is
+--   never touched. at NULL means now(). Also refreshes the worker's
 --   row in the workers registry (pgq.register_worker), once per call, also for empty arrays:
 --   an idle worker stays visible by calling it with no jobs. A job carried to another slot of
 --   the ring while the call waited for it (pgq.maintain) is found again by a second look.
@@ -33,6 +35,7 @@ DECLARE
     v_now    timestamptz := coalesce(heartbeat.at, now());
     v_ok     bigint[];
     v_cancel bigint[];
+    v_late   bigint[];
     v_look  int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
@@ -45,6 +48,7 @@ BEGIN
     -- A stale lease misses twice.
     v_ok := '{}';
     v_cancel := '{}';
+    v_late := '{}';
     FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         -- Several jobs: locked first in id order (every function that locks several jobs takes
         -- them in id order, so two of them never deadlock; the UPDATE would lock in the order
@@ -72,18 +76,24 @@ BEGIN
                AND j.status = c_running AND j.slot <> 4
                AND j.worker_id = heartbeat.worker_id
                AND i.id <> ALL (v_ok)
-            RETURNING j.id, j.cancel_requested
+            RETURNING j.id, j.cancel_requested, j.deadline_at <= v_now AS late
         )
         SELECT v_ok || coalesce(array_agg(b.id), '{}'),
-               v_cancel || coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}')
-          INTO v_ok, v_cancel
+               v_cancel || coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}'),
+               v_late || coalesce(array_agg(b.id) FILTER (WHERE b.late), '{}')
+          INTO v_ok, v_cancel, v_late
           FROM beat b;
         EXIT WHEN cardinality(v_ok) = cardinality(heartbeat.ids);
     END LOOP;
+    -- Past the deadline: ended here (the worker may be the only one calling for a while).
+    IF cardinality(v_late) > 0 THEN
+        v_late := pgq._time_out(v_late, v_now);
+    END IF;
 
     RETURN QUERY
     SELECT i.id,
            CASE WHEN i.id <> ALL (v_ok) THEN 'lost'
+                WHEN i.id = ANY (v_late) THEN 'timed_out'
                 WHEN i.id = ANY (v_cancel) THEN 'cancel_requested'
                 ELSE 'ok' END
       FROM unnest(heartbeat.ids) WITH ORDINALITY AS i(id, ord)
@@ -91,4 +101,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq.heartbeat(uuid, bigint[], bigint[], timestamptz) IS
-    'Refreshes the heartbeat of jobs this lease still owns; one row per id: ok, cancel_requested or lost.';
+    'Refreshes the heartbeat of jobs this lease still owns; one row per id: ok, cancel_requested, timed_out (ended as a failed attempt past its time limit) or lost.';

@@ -8,7 +8,10 @@
 --   ({"attempt", "at", "details"}: the handler's error, message, traceback), details what the
 --   last completion stored, result the value a successful handler returned (details->'result').
 --   schedule and schedule_due_at name the schedule tick that fired the job (NULL otherwise).
---   max_attempts is the entrypoint's current policy.
+--   max_attempts is the entrypoint's current policy. For a running job, silent_s is how long
+--   its attempt has been silent (now() - heartbeat_at: it grows while the worker is hung or
+--   gone, before the heartbeat timeout makes the job stale), and deadline_at when its time
+--   limit runs out (NULL: no limit); both NULL for other jobs.
 -- Locking: none (reads only).
 -- Errors: PQ009 NULL id.
 CREATE OR REPLACE FUNCTION pgq.job(id bigint)
@@ -30,13 +33,13 @@ BEGIN
     WITH one AS (
         SELECT j.id, j.entrypoint, j.status, j.priority, j.attempt, j.payload, j.headers, j.dedupe_key,
                j.enqueued_at, j.run_at, j.started_at, j.heartbeat_at, NULL::timestamptz AS finished_at,
-               j.worker_id, j.cancel_requested, NULL::jsonb AS details, j.errors
+               j.worker_id, j.cancel_requested, NULL::jsonb AS details, j.errors, j.deadline_at
           FROM pgq.jobs j
          WHERE j.id = job.id
         UNION ALL
         SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.payload, h.headers, h.dedupe_key,
                h.enqueued_at, NULL, h.started_at, NULL, h.finished_at,
-               h.worker_id, false, h.details, h.errors
+               h.worker_id, false, h.details, h.errors, NULL
           FROM pgq.job_history h
          WHERE h.id = job.id
     )
@@ -49,11 +52,13 @@ BEGIN
            o.details, o.errors,
            -- Only a job fired by pgq.fire_schedule (its dedupe key), not a header set by hand.
            CASE WHEN o.dedupe_key LIKE 'pgq:schedule:%' THEN o.headers ->> 'pgq_schedule' END,
-           CASE WHEN o.dedupe_key LIKE 'pgq:schedule:%' THEN (o.headers ->> 'pgq_due_at')::timestamptz END
+           CASE WHEN o.dedupe_key LIKE 'pgq:schedule:%' THEN (o.headers ->> 'pgq_due_at')::timestamptz END,
+           CASE WHEN o.status = 'running' THEN date_part('epoch', now() - o.heartbeat_at) END,
+           CASE WHEN o.status = 'running' THEN o.deadline_at END
       FROM one o
       LEFT JOIN pgq.entrypoints e ON e.entrypoint = o.entrypoint
      LIMIT 1;
 END
 $$;
 COMMENT ON FUNCTION pgq.job(bigint) IS
-    'One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s), worker, errors of every attempt, details, result, the schedule tick that fired it.';
+    'One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s), worker, errors of every attempt, details, result, the schedule tick that fired it; for a running job how long it has been silent and its deadline.';

@@ -9,19 +9,20 @@
 -- RELEASED.
 
 -- CONTENTS (line numbers; written by scripts/new_migration.py from the '-- ##' headings)
---      27  Roles for dashboards (read only) and operators (actions)
---      42  Operate it: workers registry, metrics rollup, pause/resume, job lookup
---     230  Hostile input and hostile neighbours: schedules that cannot be computed rest
---     241  Policy back in SQL: re-signed functions and the claim answer
---     262  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
---     316  Schedules fire only where their entrypoint is served
---     324  One name rule for entrypoints and schedules
---     357  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
---     534  Comments on the columns of the tables 0.1.0 created
---     569  Views of the live jobs (they read the new pgq.jobs)
---     621  Functions: the other 66 functions this migration re-creates (generated)
---    5537  The ring, continued: triggers and the copy of the live jobs
---    5569  Grants
+--      28  Roles for dashboards (read only) and operators (actions)
+--      43  Operate it: workers registry, metrics rollup, pause/resume, job lookup
+--     231  Hostile input and hostile neighbours: schedules that cannot be computed rest
+--     242  Policy back in SQL: re-signed functions and the claim answer
+--     263  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
+--     317  Schedules fire only where their entrypoint is served
+--     325  One name rule for entrypoints and schedules
+--     358  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+--     535  Comments on the columns of the tables 0.1.0 created
+--     570  Views of the live jobs (they read the new pgq.jobs)
+--     622  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
+--     681  Functions: the other 68 functions this migration re-creates (generated)
+--    5835  The ring, continued: triggers and the copy of the live jobs
+--    5867  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -618,6 +619,65 @@ COMMENT ON VIEW pgq.worker_status IS
 
 REVOKE ALL ON pgq.worker_status FROM PUBLIC;
 
+-- ## Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
+
+-- Real workloads (docs/sql-api.md, "Time limits, interruptions, snoozes"). An attempt may run
+-- for at most the job's own timeout (pgq.enqueue's timeout) or else its entrypoint's
+-- run_timeout: the claim writes the attempt's deadline_at, and the sweep (pgq.maintain, the
+-- claims) and pgq.heartbeat end an attempt past it as a failed attempt (pgq._time_out). An
+-- interrupted attempt is not counted, up to max_interruptions in a row; a snooze uses no
+-- attempt, up to max_snoozes per job. The claim answer carries the attempt's time limit and,
+-- for a job taken over from a silent worker, who that was.
+ALTER TABLE pgq.entrypoints ADD COLUMN run_timeout interval,
+    ADD COLUMN max_interruptions int NOT NULL DEFAULT 3,
+    ADD COLUMN max_snoozes int NOT NULL DEFAULT 100,
+    ADD CONSTRAINT entrypoints_run_timeout_check
+        CHECK (run_timeout BETWEEN interval '1 second' AND interval '30 days'),
+    ADD CONSTRAINT entrypoints_max_interruptions_check CHECK (max_interruptions BETWEEN 0 AND 1000),
+    ADD CONSTRAINT entrypoints_max_snoozes_check CHECK (max_snoozes BETWEEN 0 AND 10000);
+COMMENT ON COLUMN pgq.entrypoints.run_timeout IS
+    'How long one attempt may run from its claim (NULL: no limit; a job''s own timeout wins): past it, SQL ends the attempt as failed, timed out.';
+COMMENT ON COLUMN pgq.entrypoints.max_interruptions IS
+    'Interrupted attempts in a row that are not counted; the next interruption counts as a failed attempt.';
+COMMENT ON COLUMN pgq.entrypoints.max_snoozes IS
+    'Snoozes a job may take without using an attempt; the next snooze counts as a failed attempt.';
+ALTER TABLE pgq.jobs ADD COLUMN timeout interval, ADD COLUMN deadline_at timestamptz;
+COMMENT ON COLUMN pgq.jobs.timeout IS
+    'The job''s own run time limit (pgq.enqueue''s timeout; NULL: its entrypoint''s run_timeout).';
+COMMENT ON COLUMN pgq.jobs.deadline_at IS
+    'The running attempt''s deadline (claim time + its time limit; NULL: no limit): past it, the attempt is ended as timed out.';
+ALTER TABLE pgq.job_history ADD COLUMN timeout interval;
+COMMENT ON COLUMN pgq.job_history.timeout IS 'The job''s own run time limit (kept for pgq.requeue).';
+DROP FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean);
+ALTER TYPE pgq.claimed_job ADD ATTRIBUTE run_timeout_s float8, ADD ATTRIBUTE taken_over jsonb;
+-- Silence made visible before the timeout: a running job's silence and deadline (pgq.job), and
+-- per worker the longest silence of the jobs it holds (pgq.worker_status).
+ALTER TYPE pgq.job_info ADD ATTRIBUTE silent_s float8, ADD ATTRIBUTE deadline_at timestamptz;
+CREATE OR REPLACE VIEW pgq.worker_status AS
+SELECT coalesce(w.worker_id, r.worker_id) AS worker_id,
+       CASE WHEN w.worker_id IS NULL THEN 'unregistered'
+            WHEN w.last_seen_at >= now() - w.timeout THEN 'active'
+            ELSE 'gone' END AS state,
+       w.host, w.pid, w.application_name, w.entrypoints, w.version, w.metadata, w.client_addr,
+       w.started_at, w.last_seen_at,
+       date_part('epoch', now() - w.last_seen_at) AS silent_s,
+       w.timeout,
+       coalesce(r.running, 0) AS running,
+       coalesce(r.stale, 0) AS stale,
+       coalesce(r.job_ids, '{}') AS job_ids,
+       r.job_silent_s
+  FROM pgq.workers w
+  FULL JOIN (SELECT j.worker_id, count(*) AS running,
+                    count(*) FILTER (WHERE j.heartbeat_at < now() - c.heartbeat_timeout) AS stale,
+                    array_agg(j.id ORDER BY j.id) AS job_ids,
+                    date_part('epoch', now() - min(j.heartbeat_at)) AS job_silent_s
+               FROM pgq.jobs j
+               JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+              WHERE j.status = 'running'
+              GROUP BY j.worker_id) AS r ON r.worker_id = w.worker_id;
+COMMENT ON VIEW pgq.worker_status IS
+    'Per worker: state (active; gone when silent past its timeout; unregistered: holds jobs but never registered), what it announced, last seen, silent_s, the running jobs it holds (running, stale, job_ids) and job_silent_s, the longest silence among them (seconds since their oldest heartbeat).';
+
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
 
@@ -682,8 +742,12 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 --   job moved: its id, entrypoint, final status and the attempt that ended. statuses may also
 --   say 'interrupted' (an attempt cut off: the job ends canceled, the attempt appended to the
 --   error list but not counted) or 'released' (pgq.release of a job whose cancel was requested:
---   canceled, never started, so no attempt, start time or worker is recorded); 'failed' ends
---   canceled when the job's cancellation was requested, the attempt appended all the same.
+--   canceled, never started, so no attempt, start time or worker is recorded), 'fatal' (the
+--   job can never succeed: failed, its attempt counted, outcome 'fatal' in the error list) or
+--   'snoozed' (a snooze of a job whose cancel was requested: canceled, the attempt not
+--   counted, as an interrupted one); 'failed' and 'fatal' end canceled when the job's
+--   cancellation was requested, the attempt appended all the same. The job's own timeout is
+--   kept with it (pgq.requeue brings it back).
 --   Without worker_id and leases, callers must already hold the row locks (a vanished row is
 --   skipped). With them, only jobs still running under that worker and lease move (the lease
 --   fence of pgq.complete, checked again by the DELETE itself under concurrent updates), and a
@@ -691,7 +755,7 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 --   the lease (pgq.complete recognises a repeated call by it). Without leases (cancel, release,
 --   the claim path archiving a stale job) no lease is recorded: an attempt that did not finish
 --   the job cannot pass for one that did. A failed or interrupted attempt is appended to the
---   error list: {attempt, at, lease and worker_id (with leases), outcome ('interrupted' for
+--   error list: {attempt, at, lease and worker_id (with leases), outcome ('interrupted', 'snoozed' or 'fatal' for
 --   one), decision (the final status), details}. One statement: no separate locking pass.
 -- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
@@ -730,14 +794,15 @@ BEGIN
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,
-                  CASE WHEN i.status IN ('interrupted', 'released') THEN 'canceled'
-                       WHEN i.status = 'failed' AND j.cancel_requested THEN 'canceled'
+                  CASE WHEN i.status IN ('interrupted', 'released', 'snoozed') THEN 'canceled'
+                       WHEN i.status IN ('failed', 'fatal') AND j.cancel_requested THEN 'canceled'
+                       WHEN i.status = 'fatal' THEN 'failed'
                        ELSE i.status END AS final_status,
-                  i.status IN ('failed', 'interrupted') AS ended_attempt,
-                  i.status = 'interrupted' AS interrupted,
-                  -- Not an attempt: an interrupted one is not counted, a released job never
-                  -- started (and had no worker).
-                  i.status IN ('interrupted', 'released') AS uncounted,
+                  i.status IN ('failed', 'interrupted', 'snoozed', 'fatal') AS ended_attempt,
+                  CASE WHEN i.status IN ('interrupted', 'snoozed', 'fatal') THEN i.status END AS noted,
+                  -- Not an attempt: an interrupted one or a snooze is not counted, a released
+                  -- job never started (and had no worker).
+                  i.status IN ('interrupted', 'released', 'snoozed') AS uncounted,
                   i.status = 'released' AS released,
                   i.details AS final_details
     ), keys AS (
@@ -749,7 +814,7 @@ BEGIN
     ), ins AS (
         INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                           dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                          lease, details, errors)
+                                          lease, details, errors, timeout)
         SELECT g.id, g.entrypoint, g.final_status, g.priority,
                CASE WHEN g.uncounted THEN g.attempt - 1 ELSE g.attempt END, g.payload, g.headers,
                g.dedupe_key, g.enqueued_at, CASE WHEN g.released THEN NULL ELSE g.started_at END,
@@ -760,10 +825,11 @@ BEGIN
                              'attempt', g.attempt, 'at', _archive.at,
                              'lease', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.lease END,
                              'worker_id', CASE WHEN _archive.leases IS NULL THEN NULL ELSE g.worker_id END,
-                             'outcome', CASE WHEN g.interrupted THEN 'interrupted' END,
+                             'outcome', g.noted,
                              'decision', g.final_status))
                              || jsonb_build_object('details', g.final_details))
-                    ELSE g.errors END
+                    ELSE g.errors END,
+               g.timeout
           FROM gone g
     )
     -- The attempt that ended (an interrupted one too, though history does not count it).
@@ -1783,9 +1849,9 @@ BEGIN
         RETURNING j.*
     )
     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
-                          headers, dedupe_key, cancel_requested, errors, ready_seq, slot)
+                          headers, dedupe_key, cancel_requested, errors, timeout, ready_seq, slot)
     SELECT m.id, m.entrypoint, 'queued', m.priority, m.run_at, m.enqueued_at, m.attempt, m.payload,
-           m.headers, m.dedupe_key, m.cancel_requested, m.errors, nextval('pgq.ready_seq'), pgq._slot()
+           m.headers, m.dedupe_key, m.cancel_requested, m.errors, m.timeout, nextval('pgq.ready_seq'), pgq._slot()
       FROM (SELECT * FROM moved ORDER BY run_at, id) m;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_n;
@@ -1933,6 +1999,29 @@ $$;
 COMMENT ON FUNCTION pgq._schedule_served(text, uuid, timestamptz) IS
     'Private. Whether a claimer may fire a schedule of this entrypoint: it is unregistered, or a live registered worker serves the entrypoint.';
 
+-- sql/functions/_streaks.sql
+-- pgq._streaks(errors): what a job's error list says about its interruptions and snoozes.
+-- Contract: interrupted is the number of entries at the end of the list that are interrupted
+--   attempts (outcome 'interrupted', or a counted interruption: details.interrupted true), the
+--   streak pgq.complete bounds with max_interruptions; any other entry (a failure, a sweep, a
+--   snooze) ends the streak. snoozed is the number of snoozes in the whole list (outcome
+--   'snoozed'), which pgq.complete bounds with max_snoozes. NULL or '[]' gives 0 and 0.
+-- Locking: none.
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._streaks(errors jsonb, OUT interrupted int, OUT snoozed int)
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT (coalesce(jsonb_array_length(errors), 0)
+            - coalesce(max(e.ord) FILTER (WHERE NOT coalesce(e.v ->> 'outcome' = 'interrupted'
+                                                            OR e.v -> 'details' ->> 'interrupted' = 'true', false)), 0))::int,
+           (count(*) FILTER (WHERE e.v ->> 'outcome' = 'snoozed'))::int
+      FROM jsonb_array_elements(coalesce(errors, '[]'::jsonb)) WITH ORDINALITY AS e(v, ord)
+$$;
+COMMENT ON FUNCTION pgq._streaks(jsonb) IS
+    'Private. From an error list: interrupted attempts in a row at its end, and snoozes in all.';
+
 -- sql/functions/_sweep.sql
 -- pgq._sweep(entrypoints, at): stale running jobs leave the running state.
 -- Contract: running jobs of the given entrypoints (NULL: every entrypoint) whose heartbeat is
@@ -1944,7 +2033,10 @@ COMMENT ON FUNCTION pgq._schedule_served(text, uuid, timestamptz) IS
 --   running as they are, under their old lease, until it is resumed (nothing would run them, and
 --   their worker, if only slow, may still complete them); those out of attempts or flagged for
 --   cancellation are archived all the same. SKIP LOCKED: a job a concurrent call holds is left
---   for the next sweep. Returns the number of jobs swept.
+--   for the next sweep. First, running jobs past their attempt's deadline (deadline_at, see
+--   pgq.claim) are ended as timed out (pgq._time_out: a failed attempt, the retry policy
+--   applies), whether their worker is alive, hung or gone, paused or not. Returns the number
+--   of jobs swept (timed out ones included).
 -- Locking: row locks on the swept jobs.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._sweep(entrypoints text[], at timestamptz)
@@ -1961,34 +2053,45 @@ DECLARE
     v_n     int := 0;
     v_m     int;
     v_stale record;
+    v_late  bigint[];
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
 BEGIN
     -- One locked read of the stale jobs (the running index is walked once; under a held horizon
     -- that walk is the cost): those to archive, and those to queue again with the entrypoints
     -- whose fence their ready numbers need.
-    SELECT array_agg(s.id ORDER BY s.id) FILTER (WHERE s.dead) AS dead_ids,
+    SELECT array_agg(s.id ORDER BY s.id) FILTER (WHERE s.late) AS late_ids,
+           array_agg(s.id ORDER BY s.id) FILTER (WHERE s.dead) AS dead_ids,
            -- 'failed': pgq._archive ends a job whose cancellation was requested as canceled,
            -- and appends the timeout to the error list either way.
            array_agg('failed'::text ORDER BY s.id) FILTER (WHERE s.dead) AS statuses,
            array_agg(jsonb_build_object('error', 'heartbeat timeout', 'worker_id', s.worker_id,
                                         'heartbeat_at', s.heartbeat_at) ORDER BY s.id)
                FILTER (WHERE s.dead) AS details,
-           array_agg(s.id ORDER BY s.priority DESC, s.run_at, s.id) FILTER (WHERE NOT s.dead) AS back_ids,
-           array_agg(DISTINCT s.entrypoint) FILTER (WHERE NOT s.dead) AS back_eps
+           array_agg(s.id ORDER BY s.priority DESC, s.run_at, s.id) FILTER (WHERE NOT s.dead AND NOT s.late) AS back_ids,
+           array_agg(DISTINCT s.entrypoint) FILTER (WHERE NOT s.dead AND NOT s.late) AS back_eps
       INTO v_stale
       FROM (SELECT j.id, j.entrypoint, j.priority, j.run_at, j.cancel_requested, j.worker_id,
-                   j.heartbeat_at, j.attempt >= c.max_attempts OR j.cancel_requested AS dead
+                   j.heartbeat_at, late.late,
+                   NOT late.late AND (j.attempt >= c.max_attempts OR j.cancel_requested) AS dead
               FROM pgq.entrypoints c
               JOIN pgq.jobs j ON j.entrypoint = c.entrypoint AND j.status = 'running' AND j.slot <> 4
+             CROSS JOIN LATERAL (SELECT coalesce(j.deadline_at <= _sweep.at, false) AS late) AS late
              WHERE (_sweep.entrypoints IS NULL OR c.entrypoint = ANY (_sweep.entrypoints))
-               AND j.heartbeat_at < _sweep.at - c.heartbeat_timeout
-               AND (j.attempt >= c.max_attempts OR j.cancel_requested
-                    OR (c.paused_at IS NULL AND coalesce(c.concurrency_limit, 1) > 0))
+               AND (late.late
+                    OR (j.heartbeat_at < _sweep.at - c.heartbeat_timeout
+                        AND (j.attempt >= c.max_attempts OR j.cancel_requested
+                             OR (c.paused_at IS NULL AND coalesce(c.concurrency_limit, 1) > 0))))
                FOR UPDATE OF j SKIP LOCKED) s;
 
+    -- Past their deadline: a failed attempt each, timed out (the retry policy decides).
+    IF v_stale.late_ids IS NOT NULL THEN
+        v_late := pgq._time_out(v_stale.late_ids, _sweep.at);
+        v_n := cardinality(v_late);
+    END IF;
+
     IF v_stale.dead_ids IS NOT NULL THEN
-        SELECT count(*) INTO v_n
+        SELECT v_n + count(*) INTO v_n
           FROM pgq._archive(v_stale.dead_ids, v_stale.statuses, v_stale.details, _sweep.at);
     END IF;
     IF v_stale.back_ids IS NULL THEN
@@ -2021,6 +2124,57 @@ END
 $$;
 COMMENT ON FUNCTION pgq._sweep(text[], timestamptz) IS
     'Private. Stale running jobs: archived (attempts used up, cancel requested) or queued again with a new ready number.';
+
+-- sql/functions/_time_out.sql
+-- pgq._time_out(ids, at): running attempts past their deadline end as failed, "timed out".
+-- Contract: of the given jobs, those still running whose attempt's deadline_at (set by the claim:
+--   claim time + the job's own timeout, else its entrypoint's run_timeout) is at or before `at`
+--   end as a failed attempt, through pgq.complete under their own worker and lease, so the
+--   retry policy applies as for any failure (queued again after the backoff, dead on the last
+--   attempt, canceled when a cancel was requested). The details SQL writes:
+--   {error: 'timed out', message: 'timed out after N s', timeout_s, started_at, deadline_at}.
+--   The lease is written with the error entry, so a result the worker sends later under that
+--   lease is answered with this decision and changes nothing. Returns the ids ended.
+--   Called by pgq._sweep (pgq.maintain and the claims: also when the worker is hung or gone)
+--   and by pgq.heartbeat (which answers 'timed_out': the worker stops the handler at once).
+-- Locking: row locks on the jobs ended (pgq.complete: in id order).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._time_out(ids bigint[], at timestamptz)
+RETURNS bigint[]
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_done bigint[] := '{}';
+    v_w    record;
+BEGIN
+    FOR v_w IN
+        SELECT j.worker_id, array_agg(j.id ORDER BY j.id) AS ids, array_agg(j.lease ORDER BY j.id) AS leases,
+               jsonb_agg(jsonb_build_object(
+                   'error', 'timed out',
+                   'message', format('timed out after %s s',
+                                     trim_scale(extract(epoch FROM j.deadline_at - j.started_at))),
+                   'timeout_s', extract(epoch FROM j.deadline_at - j.started_at)::float8,
+                   'started_at', j.started_at, 'deadline_at', j.deadline_at) ORDER BY j.id) AS details
+          FROM pgq.jobs j
+         WHERE j.id = ANY (_time_out.ids)
+           AND j.status = 'running' AND j.slot <> 4
+           AND j.deadline_at <= _time_out.at
+         GROUP BY j.worker_id
+         ORDER BY j.worker_id
+    LOOP
+        SELECT v_done || coalesce(array_agg(c.id), '{}') INTO v_done
+          FROM pgq.complete(v_w.worker_id, v_w.ids, v_w.leases,
+                            array_fill('failed'::text, ARRAY[cardinality(v_w.ids)]), v_w.details,
+                            _time_out.at) AS c;
+    END LOOP;
+    RETURN v_done;
+END
+$$;
+COMMENT ON FUNCTION pgq._time_out(bigint[], timestamptz) IS
+    'Private. Ends running attempts past their deadline as failed attempts (timed out after N s), through pgq.complete: the retry policy applies. Returns the ids ended.';
 
 -- sql/functions/cancel.sql
 -- pgq.cancel(ids, at)
@@ -2141,7 +2295,11 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
 --   1000 per call, earliest first; pgq._promote), a cheap index probe when none is due.
 --   Each row carries the entrypoint's policy as the worker needs it: max_attempts,
 --   heartbeat_timeout (also in seconds, heartbeat_timeout_s: heartbeat well within it) and
---   last_attempt (a failure of this attempt makes the job dead).
+--   last_attempt (a failure of this attempt makes the job dead); the attempt's time limit in
+--   seconds, run_timeout_s (the job's own timeout, else the entrypoint's run_timeout; NULL: none;
+--   the claim sets deadline_at = at + that limit, and pgq._time_out ends the attempt past it);
+--   and taken_over, for a job whose previous attempt was swept because its worker fell silent:
+--   {worker_id, heartbeat_at (its last sign of life), attempt, swept_at, error} (else NULL).
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
 --   never waits for another claimer. A replayed request locks its own running jobs in id
 --   order (it waits for a call holding one of them, as heartbeat does). Must run in READ
@@ -2243,11 +2401,16 @@ BEGIN
                 RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                           j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
                           extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
-                          j.attempt >= c.max_attempts AS last_attempt, j.ready_seq
+                          j.attempt >= c.max_attempts AS last_attempt, j.ready_seq,
+                          extract(epoch FROM coalesce(j.timeout, c.run_timeout))::float8 AS run_timeout_s,
+                          CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' = 'heartbeat timeout'
+                               THEN (j.errors -> -1 -> 'details') || jsonb_build_object('attempt', j.errors -> -1 -> 'attempt',
+                                                                                        'swept_at', j.errors -> -1 -> 'at')
+                          END AS taken_over
             )
             SELECT a.id, a.lease, a.entrypoint, a.payload, a.headers, a.priority, a.attempt,
                    a.enqueued_at, a.run_at, a.dedupe_key, a.max_attempts, a.heartbeat_timeout,
-                   a.timeout_s, a.last_attempt
+                   a.timeout_s, a.last_attempt, a.run_timeout_s, a.taken_over
               FROM again a
              ORDER BY a.priority DESC, a.ready_seq;
             RETURN;
@@ -2341,7 +2504,8 @@ BEGIN
                started_at = v_now,
                heartbeat_at = v_now,
                claim_request = claim.request_id,
-               attempt = j.attempt + 1
+               attempt = j.attempt + 1,
+               deadline_at = v_now + coalesce(j.timeout, c.run_timeout)
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
            AND j.status = c_queued AND j.slot <> 4
@@ -2349,10 +2513,18 @@ BEGIN
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
                   j.enqueued_at, j.run_at, j.dedupe_key, c.max_attempts, c.heartbeat_timeout,
                   extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
-                  j.attempt >= c.max_attempts AS last_attempt, j.ready_seq
+                  j.attempt >= c.max_attempts AS last_attempt, j.ready_seq,
+                  extract(epoch FROM coalesce(j.timeout, c.run_timeout))::float8 AS run_timeout_s,
+                  -- Taken over from a silent worker: the sweep's note of the attempt before
+                  -- (only read for a job claimed before).
+                  CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' = 'heartbeat timeout'
+                       THEN (j.errors -> -1 -> 'details') || jsonb_build_object('attempt', j.errors -> -1 -> 'attempt',
+                                                                                'swept_at', j.errors -> -1 -> 'at')
+                  END AS taken_over
     )
     SELECT c.id, c.lease, c.entrypoint, c.payload, c.headers, c.priority, c.attempt, c.enqueued_at,
-           c.run_at, c.dedupe_key, c.max_attempts, c.heartbeat_timeout, c.timeout_s, c.last_attempt
+           c.run_at, c.dedupe_key, c.max_attempts, c.heartbeat_timeout, c.timeout_s, c.last_attempt,
+           c.run_timeout_s, c.taken_over
       FROM claimed c
      ORDER BY c.priority DESC, c.ready_seq;
 END
@@ -2499,6 +2671,21 @@ COMMENT ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) IS
 --                 error list notes it. A job whose cancel was requested ends 'canceled'.
 --   'canceled'    the handler gave up because the job was canceled (or chose to): history as
 --                 canceled.
+--   'snoozed'     the handler asked to run again later without using an attempt:
+--                 details->'snooze' seconds (a number from 0 to 31536000) after at, on the
+--                 server's clock: status 'snoozed', due then (queued, or scheduled when later),
+--                 the attempt not counted, the snooze noted in the error list (outcome and
+--                 decision 'snoozed'). A job that already snoozed max_snoozes times (its
+--                 entrypoint's, default 100) has this snooze counted as a failed attempt
+--                 (the retry policy, with the snooze as its retry_after). A job whose cancel
+--                 was requested ends 'canceled'.
+--   'fatal'       the job can never succeed (a payload its handler cannot decode, a permanent
+--                 error): dead at once, history as 'failed' whatever attempts are left (or
+--                 'canceled' when a cancel was requested), the error list notes outcome 'fatal'.
+--   An 'interrupted' attempt of a job whose last max_interruptions attempts (its entrypoint's,
+--   default 3) were all interrupted counts: it is treated as 'failed' (retry policy, dead on
+--   the last attempt), its details marked interrupted: true with a message saying why, so a
+--   job that hangs across restarts ends dead.
 --   details: one JSON array (element i for job i, JSON null for none) or NULL for none at all;
 --   each failure's details are kept in the job's error list. at NULL means now().
 --   Idempotent: repeating a call whose answer was lost (the connection dropped after the
@@ -2506,7 +2693,8 @@ COMMENT ON FUNCTION pgq.compact_jobs(int, bigint, interval, timestamptz) IS
 --   decisions (a retry's run_at as stored) and changes nothing.
 -- Locking: row locks on the owned jobs, taken in id order; waits only for a claimer that holds
 --   one of them at this instant, and then sees its new lease (and leaves the job alone).
--- Errors: PQ009, PQ003 (arguments), PQ004 unknown outcome, PQ009 bad details or retry_after.
+-- Errors: PQ009, PQ003 (arguments), PQ004 unknown outcome, PQ009 bad details, retry_after or
+--   snooze.
 CREATE OR REPLACE FUNCTION pgq.complete(
     worker_id  uuid,
     ids        bigint[],
@@ -2534,6 +2722,7 @@ DECLARE
     v_now      timestamptz := coalesce(complete.at, now());
     v_n        int := pgq._check_batch(complete.worker_id, complete.ids, complete.leases);
     v_details  jsonb[];
+    v_outcomes text[] := complete.outcomes;  -- what is decided on (see 'interrupted', 'snoozed')
     v_bad      record;
     -- The answer, built as parallel arrays (one element per job accepted).
     a_id       bigint[] := '{}';
@@ -2552,6 +2741,7 @@ DECLARE
     v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
     v_later_s  float8[];
     v_later_d  jsonb[];
+    v_later_o  text[];
     v_now_ids  bigint[];   -- ... retried at once (queued in place)
     v_now_s    float8[];
     v_now_d    jsonb[];
@@ -2590,31 +2780,69 @@ BEGIN
     END IF;
     SELECT u.s, u.d, u.ord INTO v_bad
       FROM unnest(complete.outcomes, v_details) WITH ORDINALITY AS u(s, d, ord)
-     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'interrupted', 'canceled')
+     WHERE u.s IS NULL OR u.s NOT IN ('successful', 'failed', 'interrupted', 'canceled', 'snoozed', 'fatal')
         OR (jsonb_typeof(u.d) = 'object' AND u.d ? 'retry_after'
             AND (jsonb_typeof(u.d -> 'retry_after') <> 'number'
                  OR (u.d ->> 'retry_after')::numeric NOT BETWEEN 0 AND 31536000))
+        OR (u.s = 'snoozed'
+            AND (jsonb_typeof(u.d -> 'snooze') IS DISTINCT FROM 'number'
+                 OR (u.d ->> 'snooze')::numeric NOT BETWEEN 0 AND 31536000))
      ORDER BY u.ord
      LIMIT 1;
     IF FOUND THEN
-        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'interrupted', 'canceled') THEN
-            RAISE EXCEPTION 'unknown outcome % at position %: use successful, failed, interrupted or canceled',
+        IF v_bad.s IS NULL OR v_bad.s NOT IN ('successful', 'failed', 'interrupted', 'canceled', 'snoozed', 'fatal') THEN
+            RAISE EXCEPTION 'unknown outcome % at position %: use successful, failed, interrupted, canceled, snoozed or fatal',
                 coalesce(quote_literal(v_bad.s), 'NULL'), v_bad.ord
                 USING ERRCODE = 'PQ004';
+        END IF;
+        IF v_bad.s = 'snoozed' AND (jsonb_typeof(v_bad.d -> 'snooze') IS DISTINCT FROM 'number'
+                                    OR (v_bad.d ->> 'snooze')::numeric NOT BETWEEN 0 AND 31536000) THEN
+            RAISE EXCEPTION 'snooze at position % must be a number of seconds from 0 to 31536000 (details->''snooze''), got %',
+                v_bad.ord, coalesce((v_bad.d -> 'snooze')::text, 'nothing')
+                USING ERRCODE = 'PQ009';
         END IF;
         RAISE EXCEPTION 'retry_after at position % must be a number of seconds from 0 to 31536000, got %',
             v_bad.ord, v_bad.d -> 'retry_after'
             USING ERRCODE = 'PQ009';
     END IF;
 
+    -- Interruptions and snoozes past their entrypoint's bound count as failed attempts: decided
+    -- on as 'failed', with a note in their details (a read of the jobs still owned; the locked
+    -- reads below check the leases again).
+    IF 'interrupted' = ANY (complete.outcomes) OR 'snoozed' = ANY (complete.outcomes) THEN
+        SELECT array_agg(CASE WHEN x.note IS NOT NULL THEN 'failed' ELSE u.s END ORDER BY u.ord),
+               array_agg(CASE WHEN x.note IS NOT NULL THEN coalesce(u.d, '{}'::jsonb) || x.note ELSE u.d END ORDER BY u.ord)
+          INTO v_outcomes, v_details
+          FROM unnest(complete.outcomes, v_details) WITH ORDINALITY AS u(s, d, ord)
+          LEFT JOIN LATERAL (
+                SELECT CASE WHEN u.s = 'interrupted' AND n.interrupted >= c.max_interruptions THEN
+                                 jsonb_build_object('interrupted', true, 'message', format(
+                                     'interrupted %s times in a row (max_interruptions %s), so this interruption counts as a failed attempt%s',
+                                     n.interrupted + 1, c.max_interruptions,
+                                     coalesce(': ' || (u.d ->> 'message'), '')))
+                            WHEN u.s = 'snoozed' AND n.snoozed >= c.max_snoozes THEN
+                                 jsonb_build_object('snoozed', true, 'retry_after', u.d -> 'snooze', 'message', format(
+                                     'snoozed %s times (max_snoozes %s), so this snooze counts as a failed attempt',
+                                     n.snoozed + 1, c.max_snoozes))
+                       END AS note
+                  FROM pgq.jobs j
+                  JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+                 CROSS JOIN LATERAL pgq._streaks(j.errors) AS n
+                 WHERE u.s IN ('interrupted', 'snoozed')
+                   AND j.id = complete.ids[u.ord] AND j.lease = complete.leases[u.ord]
+                   AND j.status = c_running AND j.slot <> 4
+                   AND j.worker_id = complete.worker_id) AS x ON true;
+    END IF;
+
     -- A stale lease misses twice and gets no row.
     r_ids := complete.ids;
     r_leases := complete.leases;
-    r_outcomes := complete.outcomes;
+    r_outcomes := v_outcomes;
     r_details := v_details;
     FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         v_decided := '{}';
-        v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes);
+        v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes)
+                   OR 'snoozed' = ANY (r_outcomes) OR 'fatal' = ANY (r_outcomes);
         -- The jobs are locked in id order first (every function that locks several jobs takes
         -- them in id order, so two of them never deadlock; the archive's DELETE would lock in
         -- the order of its plan). Successes and cancellations alone: a bare locked read by id
@@ -2632,7 +2860,7 @@ BEGIN
         -- meanwhile cannot reach the archive below with a failure it should retry: back to
         -- the queue with attempts left, and interrupted attempts (not counted).
         IF v_retry THEN
-            SELECT coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.outcome IN ('failed', 'interrupted')), '{}'),
+            SELECT coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.outcome IN ('failed', 'interrupted', 'snoozed', 'fatal')), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
                    coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
                    coalesce(array_agg(d.delay ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
@@ -2640,15 +2868,17 @@ BEGIN
                    coalesce(array_agg(d.details ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
                    coalesce(array_agg(d.details ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
                    coalesce(array_agg(d.outcome ORDER BY d.id) FILTER (WHERE d.retry AND d.delay <= 0), '{}'),
+                   coalesce(array_agg(d.outcome ORDER BY d.id) FILTER (WHERE d.retry AND d.delay > 0), '{}'),
                    array_agg(DISTINCT d.entrypoint) FILTER (WHERE d.retry AND d.delay <= 0)
-              INTO v_decided, v_later, v_now_ids, v_later_s, v_now_s, v_later_d, v_now_d, v_now_o, v_eps
+              INTO v_decided, v_later, v_now_ids, v_later_s, v_now_s, v_later_d, v_now_d, v_now_o, v_later_o, v_eps
               FROM (SELECT j.id, j.entrypoint, i.outcome, i.details,
-                           i.outcome IN ('failed', 'interrupted') AND NOT j.cancel_requested
-                           AND (i.outcome = 'interrupted' OR j.attempt < c.max_attempts) AS retry,
-                           -- The delay in seconds: none for an interrupted attempt, else the
-                           -- retry policy (inlined).
+                           i.outcome IN ('failed', 'interrupted', 'snoozed') AND NOT j.cancel_requested
+                           AND (i.outcome IN ('interrupted', 'snoozed') OR j.attempt < c.max_attempts) AS retry,
+                           -- The delay in seconds: none for an interrupted attempt, the asked
+                           -- one for a snooze, else the retry policy (inlined).
                            CASE WHEN i.outcome = 'failed'
                                 THEN pgq._retry_delay(j.attempt, c.backoff_base, c.backoff_max, i.details)
+                                WHEN i.outcome = 'snoozed' THEN (i.details ->> 'snooze')::float8
                                 WHEN i.outcome = 'interrupted' THEN 0::float8 END AS delay
                       FROM unnest(r_ids, r_leases, r_outcomes, r_details) AS i(id, lease, outcome, details)
                       JOIN pgq.jobs j ON j.id = i.id
@@ -2669,7 +2899,7 @@ BEGIN
                        SET status = 'queued',
                            ready_seq = nextval('pgq.ready_seq'),
                            run_at = v_now + make_interval(secs => i.delay),
-                           attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
+                           attempt = CASE WHEN i.outcome IN ('interrupted', 'snoozed') THEN j.attempt - 1 ELSE j.attempt END,
                            lease = NULL,
                            worker_id = NULL,
                            started_at = NULL,
@@ -2678,8 +2908,9 @@ BEGIN
                            errors = j.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
                                         'attempt', j.attempt, 'at', v_now, 'lease', j.lease,
                                         'worker_id', j.worker_id,
-                                        'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END,
-                                        'decision', 'retry', 'run_at', v_now + make_interval(secs => i.delay)))
+                                        'outcome', CASE WHEN i.outcome IN ('interrupted', 'snoozed') THEN i.outcome END,
+                                        'decision', CASE WHEN i.outcome = 'snoozed' THEN 'snoozed' ELSE 'retry' END,
+                                        'run_at', v_now + make_interval(secs => i.delay)))
                                         || jsonb_build_object('details', i.details))
                       FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
                               FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
@@ -2692,8 +2923,9 @@ BEGIN
                        AND c.entrypoint = j.entrypoint
                     RETURNING j.id, j.attempt, i.outcome, c.max_attempts, j.run_at
                 )
-                SELECT a_id || coalesce(array_agg(r.id), '{}'), a_status || coalesce(array_agg('retry'::text), '{}'),
-                       a_attempt || coalesce(array_agg(CASE WHEN r.outcome = 'interrupted' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
+                SELECT a_id || coalesce(array_agg(r.id), '{}'),
+                       a_status || coalesce(array_agg(CASE WHEN r.outcome = 'snoozed' THEN 'snoozed' ELSE 'retry' END), '{}'),
+                       a_attempt || coalesce(array_agg(CASE WHEN r.outcome IN ('interrupted', 'snoozed') THEN r.attempt + 1 ELSE r.attempt END), '{}'),
                        a_max || coalesce(array_agg(r.max_attempts), '{}'), a_run || coalesce(array_agg(r.run_at), '{}')
                   INTO a_id, a_status, a_attempt, a_max, a_run
                   FROM retried r;
@@ -2705,28 +2937,32 @@ BEGIN
             IF cardinality(v_later) > 0 THEN
                 WITH moved AS (
                     DELETE FROM pgq.jobs j
-                     USING unnest(v_later, v_later_s, v_later_d) AS i(id, delay, details)
+                     USING unnest(v_later, v_later_s, v_later_d, v_later_o) AS i(id, delay, details, outcome)
                      WHERE j.id = i.id
                        AND j.id = ANY (v_later)
                        AND j.status = c_running AND j.slot <> 4
-                    RETURNING j.*, i.delay, i.details AS retry_details
+                    RETURNING j.*, i.delay, i.details AS retry_details, i.outcome AS retry_outcome
                 ), ins AS (
                     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,
-                                          payload, headers, dedupe_key, cancel_requested, errors, slot)
+                                          payload, headers, dedupe_key, cancel_requested, errors, timeout, slot)
                     SELECT m.id, m.entrypoint, 'scheduled', m.priority, v_now + make_interval(secs => m.delay),
-                           m.enqueued_at, m.attempt, m.payload, m.headers, m.dedupe_key, m.cancel_requested,
-                           m.errors || jsonb_build_array(jsonb_build_object(
+                           m.enqueued_at, CASE WHEN m.retry_outcome = 'snoozed' THEN m.attempt - 1 ELSE m.attempt END,
+                           m.payload, m.headers, m.dedupe_key, m.cancel_requested,
+                           m.errors || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
                                'attempt', m.attempt, 'at', v_now, 'lease', m.lease,
-                               'worker_id', m.worker_id, 'decision', 'retry',
-                               'run_at', v_now + make_interval(secs => m.delay))
+                               'worker_id', m.worker_id,
+                               'outcome', CASE WHEN m.retry_outcome = 'snoozed' THEN 'snoozed' END,
+                               'decision', CASE WHEN m.retry_outcome = 'snoozed' THEN 'snoozed' ELSE 'retry' END,
+                               'run_at', v_now + make_interval(secs => m.delay)))
                                || jsonb_build_object('details', m.retry_details)),
-                           4
+                           m.timeout, 4
                       FROM moved m
                      ORDER BY m.id
-                    RETURNING id, attempt, entrypoint, run_at
+                    RETURNING id, attempt, entrypoint, run_at, errors -> -1 ->> 'decision' AS decision
                 )
-                SELECT a_id || coalesce(array_agg(r.id), '{}'), a_status || coalesce(array_agg('retry'::text), '{}'),
-                       a_attempt || coalesce(array_agg(r.attempt), '{}'),
+                SELECT a_id || coalesce(array_agg(r.id), '{}'),
+                       a_status || coalesce(array_agg(CASE WHEN r.decision = 'snoozed' THEN 'snoozed' ELSE 'retry' END), '{}'),
+                       a_attempt || coalesce(array_agg(CASE WHEN r.decision = 'snoozed' THEN r.attempt + 1 ELSE r.attempt END), '{}'),
                        a_max || coalesce(array_agg(c.max_attempts), '{}'), a_run || coalesce(array_agg(r.run_at), '{}')
                   INTO a_id, a_status, a_attempt, a_max, a_run
                   FROM ins r
@@ -2735,9 +2971,10 @@ BEGIN
         END IF;
 
         -- Everything else this worker still owns moves to history: successful and canceled
-        -- outcomes (lease-fenced by _archive itself), and the failures and interruptions locked
-        -- above that may not run again (no attempts left, or canceled meanwhile). An interrupted
-        -- job that gets here was canceled meanwhile.
+        -- outcomes (lease-fenced by _archive itself), and the failures, fatal outcomes,
+        -- interruptions and snoozes locked above that may not run again (no attempts left, or
+        -- canceled meanwhile). An interrupted or snoozed job that gets here was canceled
+        -- meanwhile.
         SELECT a_id || coalesce(array_agg(a.id), '{}'), a_status || coalesce(array_agg(a.status), '{}'),
                a_attempt || coalesce(array_agg(a.attempt), '{}'), a_max || coalesce(array_agg(c.max_attempts), '{}'),
                a_run || coalesce(array_agg(NULL::timestamptz), '{}')
@@ -2757,7 +2994,7 @@ BEGIN
         SELECT array_agg(u.id ORDER BY u.ord), array_agg(u.lease ORDER BY u.ord),
                array_agg(u.outcome ORDER BY u.ord), array_agg(u.details ORDER BY u.ord)
           INTO r_ids, r_leases, r_outcomes, r_details
-          FROM unnest(complete.ids, complete.leases, complete.outcomes, v_details)
+          FROM unnest(complete.ids, complete.leases, v_outcomes, v_details)
                WITH ORDINALITY AS u(id, lease, outcome, details, ord)
          WHERE u.id <> ALL (a_id);
     END LOOP;
@@ -2783,7 +3020,7 @@ BEGIN
                 -- Queued again by that attempt (and perhaps ended since under another lease, or
                 -- requeued): its error entry of that lease and worker says what was decided.
                 SELECT i.id, e.value ->> 'decision', (e.value ->> 'attempt')::int, c.max_attempts,
-                       CASE WHEN e.value ->> 'decision' = 'retry' THEN (e.value ->> 'run_at')::timestamptz END
+                       CASE WHEN e.value ->> 'decision' IN ('retry', 'snoozed') THEN (e.value ->> 'run_at')::timestamptz END
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
                   JOIN (SELECT j.id, j.entrypoint, j.lease, j.errors FROM pgq.jobs j WHERE j.id = ANY (complete.ids)
                         UNION ALL
@@ -2810,21 +3047,27 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz) IS
-    'Ends attempts owned under these leases with what the worker observed (successful, failed, interrupted, canceled); answers per job what SQL decided: status successful, failed (dead), canceled or retry, attempt, max_attempts, and for a retry run_at and retry_in_s. Stale leases are ignored.';
+    'Ends attempts owned under these leases with what the worker observed (successful, failed, interrupted, canceled, snoozed, fatal); answers per job what SQL decided: status successful, failed (dead), canceled, retry or snoozed, attempt, max_attempts, and for a retry or snooze run_at and retry_in_s. Stale leases are ignored.';
 
 -- sql/functions/configure.sql
 -- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
---               heartbeat_timeout, reset)
+--               heartbeat_timeout, reset, run_timeout, max_interruptions, max_snoozes)
 -- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
 --   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
---   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
---   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
+--   5 min cap, 30 s heartbeat timeout, no run timeout, 3 interruptions, 100 snoozes) and then
+--   applies the given ones. run_timeout: how long one attempt may run (from its claim) before
+--   SQL ends it as a failed attempt, "timed out" (pgq._time_out; a job's own timeout from
+--   pgq.enqueue wins); interval '0' removes the limit. max_interruptions: consecutive
+--   interrupted attempts that are not counted; the next one counts (see pgq.complete).
+--   max_snoozes: snoozes a job may take without using an attempt; the next one counts.
+--   concurrency_limit 0 pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
 --   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
 --   ends a pause; see pgq._sweep).
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
 --   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
---   (so every time computed from them stays in range).
+--   (so every time computed from them stays in range), run_timeout 0 (none) or 1 second..30
+--   days, max_interruptions 0..1000, max_snoozes 0..10000.
 -- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
 CREATE OR REPLACE FUNCTION pgq.configure(
     entrypoint         text,
@@ -2833,7 +3076,10 @@ CREATE OR REPLACE FUNCTION pgq.configure(
     backoff_base       interval DEFAULT NULL,
     backoff_max        interval DEFAULT NULL,
     heartbeat_timeout  interval DEFAULT NULL,
-    reset              boolean  DEFAULT false
+    reset              boolean  DEFAULT false,
+    run_timeout        interval DEFAULT NULL,
+    max_interruptions  int      DEFAULT NULL,
+    max_snoozes        int      DEFAULT NULL
 )
 RETURNS pgq.entrypoints
 LANGUAGE plpgsql
@@ -2856,6 +3102,17 @@ BEGIN
     PERFORM pgq._check_interval(configure.backoff_base, 'backoff_base', interval '0', interval '1 day');
     PERFORM pgq._check_interval(configure.backoff_max, 'backoff_max', interval '0', interval '365 days');
     PERFORM pgq._check_interval(configure.heartbeat_timeout, 'heartbeat_timeout', interval '1 second', interval '7 days');
+    IF configure.run_timeout <> interval '0' THEN
+        PERFORM pgq._check_interval(configure.run_timeout, 'run_timeout (0 for none)', interval '1 second', interval '30 days');
+    END IF;
+    IF configure.max_interruptions NOT BETWEEN 0 AND 1000 THEN
+        RAISE EXCEPTION 'max_interruptions must be between 0 and 1000, got %', configure.max_interruptions
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.max_snoozes NOT BETWEEN 0 AND 10000 THEN
+        RAISE EXCEPTION 'max_snoozes must be between 0 and 10000, got %', configure.max_snoozes
+            USING ERRCODE = 'PQ008';
+    END IF;
     IF configure.backoff_base < interval '0' THEN
         RAISE EXCEPTION 'backoff_base must not be negative, got %', configure.backoff_base USING ERRCODE = 'PQ008';
     END IF;
@@ -2870,7 +3127,8 @@ BEGIN
         -- Column defaults are the one place the default policy is written down.
         UPDATE pgq.entrypoints e
            SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
-               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT
+               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT, run_timeout = DEFAULT,
+               max_interruptions = DEFAULT, max_snoozes = DEFAULT
          WHERE e.entrypoint = configure.entrypoint;
     END IF;
     SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
@@ -2880,6 +3138,10 @@ BEGIN
     v_row.backoff_base := coalesce(configure.backoff_base, v_row.backoff_base);
     v_row.backoff_max := coalesce(configure.backoff_max, v_row.backoff_max);
     v_row.heartbeat_timeout := coalesce(configure.heartbeat_timeout, v_row.heartbeat_timeout);
+    v_row.run_timeout := CASE WHEN configure.run_timeout IS NULL THEN v_row.run_timeout
+                              ELSE nullif(configure.run_timeout, interval '0') END;
+    v_row.max_interruptions := coalesce(configure.max_interruptions, v_row.max_interruptions);
+    v_row.max_snoozes := coalesce(configure.max_snoozes, v_row.max_snoozes);
     IF v_row.backoff_max < v_row.backoff_base THEN
         RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
             USING ERRCODE = 'PQ008';
@@ -2891,6 +3153,9 @@ BEGIN
            backoff_base = v_row.backoff_base,
            backoff_max = v_row.backoff_max,
            heartbeat_timeout = v_row.heartbeat_timeout,
+           run_timeout = v_row.run_timeout,
+           max_interruptions = v_row.max_interruptions,
+           max_snoozes = v_row.max_snoozes,
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
@@ -2899,8 +3164,8 @@ BEGIN
     RETURN v_row;
 END
 $$;
-COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean) IS
-    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting unchanged; reset => true restores defaults first.';
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it), max_interruptions, max_snoozes. NULL leaves a setting unchanged; reset => true restores defaults first.';
 
 -- sql/functions/delete_history.sql
 -- pgq.delete_history(entrypoint, statuses, since, until, error, max_jobs)
@@ -2986,14 +3251,17 @@ COMMENT ON FUNCTION pgq.delete_jobs(bigint[]) IS
     'Deletes finished jobs (history rows) by id, skipping live jobs, unknown ids and rows locked right now; returns the ids deleted.';
 
 -- sql/functions/enqueue.sql
--- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay)
+-- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay,
+--             timeout)
 -- Contract: adds one job and returns its id; the same rules, defaults and errors as
 --   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
 --   its array handling: one INSERT. Due at run_at, or delay after now() (the server's clock),
---   or now when both are NULL; giving both is an error.
+--   or now when both are NULL; giving both is an error. timeout: this job's run time limit
+--   (1 second .. 30 days; NULL: the entrypoint's run_timeout, see pgq.configure), which wins
+--   over the entrypoint's.
 -- Locking: as pgq.enqueue_many.
 -- Errors: PQ001, PQ005, PQ006, PQ007, PQ009 (see docs/errors.md; PQ009 also for run_at and delay
---   together). Any error adds nothing.
+--   together, and for a timeout out of bounds). Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue(
     entrypoint   text,
     payload      jsonb       DEFAULT NULL,
@@ -3002,7 +3270,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue(
     dedupe_key   text        DEFAULT NULL,
     headers      jsonb       DEFAULT NULL,
     on_conflict  text        DEFAULT 'raise',
-    delay        interval    DEFAULT NULL
+    delay        interval    DEFAULT NULL,
+    timeout      interval    DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -3041,6 +3310,9 @@ BEGIN
     IF enqueue.delay IS NOT NULL THEN
         PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
     END IF;
+    IF enqueue.timeout IS NOT NULL THEN
+        PERFORM pgq._check_interval(enqueue.timeout, 'timeout', interval '1 second', interval '30 days', 'PQ009');
+    END IF;
 
     v_due := coalesce(enqueue.run_at, now() + enqueue.delay, now());
     v_id := nextval('pgq.job_id_seq');
@@ -3069,25 +3341,26 @@ BEGIN
     -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
     -- due one enters the ring's current slot with a ready number, behind the fence.
     IF v_due > now() THEN
-        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status, slot)
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
+                              status, slot)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, 'scheduled', 4);
+                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'scheduled', 4);
     ELSE
         PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);
-        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
-                              ready_seq, slot)
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
+                              status, ready_seq, slot)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());
+                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot());
     END IF;
     RETURN v_id;
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval) IS
-    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval) IS
+    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing); timeout is its run time limit (NULL: the entrypoint''s).';
 
 -- sql/functions/enqueue_many.sql
 -- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict,
---   delays)
+--   delays, timeouts)
 -- Contract: adds one job per element of entrypoints in one statement and returns their ids in
 --   input order (one column, id). Every other argument is optional (NULL: defaults for all) and,
 --   when given, must have the same length. payloads and headers are one JSON array each
@@ -3098,11 +3371,13 @@ COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text
 --   ready order (enqueue order for jobs due at once; a delayed job joins when it is due). A dedupe key is unique among live (scheduled, queued or running)
 --   jobs (pgq.live_keys):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
---   the live job that holds the key instead of adding one.
+--   the live job that holds the key instead of adding one. timeouts: each job's run time limit
+--   (1 second .. 30 days; NULL: the entrypoint's run_timeout), which wins over the entrypoint's.
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
 --   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
---   payloads or headers not a JSON array, a job with both run_at and delay.
+--   payloads or headers not a JSON array, a job with both run_at and delay, a timeout out of
+--   bounds.
 --   Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     entrypoints  text[],
@@ -3112,7 +3387,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     dedupe_keys  text[]        DEFAULT NULL,
     headers      jsonb         DEFAULT NULL,
     on_conflict  text          DEFAULT 'raise',
-    delays       interval[]    DEFAULT NULL
+    delays       interval[]    DEFAULT NULL,
+    timeouts     interval[]    DEFAULT NULL
 )
 RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
@@ -3157,7 +3433,8 @@ BEGIN
                    ('run_ats', cardinality(enqueue_many.run_ats)),
                    ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
                    ('headers', jsonb_array_length(enqueue_many.headers)),
-                   ('delays', cardinality(enqueue_many.delays))) AS a(name, len)
+                   ('delays', cardinality(enqueue_many.delays)),
+                   ('timeouts', cardinality(enqueue_many.timeouts))) AS a(name, len)
      WHERE a.len IS NOT NULL AND a.len <> v_n
      LIMIT 1;
     IF FOUND THEN
@@ -3221,6 +3498,11 @@ BEGIN
         PERFORM pgq._check_interval(u.d, 'delay at position ' || u.ord, interval '0', interval '36500 days', 'PQ009')
            FROM unnest(enqueue_many.delays) WITH ORDINALITY AS u(d, ord);
     END IF;
+    IF enqueue_many.timeouts IS NOT NULL THEN
+        PERFORM pgq._check_dims(enqueue_many.timeouts, 'timeouts');
+        PERFORM pgq._check_interval(u.t, 'timeout at position ' || u.ord, interval '1 second', interval '30 days', 'PQ009')
+           FROM unnest(enqueue_many.timeouts) WITH ORDINALITY AS u(t, ord);
+    END IF;
 
     -- Ids first, in input order, so the insert needs no join to report them.
     v_ids := ARRAY(SELECT nextval('pgq.job_id_seq') FROM generate_series(1, v_n));
@@ -3250,15 +3532,16 @@ BEGIN
     -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
     -- due one enters the ring's current slot with a ready number, behind the fence.
     PERFORM pgq._ready_lock(enqueue_many.entrypoints);
-    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
-                          ready_seq, slot)
-    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h,
+    INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
+                          status, ready_seq, slot)
+    SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h, u.t,
            CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
            CASE WHEN d.due > now() THEN NULL ELSE nextval('pgq.ready_seq') END,
            CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END
       FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
-                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
-           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, ord)
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays,
+                  enqueue_many.timeouts)
+           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, t, ord)
      CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
      WHERE u.dk IS NULL OR v_missing IS NULL
         OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id)
@@ -3280,8 +3563,8 @@ BEGIN
     RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[]) IS
-    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job. on_conflict: raise (PQ007) or existing.';
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[]) IS
+    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) per job. on_conflict: raise (PQ007) or existing.';
 
 -- sql/functions/entrypoint_config.sql
 -- pgq.entrypoint_config(entrypoints)
@@ -3554,8 +3837,10 @@ COMMENT ON FUNCTION pgq.fire_schedule_now(text, timestamptz) IS
 -- pgq.heartbeat(worker_id, ids, leases, at)
 -- Contract: refreshes heartbeat_at = at for each job this worker still owns under that lease,
 --   and answers one row per input id, in input order: state 'ok', 'cancel_requested' (still
---   owned, but pgq.cancel asked it to stop) or 'lost' (re-claimed by another worker, finished
---   or gone). A lost job is never touched. at NULL means now(). Also refreshes the worker's
+--   owned, but pgq.cancel asked it to stop), 'timed_out' (the attempt was past its deadline: this
+--   call ended it as a failed attempt, pgq._time_out, so the worker stops the handler and
+--   writes no result) or 'lost' (re-claimed by another worker, finished or gone). A lost job is
+--   never touched. at NULL means now(). Also refreshes the worker's
 --   row in the workers registry (pgq.register_worker), once per call, also for empty arrays:
 --   an idle worker stays visible by calling it with no jobs. A job carried to another slot of
 --   the ring while the call waited for it (pgq.maintain) is found again by a second look.
@@ -3586,6 +3871,7 @@ DECLARE
     v_now    timestamptz := coalesce(heartbeat.at, now());
     v_ok     bigint[];
     v_cancel bigint[];
+    v_late   bigint[];
     v_look  int;
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_running constant text := 'running';
@@ -3598,6 +3884,7 @@ BEGIN
     -- A stale lease misses twice.
     v_ok := '{}';
     v_cancel := '{}';
+    v_late := '{}';
     FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
         -- Several jobs: locked first in id order (every function that locks several jobs takes
         -- them in id order, so two of them never deadlock; the UPDATE would lock in the order
@@ -3625,18 +3912,24 @@ BEGIN
                AND j.status = c_running AND j.slot <> 4
                AND j.worker_id = heartbeat.worker_id
                AND i.id <> ALL (v_ok)
-            RETURNING j.id, j.cancel_requested
+            RETURNING j.id, j.cancel_requested, j.deadline_at <= v_now AS late
         )
         SELECT v_ok || coalesce(array_agg(b.id), '{}'),
-               v_cancel || coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}')
-          INTO v_ok, v_cancel
+               v_cancel || coalesce(array_agg(b.id) FILTER (WHERE b.cancel_requested), '{}'),
+               v_late || coalesce(array_agg(b.id) FILTER (WHERE b.late), '{}')
+          INTO v_ok, v_cancel, v_late
           FROM beat b;
         EXIT WHEN cardinality(v_ok) = cardinality(heartbeat.ids);
     END LOOP;
+    -- Past the deadline: ended here (the worker may be the only one calling for a while).
+    IF cardinality(v_late) > 0 THEN
+        v_late := pgq._time_out(v_late, v_now);
+    END IF;
 
     RETURN QUERY
     SELECT i.id,
            CASE WHEN i.id <> ALL (v_ok) THEN 'lost'
+                WHEN i.id = ANY (v_late) THEN 'timed_out'
                 WHEN i.id = ANY (v_cancel) THEN 'cancel_requested'
                 ELSE 'ok' END
       FROM unnest(heartbeat.ids) WITH ORDINALITY AS i(id, ord)
@@ -3644,7 +3937,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq.heartbeat(uuid, bigint[], bigint[], timestamptz) IS
-    'Refreshes the heartbeat of jobs this lease still owns; one row per id: ok, cancel_requested or lost.';
+    'Refreshes the heartbeat of jobs this lease still owns; one row per id: ok, cancel_requested, timed_out (ended as a failed attempt past its time limit) or lost.';
 
 -- sql/functions/history_summary.sql
 -- pgq.history_summary(entrypoints, since_id)
@@ -3688,7 +3981,10 @@ COMMENT ON FUNCTION pgq.history_summary(text[], bigint) IS
 --   ({"attempt", "at", "details"}: the handler's error, message, traceback), details what the
 --   last completion stored, result the value a successful handler returned (details->'result').
 --   schedule and schedule_due_at name the schedule tick that fired the job (NULL otherwise).
---   max_attempts is the entrypoint's current policy.
+--   max_attempts is the entrypoint's current policy. For a running job, silent_s is how long
+--   its attempt has been silent (now() - heartbeat_at: it grows while the worker is hung or
+--   gone, before the heartbeat timeout makes the job stale), and deadline_at when its time
+--   limit runs out (NULL: no limit); both NULL for other jobs.
 -- Locking: none (reads only).
 -- Errors: PQ009 NULL id.
 CREATE OR REPLACE FUNCTION pgq.job(id bigint)
@@ -3710,13 +4006,13 @@ BEGIN
     WITH one AS (
         SELECT j.id, j.entrypoint, j.status, j.priority, j.attempt, j.payload, j.headers, j.dedupe_key,
                j.enqueued_at, j.run_at, j.started_at, j.heartbeat_at, NULL::timestamptz AS finished_at,
-               j.worker_id, j.cancel_requested, NULL::jsonb AS details, j.errors
+               j.worker_id, j.cancel_requested, NULL::jsonb AS details, j.errors, j.deadline_at
           FROM pgq.jobs j
          WHERE j.id = job.id
         UNION ALL
         SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.payload, h.headers, h.dedupe_key,
                h.enqueued_at, NULL, h.started_at, NULL, h.finished_at,
-               h.worker_id, false, h.details, h.errors
+               h.worker_id, false, h.details, h.errors, NULL
           FROM pgq.job_history h
          WHERE h.id = job.id
     )
@@ -3729,14 +4025,16 @@ BEGIN
            o.details, o.errors,
            -- Only a job fired by pgq.fire_schedule (its dedupe key), not a header set by hand.
            CASE WHEN o.dedupe_key LIKE 'pgq:schedule:%' THEN o.headers ->> 'pgq_schedule' END,
-           CASE WHEN o.dedupe_key LIKE 'pgq:schedule:%' THEN (o.headers ->> 'pgq_due_at')::timestamptz END
+           CASE WHEN o.dedupe_key LIKE 'pgq:schedule:%' THEN (o.headers ->> 'pgq_due_at')::timestamptz END,
+           CASE WHEN o.status = 'running' THEN date_part('epoch', now() - o.heartbeat_at) END,
+           CASE WHEN o.status = 'running' THEN o.deadline_at END
       FROM one o
       LEFT JOIN pgq.entrypoints e ON e.entrypoint = o.entrypoint
      LIMIT 1;
 END
 $$;
 COMMENT ON FUNCTION pgq.job(bigint) IS
-    'One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s), worker, errors of every attempt, details, result, the schedule tick that fired it.';
+    'One job by id, live or finished: status, attempts, payload, timings (wait_s, run_s), worker, errors of every attempt, details, result, the schedule tick that fired it; for a running job how long it has been silent and its deadline.';
 
 -- sql/functions/job_results.sql
 -- pgq.job_results(ids)
@@ -5071,9 +5369,9 @@ BEGIN
         RETURNING job_id
     ), ins AS (
         INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors, status, ready_seq, slot)
+                              dedupe_key, errors, timeout, status, ready_seq, slot)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
-               b.payload, b.headers, b.dedupe_key, b.errors,
+               b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
                CASE WHEN v_due THEN 'queued' ELSE 'scheduled' END,
                CASE WHEN v_due THEN nextval('pgq.ready_seq') END,
                CASE WHEN v_due THEN pgq._slot() ELSE 4 END
@@ -5631,8 +5929,8 @@ GRANT EXECUTE ON FUNCTION pgq.prune_entrypoints(interval, interval, timestamptz)
 
 -- Re-signed functions (policy back in SQL): their grants again.
 GRANT EXECUTE ON FUNCTION
-    pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval),
-    pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[]),
+    pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval),
+    pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[]),
     pgq.cancel(bigint[], timestamptz)
     TO pgq_producer;
 GRANT EXECUTE ON FUNCTION

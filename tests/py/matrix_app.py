@@ -1,6 +1,7 @@
 """The Python worker of tests/py/test_outcome_matrix.py, run as ``pgq-thin run
 matrix_app:worker``: the handlers of examples/node/worker.js and examples/psql/worker.sh that
-the matrix uses (``fail``, ``flaky``, ``sleep``), with the same behaviour. Each prints the
+the matrix uses (``fail``, ``flaky``, ``sleep``, ``nap``, ``doom``), with the same
+behaviour. Each prints the
 examples' ``started job=ID ...`` line when it begins."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import asyncio
 import json
 from typing import Any
 
-from pgq_thin.job import Job
+from pgq_thin.job import FatalError, Job, Snooze
 from pgq_thin.worker import ThinWorker
 
 worker = ThinWorker(poll_interval=0.2)
@@ -40,3 +41,17 @@ async def sleep(job: Job[Any]) -> str:
     started(job)
     await asyncio.sleep((job.payload or {}).get("ms", 1000) / 1000)
     return "slept"
+
+
+@worker.entrypoint("nap")
+async def nap(job: Job[Any]) -> None:
+    """Always snoozes 0.1 s (the examples' ``nap``): past max_snoozes SQL counts it."""
+    started(job)
+    raise Snooze(0.1)
+
+
+@worker.entrypoint("doom")
+async def doom(job: Job[Any]) -> None:
+    """Can never succeed (the examples' ``doom``): dead at once."""
+    started(job)
+    raise FatalError(f"doomed: {json.dumps(job.payload)}")

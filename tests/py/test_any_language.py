@@ -331,6 +331,36 @@ def test_heartbeats_keep_a_long_job_from_going_stale(pgq_dsn: str, spawn: Spawn,
     assert worker.stop() == 0 and rival.stop() == 0
 
 
+# --- time limits: SQL fails the attempt, the example stops its handler -----------------------
+
+
+@pytest.mark.parametrize("kind", ["node", "psql"])
+def test_examples_honour_the_time_limit_of_the_claim(pgq_dsn: str, spawn: Spawn, kind: str) -> None:
+    """A job whose 1 s limit (the claim's run_timeout_s) runs out long before its 60 s sleep
+    and its 30 s heartbeat timeout: the worker beats just after the deadline, SQL answers
+    timed_out (the attempt failed: retried, then dead on the last of 2), the worker stops the
+    handler and writes nothing, each time."""
+    sql(
+        pgq_dsn,
+        "SELECT pgq.configure('sleep', max_attempts => 2, backoff_base => '0', backoff_max => '0')",
+    )
+    worker = spawn(kind, "sleep", PGQ_BATCH="1")
+    job_id = sql(
+        pgq_dsn,
+        "SELECT pgq.enqueue('sleep', '{\"ms\": 60000}', timeout => '1 s') AS id",
+    )[0]["id"]
+    for attempt in (1, 2):
+        worker.line(f"started job={job_id} entrypoint=sleep attempt={attempt}", timeout=15)
+        worker.line(f"timed_out job={job_id} entrypoint=sleep attempt={attempt}", timeout=15)
+    row = history(pgq_dsn)[job_id]
+    assert (row["status"], row["attempt"]) == ("failed", 2)
+    assert [(e["attempt"], e["decision"], e["details"]["message"]) for e in row["errors"]] == [
+        (1, "retry", "timed out after 1 s"),
+        (2, "failed", "timed out after 1 s"),
+    ]
+    assert worker.stop() == 0, worker.output()
+
+
 # --- fencing: a stale Node worker's late complete is refused ---------------------------------
 
 

@@ -112,7 +112,7 @@ STATUS_WORDS = {
     "interrupted",
 }
 #: The outcomes a worker reports (pgq_thin/worker/_outcomes.py), checked against pgq.complete.
-OUTCOME_CONSTANTS = {"SUCCESSFUL", "FAILED", "INTERRUPTED", "CANCELED"}
+OUTCOME_CONSTANTS = {"SUCCESSFUL", "FAILED", "INTERRUPTED", "CANCELED", "SNOOZED", "FATAL"}
 POLICY_COLUMNS = ("heartbeat_timeout", "max_attempts", "backoff", "concurrency_limit")
 #: Nodes a named constant's value may be built of around a status word: literals only.
 LITERAL_CONTAINERS = (ast.Tuple, ast.List, ast.Set, ast.Dict)

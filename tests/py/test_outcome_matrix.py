@@ -4,8 +4,10 @@ worker (examples/psql/worker.sh) leave the same history rows.
 
 Each case runs once per language, every worker a separate process against the same fresh
 database: retry (a failure, then success), dead (failures until max_attempts), cancel (a cancel
-while the handler runs), interrupted (a shutdown past the grace period) and lost (a worker
-frozen past its heartbeat timeout, the job taken over). A history row is compared normalised:
+while the handler runs), interrupted (a shutdown past the grace period), lost (a worker
+frozen past its heartbeat timeout, the job taken over), timed out (a job past its time limit:
+SQL fails the attempt and the worker stops the handler), snoozed (no attempt used, up to
+max_snoozes) and fatal (dead at once). A history row is compared normalised:
 its status, attempt and error list, each error entry by its attempt, outcome, decision, keys and
 kind (what SQL wrote, such as ``heartbeat timeout``, or ``handler`` for what a handler reported,
 whose wording is each language's own); ids, times, leases and worker ids differ by nature. The
@@ -35,7 +37,7 @@ APP_DIR = Path(__file__).resolve().parent
 #: Error entries' keys that differ by nature between runs.
 VOLATILE = {"at", "run_at", "lease", "worker_id", "details"}
 #: Errors SQL writes itself (pgq.claim's takeover of a stale job); any other is a handler's.
-SQL_ERRORS = {"heartbeat timeout"}
+SQL_ERRORS = {"heartbeat timeout", "timed out"}
 
 Start = Callable[..., Example]
 
@@ -227,3 +229,57 @@ def test_lost_lease_leaves_the_same_history(pgq_dsn: str, start: Start) -> None:
     timeout = {"attempt": 1, "outcome": None, "decision": "retry", "kind": "heartbeat timeout",
                "keys": ["attempt", "decision"]}  # fmt: skip
     assert_same(rows, {"status": "successful", "attempt": 2, "errors": [timeout]})
+
+
+def test_timed_out_leaves_the_same_history(pgq_dsn: str, start: Start) -> None:
+    """A job with a 1 s limit whose handler would sleep a minute: SQL fails the attempt (dead:
+    max_attempts 1), the heartbeat just after the deadline tells the worker, which stops the
+    handler and writes nothing; the next job then runs at once on the same worker."""
+    sql(pgq_dsn, "SELECT pgq.configure('sleep', max_attempts => 1)")
+    rows = {}
+    for kind in KINDS:
+        worker = start(kind, "sleep")
+        job_id = int(
+            sql(
+                pgq_dsn,
+                "SELECT pgq.enqueue('sleep', '{\"ms\": 60000}', timeout => '1 s') AS id",
+            )[0]["id"]
+        )
+        rows[kind] = done(pgq_dsn, job_id, timeout=30)
+        after = enqueue(pgq_dsn, "sleep", '{"ms": 10}')
+        assert done(pgq_dsn, after, timeout=20)["status"] == "successful", kind
+        stop(worker)
+    timed_out = {"attempt": 1, "outcome": None, "decision": "failed", "kind": "timed out",
+                 "keys": ["attempt", "decision"]}  # fmt: skip
+    assert_same(rows, {"status": "failed", "attempt": 1, "errors": [timed_out]})
+    assert rows["python"]["errors"][0]["details"]["message"] == "timed out after 1 s"
+
+
+def test_snoozed_leaves_the_same_history(pgq_dsn: str, start: Start) -> None:
+    """A handler that always snoozes: the first snooze uses no attempt, the second is past
+    max_snoozes 1 and counts as a failed attempt, the last (max_attempts 1): dead."""
+    sql(pgq_dsn, "SELECT pgq.configure('nap', max_attempts => 1, max_snoozes => 1)")
+    rows = {}
+    for kind in KINDS:
+        worker = start(kind, "nap")
+        rows[kind] = done(pgq_dsn, enqueue(pgq_dsn, "nap", "{}"))
+        stop(worker)
+    snoozed = handler_entry(1, "snoozed", "snoozed")
+    assert_same(
+        rows, {"status": "failed", "attempt": 1, "errors": [snoozed, handler_entry(1, "failed")]}
+    )
+    for kind in KINDS:
+        assert rows[kind]["errors"][1]["details"]["snoozed"] is True, kind
+
+
+def test_fatal_leaves_the_same_history(pgq_dsn: str, start: Start) -> None:
+    """A job that can never succeed is dead on its first attempt, whatever attempts are left."""
+    sql(pgq_dsn, "SELECT pgq.configure('doom', max_attempts => 5)")
+    rows = {}
+    for kind in KINDS:
+        worker = start(kind, "doom")
+        rows[kind] = done(pgq_dsn, enqueue(pgq_dsn, "doom", '{"why": "matrix"}'))
+        stop(worker)
+    assert_same(
+        rows, {"status": "failed", "attempt": 1, "errors": [handler_entry(1, "failed", "fatal")]}
+    )

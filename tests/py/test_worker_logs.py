@@ -1,6 +1,7 @@
-"""The worker's log lines: one per job at DEBUG, failures at WARNING with the traceback, the
-other endings at INFO, a summary at stop, structured fields on every record, and JSON lines
-from ``pgq-thin run --log-format json``."""
+"""The worker's log lines: one per job at DEBUG (a failure's with its traceback), what SQL
+decided for a failure on one line (a retry at WARNING, a dead job at ERROR with the traceback),
+cancellations at INFO, a progress line, a summary at stop, structured fields on every record,
+no other library's INFO lines, and JSON lines from ``pgq-thin run --log-format json``."""
 
 from __future__ import annotations
 
@@ -26,10 +27,10 @@ APP_DIR = Path(__file__).resolve().parent
 
 ENDINGS = {  # entrypoint -> (outcome, level)
     "obs.ok": ("successful", logging.DEBUG),
-    "obs.fail": ("failed", logging.WARNING),
-    "obs.retry": ("retry_after", logging.INFO),
+    "obs.fail": ("failed", logging.DEBUG),
+    "obs.retry": ("retry_after", logging.DEBUG),
     "obs.cancel": ("canceled", logging.INFO),
-    "obs.typed": ("invalid_payload", logging.INFO),
+    "obs.typed": ("invalid_payload", logging.DEBUG),
 }
 
 
@@ -66,7 +67,7 @@ def test_one_line_per_job_ending_with_its_fields(
         mine = [r for r in records if getattr(r, "job_id", None) == job_id]
         claimed = [r for r in mine if r.getMessage().endswith(": claimed")]
         assert len(claimed) == 1 and claimed[0].levelno == logging.DEBUG, name
-        ended = [r for r in mine if hasattr(r, "outcome")]
+        ended = [r for r in mine if hasattr(r, "outcome") and not hasattr(r, "decided")]
         outcome, level = ENDINGS[name]
         assert [(r.outcome, r.levelno) for r in ended] == [(outcome, level)], name
         line = ended[0]
@@ -86,16 +87,29 @@ def test_one_line_per_job_ending_with_its_fields(
     }
     for name, text in details.items():
         (line,) = [
-            r for r in records if getattr(r, "job_id", None) == ids[name] and hasattr(r, "outcome")
+            r
+            for r in records
+            if getattr(r, "job_id", None) == ids[name]
+            and hasattr(r, "outcome")
+            and not hasattr(r, "decided")
         ]
         assert text in line.getMessage(), line.getMessage()
 
-    # What SQL decided, from pgq.complete's answer: max_attempts 1, so every failure is dead.
+    # What SQL decided, from pgq.complete's answer: max_attempts 1, so every failure is dead:
+    # one ERROR line with the error (and the traceback of what the handler raised).
     decided = {r.job_id: r for r in records if hasattr(r, "decided")}
-    for name in ("obs.fail", "obs.retry", "obs.typed"):
+    errors = {
+        "obs.fail": "failed: ValueError: boom on attempt 1",
+        "obs.retry": "failed: RetryAfter: retry after 30 s",
+        "obs.typed": "fatal: PayloadValidationError: payload does not match Email",
+    }
+    for name, error in errors.items():
         line = decided.pop(ids[name])
-        assert (line.decided, line.retry_in, line.levelno) == ("failed", None, logging.WARNING)
-        assert line.getMessage() == f"pgq-thin job {ids[name]} ({name}): dead, attempt 1 of 1"
+        assert (line.decided, line.retry_in, line.levelno) == ("failed", None, logging.ERROR)
+        message = line.getMessage()
+        assert message.startswith(f"pgq-thin job {ids[name]} ({name}) attempt 1 of 1 {error}")
+        assert message.endswith("; dead") and "\n" not in message
+        assert (line.exc_info is not None) == (name == "obs.fail"), name
     assert decided == {}, "no decision line for successful or canceled jobs"
 
     (summary,) = [r for r in records if "stopped after" in r.getMessage()]
@@ -127,14 +141,18 @@ def test_a_retry_is_logged_from_what_sql_answered(
     assert row is not None
     assert (line.decided, line.levelno, line.attempt, line.max_attempts) == (
         "retry",
-        logging.INFO,
+        logging.WARNING,
         1,
         3,
     )
     assert 20 <= line.retry_in <= 40 and line.retry_in == pytest.approx(float(row[0]), abs=1e-3)
     assert line.getMessage() == (
-        f"pgq-thin job {job_id} (obs.fail): retry in {line.retry_in:.3g} s, attempt 1 of 3"
+        f"pgq-thin job {job_id} (obs.fail) attempt 1 of 3 failed: ValueError: boom on attempt 1;"
+        f" retry in {line.retry_in:.3g} s"
     )
+    assert line.exc_info is None, "one line: the traceback is on the DEBUG line"
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [line], "a retry is one WARNING line"
 
 
 def test_at_info_a_successful_job_logs_nothing(
@@ -213,14 +231,19 @@ def test_pgq_thin_run_log_format_json(pgq_dsn: str) -> None:
     worker_lines = [d for d in lines if d["logger"] == "pgq_thin.worker"]
     wids = {d.get("worker_id") for d in worker_lines}
     assert len(wids) == 1 and None not in wids
-    ended = {d["job_id"]: d for d in worker_lines if "outcome" in d}
+    ended = {d["job_id"]: d for d in worker_lines if "outcome" in d and "decided" not in d}
     assert {job_id: ended[job_id]["outcome"] for job_id in ids.values()} == {
         job_id: ENDINGS[name][0] for name, job_id in ids.items()
     }
     failed = ended[ids["obs.fail"]]
-    assert failed["level"] == "WARNING" and failed["attempt"] == 1
+    assert failed["level"] == "DEBUG" and failed["attempt"] == 1
     assert failed["entrypoint"] == "obs.fail" and isinstance(failed["duration"], float)
     assert "Traceback" in failed["exc_info"] and "ValueError: boom" in failed["exc_info"]
+    dead = {d["job_id"]: d for d in worker_lines if d.get("decided") == "failed"}
+    assert (
+        dead[ids["obs.fail"]]["level"] == "ERROR"
+        and "Traceback" in dead[ids["obs.fail"]]["exc_info"]
+    )
     (summary,) = [d for d in worker_lines if "stats" in d]
     assert summary["stats"]["claimed"] == 5 and summary["level"] == "INFO"
     with psycopg.connect(pgq_dsn) as conn:

@@ -174,11 +174,11 @@ SELECT lease AS e_l2 FROM ce WHERE id = :e_id2 \gset
 CREATE TEMP TABLE before_err AS SELECT * FROM pgq.jobs WHERE entrypoint = 'cp_err';
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s, %s]::bigint[],
                                               ARRAY[%s, %s]::bigint[], '{successful,done}')$$, :e_id, :e_id2, :e_l, :e_l2),
-    'PQ004', 'unknown outcome ''done'' at position 2: use successful, failed, interrupted or canceled',
+    'PQ004', 'unknown outcome ''done'' at position 2: use successful, failed, interrupted, canceled, snoozed or fatal',
     'unknown status: PQ004 naming the status and its position');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
                                               ARRAY[%s]::bigint[], ARRAY[NULL]::text[])$$, :e_id, :e_l),
-    'PQ004', 'unknown outcome NULL at position 1: use successful, failed, interrupted or canceled', 'NULL status: PQ004');
+    'PQ004', 'unknown outcome NULL at position 1: use successful, failed, interrupted, canceled, snoozed or fatal', 'NULL status: PQ004');
 SELECT throws_ok(format($$SELECT pgq.complete('11111111-1111-1111-1111-111111111111', ARRAY[%s]::bigint[],
                                               ARRAY[%s]::bigint[], '{Successful}')$$, :e_id, :e_l),
     'PQ004', NULL, 'statuses are case-sensitive: PQ004');

@@ -16,7 +16,7 @@ SELECT has_sequence('pgq', 'lease_seq', 'sequence pgq.lease_seq');
 SELECT columns_are('pgq', 'jobs', ARRAY['id', 'entrypoint', 'status', 'priority', 'run_at', 'enqueued_at', 'attempt',
                                        'payload', 'headers', 'dedupe_key', 'lease', 'worker_id', 'started_at',
                                        'heartbeat_at', 'cancel_requested', 'errors', 'claim_request', 'ready_seq',
-                                       'slot'], 'pgq.jobs columns');
+                                       'slot', 'timeout', 'deadline_at'], 'pgq.jobs columns');
 SELECT has_table('pgq', 'lanes', 'table pgq.lanes (claim lanes and their cursors)');
 SELECT has_table('pgq', 'live_keys', 'table pgq.live_keys (dedupe keys of live jobs)');
 SELECT has_sequence('pgq', 'ready_seq', 'sequence pgq.ready_seq (ready numbers)');
@@ -31,9 +31,10 @@ SELECT results_eq($$SELECT c.relname::text COLLATE "default", pg_get_expr(c.relp
                   'pgq.jobs: four ring slots and the partition of jobs not due yet');
 SELECT columns_are('pgq', 'job_history', ARRAY['id', 'entrypoint', 'status', 'priority', 'attempt', 'payload', 'headers',
                                               'dedupe_key', 'enqueued_at', 'started_at', 'finished_at', 'worker_id',
-                                              'lease', 'details', 'errors', 'finished_xid'], 'pgq.job_history columns');
+                                              'lease', 'details', 'errors', 'finished_xid', 'timeout'], 'pgq.job_history columns');
 SELECT columns_are('pgq', 'entrypoints', ARRAY['entrypoint', 'concurrency_limit', 'max_attempts', 'backoff_base',
-                                              'backoff_max', 'heartbeat_timeout', 'updated_at', 'paused_at', 'paused_by'],
+                                              'backoff_max', 'heartbeat_timeout', 'updated_at', 'paused_at', 'paused_by',
+                                              'run_timeout', 'max_interruptions', 'max_snoozes'],
                    'pgq.entrypoints columns');
 SELECT col_type_is('pgq', 'jobs', 'id', 'bigint', 'jobs.id is bigint');
 SELECT col_type_is('pgq', 'jobs', 'lease', 'bigint', 'jobs.lease is bigint');
@@ -132,8 +133,9 @@ SELECT results_eq($$SELECT attname::text COLLATE "default", format_type(atttypid
                            ('headers', 'jsonb'), ('priority', 'integer'), ('attempt', 'integer'),
                            ('enqueued_at', 'timestamp with time zone'), ('run_at', 'timestamp with time zone'),
                            ('dedupe_key', 'text'), ('max_attempts', 'integer'), ('heartbeat_timeout', 'interval'),
-                           ('heartbeat_timeout_s', 'double precision'), ('last_attempt', 'boolean')$$,
-                  'claimed_job columns: the contract''s, then run_at, dedupe_key, max_attempts, heartbeat_timeout, heartbeat_timeout_s, last_attempt');
+                           ('heartbeat_timeout_s', 'double precision'), ('last_attempt', 'boolean'),
+                           ('run_timeout_s', 'double precision'), ('taken_over', 'jsonb')$$,
+                  'claimed_job columns: the contract''s, then run_at, dedupe_key, max_attempts, heartbeat_timeout, heartbeat_timeout_s, last_attempt, run_timeout_s, taken_over');
 
 -- Functions: pinned search_path, a comment, SECURITY DEFINER for the public ones ---------------
 SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
@@ -219,28 +221,28 @@ SELECT ok((SELECT typacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM aclexplode(ty
 SELECT has_role('pgq_producer');
 SELECT has_role('pgq_worker');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
-              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval)',
-              'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[])',
+              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval)',
+              'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[])',
               'pgq.cancel(bigint[], timestamptz)',
               'pgq.claim(uuid, text[], int, timestamptz, uuid)',
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
               'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
               'pgq.release(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.configure(text, int, int, interval, interval, interval, boolean)',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int)',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_producer', f, 'EXECUTE')),
           ARRAY['pgq.cancel(bigint[], timestamptz)',
-                'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval)',
-                'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[])'],
+                'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval)',
+                'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[])'],
           'pgq_producer executes enqueue, enqueue_many and cancel, nothing else of the API');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
-              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval)',
+              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval)',
               'pgq.cancel(bigint[], timestamptz)',
               'pgq.claim(uuid, text[], int, timestamptz, uuid)',
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
               'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
               'pgq.release(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.configure(text, int, int, interval, interval, interval, boolean)',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int)',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_worker', f, 'EXECUTE')),
           ARRAY['pgq.claim(uuid, text[], int, timestamptz, uuid)',

@@ -53,6 +53,9 @@ INTERRUPTED_CANCELED_RESTORES_ATTEMPT = True
 # with that lease records the decision): also once the job has since finished (under another
 # lease), its error list in history.
 REPLAY_ANSWERS_FROM_FINISHED_JOB = True
+# "after max_interruptions (default 3) consecutive interrupted attempts the next interruption
+# counts as a failed attempt" (docs/sql-api.md, pgq.complete); the model never configures it.
+MAX_INTERRUPTIONS = 3
 # "lease and worker_id of the attempt that finished it": a release that ends a job canceled
 # finished no attempt (it never started), so history records no lease, worker or start time
 # (docs/sql-api.md, pgq.release).
@@ -640,7 +643,18 @@ class Runner:
         w = rng.choice(WORKERS)
         ids, leases = self._pick(rng, w)
         outcomes = [
-            rng.choice(["successful", "failed", "failed", "interrupted", "canceled"]) for _ in ids
+            rng.choice(
+                [
+                    "successful",
+                    "failed",
+                    "failed",
+                    "interrupted",
+                    "interrupted",
+                    "canceled",
+                    "fatal",
+                ]
+            )
+            for _ in ids
         ]
         details = [self._details(rng, o) for o in outcomes] if rng.random() < 0.85 else None
         self._complete(w, ids, leases, outcomes, details, m.clock, record=True)
@@ -739,10 +753,39 @@ class Runner:
             p = m.pol(j.ep)
             n = j.attempt
             entry = None
+            # "an interrupted attempt of a job whose last max_interruptions (3) entries were all
+            # interrupted attempts counts": decided as failed, its details noted.
+            streak = 0
+            for e in reversed(j.errors):
+                if e["kind"] != "interrupted" and not e.get("counted"):
+                    break
+                streak += 1
+            counted = outcome == "interrupted" and streak >= MAX_INTERRUPTIONS
+            if counted:
+                d = {
+                    **(d or {}),
+                    "interrupted": True,
+                    "message": f"interrupted {streak + 1} times in a row (max_interruptions "
+                    f"{MAX_INTERRUPTIONS}), so this interruption counts as a failed attempt"
+                    + (f": {d['message']}" if isinstance(d, dict) and "message" in d else ""),
+                }
+                outcome = "failed"
+                m.bump("interruption_counted")
             if outcome == "successful":
                 decision = "successful"
             elif outcome == "canceled":
                 decision = "canceled"
+            elif outcome == "fatal":  # "dead at once, whatever attempts are left"
+                decision = "canceled" if j.cancel_requested else "failed"
+                entry = {
+                    "kind": "fatal",
+                    "attempt": n,
+                    "at": at,
+                    "lease": lease,
+                    "details": d,
+                    "worker": w,
+                    "decision": decision,
+                }
             elif outcome == "interrupted":
                 decision = "canceled" if j.cancel_requested else "retry"
                 entry = {
@@ -768,6 +811,7 @@ class Runner:
                     "details": d,
                     "worker": w,
                     "decision": decision,
+                    "counted": counted,
                 }
             if r[1] != decision or r[2] != n or r[3] != p["max_attempts"]:
                 self.fail(
@@ -1136,7 +1180,9 @@ class Runner:
             else:
                 if g.get("lease") != e["lease"] or g.get("details") != e["details"]:
                     return f"entry {g} vs model {e}"
-                if (g.get("outcome") == "interrupted") != (e["kind"] == "interrupted"):
+                if g.get("outcome") != {"interrupted": "interrupted", "fatal": "fatal"}.get(
+                    e["kind"]
+                ):
                     return f"entry {g}: outcome vs model {e['kind']}"
                 if g.get("worker_id") != e["worker"] or g.get("decision") != e["decision"]:
                     return f"entry {g}: worker_id/decision vs model {e['worker']}/{e['decision']}"
