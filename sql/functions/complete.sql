@@ -48,6 +48,10 @@ SET jit = off
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
+-- The input arrays meet pgq.jobs in hash joins only (docs/decisions/0007): one scan by id per
+-- partition, whatever the statistics; a nested loop would probe every partition once per job.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -295,6 +299,7 @@ BEGIN
                        c.max_attempts, NULL::timestamptz AS run_at
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
                   JOIN pgq.job_history h ON h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id
+                                        AND h.id = ANY (complete.ids)  -- by id: no nested loops here
                   JOIN pgq.entrypoints c ON c.entrypoint = h.entrypoint
                   LEFT JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(h.errors) AS x(value)
                                       WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e ON true

@@ -19,8 +19,8 @@
 --     512  Comments on the columns of the tables 0.1.0 created
 --     547  Views of the live jobs (they read the new pgq.jobs)
 --     599  Functions: the other 63 functions this migration re-creates (generated)
---    5295  The ring, continued: triggers and the copy of the live jobs
---    5327  Grants
+--    5313  The ring, continued: triggers and the copy of the live jobs
+--    5345  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -692,6 +692,11 @@ SET jit = off
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
+-- The input meets pgq.jobs in a hash join only (docs/decisions/0007): one scan by id per
+-- partition, whatever the statistics. A nested loop would probe every partition once per job
+-- (or rescan the input once per row); no statement here needs one.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -719,11 +724,11 @@ BEGIN
                   i.status = 'released' AS released,
                   i.details AS final_details
     ), keys AS (
+        -- The keys as an array (no join: a hash join would read the whole of live_keys). A key
+        -- is held by one job, so key and holder both among the moved ones is that job's key.
         DELETE FROM pgq.live_keys k
-         USING gone g
-         WHERE g.dedupe_key IS NOT NULL
-           AND k.dedupe_key = g.dedupe_key
-           AND k.job_id = g.id
+         WHERE k.dedupe_key = ANY (ARRAY(SELECT g.dedupe_key FROM gone g WHERE g.dedupe_key IS NOT NULL))
+           AND k.job_id = ANY (ARRAY(SELECT g.id FROM gone g WHERE g.dedupe_key IS NOT NULL))
     ), ins AS (
         INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                           dedupe_key, enqueued_at, started_at, finished_at, worker_id,
@@ -2427,6 +2432,10 @@ SET jit = off
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
+-- The input arrays meet pgq.jobs in hash joins only (docs/decisions/0007): one scan by id per
+-- partition, whatever the statistics; a nested loop would probe every partition once per job.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -2674,6 +2683,7 @@ BEGIN
                        c.max_attempts, NULL::timestamptz AS run_at
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
                   JOIN pgq.job_history h ON h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id
+                                        AND h.id = ANY (complete.ids)  -- by id: no nested loops here
                   JOIN pgq.entrypoints c ON c.entrypoint = h.entrypoint
                   LEFT JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(h.errors) AS x(value)
                                       WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e ON true
@@ -3479,6 +3489,10 @@ SET jit = off
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
+-- The input arrays meet pgq.jobs in hash joins only (docs/decisions/0007): one scan by id per
+-- partition, whatever the statistics; a nested loop would probe every partition once per job.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -4640,6 +4654,10 @@ SET jit = off
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
+-- The input arrays meet pgq.jobs in hash joins only (docs/decisions/0007): one scan by id per
+-- partition, whatever the statistics; a nested loop would probe every partition once per job.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
