@@ -407,8 +407,9 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "archive_keeps_key",
         "_archive.sql",
-        "         WHERE g.dedupe_key IS NOT NULL\n",
-        "         WHERE g.dedupe_key IS NOT NULL AND g.final_status = 'successful'\n",
+        "ARRAY(SELECT g.dedupe_key FROM gone g WHERE g.dedupe_key IS NOT NULL)",
+        "ARRAY(SELECT g.dedupe_key FROM gone g WHERE g.dedupe_key IS NOT NULL"
+        " AND g.final_status = 'successful')",
         "a failed or canceled job keeps its dedupe key after it finished",
     ),
     # --- Input checks ---

@@ -191,7 +191,7 @@ BEGIN
                 WITH retried AS (
                     UPDATE pgq.jobs j
                        SET status = 'queued',
-                           ready_seq = nextval('pgq.ready_seq'),
+                           ready_seq = i.seq,
                            run_at = v_now + make_interval(secs => i.delay),
                            attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
                            lease = NULL,
@@ -205,7 +205,8 @@ BEGIN
                                         'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END,
                                         'decision', 'retry', 'run_at', v_now + make_interval(secs => i.delay)))
                                         || jsonb_build_object('details', i.details))
-                      FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
+                      -- The ready numbers drawn here, in id order (after the sort), whatever the join.
+                      FROM (SELECT u.id, u.delay, u.details, u.outcome, nextval('pgq.ready_seq') AS seq
                               FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
                                    WITH ORDINALITY AS u(id, delay, details, outcome, ord)
                              ORDER BY u.ord) AS i,

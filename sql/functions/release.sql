@@ -80,14 +80,16 @@ BEGIN
             RETURN QUERY
             UPDATE pgq.jobs j
                SET status = 'queued',
-                   ready_seq = nextval('pgq.ready_seq'),
+                   ready_seq = u.seq,
                    attempt = j.attempt - 1,
                    lease = NULL,
                    worker_id = NULL,
                    started_at = NULL,
                    heartbeat_at = NULL,
                    claim_request = NULL
-              FROM (SELECT u.id, u.ord FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
+              -- The ready numbers drawn here, in id order (after the sort), whatever the join.
+              FROM (SELECT u.id, nextval('pgq.ready_seq') AS seq
+                      FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
              WHERE j.id = u.id
                AND j.id = ANY (v_back)
                AND j.status = c_running AND j.slot <> 4

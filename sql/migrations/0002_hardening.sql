@@ -19,8 +19,8 @@
 --     512  Comments on the columns of the tables 0.1.0 created
 --     547  Views of the live jobs (they read the new pgq.jobs)
 --     599  Functions: the other 63 functions this migration re-creates (generated)
---    5313  The ring, continued: triggers and the copy of the live jobs
---    5345  Grants
+--    5323  The ring, continued: triggers and the copy of the live jobs
+--    5355  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1862,6 +1862,11 @@ SET search_path = pg_catalog, pgq, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET jit = off
 SET enable_seqscan = off
+-- Joins by hash only (docs/decisions/0007): the queue-again UPDATE meets pgq.jobs through one
+-- scan by id per partition, not a probe of every partition per job; the stale read walks the
+-- running jobs of every entrypoint either way.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1905,7 +1910,7 @@ BEGIN
     PERFORM pgq._ready_lock(v_stale.back_eps);
     UPDATE pgq.jobs j
        SET status = 'queued',
-           ready_seq = nextval('pgq.ready_seq'),
+           ready_seq = u.seq,
            lease = NULL,
            worker_id = NULL,
            started_at = NULL,
@@ -1918,7 +1923,9 @@ BEGIN
                         'details', jsonb_build_object('error', 'heartbeat timeout',
                                                       'worker_id', j.worker_id,
                                                       'heartbeat_at', j.heartbeat_at)))
-      FROM (SELECT u.id, u.ord FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
+      -- The ready numbers drawn here, in the order of back_ids (after the sort), whatever the join.
+      FROM (SELECT u.id, nextval('pgq.ready_seq') AS seq
+              FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
      WHERE j.id = u.id
        AND j.id = ANY (v_stale.back_ids)
        AND j.status = c_running AND j.slot <> 4;
@@ -2575,7 +2582,7 @@ BEGIN
                 WITH retried AS (
                     UPDATE pgq.jobs j
                        SET status = 'queued',
-                           ready_seq = nextval('pgq.ready_seq'),
+                           ready_seq = i.seq,
                            run_at = v_now + make_interval(secs => i.delay),
                            attempt = CASE WHEN i.outcome = 'interrupted' THEN j.attempt - 1 ELSE j.attempt END,
                            lease = NULL,
@@ -2589,7 +2596,8 @@ BEGIN
                                         'outcome', CASE WHEN i.outcome = 'interrupted' THEN 'interrupted' END,
                                         'decision', 'retry', 'run_at', v_now + make_interval(secs => i.delay)))
                                         || jsonb_build_object('details', i.details))
-                      FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
+                      -- The ready numbers drawn here, in id order (after the sort), whatever the join.
+                      FROM (SELECT u.id, u.delay, u.details, u.outcome, nextval('pgq.ready_seq') AS seq
                               FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
                                    WITH ORDINALITY AS u(id, delay, details, outcome, ord)
                              ORDER BY u.ord) AS i,
@@ -4705,14 +4713,16 @@ BEGIN
             RETURN QUERY
             UPDATE pgq.jobs j
                SET status = 'queued',
-                   ready_seq = nextval('pgq.ready_seq'),
+                   ready_seq = u.seq,
                    attempt = j.attempt - 1,
                    lease = NULL,
                    worker_id = NULL,
                    started_at = NULL,
                    heartbeat_at = NULL,
                    claim_request = NULL
-              FROM (SELECT u.id, u.ord FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
+              -- The ready numbers drawn here, in id order (after the sort), whatever the join.
+              FROM (SELECT u.id, nextval('pgq.ready_seq') AS seq
+                      FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
              WHERE j.id = u.id
                AND j.id = ANY (v_back)
                AND j.status = c_running AND j.slot <> 4
