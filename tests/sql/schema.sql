@@ -177,7 +177,7 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
           NULL, 'the hot functions plan without sequential scans (a plan made while a slot was empty would scan it once per job)');
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
-              AND p.proname IN ('complete', '_archive', 'heartbeat', 'release')
+              AND p.proname IN ('complete', '_archive', '_sweep', 'heartbeat', 'release')
               AND NOT p.proconfig @> ARRAY['enable_nestloop=off', 'enable_mergejoin=off']),
           NULL, 'the functions that pair input arrays with jobs join them by hash only (a nested loop probed every partition once per job: ADR 0007)');
 -- Look twice (docs/architecture.md#look-twice): a function that writes pgq.jobs waits for row
