@@ -403,6 +403,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "FOR v_look IN 1..1 LOOP",
         "cancel misses a job carried while it waited",
     ),
+    # --- Plans (docs/decisions/0007) ---
+    m(
+        "heartbeat_nestloop",
+        "heartbeat.sql",
+        "SET enable_nestloop = off\n",
+        "",
+        "heartbeat may join its input to pgq.jobs by a nested loop (every partition probed per job)",
+    ),
     # --- Dedupe keys ---
     m(
         "archive_keeps_key",
