@@ -71,9 +71,9 @@ def full_scans(explained: list[dict[str, Any]]) -> list[str]:
 
 
 # Nested loops over pgq.jobs that are per lane or per entrypoint, not per job, by a phrase of
-# their statement: the claim's probe of each lane from its cursor, the sweep's read of each
-# entrypoint's running jobs, the lane cursor's first queued job, the counts of pgq.metrics and
-# the queue_stats view (per entrypoint), list_jobs' pages (per lane).
+# their statement: the claim's probe of each lane from its cursor, the stale counts of
+# pgq.metrics and the queue_stats view (per entrypoint), next_run_at's earliest scheduled job
+# (per entrypoint asked for).
 LOOPS_ALLOWED = (
     "CROSS JOIN LATERAL ( SELECT j.id, j.entrypoint, j.priority, j.ready_seq FROM pgq.jobs j",
     "AS stale FROM eps e JOIN pgq.jobs j",
