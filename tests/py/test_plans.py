@@ -12,7 +12,9 @@ entry of the slot on every call, dead ones included while the vacuum horizon is 
 The check: auto_explain (nested statements, plans only) while the public functions run every
 path once on a fresh database (every slot empty); every scan of a jobs partition through an
 index must have an index condition, unless the statement is one that reads a whole partial index
-on purpose (listed below, with why).
+on purpose (listed below, with why); and no nested loop may probe pgq.jobs once per input row or
+read the input once per job (docs/decisions/0007): the functions that pair input arrays with jobs
+join them by hash, one scan by id per partition, whatever the statistics say.
 """
 
 from __future__ import annotations
@@ -27,14 +29,20 @@ import psycopg
 # Statements that read a whole partition or a whole partial index on purpose, by a phrase of
 # their text: every running job (the stale sweep, the running counts of pgq.metrics, the
 # workers registry's pruning), the emptiness and straggler probes of pgq.maintain (bounded),
-# and the queue_stats view (it counts every live job).
+# and the queue_stats view (it counts every live job); maintain's carry, which reads the whole
+# next slot (at most 1,000 live jobs) and deletes from that one partition what it read (dynamic
+# SQL on one named partition, planned on each call, sequential scans allowed on purpose).
 WHOLE_SCANS_ALLOWED = (
     "FILTER (WHERE s.dead) AS dead_ids",
     "AS stale FROM eps e JOIN pgq.jobs j",
     "WHERE j.worker_id = g.worker_id",
     "SELECT NOT EXISTS (SELECT 1 FROM pgq.jobs_",
     "LIMIT 1001) s",
+    "j FOR UPDATE SKIP LOCKED) j",
+    "WITH moved AS (DELETE FROM pgq.jobs_",
     "SELECT * FROM pgq.queue_stats",
+    # the charts' backlog sample (once a minute): the running count walks the running jobs
+    "INSERT INTO pgq.metrics_backlog (entrypoint, minute, due, running)",
 )
 
 
@@ -61,6 +69,66 @@ def full_scans(explained: list[dict[str, Any]]) -> list[str]:
                 found.append(f"{rel} via {node['Index Name']}: {first}")
             elif node["Node Type"] == "Seq Scan":
                 found.append(f"{rel} sequentially: {' '.join(text.split())[:120]}")
+    return found
+
+
+# Nested loops over pgq.jobs that are per lane or per entrypoint, not per job, by a phrase of
+# their statement: the claim's probe of each lane from its cursor, the stale counts of
+# pgq.metrics and the queue_stats view (per entrypoint), next_run_at's earliest scheduled job
+# (per entrypoint asked for).
+LOOPS_ALLOWED = (
+    "CROSS JOIN LATERAL ( SELECT j.id, j.entrypoint, j.priority, j.ready_seq FROM pgq.jobs j",
+    "AS stale FROM eps e JOIN pgq.jobs j",
+    "SELECT * FROM pgq.queue_stats",
+    "FROM unnest(next_run_at.entrypoints) AS e(name) CROSS JOIN LATERAL",
+    # the charts' backlog sample, once a minute: per entrypoint, each count capped like metrics
+    "INSERT INTO pgq.metrics_backlog (entrypoint, minute, due, running)",
+)
+
+
+def scans_of_jobs(plan: dict[str, Any]) -> set[str]:
+    """The pgq.jobs partitions scanned in a plan's subtree (its init and sub plans left out:
+    they run once, or are another statement's business)."""
+    found = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        rel = node.get("Relation Name", "")
+        if node.get("Schema") in (None, "pgq") and rel.startswith("jobs_"):
+            found.add(rel)
+        stack += [
+            c
+            for c in node.get("Plans", [])
+            if c.get("Parent Relationship") in ("Outer", "Inner", "Member", None)
+        ]
+    return found
+
+
+def has_input_scan(plan: dict[str, Any]) -> bool:
+    """Whether a subtree reads a function's result (the input arrays: unnest)."""
+    return any(n["Node Type"] == "Function Scan" for n in nodes(plan))
+
+
+def loops_over_jobs(explained: list[dict[str, Any]]) -> list[str]:
+    """Nested loops that look jobs up once per input row (the inner side scans a partition of
+    pgq.jobs: every partition is probed for every job), or read the input once per job (a jobs
+    scan on one side, the input arrays on the other): ADR 0007 rules both out, whatever the
+    statistics say. As 'shape: the statement's first 120 characters'."""
+    found = []
+    for doc in explained:
+        text = " ".join(doc["Query Text"].split())
+        if any(phrase in text for phrase in LOOPS_ALLOWED):
+            continue
+        for node in nodes(doc["Plan"]):
+            if node["Node Type"] != "Nested Loop":
+                continue
+            sides = {c.get("Parent Relationship"): c for c in node.get("Plans", [])}
+            outer, inner = sides["Outer"], sides["Inner"]
+            probed = scans_of_jobs(inner)
+            if probed:
+                found.append(f"probes {sorted(probed)} per outer row: {text[:120]}")
+            elif scans_of_jobs(outer) and has_input_scan(inner):
+                found.append(f"reads the input once per job: {text[:120]}")
     return found
 
 
@@ -97,8 +165,11 @@ def test_jobs_are_found_by_id_when_plans_are_made_on_empty_slots(pgq_dsn: str) -
             " FROM generate_series(0, 3) k"
         ).fetchone()
         assert ring == (0,)
-        found = sorted(set(full_scans(explain_every_path(conn))))
+        explained = explain_every_path(conn)
+    found = sorted(set(full_scans(explained)))
     assert not found, "\n".join(found)
+    loops = sorted(set(loops_over_jobs(explained)))
+    assert not loops, "\n".join(loops)
 
 
 def test_jobs_are_found_by_id_when_slots_were_analyzed_full_of_dead_rows(pgq_dsn: str) -> None:
@@ -121,8 +192,53 @@ def test_jobs_are_found_by_id_when_slots_were_analyzed_full_of_dead_rows(pgq_dsn
             " WHERE oid = format('pgq.jobs_%s', pgq._slot())::regclass"
         ).fetchone()
         assert stats is not None and stats[0] > 0 and stats[1] == 0, stats
-        found = sorted(set(full_scans(explain_every_path(conn))))
+        explained = explain_every_path(conn)
+    found = sorted(set(full_scans(explained)))
     assert not found, "\n".join(found)
+    loops = sorted(set(loops_over_jobs(explained)))
+    assert not loops, "\n".join(loops)
+
+
+def test_no_loop_over_partitions_with_a_backlog_in_an_unanalyzed_slot_after_a_truncation(
+    pgq_dsn: str,
+) -> None:
+    """The drain's state without ANALYZE (docs/decisions/0007): a backlog of 2,000 jobs in a
+    slot never analyzed, the slot before it just truncated by pgq.maintain, stragglers in the
+    next slot for maintain's carry. Every plan is made now (a new session), as a worker's are
+    after it connects or after the truncation invalidated them. The planner's guesses then made
+    the functions join their input to pgq.jobs by nested loops: every partition probed once per
+    job (20,000 jobs drained at a fifth of their analyzed pace)."""
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        w = uuid.uuid4()
+        conn.execute("SELECT * FROM pgq.enqueue_many(array_fill('plans'::text, ARRAY[500]))")
+        jobs = conn.execute("SELECT id, lease FROM pgq.claim(%s, ARRAY['plans'], 500)", (w,))
+        ids, leases = zip(*jobs.fetchall(), strict=True)
+        conn.execute(
+            "SELECT * FROM pgq.complete(%s, %s, %s, array_fill('successful'::text, ARRAY[500]))",
+            (w, list(ids), list(leases)),
+        ).fetchall()
+        turned = conn.execute("SELECT rotated, truncated FROM pgq.maintain()").fetchone()
+        assert turned == (True, "jobs_0"), turned  # slot 1 current, slot 0 truncated
+        # Three stragglers in the next slot (2), entered while it was current (of another
+        # entrypoint: the paths' claims leave them to the carry).
+        conn.execute("SELECT setval('pgq.ring_seq', 2)")
+        conn.execute("SELECT * FROM pgq.enqueue_many(array_fill('stragglers'::text, ARRAY[3]))")
+        conn.execute("SELECT setval('pgq.ring_seq', 1)")
+        conn.execute("SELECT * FROM pgq.enqueue_many(array_fill('plans'::text, ARRAY[2000]))")
+        state = conn.execute(
+            "SELECT pg_relation_size('pgq.jobs_0'), pg_relation_size('pgq.jobs_1') > 0,"
+            " (SELECT reltuples FROM pg_class WHERE oid = 'pgq.jobs_1'::regclass),"
+            " (SELECT count(*) FROM pgq.jobs_2)"
+        ).fetchone()
+        assert state == (0, True, -1, 3), state
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        explained = explain_every_path(conn)
+        carried = [d for d in explained if "INSERT INTO pgq.jobs_1" in d["Query Text"]]
+    assert carried, "maintain's carry ran"
+    found = sorted(set(full_scans(explained)))
+    assert not found, "\n".join(found)
+    loops = sorted(set(loops_over_jobs(explained)))
+    assert not loops, "\n".join(loops)
 
 
 def run_every_path(conn: psycopg.Connection[Any]) -> None:

@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(85);
+SELECT plan(86);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -177,6 +177,11 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
                                 'enqueue_many', '_promote', '_sweep', '_lane_cursor', 'maintain')
               AND NOT p.proconfig @> ARRAY['enable_seqscan=off']),
           NULL, 'the hot functions plan without sequential scans (a plan made while a slot was empty would scan it once per job)');
+SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
+            WHERE p.pronamespace = 'pgq'::regnamespace
+              AND p.proname IN ('complete', '_archive', '_sweep', 'heartbeat', 'release')
+              AND NOT p.proconfig @> ARRAY['enable_nestloop=off', 'enable_mergejoin=off']),
+          NULL, 'the functions that pair input arrays with jobs join them by hash only (a nested loop probed every partition once per job: ADR 0007)');
 -- Look twice (docs/architecture.md#look-twice): a function that writes pgq.jobs waits for row
 -- locks unless it locks with SKIP LOCKED; one that waits must look twice for a row carried
 -- meanwhile. pgq._archive is called inside its callers' loops.
