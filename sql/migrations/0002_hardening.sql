@@ -21,8 +21,8 @@
 --     570  Views of the live jobs (they read the new pgq.jobs)
 --     622  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
 --     681  Functions: the other 68 functions this migration re-creates (generated)
---    5870  The ring, continued: triggers and the copy of the live jobs
---    5902  Grants
+--    5885  The ring, continued: triggers and the copy of the live jobs
+--    5917  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -3863,8 +3863,8 @@ COMMENT ON FUNCTION pgq.fire_schedule_now(text, timestamptz) IS
 -- Contract: refreshes heartbeat_at = at for each job this worker still owns under that lease,
 --   and answers one row per input id, in input order: state 'ok', 'cancel_requested' (still
 --   owned, but pgq.cancel asked it to stop), 'timed_out' (the attempt was past its deadline: this
---   call ended it as a failed attempt, pgq._time_out, so the worker stops the handler and
---   writes no result) or 'lost' (re-claimed by another worker, finished or gone). A lost job is
+--   call, or a sweep before it, ended it as a failed attempt, pgq._time_out, so the worker stops
+--   the handler and writes no result) or 'lost' (re-claimed by another worker, finished or gone). A lost job is
 --   never touched. at NULL means now(). Also refreshes the worker's
 --   row in the workers registry (pgq.register_worker), once per call, also for empty arrays:
 --   an idle worker stays visible by calling it with no jobs. A job carried to another slot of
@@ -3954,11 +3954,26 @@ BEGIN
     IF cardinality(v_late) > 0 THEN
         v_late := pgq._time_out(v_late, v_now);
     END IF;
+    -- Not owned any more because SQL ended the attempt for its time limit under this lease (a
+    -- sweep came first): answered 'timed_out' as well, so the worker reports what SQL decided.
+    -- Read only when some job is not owned: the error entry names the lease and the worker.
+    IF cardinality(v_ok) < cardinality(heartbeat.ids) THEN
+        SELECT v_late || coalesce(array_agg(i.id), '{}') INTO v_late
+          FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
+          JOIN (SELECT j.id, j.errors FROM pgq.jobs j
+                 WHERE j.id = ANY (heartbeat.ids) AND j.id <> ALL (v_ok)
+                UNION ALL
+                SELECT h.id, h.errors FROM pgq.job_history h
+                 WHERE h.id = ANY (heartbeat.ids) AND h.id <> ALL (v_ok)) AS g ON g.id = i.id
+         WHERE g.errors @> jsonb_build_array(jsonb_build_object(
+                   'lease', i.lease, 'worker_id', heartbeat.worker_id,
+                   'details', jsonb_build_object('error', 'timed out')));
+    END IF;
 
     RETURN QUERY
     SELECT i.id,
-           CASE WHEN i.id <> ALL (v_ok) THEN 'lost'
-                WHEN i.id = ANY (v_late) THEN 'timed_out'
+           CASE WHEN i.id = ANY (v_late) THEN 'timed_out'
+                WHEN i.id <> ALL (v_ok) THEN 'lost'
                 WHEN i.id = ANY (v_cancel) THEN 'cancel_requested'
                 ELSE 'ok' END
       FROM unnest(heartbeat.ids) WITH ORDINALITY AS i(id, ord)

@@ -1,7 +1,7 @@
 -- pgq.heartbeat: ok / lost / cancel_requested per id, in input order; zombies are not refreshed;
 -- argument errors.
 BEGIN;
-SELECT plan(23);
+SELECT plan(26);
 
 SELECT count(*) FROM (SELECT pgq.enqueue('hb', jsonb_build_object('n', g)) FROM generate_series(1, 4) g) e;
 CREATE TEMP TABLE c AS
@@ -103,6 +103,25 @@ SELECT throws_ok(format('SELECT * FROM pgq.heartbeat(%L, ARRAY[%s, %s]::bigint[]
     'PQ009', NULL, 'duplicate ids with a later at: PQ009');
 SELECT is((SELECT heartbeat_at FROM pgq.jobs WHERE id = :j2), :'hb_before'::timestamptz,
           'failed heartbeat calls changed nothing');
+
+-- timed_out also when a sweep ended the attempt first (the error entry names the lease) -----
+SELECT pgq.configure('hb_to', run_timeout => interval '1 second', max_attempts => 2);
+SELECT pgq.enqueue('hb_to') AS t1 \gset
+SELECT pgq.enqueue('hb_to') AS t2 \gset
+SELECT lease AS tl1 FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{hb_to}', 1, now()) \gset
+SELECT lease AS tl2 FROM pgq.claim('33333333-3333-3333-3333-333333333333', '{hb_to}', 1, now()) \gset
+SELECT is((SELECT swept FROM pgq.maintain(now() + interval '5 seconds')), 2,
+          'the sweep ends both attempts past their limit');
+SELECT results_eq(
+    format('SELECT state FROM pgq.heartbeat(%L, ARRAY[%s, %s]::bigint[], ARRAY[%s, %s]::bigint[], now() + interval ''6 seconds'')',
+           '33333333-3333-3333-3333-333333333333', :t1, :t2, :tl1, :tl2),
+    $$VALUES ('timed_out'), ('timed_out')$$,
+    'heartbeat after the sweep: timed_out for the leases SQL timed out, not lost');
+SELECT results_eq(
+    format('SELECT state FROM pgq.heartbeat(%L, ARRAY[%s]::bigint[], ARRAY[%s]::bigint[], now() + interval ''6 seconds'')',
+           '44444444-4444-4444-4444-444444444444', :t1, :tl1),
+    $$VALUES ('lost')$$,
+    'another worker with the same lease number: lost');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -65,7 +65,7 @@ SELECT is((SELECT count(*)::int FROM pgq.complete(:w, ARRAY[:t2]::bigint[], ARRA
           'a result sent later under that lease is answered (with the decision made) ...');
 SELECT is((SELECT status FROM pgq.jobs WHERE id = :t2), 'scheduled', '... and changes nothing');
 SELECT is((SELECT state FROM pgq.heartbeat(:w, ARRAY[:t2]::bigint[], ARRAY[:t2_l]::bigint[], now() + interval '5 seconds')),
-          'lost', 'its lease is lost after the time-out');
+          'timed_out', 'asked again under that lease: still timed_out (the answer names what SQL decided; nothing is refreshed)');
 
 -- The sweep ends it when the worker is hung or gone (pgq.maintain), dead on the last attempt
 SELECT pgq.configure('rw_t', heartbeat_timeout => interval '1 hour');
