@@ -170,9 +170,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @dataclass(frozen=True)
 class Ran:
-    """What :meth:`Jobs.run` did: the result of every job that was live when it started (and
-    of those its handlers enqueued, when they ran), and the jobs still live afterwards (a retry
-    waiting for its backoff, a job not due yet)."""
+    """What :meth:`Jobs.run` did: the result of every job that was live when it started (jobs
+    its handlers enqueued ran too, and are found in the history or, still live, in ``left``),
+    and the jobs still live afterwards (a retry waiting for its backoff, a job not due yet)."""
 
     results: list[JobResult]
     left: list[JobInfo] = field(default_factory=list)

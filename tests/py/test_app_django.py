@@ -70,6 +70,25 @@ def check_project(python: str | Path, app: Path, dsn: str, driver: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM shop_order").fetchone() == (0,)
 
+    # `pgq-thin run` with Django's worker: a task enqueued from the shell runs
+    code = "from shop.tasks import notify; print(notify.enqueue(7, channel='cli').id)"
+    enqueued = manage(python, app, env, "shell", "-c", code)
+    assert enqueued.returncode == 0, enqueued.stderr
+    job_id = int(enqueued.stdout.strip().splitlines()[-1])
+    ran = subprocess.run(
+        [str(Path(python).parent / "pgq-thin"), "run", "pgq_thin.contrib.django.run:worker",
+         "--drain"],
+        cwd=app,
+        env={**env, "DJANGO_SETTINGS_MODULE": "djproject.settings", "PYTHONPATH": str(app)},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        done = conn.execute(
+            "SELECT status, result FROM pgq.job_results(ARRAY[%s]::bigint[])", (job_id,)
+        ).fetchone()
+    assert done == ("successful", "notified 7 by cli"), ran.stderr
+
     tested = manage(python, app, env, "test", "shop", "-v", "2")
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "Ran 4 tests" in tested.stderr and "OK" in tested.stderr, tested.stderr

@@ -11,5 +11,6 @@ import django
 django.setup()
 
 from pgq_thin.contrib.django.worker import build_worker  # noqa: E402
+from pgq_thin.dsn import ENV_VAR  # noqa: E402
 
-worker = build_worker(os.environ.get("PGQ_DSN") or None)
+worker = build_worker(os.environ.get(ENV_VAR) or None)
