@@ -63,6 +63,7 @@ def imports(args: list[str], env: dict[str, str]) -> tuple[float, list[str]]:
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code, *args],
         env=env,
+        cwd="/",  # not this checkout first on sys.path (``--compare`` names another)
         check=True,
         capture_output=True,
         text=True,
