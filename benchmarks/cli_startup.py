@@ -1,6 +1,6 @@
 """How long ``pgq-thin`` commands take from exec to exit, and what they import.
 
-Usage: python benchmarks/cli_startup.py [--dsn DSN] [--repeat 15]
+Usage: python -m benchmarks.cli_startup [--dsn DSN] [--repeat 15] [--compare DIR]
 
 One scratch database (dropped at the end) with the schema installed and one job. Each command
 is run ``--repeat`` times as a new process of the installed console script (``pgq-thin`` next
@@ -17,7 +17,10 @@ command is run once more with ``-X importtime`` to list the heavy packages it im
   show ID           pgq.job of one job
   install           schema at head already: the migrations (SQLAlchemy, Alembic) load
 
-Prints one row per command: median, min and max in seconds, and the heavy imports.
+Prints one row per command: median, min and max in seconds, and the heavy imports. With
+``--compare DIR`` (another checkout's root, e.g. ``git archive REV | tar -x -C DIR``), each run
+of this checkout is followed by one of DIR's package (``PYTHONPATH=DIR``, the same interpreter
+and console script), so both see the same load, and both medians are printed.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ COMMANDS = (
 
 def run_once(args: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run([str(SCRIPT), *args], env=env, check=True, stdout=subprocess.PIPE)
+    subprocess.run(
+        [str(SCRIPT), *args], env=env, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     return time.perf_counter() - start
 
 
@@ -58,6 +63,7 @@ def imports(args: list[str], env: dict[str, str]) -> tuple[float, list[str]]:
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code, *args],
         env=env,
+        cwd="/",  # not this checkout first on sys.path (``--compare`` names another)
         check=True,
         capture_output=True,
         text=True,
@@ -81,6 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn", default=DEFAULT_DSN)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--compare", type=Path, default=None, help="another checkout's root")
     opts = parser.parse_args()
     check_local(opts.dsn)
     load, cores, python = os.getloadavg()[0], os.cpu_count(), sys.version.split()[0]
@@ -94,17 +101,31 @@ def main() -> None:
             check=True,
             stdout=subprocess.PIPE,
         )
+        other = None
+        if opts.compare is not None:
+            other = {**env, "PYTHONPATH": str(opts.compare.resolve())}
         print(
             f"{'command':<16} {'median s':>9} {'min s':>7} {'max s':>7} {'imports s':>10}  "
-            "heavy imports"
+            + ("compared: median s, heavy imports  " if other else "")
+            + "heavy imports"
         )
         for args in COMMANDS:
             run_once(args, env)
-            times = [run_once(args, env) for _ in range(opts.repeat)]
+            times, before = [], []
+            for _ in range(opts.repeat):
+                times.append(run_once(args, env))
+                if other is not None:
+                    before.append(run_once(args, other))
             total, heavy = imports(args, env)
+            compared = ""
+            if other is not None:
+                _, heavy_before = imports(args, other)
+                compared = (
+                    f"{statistics.median(before):>9.3f}  {', '.join(heavy_before) or '-'}  "
+                )
             print(
                 f"{' '.join(args):<16} {statistics.median(times):>9.3f} {min(times):>7.3f} "
-                f"{max(times):>7.3f} {total:>10.3f}  {', '.join(heavy) or '-'}"
+                f"{max(times):>7.3f} {total:>10.3f}  {compared}{', '.join(heavy) or '-'}"
             )
 
 

@@ -513,6 +513,28 @@ MUTANTS: tuple[Mutant, ...] = (
         "\n",
         "failed attempts retry after the whole backoff, all at once (no jitter)",
     ),
+    # --- Schedules fire only where their entrypoint is served ---
+    m(
+        "claim_schedules_unserved",
+        "claim_schedules.sql",
+        "           AND pgq._schedule_served(s.entrypoint, claim_schedules.worker_id, v_now)\n",
+        "\n",
+        "a registered scheduler fires schedules nobody serves: their jobs pile up",
+    ),
+    m(
+        "schedule_served_gone_worker",
+        "_schedule_served.sql",
+        "                      AND w.last_seen_at >= _schedule_served.at - w.timeout);",
+        "                      );",
+        "a schedule counts as served by a worker that is gone",
+    ),
+    m(
+        "metrics_served_by_gone_worker",
+        "metrics.sql",
+        "               bool_or(w.last_seen_at >= v_now - w.timeout) AS active\n",
+        "               bool_or(true) AS active\n",
+        "pgq.metrics calls an entrypoint served while its only worker is gone",
+    ),
 )
 
 

@@ -12,8 +12,8 @@ RETURNS void
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
--- Counts through the indexes (by entrypoint and status), also in a slot that was empty when
--- the plan was made and is full now (docs/decisions/0007).
+-- Each count reads its partial index from the entrypoint on, never a whole slot (a plan made
+-- while a slot is empty must not scan it whole once it is full: tests/py/test_plans.py).
 SET enable_seqscan = off
 AS $$
 #variable_conflict use_column

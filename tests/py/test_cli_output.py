@@ -136,3 +136,18 @@ def test_a_missing_privilege_names_the_role(login_role: Callable[..., str]) -> N
     assert line.endswith(f"): GRANT pgq_producer TO {user}")
     line = one_line_error(run_cli("install", "--dsn", producer))
     assert "permission denied" in line and "a role that may create schema pgq" in line
+
+
+def test_the_operator_role_configures_and_lists_dead_jobs(login_role: Callable[..., str]) -> None:
+    """``pgq_admin`` is the operators' role: ``configure``, ``failed`` and ``requeue`` work
+    with it alone (before, ``configure`` and ``failed`` needed the schema owner)."""
+    operator = login_role("pgq_admin")
+    result = run_cli("configure", "ops.a", "--max-attempts", "3", "--json", "--dsn", operator)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["max_attempts"] == 3
+    result = run_cli("failed", "--json", "--dsn", operator)
+    assert result.returncode == 0 and json.loads(result.stdout) == [], result.stderr
+    reader = login_role("pgq_reader")
+    assert run_cli("failed", "--dsn", reader).returncode == 0
+    line = one_line_error(run_cli("configure", "ops.a", "--max-attempts", "2", "--dsn", reader))
+    assert "lacks pgq_admin (or the owner)" in line and "GRANT pgq_admin TO" in line

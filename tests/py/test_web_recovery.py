@@ -6,26 +6,39 @@ per refresh."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import psycopg
 import pytest
+from helpers.wait import wait_for
 from helpers.web import serving
 
 from pgq_thin import Queue
 from pgq_thin.web.data import APPLICATION_NAME
 
 
+def web_backends(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE application_name = %s AND datname = current_database()",
+        (APPLICATION_NAME,),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def terminate_web_connections(dsn: str) -> int:
-    """What a restart does to the dashboard's idle connections: their backends end (waited
-    for: ``pg_terminate_backend`` with a timeout returns once the backend has exited, so the
-    server has closed each socket before the next request)."""
+    """What a restart does to the dashboard's idle connections: their backends end (and are
+    gone, their sockets closed, when this returns: a restart ends them before the next
+    request)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute(
-            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) FROM pg_stat_activity"
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
             " WHERE application_name = %s AND datname = current_database()",
             (APPLICATION_NAME,),
         ).fetchone()
-    assert row is not None
+        assert row is not None
+        wait_for(lambda: web_backends(conn) == 0, 20, "the terminated backends to exit")
     return int(row[0])
 
 
