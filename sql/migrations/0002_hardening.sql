@@ -19,9 +19,9 @@
 --     513  Comments on the columns of the tables 0.1.0 created
 --     548  Views of the live jobs (they read the new pgq.jobs)
 --     600  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
---     659  Functions: the other 65 functions this migration re-creates (generated)
---    5593  The ring, continued: triggers and the copy of the live jobs
---    5625  Grants
+--     660  Functions: the other 65 functions this migration re-creates (generated)
+--    5597  The ring, continued: triggers and the copy of the live jobs
+--    5629  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -631,6 +631,7 @@ ALTER TYPE pgq.claimed_job ADD ATTRIBUTE run_timeout_s float8, ADD ATTRIBUTE tak
 -- Silence made visible before the timeout: a running job's silence and deadline (pgq.job), and
 -- per worker the longest silence of the jobs it holds (pgq.worker_status).
 ALTER TYPE pgq.job_info ADD ATTRIBUTE silent_s float8, ADD ATTRIBUTE deadline_at timestamptz;
+ALTER TYPE pgq.job_listing ADD ATTRIBUTE silent_s float8;
 CREATE OR REPLACE VIEW pgq.worker_status AS
 SELECT coalesce(w.worker_id, r.worker_id) AS worker_id,
        CASE WHEN w.worker_id IS NULL THEN 'unregistered'
@@ -3532,14 +3533,15 @@ BEGIN
                  THEN 'q,' || j.priority || ',' || j.ready_seq
                  WHEN j.status = 'scheduled'
                  THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
-                 ELSE 'r,' || j.id END
+                 ELSE 'r,' || j.id END,
+            CASE WHEN j.status = 'running' THEN date_part('epoch', now() - j.heartbeat_at) END
        FROM pgq.jobs j
       -- The id as a value (an init plan): a look-up in jobs_id_idx whatever the slots' stats.
       WHERE j.id = (SELECT k.job_id FROM pgq.live_keys k WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key))
     UNION ALL
     (SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
             h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
-            'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id
+            'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id, NULL::float8
        FROM pgq.job_history h
       WHERE h.dedupe_key = find_by_dedupe_key.dedupe_key
       ORDER BY h.finished_at DESC, h.id DESC
@@ -3587,7 +3589,7 @@ BEGIN
     RETURN QUERY
     SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
            h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
-           'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id
+           'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id, NULL::float8
       FROM pgq._find_history(find_history.entrypoint, find_history.statuses, find_history.since,
                              find_history.until, find_history.error, v_after.at, v_after.id,
                              find_history.page_size, false) AS h;
@@ -3995,7 +3997,8 @@ COMMENT ON FUNCTION pgq.job_results(bigint[]) IS
 --   Columns: the job's id, entrypoint, status, priority, attempt, dedupe_key, enqueued_at,
 --   run_at (live jobs), started_at, heartbeat_at (running jobs), finished_at (history),
 --   worker_id, error and message (the last failure's details->>'error' / ->>'message': from the
---   error list of a live job, from details of a finished one), cursor. Payloads are left out:
+--   error list of a live job, from details of a finished one), cursor, silent_s (a running
+--   job: seconds since its last heartbeat, before the timeout makes it stale; else NULL). Payloads are left out:
 --   pgq.job(id) has everything about one job.
 -- Locking: none (reads only).
 -- Errors: PQ001 bad entrypoint; PQ009 unknown state, a bad cursor (or one of another state);
@@ -4095,7 +4098,8 @@ BEGIN
                 THEN 'q,' || p.priority || ',' || p.ready_seq
                 WHEN p.status = 'scheduled'
                 THEN 's,' || (to_json(p.run_at) #>> '{}') || ',' || p.id
-                ELSE 'r,' || p.id END
+                ELSE 'r,' || p.id END,
+           CASE WHEN p.status = 'running' THEN date_part('epoch', now() - p.heartbeat_at) END
       FROM page p
      ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status = 'queued' THEN p.ready_seq END,
               CASE WHEN p.status = 'scheduled' THEN p.run_at END, p.id

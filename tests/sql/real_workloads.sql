@@ -2,7 +2,7 @@
 -- run_timeout_s and deadline, pgq.heartbeat's timed_out, the sweep of pgq.maintain), bounded
 -- interruptions, snoozes, fatal outcomes, and the claim's taken_over.
 BEGIN;
-SELECT plan(50);
+SELECT plan(51);
 
 \set w '''11111111-1111-1111-1111-111111111111'''
 \set w2 '''22222222-2222-2222-2222-222222222222'''
@@ -157,6 +157,8 @@ SELECT is((SELECT row(silent_s, deadline_at)::text FROM pgq.job(:q1)),
 SELECT is((SELECT row(state, stale, job_silent_s)::text FROM pgq.worker_status
             WHERE worker_id = '33333333-3333-3333-3333-333333333333'),
           '(unregistered,0,20)', 'pgq.worker_status: not stale yet (30 s timeout), silent for 20 s');
+SELECT is((SELECT silent_s FROM pgq.list_jobs('rw_q', 'running')), 20::float8,
+          'pgq.list_jobs: the running job, silent for 20 s');
 
 SELECT * FROM finish();
 ROLLBACK;
