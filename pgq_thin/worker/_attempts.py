@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -210,8 +211,10 @@ class Attempts:
                 del owned[job_id]
 
     def heartbeat_interval(self) -> float:
-        """A third of the smallest heartbeat timeout among the owned jobs."""
-        return min(a.job.heartbeat_timeout.total_seconds() for a in self.owned.values()) / 3
+        """A third of the smallest heartbeat timeout among the owned jobs (infinite with none:
+        the owned jobs can end while the heartbeat loop waits)."""
+        timeouts = (a.job.heartbeat_timeout.total_seconds() for a in self.owned.values())
+        return min(timeouts, default=math.inf) / 3
 
     def until_deadline(self) -> float | None:
         """Seconds until the earliest time limit of an owned, unfinished attempt runs out
