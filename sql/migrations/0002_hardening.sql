@@ -20,8 +20,8 @@
 --     548  Views of the live jobs (they read the new pgq.jobs)
 --     600  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
 --     660  Functions: the other 65 functions this migration re-creates (generated)
---    5597  The ring, continued: triggers and the copy of the live jobs
---    5629  Grants
+--    5613  The ring, continued: triggers and the copy of the live jobs
+--    5645  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -3738,9 +3738,10 @@ COMMENT ON FUNCTION pgq.fire_schedule_now(text, timestamptz) IS
 -- pgq.heartbeat(worker_id, ids, leases, at)
 -- Contract: refreshes heartbeat_at = at for each job this worker still owns under that lease,
 --   and answers one row per input id, in input order: state 'ok', 'cancel_requested' (still
---   owned, but pgq.cancel asked it to stop), 'timed_out' (the attempt was past its deadline: this
---   call ended it as a failed attempt, pgq._time_out, so the worker stops the handler and
---   writes no result) or 'lost' (re-claimed by another worker, finished or gone). A lost job is
+--   owned, but pgq.cancel asked it to stop), 'timed_out' (the attempt was past its deadline:
+--   this call ended it as a failed attempt, pgq._time_out, or the sweep did before under this
+--   lease and worker, so the worker stops the handler and writes no result) or 'lost'
+--   (re-claimed by another worker, finished or gone). A lost job is
 --   never touched. at NULL means now(). Also refreshes the worker's
 --   row in the workers registry (pgq.register_worker), once per call, also for empty arrays:
 --   an idle worker stays visible by calling it with no jobs. A job carried to another slot of
@@ -3826,11 +3827,26 @@ BEGIN
     IF cardinality(v_late) > 0 THEN
         v_late := pgq._time_out(v_late, v_now);
     END IF;
+    -- Not owned any more: timed out under this lease by the sweep, before this call? Its error
+    -- entry says so (the time-out writes the lease and worker with it). Only for lost ids.
+    IF cardinality(v_ok) < cardinality(heartbeat.ids) THEN
+        SELECT v_late || coalesce(array_agg(i.id), '{}') INTO v_late
+          FROM unnest(heartbeat.ids, heartbeat.leases) AS i(id, lease)
+         WHERE i.id <> ALL (v_ok)
+           AND EXISTS (SELECT 1
+                         FROM (SELECT j.errors FROM pgq.jobs j WHERE j.id = i.id
+                               UNION ALL
+                               SELECT h.errors FROM pgq.job_history h WHERE h.id = i.id) AS o,
+                              jsonb_array_elements(o.errors) AS e(value)
+                        WHERE e.value -> 'lease' = to_jsonb(i.lease)
+                          AND e.value ->> 'worker_id' = heartbeat.worker_id::text
+                          AND e.value -> 'details' ->> 'error' = 'timed out');
+    END IF;
 
     RETURN QUERY
     SELECT i.id,
-           CASE WHEN i.id <> ALL (v_ok) THEN 'lost'
-                WHEN i.id = ANY (v_late) THEN 'timed_out'
+           CASE WHEN i.id = ANY (v_late) THEN 'timed_out'
+                WHEN i.id <> ALL (v_ok) THEN 'lost'
                 WHEN i.id = ANY (v_cancel) THEN 'cancel_requested'
                 ELSE 'ok' END
       FROM unnest(heartbeat.ids) WITH ORDINALITY AS i(id, ord)
