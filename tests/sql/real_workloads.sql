@@ -2,7 +2,7 @@
 -- run_timeout_s and deadline, pgq.heartbeat's timed_out, the sweep of pgq.maintain), bounded
 -- interruptions, snoozes, fatal outcomes, and the claim's taken_over.
 BEGIN;
-SELECT plan(53);
+SELECT plan(54);
 
 \set w '''11111111-1111-1111-1111-111111111111'''
 \set w2 '''22222222-2222-2222-2222-222222222222'''
@@ -71,7 +71,10 @@ SELECT is((SELECT state FROM pgq.heartbeat(:w2, ARRAY[:t2]::bigint[], ARRAY[:t2_
 
 -- The sweep ends it when the worker is hung or gone (pgq.maintain), dead on the last attempt
 SELECT pgq.configure('rw_t', heartbeat_timeout => interval '1 hour');
-SELECT lease AS t2_l2 FROM pgq.claim(:w2, '{rw_t}', 1, now() + interval '9 seconds') \gset
+SELECT lease AS t2_l2, (taken_over ->> 'error') || ' ' || (taken_over ->> 'worker_id') AS t2_note
+  FROM pgq.claim(:w2, '{rw_t}', 1, now() + interval '9 seconds') \gset
+SELECT is(:'t2_note'::text, 'timed out 11111111-1111-1111-1111-111111111111',
+          'claimed again after a time-out: taken_over says so, and whose attempt it was');
 SELECT is((SELECT attempt FROM pgq.jobs WHERE id = :t2), 2, 'claimed again: attempt 2 of 2');
 SELECT is((SELECT swept FROM pgq.maintain(now() + interval '9.5 seconds')), 0, 'within their limits: the sweep leaves them');
 SELECT is((SELECT swept FROM pgq.maintain(now() + interval '12.5 seconds')), 2,
