@@ -90,15 +90,15 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "enqueue": ("enqueue",),
     "enqueue_many": ("id",),
     "entrypoint_config": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes"),
-    "find_by_dedupe_key": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
-    "find_history": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
+    "find_by_dedupe_key": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor", "silent_s"),
+    "find_history": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor", "silent_s"),
     "fire_schedule": ("state", "job_id"),
     "fire_schedule_now": ("fire_schedule_now",),
     "heartbeat": ("id", "state"),
     "history_summary": ("entrypoint", "status", "jobs", "max_attempt", "avg_latency_s"),
     "job": ("id", "entrypoint", "status", "priority", "attempt", "max_attempts", "payload", "headers", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "wait_s", "run_s", "worker_id", "cancel_requested", "result", "details", "errors", "schedule", "schedule_due_at", "silent_s", "deadline_at"),
     "job_results": ("id", "status", "finished", "result", "error", "attempt", "finished_at"),
-    "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
+    "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor", "silent_s"),
     "maintain": ("state", "swept", "promoted", "carried", "truncated", "rotated", "lock_wait_ms", "bytes"),
     "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up", "served", "unserved_s"),
     "metrics_series": ("entrypoint", "minute", "successful", "failed", "canceled", "due", "running", "wait_p95_s", "run_p95_s"),
@@ -862,3 +862,4 @@ class JobListing:
     error: str | None
     message: str | None
     cursor: str
+    silent_s: float | None

@@ -187,7 +187,7 @@ while (!stopping) {
     deadline: row.run_timeout_s == null ? null : claimedAt + row.run_timeout_s * 1000,
   }));
   for (const job of jobs) {
-    if (job.taken_over) {
+    if (job.taken_over?.error === 'heartbeat timeout') {
       const t = job.taken_over;
       log(`taken_over from=${t.worker_id} silent_since=${t.heartbeat_at} previous_attempt=${t.attempt}`, job);
     }

@@ -86,6 +86,9 @@ class Stop(Enum):
 
 
 _NOT_STARTED = object()
+#: The error SQL writes for an attempt past its time limit (``pgq._time_out``), as the claim's
+#: ``taken_over`` names it.
+TIMED_OUT_ERROR = "timed out"
 # Guards every attempt's transitions (held for a few instructions; one lock, not one each).
 _TRANSITION = threading.Lock()
 
@@ -181,8 +184,9 @@ class Attempts:
         limited = False
         for job in jobs:
             previous = self.owned.get(job.id)
-            if previous is not None:  # our own old attempt went stale and was re-claimed
-                self.lose(previous)
+            if previous is not None:  # our own old attempt was ended by SQL and re-claimed:
+                timed_out = (job.taken_over or {}).get("error") == TIMED_OUT_ERROR
+                (self.time_out if timed_out else self.lose)(previous)  # as the claim says
             attempt = Attempt(job=job, handler=self._handlers[job.entrypoint], claimed=now)
             self.owned[job.id] = attempt
             new.append(attempt)

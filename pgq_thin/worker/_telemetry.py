@@ -150,9 +150,10 @@ class Telemetry:
         worker that fell silent (SQL's note in the claim answer). Returns how many were."""
         taken = 0
         for job in jobs:
-            if job.taken_over is not None:
+            note = job.taken_over
+            if note is not None and note.get("error") == "heartbeat timeout":
                 taken += 1
-                self._taken_over(job, job.taken_over)
+                self._taken_over(job, note)
         if log.isEnabledFor(logging.DEBUG):
             for job in jobs:
                 self.log.debug(

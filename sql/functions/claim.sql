@@ -35,8 +35,10 @@
 --   last_attempt (a failure of this attempt makes the job dead); the attempt's time limit in
 --   seconds, run_timeout_s (the job's own timeout, else the entrypoint's run_timeout; NULL: none;
 --   the claim sets deadline_at = at + that limit, and pgq._time_out ends the attempt past it);
---   and taken_over, for a job whose previous attempt was swept because its worker fell silent:
---   {worker_id, heartbeat_at (its last sign of life), attempt, swept_at, error} (else NULL).
+--   and taken_over, for a job whose previous attempt SQL ended: swept because its worker fell
+--   silent ({worker_id, heartbeat_at (its last sign of life), attempt, swept_at, error
+--   'heartbeat timeout'}) or timed out ({worker_id, attempt, swept_at, error 'timed out',
+--   message, started_at, deadline_at, timeout_s}); else NULL.
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
 --   never waits for another claimer. A replayed request locks its own running jobs in id
 --   order (it waits for a call holding one of them, as heartbeat does). Must run in READ
@@ -140,9 +142,10 @@ BEGIN
                           extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
                           j.attempt >= c.max_attempts AS last_attempt, j.ready_seq,
                           extract(epoch FROM coalesce(j.timeout, c.run_timeout))::float8 AS run_timeout_s,
-                          CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' = 'heartbeat timeout'
+                          CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' IN ('heartbeat timeout', 'timed out')
                                THEN (j.errors -> -1 -> 'details') || jsonb_build_object('attempt', j.errors -> -1 -> 'attempt',
                                                                                         'swept_at', j.errors -> -1 -> 'at')
+                                    || jsonb_strip_nulls(jsonb_build_object('worker_id', j.errors -> -1 -> 'worker_id'))
                           END AS taken_over
             )
             SELECT a.id, a.lease, a.entrypoint, a.payload, a.headers, a.priority, a.attempt,
@@ -254,9 +257,10 @@ BEGIN
                   extract(epoch FROM coalesce(j.timeout, c.run_timeout))::float8 AS run_timeout_s,
                   -- Taken over from a silent worker: the sweep's note of the attempt before
                   -- (only read for a job claimed before).
-                  CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' = 'heartbeat timeout'
+                  CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' IN ('heartbeat timeout', 'timed out')
                        THEN (j.errors -> -1 -> 'details') || jsonb_build_object('attempt', j.errors -> -1 -> 'attempt',
                                                                                 'swept_at', j.errors -> -1 -> 'at')
+                            || jsonb_strip_nulls(jsonb_build_object('worker_id', j.errors -> -1 -> 'worker_id'))
                   END AS taken_over
     )
     SELECT c.id, c.lease, c.entrypoint, c.payload, c.headers, c.priority, c.attempt, c.enqueued_at,

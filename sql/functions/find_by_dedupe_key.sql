@@ -34,14 +34,15 @@ BEGIN
                  THEN 'q,' || j.priority || ',' || j.ready_seq
                  WHEN j.status = 'scheduled'
                  THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
-                 ELSE 'r,' || j.id END
+                 ELSE 'r,' || j.id END,
+            CASE WHEN j.status = 'running' THEN date_part('epoch', now() - j.heartbeat_at) END
        FROM pgq.jobs j
       -- The id as a value (an init plan): a look-up in jobs_id_idx whatever the slots' stats.
       WHERE j.id = (SELECT k.job_id FROM pgq.live_keys k WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key))
     UNION ALL
     (SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
             h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
-            'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id
+            'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id, NULL::float8
        FROM pgq.job_history h
       WHERE h.dedupe_key = find_by_dedupe_key.dedupe_key
       ORDER BY h.finished_at DESC, h.id DESC

@@ -34,7 +34,7 @@ BEGIN
     RETURN QUERY
     SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
            h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
-           'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id
+           'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id, NULL::float8
       FROM pgq._find_history(find_history.entrypoint, find_history.statuses, find_history.since,
                              find_history.until, find_history.error, v_after.at, v_after.id,
                              find_history.page_size, false) AS h;

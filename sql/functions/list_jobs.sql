@@ -10,7 +10,8 @@
 --   Columns: the job's id, entrypoint, status, priority, attempt, dedupe_key, enqueued_at,
 --   run_at (live jobs), started_at, heartbeat_at (running jobs), finished_at (history),
 --   worker_id, error and message (the last failure's details->>'error' / ->>'message': from the
---   error list of a live job, from details of a finished one), cursor. Payloads are left out:
+--   error list of a live job, from details of a finished one), cursor, silent_s (a running
+--   job: seconds since its last heartbeat, before the timeout makes it stale; else NULL). Payloads are left out:
 --   pgq.job(id) has everything about one job.
 -- Locking: none (reads only).
 -- Errors: PQ001 bad entrypoint; PQ009 unknown state, a bad cursor (or one of another state);
@@ -110,7 +111,8 @@ BEGIN
                 THEN 'q,' || p.priority || ',' || p.ready_seq
                 WHEN p.status = 'scheduled'
                 THEN 's,' || (to_json(p.run_at) #>> '{}') || ',' || p.id
-                ELSE 'r,' || p.id END
+                ELSE 'r,' || p.id END,
+           CASE WHEN p.status = 'running' THEN date_part('epoch', now() - p.heartbeat_at) END
       FROM page p
      ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status = 'queued' THEN p.ready_seq END,
               CASE WHEN p.status = 'scheduled' THEN p.run_at END, p.id

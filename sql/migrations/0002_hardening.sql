@@ -20,9 +20,9 @@
 --     535  Comments on the columns of the tables 0.1.0 created
 --     570  Views of the live jobs (they read the new pgq.jobs)
 --     622  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
---     681  Functions: the other 68 functions this migration re-creates (generated)
---    5885  The ring, continued: triggers and the copy of the live jobs
---    5917  Grants
+--     682  Functions: the other 68 functions this migration re-creates (generated)
+--    5893  The ring, continued: triggers and the copy of the live jobs
+--    5925  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -653,6 +653,7 @@ ALTER TYPE pgq.claimed_job ADD ATTRIBUTE run_timeout_s float8, ADD ATTRIBUTE tak
 -- Silence made visible before the timeout: a running job's silence and deadline (pgq.job), and
 -- per worker the longest silence of the jobs it holds (pgq.worker_status).
 ALTER TYPE pgq.job_info ADD ATTRIBUTE silent_s float8, ADD ATTRIBUTE deadline_at timestamptz;
+ALTER TYPE pgq.job_listing ADD ATTRIBUTE silent_s float8;
 CREATE OR REPLACE VIEW pgq.worker_status AS
 SELECT coalesce(w.worker_id, r.worker_id) AS worker_id,
        CASE WHEN w.worker_id IS NULL THEN 'unregistered'
@@ -2313,8 +2314,10 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
 --   last_attempt (a failure of this attempt makes the job dead); the attempt's time limit in
 --   seconds, run_timeout_s (the job's own timeout, else the entrypoint's run_timeout; NULL: none;
 --   the claim sets deadline_at = at + that limit, and pgq._time_out ends the attempt past it);
---   and taken_over, for a job whose previous attempt was swept because its worker fell silent:
---   {worker_id, heartbeat_at (its last sign of life), attempt, swept_at, error} (else NULL).
+--   and taken_over, for a job whose previous attempt SQL ended: swept because its worker fell
+--   silent ({worker_id, heartbeat_at (its last sign of life), attempt, swept_at, error
+--   'heartbeat timeout'}) or timed out ({worker_id, attempt, swept_at, error 'timed out',
+--   message, started_at, deadline_at, timeout_s}); else NULL.
 -- Locking: FOR UPDATE SKIP LOCKED on candidate jobs and on limited entrypoints' policy rows;
 --   never waits for another claimer. A replayed request locks its own running jobs in id
 --   order (it waits for a call holding one of them, as heartbeat does). Must run in READ
@@ -2418,9 +2421,10 @@ BEGIN
                           extract(epoch FROM c.heartbeat_timeout)::float8 AS timeout_s,
                           j.attempt >= c.max_attempts AS last_attempt, j.ready_seq,
                           extract(epoch FROM coalesce(j.timeout, c.run_timeout))::float8 AS run_timeout_s,
-                          CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' = 'heartbeat timeout'
+                          CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' IN ('heartbeat timeout', 'timed out')
                                THEN (j.errors -> -1 -> 'details') || jsonb_build_object('attempt', j.errors -> -1 -> 'attempt',
                                                                                         'swept_at', j.errors -> -1 -> 'at')
+                                    || jsonb_strip_nulls(jsonb_build_object('worker_id', j.errors -> -1 -> 'worker_id'))
                           END AS taken_over
             )
             SELECT a.id, a.lease, a.entrypoint, a.payload, a.headers, a.priority, a.attempt,
@@ -2532,9 +2536,10 @@ BEGIN
                   extract(epoch FROM coalesce(j.timeout, c.run_timeout))::float8 AS run_timeout_s,
                   -- Taken over from a silent worker: the sweep's note of the attempt before
                   -- (only read for a job claimed before).
-                  CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' = 'heartbeat timeout'
+                  CASE WHEN j.attempt > 1 AND j.errors -> -1 -> 'details' ->> 'error' IN ('heartbeat timeout', 'timed out')
                        THEN (j.errors -> -1 -> 'details') || jsonb_build_object('attempt', j.errors -> -1 -> 'attempt',
                                                                                 'swept_at', j.errors -> -1 -> 'at')
+                            || jsonb_strip_nulls(jsonb_build_object('worker_id', j.errors -> -1 -> 'worker_id'))
                   END AS taken_over
     )
     SELECT c.id, c.lease, c.entrypoint, c.payload, c.headers, c.priority, c.attempt, c.enqueued_at,
@@ -3658,14 +3663,15 @@ BEGIN
                  THEN 'q,' || j.priority || ',' || j.ready_seq
                  WHEN j.status = 'scheduled'
                  THEN 's,' || (to_json(j.run_at) #>> '{}') || ',' || j.id
-                 ELSE 'r,' || j.id END
+                 ELSE 'r,' || j.id END,
+            CASE WHEN j.status = 'running' THEN date_part('epoch', now() - j.heartbeat_at) END
        FROM pgq.jobs j
       -- The id as a value (an init plan): a look-up in jobs_id_idx whatever the slots' stats.
       WHERE j.id = (SELECT k.job_id FROM pgq.live_keys k WHERE k.dedupe_key = find_by_dedupe_key.dedupe_key))
     UNION ALL
     (SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
             h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
-            'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id
+            'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id, NULL::float8
        FROM pgq.job_history h
       WHERE h.dedupe_key = find_by_dedupe_key.dedupe_key
       ORDER BY h.finished_at DESC, h.id DESC
@@ -3713,7 +3719,7 @@ BEGIN
     RETURN QUERY
     SELECT h.id, h.entrypoint, h.status, h.priority, h.attempt, h.dedupe_key, h.enqueued_at, NULL::timestamptz,
            h.started_at, NULL::timestamptz, h.finished_at, h.worker_id, h.details ->> 'error', h.details ->> 'message',
-           'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id
+           'h,' || (to_json(h.finished_at) #>> '{}') || ',' || h.id, NULL::float8
       FROM pgq._find_history(find_history.entrypoint, find_history.statuses, find_history.since,
                              find_history.until, find_history.error, v_after.at, v_after.id,
                              find_history.page_size, false) AS h;
@@ -4140,7 +4146,8 @@ COMMENT ON FUNCTION pgq.job_results(bigint[]) IS
 --   Columns: the job's id, entrypoint, status, priority, attempt, dedupe_key, enqueued_at,
 --   run_at (live jobs), started_at, heartbeat_at (running jobs), finished_at (history),
 --   worker_id, error and message (the last failure's details->>'error' / ->>'message': from the
---   error list of a live job, from details of a finished one), cursor. Payloads are left out:
+--   error list of a live job, from details of a finished one), cursor, silent_s (a running
+--   job: seconds since its last heartbeat, before the timeout makes it stale; else NULL). Payloads are left out:
 --   pgq.job(id) has everything about one job.
 -- Locking: none (reads only).
 -- Errors: PQ001 bad entrypoint; PQ009 unknown state, a bad cursor (or one of another state);
@@ -4240,7 +4247,8 @@ BEGIN
                 THEN 'q,' || p.priority || ',' || p.ready_seq
                 WHEN p.status = 'scheduled'
                 THEN 's,' || (to_json(p.run_at) #>> '{}') || ',' || p.id
-                ELSE 'r,' || p.id END
+                ELSE 'r,' || p.id END,
+           CASE WHEN p.status = 'running' THEN date_part('epoch', now() - p.heartbeat_at) END
       FROM page p
      ORDER BY CASE WHEN p.status = 'queued' THEN -p.priority END, CASE WHEN p.status = 'queued' THEN p.ready_seq END,
               CASE WHEN p.status = 'scheduled' THEN p.run_at END, p.id

@@ -2,7 +2,7 @@
 -- run_timeout_s and deadline, pgq.heartbeat's timed_out, the sweep of pgq.maintain), bounded
 -- interruptions, snoozes, fatal outcomes, and the claim's taken_over.
 BEGIN;
-SELECT plan(50);
+SELECT plan(54);
 
 \set w '''11111111-1111-1111-1111-111111111111'''
 \set w2 '''22222222-2222-2222-2222-222222222222'''
@@ -65,17 +65,24 @@ SELECT is((SELECT count(*)::int FROM pgq.complete(:w, ARRAY[:t2]::bigint[], ARRA
           'a result sent later under that lease is answered (with the decision made) ...');
 SELECT is((SELECT status FROM pgq.jobs WHERE id = :t2), 'scheduled', '... and changes nothing');
 SELECT is((SELECT state FROM pgq.heartbeat(:w, ARRAY[:t2]::bigint[], ARRAY[:t2_l]::bigint[], now() + interval '5 seconds')),
-          'timed_out', 'asked again under that lease: still timed_out (the answer names what SQL decided; nothing is refreshed)');
+          'timed_out', 'a later heartbeat under that lease still answers timed_out (not lost)');
+SELECT is((SELECT state FROM pgq.heartbeat(:w2, ARRAY[:t2]::bigint[], ARRAY[:t2_l]::bigint[], now() + interval '5 seconds')),
+          'lost', 'another worker naming that lease: lost');
 
 -- The sweep ends it when the worker is hung or gone (pgq.maintain), dead on the last attempt
 SELECT pgq.configure('rw_t', heartbeat_timeout => interval '1 hour');
-SELECT lease AS t2_l2 FROM pgq.claim(:w2, '{rw_t}', 1, now() + interval '9 seconds') \gset
+SELECT lease AS t2_l2, (taken_over ->> 'error') || ' ' || (taken_over ->> 'worker_id') AS t2_note
+  FROM pgq.claim(:w2, '{rw_t}', 1, now() + interval '9 seconds') \gset
+SELECT is(:'t2_note'::text, 'timed out 11111111-1111-1111-1111-111111111111',
+          'claimed again after a time-out: taken_over says so, and whose attempt it was');
 SELECT is((SELECT attempt FROM pgq.jobs WHERE id = :t2), 2, 'claimed again: attempt 2 of 2');
 SELECT is((SELECT swept FROM pgq.maintain(now() + interval '9.5 seconds')), 0, 'within their limits: the sweep leaves them');
 SELECT is((SELECT swept FROM pgq.maintain(now() + interval '12.5 seconds')), 2,
           'past its limit (and job 1 past its own): pgq.maintain ends both, without any heartbeat');
 SELECT is((SELECT row(status, attempt)::text FROM pgq.job_history WHERE id = :t2), '(failed,2)',
           'the last attempt timed out: dead');
+SELECT is((SELECT state FROM pgq.heartbeat(:w2, ARRAY[:t2]::bigint[], ARRAY[:t2_l2]::bigint[], now() + interval '13 seconds')),
+          'timed_out', 'the sweep timed it out first: the heartbeat of its worker answers timed_out');
 SELECT is((SELECT errors -> -1 ->> 'decision' FROM pgq.job_history WHERE id = :t2), 'failed', 'decision failed');
 SELECT is((SELECT status FROM pgq.jobs WHERE id = :t1), 'scheduled', 'job 1 timed out on attempt 1: retried');
 
@@ -157,6 +164,8 @@ SELECT is((SELECT row(silent_s, deadline_at)::text FROM pgq.job(:q1)),
 SELECT is((SELECT row(state, stale, job_silent_s)::text FROM pgq.worker_status
             WHERE worker_id = '33333333-3333-3333-3333-333333333333'),
           '(unregistered,0,20)', 'pgq.worker_status: not stale yet (30 s timeout), silent for 20 s');
+SELECT is((SELECT silent_s FROM pgq.list_jobs('rw_q', 'running')), 20::float8,
+          'pgq.list_jobs: the running job, silent for 20 s');
 
 SELECT * FROM finish();
 ROLLBACK;
