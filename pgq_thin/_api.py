@@ -41,7 +41,7 @@ FUNCTIONS: dict[str, Fn] = {
     "claim_schedules": Fn("pgq.claim_schedules", (("worker_id", "uuid"), ("batch_size", "integer"), ("at", "timestamp with time zone")), 1, False),
     "compact_jobs": Fn("pgq.compact_jobs", (("max_rows", "integer"), ("max_bytes", "bigint"), ("lock_wait", "interval"), ("at", "timestamp with time zone")), 0, False),
     "complete": Fn("pgq.complete", (("worker_id", "uuid"), ("ids", "bigint[]"), ("leases", "bigint[]"), ("outcomes", "text[]"), ("details", "jsonb"), ("at", "timestamp with time zone")), 4, False),
-    "configure": Fn("pgq.configure", (("entrypoint", "text"), ("concurrency_limit", "integer"), ("max_attempts", "integer"), ("backoff_base", "interval"), ("backoff_max", "interval"), ("heartbeat_timeout", "interval"), ("reset", "boolean")), 1, False),
+    "configure": Fn("pgq.configure", (("entrypoint", "text"), ("concurrency_limit", "integer"), ("max_attempts", "integer"), ("backoff_base", "interval"), ("backoff_max", "interval"), ("heartbeat_timeout", "interval"), ("reset", "boolean"), ("dedupe_period", "interval"), ("dedupe_states", "text[]")), 1, False),
     "delete_history": Fn("pgq.delete_history", (("entrypoint", "text"), ("statuses", "text[]"), ("since", "timestamp with time zone"), ("until", "timestamp with time zone"), ("error", "text"), ("max_jobs", "integer")), 0, True),
     "delete_jobs": Fn("pgq.delete_jobs", (("ids", "bigint[]"),), 1, False),
     "enqueue": Fn("pgq.enqueue", (("entrypoint", "text"), ("payload", "jsonb"), ("priority", "integer"), ("run_at", "timestamp with time zone"), ("dedupe_key", "text"), ("headers", "jsonb"), ("on_conflict", "text"), ("delay", "interval")), 1, True),
@@ -83,12 +83,12 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "claim_schedules": ("name", "lease", "entrypoint", "cron", "timezone", "due_at", "db_now"),
     "compact_jobs": ("compacted", "reason", "rows", "bytes_before", "bytes_after"),
     "complete": ("id", "status", "attempt", "max_attempts", "run_at", "retry_in_s"),
-    "configure": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
+    "configure": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "dedupe_period", "dedupe_states"),
     "delete_history": ("delete_history",),
     "delete_jobs": ("id",),
     "enqueue": ("enqueue",),
     "enqueue_many": ("id",),
-    "entrypoint_config": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
+    "entrypoint_config": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "dedupe_period", "dedupe_states"),
     "find_by_dedupe_key": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "find_history": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "fire_schedule": ("state", "job_id"),
@@ -102,7 +102,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up"),
     "next_run_at": ("next_run_at",),
     "next_schedule_at": ("next_schedule_at",),
-    "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
+    "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "dedupe_period", "dedupe_states"),
     "prune_entrypoints": ("prune_entrypoints",),
     "prune_history": ("prune_history",),
     "prune_workers": ("prune_workers",),
@@ -111,7 +111,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "release_schedule": ("release_schedule",),
     "requeue": ("id",),
     "requeue_history": ("id",),
-    "resume": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by"),
+    "resume": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "dedupe_period", "dedupe_states"),
     "rollup_metrics": ("rolled", "caught_up", "busy"),
     "schedule": ("name", "entrypoint", "cron", "timezone", "payload", "headers", "priority", "catch_up", "misfire_grace", "fire_timeout", "next_run_at", "last_run_at", "last_job_id", "state", "worker_id", "lease", "heartbeat_at", "created_at", "updated_at", "retry_at", "last_error"),
     "unregister_worker": ("unregister_worker",),
@@ -129,7 +129,7 @@ SIGNATURES: dict[str, str] = {
     "claim_schedules": "pgq.claim_schedules(uuid,integer,timestamp with time zone)",
     "compact_jobs": "pgq.compact_jobs(integer,bigint,interval,timestamp with time zone)",
     "complete": "pgq.complete(uuid,bigint[],bigint[],text[],jsonb,timestamp with time zone)",
-    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean)",
+    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,text[])",
     "delete_history": "pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)",
     "delete_jobs": "pgq.delete_jobs(bigint[])",
     "enqueue": "pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval)",
@@ -258,13 +258,14 @@ def complete(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | 
     return FUNCTIONS["complete"].call(rows, worker_id=worker_id, ids=ids, leases=leases, outcomes=outcomes, details=details, at=at)
 
 
-def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None) -> Call[EntrypointConfig]:
-    """``pgq.configure(text,integer,integer,interval,interval,interval,boolean)``, ``RETURNS pgq.entrypoints``.
+def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None, dedupe_period: timedelta | None = None, dedupe_states: Sequence[str | None] | None = None) -> Call[EntrypointConfig]:
+    """``pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,text[])``, ``RETURNS pgq.entrypoints``.
     Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses),
-    max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting
+    max_attempts, backoff_base, backoff_max, heartbeat_timeout, dedupe_period and
+    dedupe_states (dedupe keys kept after the job finished). NULL leaves a setting
     unchanged; reset => true restores defaults first.
     """
-    return FUNCTIONS["configure"].call(record(EntrypointConfig), entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset)
+    return FUNCTIONS["configure"].call(record(EntrypointConfig), entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset, dedupe_period=dedupe_period, dedupe_states=dedupe_states)
 
 
 def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None) -> Call[int]:
@@ -596,6 +597,8 @@ class EntrypointConfig(_record_mixins.EntrypointConfigMixin):
     updated_at: datetime
     paused_at: datetime | None
     paused_by: str | None
+    dedupe_period: timedelta | None
+    dedupe_states: list[str] | None
 
 
 @dataclass(frozen=True)

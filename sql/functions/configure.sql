@@ -1,15 +1,21 @@
 -- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
---               heartbeat_timeout, reset)
+--               heartbeat_timeout, reset, dedupe_period, dedupe_states)
 -- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
 --   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
---   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
+--   5 min cap, 30 s heartbeat timeout, dedupe keys freed when their job finishes) and then
+--   applies the given ones. dedupe_period: a job of this entrypoint that finishes in one of
+--   dedupe_states (a non-empty subset of successful, failed, canceled; default successful)
+--   keeps its dedupe key for that long after it finished (pgq._archive), so no job with the
+--   same key can be enqueued meanwhile (on_conflict answers as for a live holder); 0 frees
+--   keys at once. concurrency_limit 0
 --   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
 --   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
 --   ends a pause; see pgq._sweep).
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
 --   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
 --   (so every time computed from them stays in range).
+--   dedupe_period 0..3650 days.
 -- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
 CREATE OR REPLACE FUNCTION pgq.configure(
     entrypoint         text,
@@ -18,7 +24,9 @@ CREATE OR REPLACE FUNCTION pgq.configure(
     backoff_base       interval DEFAULT NULL,
     backoff_max        interval DEFAULT NULL,
     heartbeat_timeout  interval DEFAULT NULL,
-    reset              boolean  DEFAULT false
+    reset              boolean  DEFAULT false,
+    dedupe_period      interval DEFAULT NULL,
+    dedupe_states      text[]   DEFAULT NULL
 )
 RETURNS pgq.entrypoints
 LANGUAGE plpgsql
@@ -41,6 +49,18 @@ BEGIN
     PERFORM pgq._check_interval(configure.backoff_base, 'backoff_base', interval '0', interval '1 day');
     PERFORM pgq._check_interval(configure.backoff_max, 'backoff_max', interval '0', interval '365 days');
     PERFORM pgq._check_interval(configure.heartbeat_timeout, 'heartbeat_timeout', interval '1 second', interval '7 days');
+    PERFORM pgq._check_interval(configure.dedupe_period, 'dedupe_period', interval '0', interval '3650 days');
+    IF configure.dedupe_states IS NOT NULL THEN
+        PERFORM pgq._check_dims(configure.dedupe_states, 'dedupe_states');
+        IF cardinality(configure.dedupe_states) = 0
+           OR array_position(configure.dedupe_states, NULL) IS NOT NULL
+           OR NOT configure.dedupe_states <@ ARRAY['successful', 'failed', 'canceled']
+           OR cardinality(configure.dedupe_states) <> (SELECT count(DISTINCT s) FROM unnest(configure.dedupe_states) s) THEN
+            RAISE EXCEPTION 'dedupe_states must be distinct end states among successful, failed, canceled, got %',
+                configure.dedupe_states
+                USING ERRCODE = 'PQ008';
+        END IF;
+    END IF;
     IF configure.backoff_base < interval '0' THEN
         RAISE EXCEPTION 'backoff_base must not be negative, got %', configure.backoff_base USING ERRCODE = 'PQ008';
     END IF;
@@ -55,7 +75,8 @@ BEGIN
         -- Column defaults are the one place the default policy is written down.
         UPDATE pgq.entrypoints e
            SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
-               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT
+               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT, dedupe_period = DEFAULT,
+               dedupe_states = DEFAULT
          WHERE e.entrypoint = configure.entrypoint;
     END IF;
     SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
@@ -65,6 +86,8 @@ BEGIN
     v_row.backoff_base := coalesce(configure.backoff_base, v_row.backoff_base);
     v_row.backoff_max := coalesce(configure.backoff_max, v_row.backoff_max);
     v_row.heartbeat_timeout := coalesce(configure.heartbeat_timeout, v_row.heartbeat_timeout);
+    v_row.dedupe_period := coalesce(configure.dedupe_period, v_row.dedupe_period);
+    v_row.dedupe_states := coalesce(configure.dedupe_states, v_row.dedupe_states);
     IF v_row.backoff_max < v_row.backoff_base THEN
         RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
             USING ERRCODE = 'PQ008';
@@ -76,6 +99,8 @@ BEGIN
            backoff_base = v_row.backoff_base,
            backoff_max = v_row.backoff_max,
            heartbeat_timeout = v_row.heartbeat_timeout,
+           dedupe_period = v_row.dedupe_period,
+           dedupe_states = v_row.dedupe_states,
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
@@ -84,5 +109,5 @@ BEGIN
     RETURN v_row;
 END
 $$;
-COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean) IS
-    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting unchanged; reset => true restores defaults first.';
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, text[]) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, dedupe_period and dedupe_states (dedupe keys kept after the job finished). NULL leaves a setting unchanged; reset => true restores defaults first.';

@@ -29,6 +29,7 @@ AS $$
 DECLARE
     v_id  bigint;
     v_due timestamptz;
+    v_kept record;
 BEGIN
     IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
@@ -61,7 +62,33 @@ BEGIN
     IF enqueue.dedupe_key IS NOT NULL THEN
         INSERT INTO pgq.live_keys (dedupe_key, job_id) VALUES (enqueue.dedupe_key, v_id)
             ON CONFLICT (dedupe_key) DO NOTHING;
-        IF NOT FOUND THEN
+        IF FOUND THEN
+            -- Unique by period: a job that finished within the entrypoint's dedupe_period in
+            -- one of its dedupe_states keeps the key (looked up after taking the live key, so
+            -- a holder finishing meanwhile is seen).
+            SELECT h.id, h.finished_at, c.dedupe_period INTO v_kept
+              FROM pgq.entrypoints c
+             CROSS JOIN LATERAL (SELECT h.id, h.finished_at
+                                   FROM pgq.job_history h
+                                  WHERE h.dedupe_key = enqueue.dedupe_key
+                                    AND h.finished_at > now() - c.dedupe_period
+                                    AND h.status = ANY (c.dedupe_states)
+                                  ORDER BY h.finished_at DESC
+                                  LIMIT 1) AS h
+             WHERE c.entrypoint = enqueue.entrypoint
+               AND c.dedupe_period > interval '0';
+            IF v_kept.id IS NOT NULL THEN
+                IF enqueue.on_conflict = 'raise' THEN
+                    RAISE EXCEPTION 'dedupe key % is kept until % by job %, finished at % (dedupe_period %)',
+                        quote_literal(enqueue.dedupe_key), v_kept.finished_at + v_kept.dedupe_period,
+                        v_kept.id, v_kept.finished_at, v_kept.dedupe_period
+                        USING ERRCODE = 'PQ007',
+                              HINT = 'Pass on_conflict => ''existing'' to get the id of that job instead.';
+                END IF;
+                DELETE FROM pgq.live_keys k WHERE k.dedupe_key = enqueue.dedupe_key AND k.job_id = v_id;
+                RETURN v_kept.id;
+            END IF;
+        ELSE
             IF enqueue.on_conflict = 'raise' THEN
                 RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
                     USING ERRCODE = 'PQ007',

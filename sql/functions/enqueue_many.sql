@@ -8,9 +8,11 @@
 --   due at its run_ats element, or its delays element after now() (the server's clock); one
 --   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then in
 --   ready order (enqueue order for jobs due at once; a delayed job joins when it is due). A dedupe key is unique among live (scheduled, queued or running)
---   jobs (pgq.live_keys):
+--   jobs (pgq.live_keys), and when the new job's entrypoint has a dedupe_period (pgq.configure),
+--   also among jobs that finished within it in one of its dedupe_states (unique by period: the
+--   newest such job in pgq.job_history keeps the key):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
---   the live job that holds the key instead of adding one.
+--   the live job that holds the key (or the finished job that keeps it) instead of adding one.
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
 --   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
@@ -43,6 +45,9 @@ DECLARE
     v_bad      record;
     v_ids      bigint[];
     v_missing  text[];
+    v_kept_keys text[];
+    v_kept_ids bigint[];
+    v_kept_msg text;
     v_payloads jsonb[];
     v_headers  jsonb[];
 BEGIN
@@ -152,6 +157,34 @@ BEGIN
           INTO v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
           LEFT JOIN won w ON w.job_id = x.id;
+        -- Unique by period: among the keys just taken, those a job finished within its new
+        -- job's entrypoint's dedupe_period in one of its dedupe_states keeps (looked up after
+        -- taking the live keys, so a holder finishing meanwhile is seen).
+        SELECT array_agg(x.dk ORDER BY x.ord), array_agg(h.id ORDER BY x.ord),
+               (array_agg(format('dedupe key %s is kept until %s by job %s, finished at %s (dedupe_period %s)',
+                                 quote_literal(x.dk), h.finished_at + c.dedupe_period, h.id, h.finished_at,
+                                 c.dedupe_period) ORDER BY x.ord))[1]
+          INTO v_kept_keys, v_kept_ids, v_kept_msg
+          FROM unnest(v_ids, enqueue_many.entrypoints, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, e, dk, ord)
+          JOIN pgq.entrypoints c ON c.entrypoint = x.e
+         CROSS JOIN LATERAL (SELECT h.id, h.finished_at
+                               FROM pgq.job_history h
+                              WHERE h.dedupe_key = x.dk
+                                AND h.finished_at > now() - c.dedupe_period
+                                AND h.status = ANY (c.dedupe_states)
+                              ORDER BY h.finished_at DESC
+                              LIMIT 1) AS h
+         WHERE x.dk IS NOT NULL
+           AND c.dedupe_period > interval '0'
+           AND EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = x.dk AND k.job_id = x.id);
+        IF v_kept_keys IS NOT NULL THEN
+            IF enqueue_many.on_conflict = 'raise' THEN
+                RAISE EXCEPTION '%', v_kept_msg
+                    USING ERRCODE = 'PQ007',
+                          HINT = 'Pass on_conflict => ''existing'' to get the id of that job instead.';
+            END IF;
+            DELETE FROM pgq.live_keys k WHERE k.dedupe_key = ANY (v_kept_keys) AND k.job_id = ANY (v_ids);
+        END IF;
         IF v_missing IS NOT NULL AND enqueue_many.on_conflict = 'raise' THEN
             RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
                 USING ERRCODE = 'PQ007',
@@ -172,17 +205,20 @@ BEGIN
                   enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
            WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, ord)
      CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
-     WHERE u.dk IS NULL OR v_missing IS NULL
-        OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id)
+     WHERE (u.dk IS NULL OR v_missing IS NULL
+            OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id))
+       AND (v_kept_keys IS NULL OR u.dk IS NULL OR u.dk <> ALL (v_kept_keys))
      ORDER BY u.ord;
 
-    IF v_missing IS NOT NULL THEN
-        -- 'existing': a new statement sees the holders that made our key insert skip.
-        SELECT array_agg(coalesce(k.job_id, x.id) ORDER BY x.ord),
-               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL)
+    IF v_missing IS NOT NULL OR v_kept_keys IS NOT NULL THEN
+        -- 'existing': a new statement sees the holders that made our key insert skip; a kept
+        -- key answers the finished job that keeps it.
+        SELECT array_agg(coalesce(kh.id, k.job_id, x.id) ORDER BY x.ord),
+               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL AND kh.id IS NULL)
           INTO v_ids, v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
-          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk;
+          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk
+          LEFT JOIN unnest(v_kept_keys, v_kept_ids) AS kh(dk, id) ON kh.dk = x.dk;
         IF v_missing IS NOT NULL THEN
             -- The holder finished between our insert and this look-up: its key is free now.
             RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(v_missing[1])

@@ -9,18 +9,19 @@
 -- RELEASED.
 
 -- CONTENTS (line numbers; written by scripts/new_migration.py from the '-- ##' headings)
---      26  Roles for dashboards (read only) and operators (actions)
---      41  Operate it: workers registry, metrics rollup, pause/resume, job lookup
---     216  Hostile input and hostile neighbours: schedules that cannot be computed rest
---     227  Policy back in SQL: re-signed functions and the claim answer
---     248  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
---     302  One name rule for entrypoints and schedules
---     335  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
---     512  Comments on the columns of the tables 0.1.0 created
---     547  Views of the live jobs (they read the new pgq.jobs)
---     599  Functions: the other 63 functions this migration re-creates (generated)
---    5295  The ring, continued: triggers and the copy of the live jobs
---    5327  Grants
+--      27  Roles for dashboards (read only) and operators (actions)
+--      42  Operate it: workers registry, metrics rollup, pause/resume, job lookup
+--     217  Hostile input and hostile neighbours: schedules that cannot be computed rest
+--     228  Policy back in SQL: re-signed functions and the claim answer
+--     249  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
+--     303  One name rule for entrypoints and schedules
+--     336  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+--     513  Comments on the columns of the tables 0.1.0 created
+--     548  Views of the live jobs (they read the new pgq.jobs)
+--     600  Flow control: unique by period
+--     618  Functions: the other 63 functions this migration re-creates (generated)
+--    5402  The ring, continued: triggers and the copy of the live jobs
+--    5434  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -595,6 +596,24 @@ COMMENT ON VIEW pgq.worker_status IS
     'Per worker: state (active; gone when silent past its timeout; unregistered: holds jobs but never registered), what it announced, last seen, silent_s, and the running jobs it holds (running, stale, job_ids).';
 
 REVOKE ALL ON pgq.worker_status FROM PUBLIC;
+
+-- ## Flow control: unique by period
+
+-- A dedupe key can outlive its job (docs/sql-api.md, "Unique by period"): an entrypoint's
+-- dedupe_period and dedupe_states (pgq.configure) make its enqueues refuse a key that a job
+-- finished within the period in one of those states (found in pgq.job_history through
+-- job_history_dedupe_key_idx). Nothing changes on the claim or the completion.
+DROP FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean);
+ALTER TABLE pgq.entrypoints ADD COLUMN dedupe_period interval NOT NULL DEFAULT interval '0';
+ALTER TABLE pgq.entrypoints ADD COLUMN dedupe_states text[] NOT NULL DEFAULT '{successful}';
+ALTER TABLE pgq.entrypoints ADD CONSTRAINT entrypoints_dedupe_check CHECK (
+    dedupe_period BETWEEN interval '0' AND interval '3650 days'
+    AND cardinality(dedupe_states) BETWEEN 1 AND 3
+    AND dedupe_states <@ ARRAY['successful', 'failed', 'canceled']);
+COMMENT ON COLUMN pgq.entrypoints.dedupe_period IS
+    'Unique by period: an enqueue refuses a dedupe key that a job finished within this long ago in one of dedupe_states (0: keys are unique among live jobs only).';
+COMMENT ON COLUMN pgq.entrypoints.dedupe_states IS
+    'The end states (successful, failed, canceled) in which a finished job keeps its dedupe key for dedupe_period.';
 
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
@@ -2713,17 +2732,23 @@ COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timest
 
 -- sql/functions/configure.sql
 -- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
---               heartbeat_timeout, reset)
+--               heartbeat_timeout, reset, dedupe_period, dedupe_states)
 -- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
 --   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
---   5 min cap, 30 s heartbeat timeout) and then applies the given ones. concurrency_limit 0
+--   5 min cap, 30 s heartbeat timeout, dedupe keys freed when their job finishes) and then
+--   applies the given ones. dedupe_period: a job of this entrypoint that finishes in one of
+--   dedupe_states (a non-empty subset of successful, failed, canceled; default successful)
+--   keeps its dedupe key for that long after it finished (pgq._archive), so no job with the
+--   same key can be enqueued meanwhile (on_conflict answers as for a live holder); 0 frees
+--   keys at once. concurrency_limit 0
 --   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
 --   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
 --   ends a pause; see pgq._sweep).
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
 --   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
 --   (so every time computed from them stays in range).
+--   dedupe_period 0..3650 days.
 -- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
 CREATE OR REPLACE FUNCTION pgq.configure(
     entrypoint         text,
@@ -2732,7 +2757,9 @@ CREATE OR REPLACE FUNCTION pgq.configure(
     backoff_base       interval DEFAULT NULL,
     backoff_max        interval DEFAULT NULL,
     heartbeat_timeout  interval DEFAULT NULL,
-    reset              boolean  DEFAULT false
+    reset              boolean  DEFAULT false,
+    dedupe_period      interval DEFAULT NULL,
+    dedupe_states      text[]   DEFAULT NULL
 )
 RETURNS pgq.entrypoints
 LANGUAGE plpgsql
@@ -2755,6 +2782,18 @@ BEGIN
     PERFORM pgq._check_interval(configure.backoff_base, 'backoff_base', interval '0', interval '1 day');
     PERFORM pgq._check_interval(configure.backoff_max, 'backoff_max', interval '0', interval '365 days');
     PERFORM pgq._check_interval(configure.heartbeat_timeout, 'heartbeat_timeout', interval '1 second', interval '7 days');
+    PERFORM pgq._check_interval(configure.dedupe_period, 'dedupe_period', interval '0', interval '3650 days');
+    IF configure.dedupe_states IS NOT NULL THEN
+        PERFORM pgq._check_dims(configure.dedupe_states, 'dedupe_states');
+        IF cardinality(configure.dedupe_states) = 0
+           OR array_position(configure.dedupe_states, NULL) IS NOT NULL
+           OR NOT configure.dedupe_states <@ ARRAY['successful', 'failed', 'canceled']
+           OR cardinality(configure.dedupe_states) <> (SELECT count(DISTINCT s) FROM unnest(configure.dedupe_states) s) THEN
+            RAISE EXCEPTION 'dedupe_states must be distinct end states among successful, failed, canceled, got %',
+                configure.dedupe_states
+                USING ERRCODE = 'PQ008';
+        END IF;
+    END IF;
     IF configure.backoff_base < interval '0' THEN
         RAISE EXCEPTION 'backoff_base must not be negative, got %', configure.backoff_base USING ERRCODE = 'PQ008';
     END IF;
@@ -2769,7 +2808,8 @@ BEGIN
         -- Column defaults are the one place the default policy is written down.
         UPDATE pgq.entrypoints e
            SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
-               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT
+               backoff_max = DEFAULT, heartbeat_timeout = DEFAULT, dedupe_period = DEFAULT,
+               dedupe_states = DEFAULT
          WHERE e.entrypoint = configure.entrypoint;
     END IF;
     SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
@@ -2779,6 +2819,8 @@ BEGIN
     v_row.backoff_base := coalesce(configure.backoff_base, v_row.backoff_base);
     v_row.backoff_max := coalesce(configure.backoff_max, v_row.backoff_max);
     v_row.heartbeat_timeout := coalesce(configure.heartbeat_timeout, v_row.heartbeat_timeout);
+    v_row.dedupe_period := coalesce(configure.dedupe_period, v_row.dedupe_period);
+    v_row.dedupe_states := coalesce(configure.dedupe_states, v_row.dedupe_states);
     IF v_row.backoff_max < v_row.backoff_base THEN
         RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
             USING ERRCODE = 'PQ008';
@@ -2790,6 +2832,8 @@ BEGIN
            backoff_base = v_row.backoff_base,
            backoff_max = v_row.backoff_max,
            heartbeat_timeout = v_row.heartbeat_timeout,
+           dedupe_period = v_row.dedupe_period,
+           dedupe_states = v_row.dedupe_states,
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
@@ -2798,8 +2842,8 @@ BEGIN
     RETURN v_row;
 END
 $$;
-COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean) IS
-    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout. NULL leaves a setting unchanged; reset => true restores defaults first.';
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, text[]) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, dedupe_period and dedupe_states (dedupe keys kept after the job finished). NULL leaves a setting unchanged; reset => true restores defaults first.';
 
 -- sql/functions/delete_history.sql
 -- pgq.delete_history(entrypoint, statuses, since, until, error, max_jobs)
@@ -2916,6 +2960,7 @@ AS $$
 DECLARE
     v_id  bigint;
     v_due timestamptz;
+    v_kept record;
 BEGIN
     IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
@@ -2948,7 +2993,33 @@ BEGIN
     IF enqueue.dedupe_key IS NOT NULL THEN
         INSERT INTO pgq.live_keys (dedupe_key, job_id) VALUES (enqueue.dedupe_key, v_id)
             ON CONFLICT (dedupe_key) DO NOTHING;
-        IF NOT FOUND THEN
+        IF FOUND THEN
+            -- Unique by period: a job that finished within the entrypoint's dedupe_period in
+            -- one of its dedupe_states keeps the key (looked up after taking the live key, so
+            -- a holder finishing meanwhile is seen).
+            SELECT h.id, h.finished_at, c.dedupe_period INTO v_kept
+              FROM pgq.entrypoints c
+             CROSS JOIN LATERAL (SELECT h.id, h.finished_at
+                                   FROM pgq.job_history h
+                                  WHERE h.dedupe_key = enqueue.dedupe_key
+                                    AND h.finished_at > now() - c.dedupe_period
+                                    AND h.status = ANY (c.dedupe_states)
+                                  ORDER BY h.finished_at DESC
+                                  LIMIT 1) AS h
+             WHERE c.entrypoint = enqueue.entrypoint
+               AND c.dedupe_period > interval '0';
+            IF v_kept.id IS NOT NULL THEN
+                IF enqueue.on_conflict = 'raise' THEN
+                    RAISE EXCEPTION 'dedupe key % is kept until % by job %, finished at % (dedupe_period %)',
+                        quote_literal(enqueue.dedupe_key), v_kept.finished_at + v_kept.dedupe_period,
+                        v_kept.id, v_kept.finished_at, v_kept.dedupe_period
+                        USING ERRCODE = 'PQ007',
+                              HINT = 'Pass on_conflict => ''existing'' to get the id of that job instead.';
+                END IF;
+                DELETE FROM pgq.live_keys k WHERE k.dedupe_key = enqueue.dedupe_key AND k.job_id = v_id;
+                RETURN v_kept.id;
+            END IF;
+        ELSE
             IF enqueue.on_conflict = 'raise' THEN
                 RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
                     USING ERRCODE = 'PQ007',
@@ -2995,9 +3066,11 @@ COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text
 --   due at its run_ats element, or its delays element after now() (the server's clock); one
 --   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then in
 --   ready order (enqueue order for jobs due at once; a delayed job joins when it is due). A dedupe key is unique among live (scheduled, queued or running)
---   jobs (pgq.live_keys):
+--   jobs (pgq.live_keys), and when the new job's entrypoint has a dedupe_period (pgq.configure),
+--   also among jobs that finished within it in one of its dedupe_states (unique by period: the
+--   newest such job in pgq.job_history keeps the key):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
---   the live job that holds the key instead of adding one.
+--   the live job that holds the key (or the finished job that keeps it) instead of adding one.
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
 --   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
@@ -3030,6 +3103,9 @@ DECLARE
     v_bad      record;
     v_ids      bigint[];
     v_missing  text[];
+    v_kept_keys text[];
+    v_kept_ids bigint[];
+    v_kept_msg text;
     v_payloads jsonb[];
     v_headers  jsonb[];
 BEGIN
@@ -3139,6 +3215,34 @@ BEGIN
           INTO v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
           LEFT JOIN won w ON w.job_id = x.id;
+        -- Unique by period: among the keys just taken, those a job finished within its new
+        -- job's entrypoint's dedupe_period in one of its dedupe_states keeps (looked up after
+        -- taking the live keys, so a holder finishing meanwhile is seen).
+        SELECT array_agg(x.dk ORDER BY x.ord), array_agg(h.id ORDER BY x.ord),
+               (array_agg(format('dedupe key %s is kept until %s by job %s, finished at %s (dedupe_period %s)',
+                                 quote_literal(x.dk), h.finished_at + c.dedupe_period, h.id, h.finished_at,
+                                 c.dedupe_period) ORDER BY x.ord))[1]
+          INTO v_kept_keys, v_kept_ids, v_kept_msg
+          FROM unnest(v_ids, enqueue_many.entrypoints, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, e, dk, ord)
+          JOIN pgq.entrypoints c ON c.entrypoint = x.e
+         CROSS JOIN LATERAL (SELECT h.id, h.finished_at
+                               FROM pgq.job_history h
+                              WHERE h.dedupe_key = x.dk
+                                AND h.finished_at > now() - c.dedupe_period
+                                AND h.status = ANY (c.dedupe_states)
+                              ORDER BY h.finished_at DESC
+                              LIMIT 1) AS h
+         WHERE x.dk IS NOT NULL
+           AND c.dedupe_period > interval '0'
+           AND EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = x.dk AND k.job_id = x.id);
+        IF v_kept_keys IS NOT NULL THEN
+            IF enqueue_many.on_conflict = 'raise' THEN
+                RAISE EXCEPTION '%', v_kept_msg
+                    USING ERRCODE = 'PQ007',
+                          HINT = 'Pass on_conflict => ''existing'' to get the id of that job instead.';
+            END IF;
+            DELETE FROM pgq.live_keys k WHERE k.dedupe_key = ANY (v_kept_keys) AND k.job_id = ANY (v_ids);
+        END IF;
         IF v_missing IS NOT NULL AND enqueue_many.on_conflict = 'raise' THEN
             RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
                 USING ERRCODE = 'PQ007',
@@ -3159,17 +3263,20 @@ BEGIN
                   enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
            WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, ord)
      CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
-     WHERE u.dk IS NULL OR v_missing IS NULL
-        OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id)
+     WHERE (u.dk IS NULL OR v_missing IS NULL
+            OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id))
+       AND (v_kept_keys IS NULL OR u.dk IS NULL OR u.dk <> ALL (v_kept_keys))
      ORDER BY u.ord;
 
-    IF v_missing IS NOT NULL THEN
-        -- 'existing': a new statement sees the holders that made our key insert skip.
-        SELECT array_agg(coalesce(k.job_id, x.id) ORDER BY x.ord),
-               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL)
+    IF v_missing IS NOT NULL OR v_kept_keys IS NOT NULL THEN
+        -- 'existing': a new statement sees the holders that made our key insert skip; a kept
+        -- key answers the finished job that keeps it.
+        SELECT array_agg(coalesce(kh.id, k.job_id, x.id) ORDER BY x.ord),
+               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL AND kh.id IS NULL)
           INTO v_ids, v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
-          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk;
+          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk
+          LEFT JOIN unnest(v_kept_keys, v_kept_ids) AS kh(dk, id) ON kh.dk = x.dk;
         IF v_missing IS NOT NULL THEN
             -- The holder finished between our insert and this look-up: its key is free now.
             RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(v_missing[1])

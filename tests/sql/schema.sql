@@ -33,7 +33,8 @@ SELECT columns_are('pgq', 'job_history', ARRAY['id', 'entrypoint', 'status', 'pr
                                               'dedupe_key', 'enqueued_at', 'started_at', 'finished_at', 'worker_id',
                                               'lease', 'details', 'errors', 'finished_xid'], 'pgq.job_history columns');
 SELECT columns_are('pgq', 'entrypoints', ARRAY['entrypoint', 'concurrency_limit', 'max_attempts', 'backoff_base',
-                                              'backoff_max', 'heartbeat_timeout', 'updated_at', 'paused_at', 'paused_by'],
+                                              'backoff_max', 'heartbeat_timeout', 'updated_at', 'paused_at', 'paused_by',
+                                              'dedupe_period', 'dedupe_states'],
                    'pgq.entrypoints columns');
 SELECT col_type_is('pgq', 'jobs', 'id', 'bigint', 'jobs.id is bigint');
 SELECT col_type_is('pgq', 'jobs', 'lease', 'bigint', 'jobs.lease is bigint');
@@ -226,7 +227,7 @@ SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
               'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
               'pgq.release(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.configure(text, int, int, interval, interval, interval, boolean)',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, text[])',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_producer', f, 'EXECUTE')),
           ARRAY['pgq.cancel(bigint[], timestamptz)',
@@ -240,7 +241,7 @@ SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
               'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
               'pgq.release(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.configure(text, int, int, interval, interval, interval, boolean)',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, text[])',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_worker', f, 'EXECUTE')),
           ARRAY['pgq.claim(uuid, text[], int, timestamptz, uuid)',

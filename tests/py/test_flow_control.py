@@ -1,0 +1,139 @@
+"""Flow control against a real server: unique by period (dedupe keys kept after the job
+finished), through the Python client and under racing sessions.
+
+Barriers and held transactions line sessions up. Nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from helpers.wait import wait_for
+
+from pgq_thin import Admin, Queue
+from pgq_thin.errors import DedupeConflict
+
+WORKER = uuid.UUID("00000000-0000-0000-0000-00000000f100")
+
+
+def connect(dsn: str) -> psycopg.Connection[Any]:
+    return psycopg.connect(dsn, autocommit=True)
+
+
+def run_to_success(conn: psycopg.Connection[Any], entrypoint: str, at: str = "now()") -> list[int]:
+    """Claim every queued job of entrypoint and complete it successfully at `at`."""
+    rows = conn.execute(
+        "SELECT id, lease FROM pgq.claim(%s, ARRAY[%s], 100)", (WORKER, entrypoint)
+    ).fetchall()
+    ids = [r[0] for r in rows]
+    conn.execute(
+        f"SELECT pgq.complete(%s, %s, %s, array_fill('successful'::text, ARRAY[%s]), at => {at})",
+        (WORKER, ids, [r[1] for r in rows], len(rows)),
+    )
+    return ids
+
+
+def test_client_sees_kept_key(pgq_dsn: str) -> None:
+    """Admin.configure sets the period; Queue.enqueue raises DedupeConflict for a key a finished
+    job keeps, and on_conflict="existing" answers that job's id."""
+    with Admin(pgq_dsn) as admin, Queue(pgq_dsn) as queue, connect(pgq_dsn) as conn:
+        config = admin.configure("daily", dedupe_period=timedelta(hours=24))
+        assert config.dedupe_period == timedelta(hours=24)
+        assert config.dedupe_states == ["successful"]
+        first = queue.enqueue("daily", {"day": "2026-12-01"}, dedupe_key="daily-report:2026-12-01")
+        assert run_to_success(conn, "daily") == [first]
+        with pytest.raises(DedupeConflict, match="kept until"):
+            queue.enqueue("daily", dedupe_key="daily-report:2026-12-01")
+        again = queue.enqueue("daily", dedupe_key="daily-report:2026-12-01", on_conflict="existing")
+        assert again == first
+        live = conn.execute("SELECT count(*) FROM pgq.jobs WHERE entrypoint = 'daily'").fetchone()
+        assert live == (0,)
+        # Another day is another key.
+        assert queue.enqueue("daily", dedupe_key="daily-report:2026-12-02") != first
+
+
+def test_racing_enqueues_take_an_expired_key_once(pgq_dsn: str) -> None:
+    """8 sessions enqueue the same key, kept by a job whose period has run out: exactly one new
+    job gets it, every other session answers that job's id (on_conflict => 'existing')."""
+    with connect(pgq_dsn) as conn:
+        conn.execute("SELECT pgq.configure('race', dedupe_period => '1 hour')")
+        old = conn.execute("SELECT pgq.enqueue('race', dedupe_key => 'race-key')").fetchone()
+        assert old is not None
+        run_to_success(conn, "race", at="now() - interval '2 hours'")
+    answers: list[int] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(8)
+
+    def enqueue(_: int) -> None:
+        with connect(pgq_dsn) as c:
+            barrier.wait()
+            row = c.execute(
+                "SELECT pgq.enqueue('race', dedupe_key => 'race-key', on_conflict => 'existing')"
+            ).fetchone()
+            assert row is not None
+            with lock:
+                answers.append(row[0])
+
+    threads = [threading.Thread(target=enqueue, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+        assert not t.is_alive()
+    assert len(answers) == 8
+    assert len(set(answers)) == 1 and answers[0] != old[0]
+    with connect(pgq_dsn) as conn:
+        ids = conn.execute("SELECT array_agg(id) FROM pgq.jobs WHERE entrypoint = 'race'")
+        assert ids.fetchone() == ([answers[0]],)
+
+
+def test_an_enqueue_racing_the_holders_complete_sees_the_finished_job(pgq_dsn: str) -> None:
+    """The live holder finishes while an enqueue of its key waits on the key: once the complete
+    commits, the enqueue takes the free live key, then finds the finished job and answers it
+    (no second job). The enqueue is held at the exact point by the complete's open transaction."""
+    with connect(pgq_dsn) as conn:
+        conn.execute("SELECT pgq.configure('holder', dedupe_period => '1 hour')")
+        row = conn.execute("SELECT pgq.enqueue('holder', dedupe_key => 'held')").fetchone()
+        assert row is not None
+        claimed = conn.execute(
+            "SELECT id, lease FROM pgq.claim(%s, '{holder}')", (WORKER,)
+        ).fetchall()
+        assert [c[0] for c in claimed] == [row[0]]
+        answer: list[int] = []
+        with psycopg.connect(pgq_dsn) as finisher, connect(pgq_dsn) as producer:
+            finisher.execute(
+                "SELECT pgq.complete(%s, %s, %s, '{successful}')",
+                (WORKER, [row[0]], [claimed[0][1]]),
+            )  # the live key is deleted, not committed yet
+            pid = producer.info.backend_pid
+
+            def enqueue() -> None:
+                got = producer.execute(
+                    "SELECT pgq.enqueue('holder', dedupe_key => 'held', on_conflict => 'existing')"
+                ).fetchone()
+                assert got is not None
+                answer.append(got[0])
+
+            t = threading.Thread(target=enqueue)
+            t.start()
+            wait_for(
+                lambda: conn.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+                    (pid,),
+                ).fetchone(),
+                what="the enqueue waiting on the key",
+            )
+            finisher.commit()
+            t.join(timeout=60)
+            assert not t.is_alive()
+        assert answer == [row[0]]
+        left = conn.execute(
+            "SELECT (SELECT count(*) FROM pgq.jobs WHERE entrypoint = 'holder'),"
+            " (SELECT count(*) FROM pgq.live_keys WHERE dedupe_key = 'held')"
+        ).fetchone()
+        assert left == (0, 0)
