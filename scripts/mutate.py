@@ -104,9 +104,9 @@ MUTANTS: tuple[Mutant, ...] = (
                 "    INSERT INTO pgq.jobs",
             ),
             (
-                "     ORDER BY u.ord;\n\n    IF v_missing IS NOT NULL THEN",
+                "     ORDER BY u.ord;\n\n    IF v_missing IS NOT NULL OR v_kept_keys IS NOT NULL THEN",
                 "     ORDER BY u.ord;\n    PERFORM pgq._ready_lock(enqueue_many.entrypoints);\n\n"
-                "    IF v_missing IS NOT NULL THEN",
+                "    IF v_missing IS NOT NULL OR v_kept_keys IS NOT NULL THEN",
             ),
         ),
         "enqueue_many takes the fence after drawing its ready numbers",
