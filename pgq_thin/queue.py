@@ -63,6 +63,7 @@ def _one(
     dedupe_key: str | None,
     headers: dict[str, Any] | None,
     on_conflict: OnConflict,
+    group_key: str | None = None,
 ) -> Call[int]:
     due, delay = _split(run_at)
     return _api.enqueue(
@@ -74,6 +75,7 @@ def _one(
         headers=with_trace_context(headers),
         on_conflict=on_conflict,
         delay=delay,
+        group_key=group_key,
     )
 
 
@@ -85,6 +87,7 @@ def _many(
     dedupe_keys: Sequence[str | None] | None,
     headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
     on_conflict: OnConflict,
+    group_keys: str | Sequence[str | None] | None = None,
 ) -> Call[list[int]]:
     """One entrypoint/priority/run_at/headers value applies to every payload."""
     n = len(payloads)
@@ -114,6 +117,7 @@ def _many(
         headers=hdrs,
         on_conflict=on_conflict,
         delays=delays,
+        group_keys=[group_keys] * n if isinstance(group_keys, str) else group_keys,
     )
 
 
@@ -165,15 +169,19 @@ class Queue(SyncHandle):
         dedupe_key: str | None = None,
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
+        group_key: str | None = None,
     ) -> int:
         """Add one job and return its id.
 
         ``payload`` is any JSON-able value (or a dataclass/pydantic model). ``run_at`` is a
         datetime, or a delay from now (timedelta or seconds); None means now. A ``dedupe_key``
         already held by a live job raises :class:`~pgq_thin.errors.DedupeConflict`, or with
-        ``on_conflict="existing"`` returns that job's id.
+        ``on_conflict="existing"`` returns that job's id. ``group_key`` is the job's key for its
+        entrypoint's per-key limits and fair share (``key_concurrency_limit``).
         """
-        call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+        call = _one(
+            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, group_key
+        )
         with self.using() as conn:
             return run(conn, call)
 
@@ -187,15 +195,25 @@ class Queue(SyncHandle):
         dedupe_keys: Sequence[str | None] | None = None,
         headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
         on_conflict: OnConflict = "raise",
+        group_keys: str | Sequence[str | None] | None = None,
     ) -> list[int]:
         """Add one job per payload in one statement; ids in input order.
 
-        A single entrypoint, priority, run_at or headers value applies to all; sequences must
-        have one element per payload. Any error adds nothing.
+        A single entrypoint, priority, run_at, headers or group_keys value applies to all;
+        sequences must have one element per payload. Any error adds nothing.
         """
         if not payloads:
             return []
-        call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+        call = _many(
+            entrypoints,
+            payloads,
+            priorities,
+            run_ats,
+            dedupe_keys,
+            headers,
+            on_conflict,
+            group_keys,
+        )
         with self.using() as conn:
             return run(conn, call)
 
@@ -234,9 +252,12 @@ class AsyncQueue(AsyncHandle):
         dedupe_key: str | None = None,
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
+        group_key: str | None = None,
     ) -> int:
         """As :meth:`Queue.enqueue`."""
-        call = _one(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict)
+        call = _one(
+            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, group_key
+        )
         async with self.using() as conn:
             return await arun(conn, call)
 
@@ -250,11 +271,21 @@ class AsyncQueue(AsyncHandle):
         dedupe_keys: Sequence[str | None] | None = None,
         headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
         on_conflict: OnConflict = "raise",
+        group_keys: str | Sequence[str | None] | None = None,
     ) -> list[int]:
         """As :meth:`Queue.enqueue_many`."""
         if not payloads:
             return []
-        call = _many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict)
+        call = _many(
+            entrypoints,
+            payloads,
+            priorities,
+            run_ats,
+            dedupe_keys,
+            headers,
+            on_conflict,
+            group_keys,
+        )
         async with self.using() as conn:
             return await arun(conn, call)
 

@@ -85,13 +85,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "enqueue.sql",
         "        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);\n"
         "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,\n"
-        "                              ready_seq, slot)\n"
+        "                              ready_seq, slot, group_key)\n"
         "        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,\n"
-        "                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n",
+        "                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot(),\n"
+        "                enqueue.group_key);\n",
         "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,\n"
-        "                              ready_seq, slot)\n"
+        "                              ready_seq, slot, group_key)\n"
         "        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,\n"
-        "                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n"
+        "                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot(),\n"
+        "                enqueue.group_key);\n"
         "        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);\n",
         "enqueue takes the fence after drawing its ready number: a claim in between skips the job",
     ),

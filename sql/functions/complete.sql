@@ -232,7 +232,7 @@ BEGIN
                     RETURNING j.*, i.delay, i.details AS retry_details
                 ), ins AS (
                     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,
-                                          payload, headers, dedupe_key, cancel_requested, errors, slot)
+                                          payload, headers, dedupe_key, cancel_requested, errors, slot, group_key)
                     SELECT m.id, m.entrypoint, 'scheduled', m.priority, v_now + make_interval(secs => m.delay),
                            m.enqueued_at, m.attempt, m.payload, m.headers, m.dedupe_key, m.cancel_requested,
                            m.errors || jsonb_build_array(jsonb_build_object(
@@ -240,7 +240,7 @@ BEGIN
                                'worker_id', m.worker_id, 'decision', 'retry',
                                'run_at', v_now + make_interval(secs => m.delay))
                                || jsonb_build_object('details', m.retry_details)),
-                           4
+                           4, m.group_key
                       FROM moved m
                      ORDER BY m.id
                     RETURNING id, attempt, entrypoint, run_at

@@ -1,5 +1,5 @@
 -- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
---               heartbeat_timeout, reset, dedupe_period, dedupe_states)
+--               heartbeat_timeout, reset, dedupe_period, dedupe_states, key_concurrency_limit)
 -- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
 --   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
@@ -8,7 +8,9 @@
 --   dedupe_states (a non-empty subset of successful, failed, canceled; default successful)
 --   keeps its dedupe key for that long after it finished (pgq._archive), so no job with the
 --   same key can be enqueued meanwhile (on_conflict answers as for a live holder); 0 frees
---   keys at once. concurrency_limit 0
+--   keys at once. key_concurrency_limit (1..1,000,000): at most that many running jobs per
+--   group key across all workers, claims taking the keys in turn (see pgq.claim; NULL: none,
+--   only reset removes it). concurrency_limit 0
 --   pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
 --   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
 --   ends a pause; see pgq._sweep).
@@ -26,7 +28,8 @@ CREATE OR REPLACE FUNCTION pgq.configure(
     heartbeat_timeout  interval DEFAULT NULL,
     reset              boolean  DEFAULT false,
     dedupe_period      interval DEFAULT NULL,
-    dedupe_states      text[]   DEFAULT NULL
+    dedupe_states      text[]   DEFAULT NULL,
+    key_concurrency_limit int   DEFAULT NULL
 )
 RETURNS pgq.entrypoints
 LANGUAGE plpgsql
@@ -41,6 +44,10 @@ BEGIN
     PERFORM pgq._check_name(configure.entrypoint, 'entrypoint', 'PQ001');
     IF configure.concurrency_limit < 0 THEN
         RAISE EXCEPTION 'concurrency_limit must be >= 0 (0 pauses), got %', configure.concurrency_limit
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.key_concurrency_limit NOT BETWEEN 1 AND 1000000 THEN
+        RAISE EXCEPTION 'key_concurrency_limit must be between 1 and 1000000, got %', configure.key_concurrency_limit
             USING ERRCODE = 'PQ008';
     END IF;
     IF configure.max_attempts < 1 THEN
@@ -76,7 +83,7 @@ BEGIN
         UPDATE pgq.entrypoints e
            SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
                backoff_max = DEFAULT, heartbeat_timeout = DEFAULT, dedupe_period = DEFAULT,
-               dedupe_states = DEFAULT
+               dedupe_states = DEFAULT, key_concurrency_limit = DEFAULT
          WHERE e.entrypoint = configure.entrypoint;
     END IF;
     SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
@@ -88,6 +95,7 @@ BEGIN
     v_row.heartbeat_timeout := coalesce(configure.heartbeat_timeout, v_row.heartbeat_timeout);
     v_row.dedupe_period := coalesce(configure.dedupe_period, v_row.dedupe_period);
     v_row.dedupe_states := coalesce(configure.dedupe_states, v_row.dedupe_states);
+    v_row.key_concurrency_limit := coalesce(configure.key_concurrency_limit, v_row.key_concurrency_limit);
     IF v_row.backoff_max < v_row.backoff_base THEN
         RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
             USING ERRCODE = 'PQ008';
@@ -101,6 +109,7 @@ BEGIN
            heartbeat_timeout = v_row.heartbeat_timeout,
            dedupe_period = v_row.dedupe_period,
            dedupe_states = v_row.dedupe_states,
+           key_concurrency_limit = v_row.key_concurrency_limit,
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
@@ -109,5 +118,5 @@ BEGIN
     RETURN v_row;
 END
 $$;
-COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, text[]) IS
-    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, dedupe_period and dedupe_states (dedupe keys kept after the job finished). NULL leaves a setting unchanged; reset => true restores defaults first.';
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, text[], int) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, dedupe_period and dedupe_states (dedupe keys kept after the job finished), key_concurrency_limit (running jobs per group key; claims take keys in turn). NULL leaves a setting unchanged; reset => true restores defaults first.';

@@ -1,4 +1,5 @@
--- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay)
+-- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay,
+--             group_key)
 -- Contract: adds one job and returns its id; the same rules, defaults and errors as
 --   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
 --   its array handling: one INSERT. Due at run_at, or delay after now() (the server's clock),
@@ -14,7 +15,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue(
     dedupe_key   text        DEFAULT NULL,
     headers      jsonb       DEFAULT NULL,
     on_conflict  text        DEFAULT 'raise',
-    delay        interval    DEFAULT NULL
+    delay        interval    DEFAULT NULL,
+    group_key    text        DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -50,6 +52,11 @@ BEGIN
     IF NOT (pgq._json_ok(enqueue.payload, 1048576) AND pgq._json_ok(enqueue.headers, 65536))
        OR enqueue.run_at IS NOT NULL OR enqueue.dedupe_key IS NOT NULL THEN
         PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
+    END IF;
+    IF octet_length(enqueue.group_key) > 200 THEN
+        RAISE EXCEPTION 'group key % at position 1 is % bytes, over the 200-byte limit',
+            quote_literal(left(enqueue.group_key, 60) || '...'), octet_length(enqueue.group_key)
+            USING ERRCODE = 'PQ009';
     END IF;
     IF enqueue.delay IS NOT NULL THEN
         PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
@@ -108,18 +115,20 @@ BEGIN
     -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
     -- due one enters the ring's current slot with a ready number, behind the fence.
     IF v_due > now() THEN
-        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status, slot)
+        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status, slot,
+                              group_key)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, 'scheduled', 4);
+                enqueue.dedupe_key, enqueue.headers, 'scheduled', 4, enqueue.group_key);
     ELSE
         PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);
         INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
-                              ready_seq, slot)
+                              ready_seq, slot, group_key)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot());
+                enqueue.dedupe_key, enqueue.headers, 'queued', nextval('pgq.ready_seq'), pgq._slot(),
+                enqueue.group_key);
     END IF;
     RETURN v_id;
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval) IS
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, text) IS
     'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing).';

@@ -17,6 +17,9 @@
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
 --   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
 --   payloads or headers not a JSON array, a job with both run_at and delay.
+--   PQ009 also for a group key over 200 bytes.
+--   group_keys: element i is job i's group key (NULL: none), for the per-key limits and fair
+--   share of its entrypoint (key_concurrency_limit, pgq.configure; see pgq.claim).
 --   Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     entrypoints  text[],
@@ -26,7 +29,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     dedupe_keys  text[]        DEFAULT NULL,
     headers      jsonb         DEFAULT NULL,
     on_conflict  text          DEFAULT 'raise',
-    delays       interval[]    DEFAULT NULL
+    delays       interval[]    DEFAULT NULL,
+    group_keys   text[]        DEFAULT NULL
 )
 RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
@@ -74,7 +78,8 @@ BEGIN
                    ('run_ats', cardinality(enqueue_many.run_ats)),
                    ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
                    ('headers', jsonb_array_length(enqueue_many.headers)),
-                   ('delays', cardinality(enqueue_many.delays))) AS a(name, len)
+                   ('delays', cardinality(enqueue_many.delays)),
+                   ('group_keys', cardinality(enqueue_many.group_keys))) AS a(name, len)
      WHERE a.len IS NOT NULL AND a.len <> v_n
      LIMIT 1;
     IF FOUND THEN
@@ -132,6 +137,19 @@ BEGIN
         END IF;
     END IF;
 
+    IF enqueue_many.group_keys IS NOT NULL THEN
+        PERFORM pgq._check_dims(enqueue_many.group_keys, 'group_keys');
+        SELECT u.k, u.ord INTO v_bad
+          FROM unnest(enqueue_many.group_keys) WITH ORDINALITY AS u(k, ord)
+         WHERE octet_length(u.k) > 200
+         ORDER BY u.ord
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'group key % at position % is % bytes, over the 200-byte limit',
+                quote_literal(left(v_bad.k, 60) || '...'), v_bad.ord, octet_length(v_bad.k)
+                USING ERRCODE = 'PQ009';
+        END IF;
+    END IF;
     PERFORM pgq._check_jobs(enqueue_many.entrypoints, v_payloads, enqueue_many.priorities, enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers);
     IF enqueue_many.delays IS NOT NULL THEN
         PERFORM pgq._check_dims(enqueue_many.delays, 'delays');
@@ -196,14 +214,15 @@ BEGIN
     -- due one enters the ring's current slot with a ready number, behind the fence.
     PERFORM pgq._ready_lock(enqueue_many.entrypoints);
     INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, status,
-                          ready_seq, slot)
+                          ready_seq, slot, group_key)
     SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h,
            CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
            CASE WHEN d.due > now() THEN NULL ELSE nextval('pgq.ready_seq') END,
-           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END
+           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END, u.gk
       FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
-                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays)
-           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, ord)
+                  enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays,
+                  enqueue_many.group_keys)
+           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, gk, ord)
      CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
      WHERE (u.dk IS NULL OR v_missing IS NULL
             OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id))
@@ -228,5 +247,5 @@ BEGIN
     RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[]) IS
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], text[]) IS
     'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job. on_conflict: raise (PQ007) or existing.';

@@ -137,3 +137,133 @@ def test_an_enqueue_racing_the_holders_complete_sees_the_finished_job(pgq_dsn: s
             " (SELECT count(*) FROM pgq.live_keys WHERE dedupe_key = 'held')"
         ).fetchone()
         assert left == (0, 0)
+
+
+# --- Per-key concurrency and fair share -------------------------------------------------------
+
+MAX_RUNNING_PER_KEY = """
+SELECT coalesce(max(n), 0)
+  FROM (SELECT count(*) AS n FROM pgq.jobs
+         WHERE entrypoint = %s AND status = 'running' AND group_key IS NOT NULL
+         GROUP BY group_key) s"""
+
+
+def test_per_key_limit_holds_under_four_competing_workers(pgq_dsn: str) -> None:
+    """4 workers claim 180 jobs of 6 keys with key_concurrency_limit 2: no key ever has more
+    than 2 running jobs, sampled after every claim by the claimer, by a sampler session, and
+    by a trigger at the end of every claim statement (what the claim left behind, before its
+    commit: no other claimer of the entrypoint can add running jobs meanwhile). Every job runs
+    exactly once and history keeps its key."""
+    with connect(pgq_dsn) as conn:
+        conn.execute("SELECT pgq.configure('pk', key_concurrency_limit => 2)")
+        for k in range(6):
+            conn.execute(
+                "SELECT pgq.enqueue_many(array_fill('pk'::text, ARRAY[30]),"
+                " group_keys => array_fill(%s::text, ARRAY[30]))",
+                (f"tenant-{k}",),
+            )
+        conn.execute("CREATE TABLE public.pk_samples (n bigint)")
+        conn.execute(
+            "CREATE FUNCTION public.pk_sample() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+            " INSERT INTO public.pk_samples SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n"
+            " FROM pgq.jobs WHERE entrypoint = 'pk' AND status = 'running'"
+            " AND group_key IS NOT NULL"
+            " GROUP BY group_key) s; RETURN NULL; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER pk_sample AFTER UPDATE ON pgq.jobs"
+            " FOR EACH STATEMENT EXECUTE FUNCTION public.pk_sample()"
+        )
+    seen: list[int] = []
+    done = threading.Event()
+    lock = threading.Lock()
+    barrier = threading.Barrier(5)
+
+    def worker(i: int) -> None:
+        wid = uuid.UUID(int=0xF200 + i)
+        with connect(pgq_dsn) as c:
+            barrier.wait()
+            while not done.is_set():
+                rows = c.execute(
+                    "SELECT id, lease FROM pgq.claim(%s, '{pk}', 3)", (wid,)
+                ).fetchall()
+                sample = c.execute(MAX_RUNNING_PER_KEY, ("pk",)).fetchone()
+                assert sample is not None
+                with lock:
+                    seen.append(sample[0])
+                if rows:
+                    c.execute(
+                        "SELECT pgq.complete(%s, %s, %s,"
+                        " array_fill('successful'::text, ARRAY[%s]))",
+                        (wid, [r[0] for r in rows], [r[1] for r in rows], len(rows)),
+                    )
+                left = c.execute("SELECT count(*) FROM pgq.jobs WHERE entrypoint = 'pk'").fetchone()
+                if left == (0,):
+                    done.set()
+
+    def sampler() -> None:
+        with connect(pgq_dsn) as c:
+            barrier.wait()
+            while not done.is_set():
+                sample = c.execute(MAX_RUNNING_PER_KEY, ("pk",)).fetchone()
+                assert sample is not None
+                with lock:
+                    seen.append(sample[0])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    threads.append(threading.Thread(target=sampler))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive(), "the workers did not drain 180 jobs within 120 s"
+    assert seen and max(seen) <= 2
+    with connect(pgq_dsn) as conn:
+        at_claims = conn.execute("SELECT max(n), count(*) FROM public.pk_samples").fetchone()
+        assert at_claims is not None
+        assert at_claims[0] == 2, "the limit was reached (else the test could not fail)"
+        history = conn.execute(
+            "SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE status = 'successful'),"
+            " count(DISTINCT group_key) FROM pgq.job_history WHERE entrypoint = 'pk'"
+        ).fetchone()
+        assert history == (180, 180, 180, 6)
+
+
+def test_one_busy_key_cannot_starve_nine_small_ones(pgq_dsn: str) -> None:
+    """Fair share: 100,000 jobs of one key enqueued first, then 10 each of nine keys. Claims of
+    10 take the ten keys in turn, one job each, so the nine small keys are done within the first
+    10 claims (100 jobs; first in, first out would have run 100,000 jobs first)."""
+    with connect(pgq_dsn) as conn:
+        conn.execute("SELECT pgq.configure('fair', key_concurrency_limit => 1000000)")
+        conn.execute(
+            "SELECT count(*) FROM pgq.enqueue_many(array_fill('fair'::text, ARRAY[100000]),"
+            " group_keys => array_fill('busy'::text, ARRAY[100000]))"
+        )
+        for k in range(9):
+            conn.execute(
+                "SELECT count(*) FROM pgq.enqueue_many(array_fill('fair'::text, ARRAY[10]),"
+                " group_keys => array_fill(%s::text, ARRAY[10]))",
+                (f"small-{k}",),
+            )
+        claims = 0
+        claimed = 0
+        while True:
+            rows = conn.execute(
+                "SELECT c.id, c.lease FROM pgq.claim(%s, '{fair}', 10) c", (WORKER,)
+            ).fetchall()
+            claims += 1
+            claimed += len(rows)
+            conn.execute(
+                "SELECT pgq.complete(%s, %s, %s, array_fill('successful'::text, ARRAY[%s]))",
+                (WORKER, [r[0] for r in rows], [r[1] for r in rows], len(rows)),
+            )
+            left = conn.execute(
+                "SELECT count(*) FROM pgq.jobs WHERE entrypoint = 'fair' AND group_key <> 'busy'"
+            ).fetchone()
+            if left == (0,) or claims > 100:
+                break
+        assert (claims, claimed) == (10, 100)
+        busy_done = conn.execute(
+            "SELECT count(*) FROM pgq.job_history WHERE entrypoint = 'fair' AND group_key = 'busy'"
+        ).fetchone()
+        assert busy_done == (10,)
