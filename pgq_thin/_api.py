@@ -55,6 +55,7 @@ FUNCTIONS: dict[str, Fn] = {
     "history_summary": Fn("pgq.history_summary", (("entrypoints", "text[]"), ("since_id", "bigint")), 0, False),
     "job": Fn("pgq.job", (("id", "bigint"),), 1, False),
     "job_results": Fn("pgq.job_results", (("ids", "bigint[]"),), 1, False),
+    "key_stats": Fn("pgq.key_stats", (("entrypoints", "text[]"), ("max_keys", "integer")), 0, False),
     "list_jobs": Fn("pgq.list_jobs", (("entrypoint", "text"), ("state", "text"), ("after", "text"), ("page_size", "integer")), 2, False),
     "maintain": Fn("pgq.maintain", (("at", "timestamp with time zone"),), 0, False),
     "metrics": Fn("pgq.metrics", (("entrypoints", "text[]"), ("percentile_window", "interval"), ("at", "timestamp with time zone")), 0, False),
@@ -97,6 +98,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "history_summary": ("entrypoint", "status", "jobs", "max_attempt", "avg_latency_s"),
     "job": ("id", "entrypoint", "status", "priority", "attempt", "max_attempts", "payload", "headers", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "wait_s", "run_s", "worker_id", "cancel_requested", "result", "details", "errors", "schedule", "schedule_due_at"),
     "job_results": ("id", "status", "finished", "result", "error", "attempt", "finished_at"),
+    "key_stats": ("entrypoint", "group_key", "queued", "running", "key_concurrency_limit", "at_limit"),
     "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor"),
     "maintain": ("state", "swept", "promoted", "carried", "truncated", "rotated", "lock_wait_ms", "bytes"),
     "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up"),
@@ -143,6 +145,7 @@ SIGNATURES: dict[str, str] = {
     "history_summary": "pgq.history_summary(text[],bigint)",
     "job": "pgq.job(bigint)",
     "job_results": "pgq.job_results(bigint[])",
+    "key_stats": "pgq.key_stats(text[],integer)",
     "list_jobs": "pgq.list_jobs(text,text,text,integer)",
     "maintain": "pgq.maintain(timestamp with time zone)",
     "metrics": "pgq.metrics(text[],interval,timestamp with time zone)",
@@ -186,6 +189,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "history_summary": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "job": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "job_results": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
+    "key_stats": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "list_jobs": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "maintain": ("pgq_worker (or pgq_admin)", 'GRANT pgq_worker TO {role}'),
     "metrics": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
@@ -374,6 +378,14 @@ def job_results(ids: Sequence[int | None]) -> Call[list[JobResult]]:
     payload.
     """
     return FUNCTIONS["job_results"].call(records(JobResult), ids=ids)
+
+
+def key_stats(*, entrypoints: Sequence[str | None] | None = None, max_keys: int | None = None) -> Call[list[Row]]:
+    """``pgq.key_stats(text[],integer)``, ``RETURNS TABLE(entrypoint text, group_key text, queued bigint, running bigint, key_concurrency_limit integer, at_limit boolean)``.
+    The busiest group keys of key-limited entrypoints: queued, running, the limit and
+    whether the key is at it (its queued jobs wait on the key's limit).
+    """
+    return FUNCTIONS["key_stats"].call(rows, entrypoints=entrypoints, max_keys=max_keys)
 
 
 def list_jobs(entrypoint: str, state: str, *, after: str | None = None, page_size: int | None = None) -> Call[list[JobListing]]:

@@ -20,9 +20,9 @@
 --     549  Views of the live jobs (they read the new pgq.jobs)
 --     601  Flow control: unique by period
 --     619  Flow control: per-key concurrency and fair share
---     644  Functions: the other 65 functions this migration re-creates (generated)
---    5782  The ring, continued: triggers and the copy of the live jobs
---    5814  Grants
+--     644  Functions: the other 66 functions this migration re-creates (generated)
+--    5832  The ring, continued: triggers and the copy of the live jobs
+--    5864  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -4168,6 +4168,56 @@ $$;
 COMMENT ON FUNCTION pgq.job_results(bigint[]) IS
     'Status and result of jobs by id, for producers waiting on them: one row per id (unknown when absent); result of successful jobs, error details of failed or canceled ones; no payload.';
 
+-- sql/functions/key_stats.sql
+-- pgq.key_stats(entrypoints, max_keys)
+-- Contract: the busiest group keys of the entrypoints with a key_concurrency_limit (the given
+--   names, NULL: every one), for dashboards and the CLI: per entrypoint, up to max_keys keys
+--   with queued or running jobs, most queued first (then by key): queued, running, the limit,
+--   and at_limit (running >= limit: its queued jobs wait on the key's limit, not on a worker).
+--   Read-only; counts what it finds now (one walk of the entrypoint's queued and running jobs
+--   with a key), so a dashboard calls it for the entrypoints it shows.
+-- Locking: none (reads only).
+-- Errors: PQ002 max_keys outside 1..1000; PQ009 a multi-dimensional entrypoints array.
+CREATE OR REPLACE FUNCTION pgq.key_stats(entrypoints text[] DEFAULT NULL, max_keys int DEFAULT 10)
+RETURNS TABLE (entrypoint text, group_key text, queued bigint, running bigint,
+               key_concurrency_limit int, at_limit boolean)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM pgq._check_dims(key_stats.entrypoints, 'entrypoints');
+    IF key_stats.max_keys IS NULL OR key_stats.max_keys NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'max_keys must be between 1 and 1000, got %', coalesce(key_stats.max_keys::text, 'NULL')
+            USING ERRCODE = 'PQ002';
+    END IF;
+    RETURN QUERY
+    SELECT e.entrypoint, k.group_key, k.queued, k.running, e.key_concurrency_limit,
+           k.running >= e.key_concurrency_limit
+      FROM pgq.entrypoints e
+     CROSS JOIN LATERAL (
+           SELECT j.group_key,
+                  count(*) FILTER (WHERE j.status = 'queued') AS queued,
+                  count(*) FILTER (WHERE j.status = 'running') AS running
+             FROM pgq.jobs j
+            WHERE j.entrypoint = e.entrypoint
+              AND j.group_key IS NOT NULL
+              AND j.status IN ('queued', 'running')
+              AND j.slot <> 4
+            GROUP BY j.group_key
+            ORDER BY 2 DESC, 1
+            LIMIT key_stats.max_keys) AS k
+     WHERE e.key_concurrency_limit IS NOT NULL
+       AND (key_stats.entrypoints IS NULL OR e.entrypoint = ANY (key_stats.entrypoints))
+     ORDER BY e.entrypoint, k.queued DESC, k.group_key;
+END
+$$;
+COMMENT ON FUNCTION pgq.key_stats(text[], int) IS
+    'The busiest group keys of key-limited entrypoints: queued, running, the limit and whether the key is at it (its queued jobs wait on the key''s limit).';
+
 -- sql/functions/list_jobs.sql
 -- pgq.list_jobs(entrypoint, state, after, page_size)
 -- Contract: one page of the jobs of one entrypoint in one state, with keyset paging (pass the
@@ -5889,3 +5939,6 @@ GRANT EXECUTE ON FUNCTION
 -- The ring's maintenance (pgq.maintain): the worker's maintenance loop, and operators.
 -- pgq.compact_jobs (0.1.0 clients) keeps its grant to pgq_worker and now runs pgq.maintain.
 GRANT EXECUTE ON FUNCTION pgq.maintain(timestamptz) TO pgq_worker, pgq_admin;
+
+-- Flow control: the busiest keys of key-limited entrypoints, for dashboards and operators.
+GRANT EXECUTE ON FUNCTION pgq.key_stats(text[], int) TO pgq_reader, pgq_admin;

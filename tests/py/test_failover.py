@@ -25,8 +25,9 @@ from helpers.db import aio, rows, terminate_and_wait
 from helpers.wait import await_for
 
 from pgq_thin import calls, migrate
+from pgq_thin._api import configure
 from pgq_thin.admin import Admin
-from pgq_thin.admin_calls import arun, configure
+from pgq_thin.admin_calls import arun
 from pgq_thin.connection import AsyncSession, ServerReadOnly, aconnect, connect
 from pgq_thin.job import Job
 from pgq_thin.queue import Queue

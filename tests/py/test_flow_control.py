@@ -267,3 +267,18 @@ def test_one_busy_key_cannot_starve_nine_small_ones(pgq_dsn: str) -> None:
             "SELECT count(*) FROM pgq.job_history WHERE entrypoint = 'fair' AND group_key = 'busy'"
         ).fetchone()
         assert busy_done == (10,)
+
+
+def test_admin_key_stats_shows_the_keys_waiting_on_their_limit(pgq_dsn: str) -> None:
+    """Admin.key_stats (pgq.key_stats): per key of a key-limited entrypoint, queued and
+    running jobs and whether its queued jobs wait on the key's limit."""
+    with Admin(pgq_dsn) as admin, Queue(pgq_dsn) as queue, connect(pgq_dsn) as conn:
+        admin.configure("stats", key_concurrency_limit=1)
+        queue.enqueue_many("stats", [1, 2, 3, 4], group_keys=["busy", "busy", "busy", "calm"])
+        claimed = conn.execute("SELECT count(*) FROM pgq.claim(%s, '{stats}', 10)", (WORKER,))
+        assert claimed.fetchone() == (2,)
+        rows = admin.key_stats(["stats"])
+        assert [(r["group_key"], r["queued"], r["running"], r["at_limit"]) for r in rows] == [
+            ("busy", 2, 1, True),
+            ("calm", 0, 1, True),
+        ]
