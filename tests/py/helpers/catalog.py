@@ -144,7 +144,8 @@ QUERIES: dict[str, str] = {
                    AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i'))
                    AS owned_by
           FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
-         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_(cursor|turn)_[0-9]+$'""",
+         WHERE c.relnamespace = 'pgq'::regnamespace
+           AND c.relname !~ '^lane_(cursor|turn)_[0-9]+$'""",
     "policies": """
         SELECT p.schemaname AS schema, p.tablename AS relation, p.policyname AS name,
                p.permissive, p.roles::text AS roles, p.cmd, p.qual, p.with_check
