@@ -20,9 +20,9 @@
 --     549  Views of the live jobs (they read the new pgq.jobs)
 --     601  Flow control: unique by period
 --     619  Flow control: per-key concurrency and fair share
---     644  Functions: the other 66 functions this migration re-creates (generated)
---    5832  The ring, continued: triggers and the copy of the live jobs
---    5864  Grants
+--     644  Functions: the other 67 functions this migration re-creates (generated)
+--    5860  The ring, continued: triggers and the copy of the live jobs
+--    5892  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1571,6 +1571,34 @@ END
 $$;
 COMMENT ON FUNCTION pgq._hist_quantiles(int[], bigint[], float8[]) IS
     'Private. Quantiles (seconds) of a sparse log-bucketed histogram of pgq.metrics_buckets, interpolated inside the bin.';
+
+-- sql/functions/_jobs_after_delete.sql
+-- pgq._jobs_after_delete(): statement-level AFTER DELETE trigger on pgq.jobs.
+-- Contract: when running jobs of an entrypoint with a concurrency limit or a per-key limit
+--   (key_concurrency_limit) leave the table, a slot is free again: sends {"kind": "enqueued", "entrypoints": [...]} so waiting workers claim at
+--   once instead of at their next poll. Unlimited entrypoints send nothing.
+-- Locking: none.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._jobs_after_delete()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_eps jsonb;
+BEGIN
+    SELECT jsonb_agg(c.entrypoint) INTO v_eps
+      FROM pgq.entrypoints c
+     WHERE (c.concurrency_limit IS NOT NULL OR c.key_concurrency_limit IS NOT NULL)
+       AND c.entrypoint IN (SELECT o.entrypoint FROM old_rows o WHERE o.status = 'running');
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION pgq._jobs_after_delete() IS
+    'Private trigger: notifies pgq_events when a running job of a concurrency- or key-limited entrypoint leaves.';
 
 -- sql/functions/_jobs_after_insert.sql
 -- pgq._jobs_after_insert(): statement-level AFTER INSERT trigger on pgq.jobs.

@@ -6,6 +6,7 @@ Barriers and held transactions line sessions up. Nothing sleeps.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from datetime import timedelta
@@ -282,3 +283,21 @@ def test_admin_key_stats_shows_the_keys_waiting_on_their_limit(pgq_dsn: str) -> 
             ("busy", 2, 1, True),
             ("calm", 0, 1, True),
         ]
+
+
+def test_a_finished_job_of_a_key_limited_entrypoint_wakes_the_workers(pgq_dsn: str) -> None:
+    """A slot of a key-limited entrypoint frees when one of its running jobs finishes: the
+    delete trigger sends {"kind": "enqueued"} for it, so a waiting worker claims at once."""
+    with connect(pgq_dsn) as conn, connect(pgq_dsn) as listener:
+        conn.execute("SELECT pgq.configure('wake', key_concurrency_limit => 1)")
+        conn.execute("SELECT pgq.enqueue_many('{wake,wake}', group_keys => '{k,k}')")
+        rows = conn.execute(
+            "SELECT id, lease FROM pgq.claim(%s, '{wake}', 2)", (WORKER,)
+        ).fetchall()
+        assert len(rows) == 1, "the key's limit of 1 held the second job back"
+        listener.execute("LISTEN pgq_events")
+        conn.execute(
+            "SELECT pgq.complete(%s, %s, %s, '{successful}')", (WORKER, [rows[0][0]], [rows[0][1]])
+        )
+        payloads = [json.loads(n.payload) for n in listener.notifies(timeout=10, stop_after=1)]
+        assert payloads == [{"kind": "enqueued", "entrypoints": ["wake"]}]
