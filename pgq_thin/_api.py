@@ -41,11 +41,11 @@ FUNCTIONS: dict[str, Fn] = {
     "claim_schedules": Fn("pgq.claim_schedules", (("worker_id", "uuid"), ("batch_size", "integer"), ("at", "timestamp with time zone")), 1, False),
     "compact_jobs": Fn("pgq.compact_jobs", (("max_rows", "integer"), ("max_bytes", "bigint"), ("lock_wait", "interval"), ("at", "timestamp with time zone")), 0, False),
     "complete": Fn("pgq.complete", (("worker_id", "uuid"), ("ids", "bigint[]"), ("leases", "bigint[]"), ("outcomes", "text[]"), ("details", "jsonb"), ("at", "timestamp with time zone")), 4, False),
-    "configure": Fn("pgq.configure", (("entrypoint", "text"), ("concurrency_limit", "integer"), ("max_attempts", "integer"), ("backoff_base", "interval"), ("backoff_max", "interval"), ("heartbeat_timeout", "interval"), ("reset", "boolean"), ("run_timeout", "interval"), ("max_interruptions", "integer"), ("max_snoozes", "integer")), 1, False),
+    "configure": Fn("pgq.configure", (("entrypoint", "text"), ("concurrency_limit", "integer"), ("max_attempts", "integer"), ("backoff_base", "interval"), ("backoff_max", "interval"), ("heartbeat_timeout", "interval"), ("reset", "boolean"), ("run_timeout", "interval"), ("max_interruptions", "integer"), ("max_snoozes", "integer"), ("dedupe_period", "interval"), ("dedupe_states", "text[]"), ("key_concurrency_limit", "integer")), 1, False),
     "delete_history": Fn("pgq.delete_history", (("entrypoint", "text"), ("statuses", "text[]"), ("since", "timestamp with time zone"), ("until", "timestamp with time zone"), ("error", "text"), ("max_jobs", "integer")), 0, True),
     "delete_jobs": Fn("pgq.delete_jobs", (("ids", "bigint[]"),), 1, False),
-    "enqueue": Fn("pgq.enqueue", (("entrypoint", "text"), ("payload", "jsonb"), ("priority", "integer"), ("run_at", "timestamp with time zone"), ("dedupe_key", "text"), ("headers", "jsonb"), ("on_conflict", "text"), ("delay", "interval"), ("timeout", "interval")), 1, True),
-    "enqueue_many": Fn("pgq.enqueue_many", (("entrypoints", "text[]"), ("payloads", "jsonb"), ("priorities", "integer[]"), ("run_ats", "timestamp with time zone[]"), ("dedupe_keys", "text[]"), ("headers", "jsonb"), ("on_conflict", "text"), ("delays", "interval[]"), ("timeouts", "interval[]")), 1, False),
+    "enqueue": Fn("pgq.enqueue", (("entrypoint", "text"), ("payload", "jsonb"), ("priority", "integer"), ("run_at", "timestamp with time zone"), ("dedupe_key", "text"), ("headers", "jsonb"), ("on_conflict", "text"), ("delay", "interval"), ("timeout", "interval"), ("group_key", "text")), 1, True),
+    "enqueue_many": Fn("pgq.enqueue_many", (("entrypoints", "text[]"), ("payloads", "jsonb"), ("priorities", "integer[]"), ("run_ats", "timestamp with time zone[]"), ("dedupe_keys", "text[]"), ("headers", "jsonb"), ("on_conflict", "text"), ("delays", "interval[]"), ("timeouts", "interval[]"), ("group_keys", "text[]")), 1, False),
     "entrypoint_config": Fn("pgq.entrypoint_config", (("entrypoints", "text[]"),), 0, False),
     "find_by_dedupe_key": Fn("pgq.find_by_dedupe_key", (("dedupe_key", "text"), ("max_rows", "integer")), 1, False),
     "find_history": Fn("pgq.find_history", (("entrypoint", "text"), ("statuses", "text[]"), ("since", "timestamp with time zone"), ("until", "timestamp with time zone"), ("error", "text"), ("after", "text"), ("page_size", "integer")), 0, False),
@@ -55,6 +55,7 @@ FUNCTIONS: dict[str, Fn] = {
     "history_summary": Fn("pgq.history_summary", (("entrypoints", "text[]"), ("since_id", "bigint")), 0, False),
     "job": Fn("pgq.job", (("id", "bigint"),), 1, False),
     "job_results": Fn("pgq.job_results", (("ids", "bigint[]"),), 1, False),
+    "key_stats": Fn("pgq.key_stats", (("entrypoints", "text[]"), ("max_keys", "integer")), 0, False),
     "list_jobs": Fn("pgq.list_jobs", (("entrypoint", "text"), ("state", "text"), ("after", "text"), ("page_size", "integer")), 2, False),
     "maintain": Fn("pgq.maintain", (("at", "timestamp with time zone"),), 0, False),
     "metrics": Fn("pgq.metrics", (("entrypoints", "text[]"), ("percentile_window", "interval"), ("at", "timestamp with time zone")), 0, False),
@@ -84,12 +85,12 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "claim_schedules": ("name", "lease", "entrypoint", "cron", "timezone", "due_at", "db_now"),
     "compact_jobs": ("compacted", "reason", "rows", "bytes_before", "bytes_after"),
     "complete": ("id", "status", "attempt", "max_attempts", "run_at", "retry_in_s"),
-    "configure": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes"),
+    "configure": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit"),
     "delete_history": ("delete_history",),
     "delete_jobs": ("id",),
     "enqueue": ("enqueue",),
     "enqueue_many": ("id",),
-    "entrypoint_config": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes"),
+    "entrypoint_config": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit"),
     "find_by_dedupe_key": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor", "silent_s"),
     "find_history": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor", "silent_s"),
     "fire_schedule": ("state", "job_id"),
@@ -98,13 +99,14 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "history_summary": ("entrypoint", "status", "jobs", "max_attempt", "avg_latency_s"),
     "job": ("id", "entrypoint", "status", "priority", "attempt", "max_attempts", "payload", "headers", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "wait_s", "run_s", "worker_id", "cancel_requested", "result", "details", "errors", "schedule", "schedule_due_at", "silent_s", "deadline_at"),
     "job_results": ("id", "status", "finished", "result", "error", "attempt", "finished_at"),
+    "key_stats": ("entrypoint", "group_key", "queued", "running", "key_concurrency_limit", "at_limit"),
     "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor", "silent_s"),
     "maintain": ("state", "swept", "promoted", "carried", "truncated", "rotated", "lock_wait_ms", "bytes"),
     "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up", "served", "unserved_s"),
     "metrics_series": ("entrypoint", "minute", "successful", "failed", "canceled", "due", "running", "wait_p95_s", "run_p95_s"),
     "next_run_at": ("next_run_at",),
     "next_schedule_at": ("next_schedule_at",),
-    "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes"),
+    "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit"),
     "prune_entrypoints": ("prune_entrypoints",),
     "prune_history": ("prune_history",),
     "prune_workers": ("prune_workers",),
@@ -113,7 +115,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "release_schedule": ("release_schedule",),
     "requeue": ("id",),
     "requeue_history": ("id",),
-    "resume": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes"),
+    "resume": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit"),
     "rollup_metrics": ("rolled", "caught_up", "busy"),
     "schedule": ("name", "entrypoint", "cron", "timezone", "payload", "headers", "priority", "catch_up", "misfire_grace", "fire_timeout", "next_run_at", "last_run_at", "last_job_id", "state", "worker_id", "lease", "heartbeat_at", "created_at", "updated_at", "retry_at", "last_error"),
     "unregister_worker": ("unregister_worker",),
@@ -131,11 +133,11 @@ SIGNATURES: dict[str, str] = {
     "claim_schedules": "pgq.claim_schedules(uuid,integer,timestamp with time zone)",
     "compact_jobs": "pgq.compact_jobs(integer,bigint,interval,timestamp with time zone)",
     "complete": "pgq.complete(uuid,bigint[],bigint[],text[],jsonb,timestamp with time zone)",
-    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer)",
+    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer)",
     "delete_history": "pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)",
     "delete_jobs": "pgq.delete_jobs(bigint[])",
-    "enqueue": "pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval,interval)",
-    "enqueue_many": "pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[])",
+    "enqueue": "pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval,interval,text)",
+    "enqueue_many": "pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[],text[])",
     "entrypoint_config": "pgq.entrypoint_config(text[])",
     "find_by_dedupe_key": "pgq.find_by_dedupe_key(text,integer)",
     "find_history": "pgq.find_history(text,text[],timestamp with time zone,timestamp with time zone,text,text,integer)",
@@ -145,6 +147,7 @@ SIGNATURES: dict[str, str] = {
     "history_summary": "pgq.history_summary(text[],bigint)",
     "job": "pgq.job(bigint)",
     "job_results": "pgq.job_results(bigint[])",
+    "key_stats": "pgq.key_stats(text[],integer)",
     "list_jobs": "pgq.list_jobs(text,text,text,integer)",
     "maintain": "pgq.maintain(timestamp with time zone)",
     "metrics": "pgq.metrics(text[],interval,timestamp with time zone)",
@@ -190,6 +193,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "history_summary": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "job": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "job_results": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
+    "key_stats": ("the rights of the schema owner", OWNER_ONLY),
     "list_jobs": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "maintain": ("pgq_worker (or pgq_admin)", 'GRANT pgq_worker TO {role}'),
     "metrics": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
@@ -260,14 +264,15 @@ def complete(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | 
     return FUNCTIONS["complete"].call(rows, worker_id=worker_id, ids=ids, leases=leases, outcomes=outcomes, details=details, at=at)
 
 
-def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None, run_timeout: timedelta | None = None, max_interruptions: int | None = None, max_snoozes: int | None = None) -> Call[EntrypointConfig]:
-    """``pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer)``, ``RETURNS pgq.entrypoints``.
+def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None, run_timeout: timedelta | None = None, max_interruptions: int | None = None, max_snoozes: int | None = None, dedupe_period: timedelta | None = None, dedupe_states: Sequence[str | None] | None = None, key_concurrency_limit: int | None = None) -> Call[EntrypointConfig]:
+    """``pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer)``, ``RETURNS pgq.entrypoints``.
     Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses),
     max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it),
-    max_interruptions, max_snoozes. NULL leaves a setting unchanged; reset => true restores
-    defaults first.
+    max_interruptions, max_snoozes, dedupe_period and dedupe_states (dedupe keys kept after
+    the job finished), key_concurrency_limit (running jobs per group key; claims take keys
+    in turn). NULL leaves a setting unchanged; reset => true restores defaults first.
     """
-    return FUNCTIONS["configure"].call(record(EntrypointConfig), entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset, run_timeout=run_timeout, max_interruptions=max_interruptions, max_snoozes=max_snoozes)
+    return FUNCTIONS["configure"].call(record(EntrypointConfig), entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset, run_timeout=run_timeout, max_interruptions=max_interruptions, max_snoozes=max_snoozes, dedupe_period=dedupe_period, dedupe_states=dedupe_states, key_concurrency_limit=key_concurrency_limit)
 
 
 def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None) -> Call[int]:
@@ -286,23 +291,24 @@ def delete_jobs(ids: Sequence[int | None]) -> Call[list[int]]:
     return FUNCTIONS["delete_jobs"].call(column, ids=ids)
 
 
-def enqueue(entrypoint: str, *, payload: Any | None = None, priority: int | None = None, run_at: datetime | timedelta | None = None, dedupe_key: str | None = None, headers: Any | None = None, on_conflict: str | None = None, delay: timedelta | None = None, timeout: timedelta | None = None) -> Call[int]:
-    """``pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval,interval)``, ``RETURNS bigint``.
+def enqueue(entrypoint: str, *, payload: Any | None = None, priority: int | None = None, run_at: datetime | timedelta | None = None, dedupe_key: str | None = None, headers: Any | None = None, on_conflict: str | None = None, delay: timedelta | None = None, timeout: timedelta | None = None, group_key: str | None = None) -> Call[int]:
+    """``pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval,interval,text)``, ``RETURNS bigint``.
     Adds one job; returns its id. Due at run_at, or delay after now (not both), or now;
     dedupe_key is unique among live jobs (on_conflict: raise or existing); timeout is its
-    run time limit (NULL: the entrypoint's).
+    run time limit (NULL: the entrypoint's); group_key is its key for per-key limits and
+    fair share.
     """
-    return FUNCTIONS["enqueue"].call(value, entrypoint=entrypoint, payload=payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key, headers=headers, on_conflict=on_conflict, delay=delay, timeout=timeout)
+    return FUNCTIONS["enqueue"].call(value, entrypoint=entrypoint, payload=payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key, headers=headers, on_conflict=on_conflict, delay=delay, timeout=timeout, group_key=group_key)
 
 
-def enqueue_many(entrypoints: Sequence[str | None], *, payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None, timeouts: Sequence[timedelta | None] | None = None) -> Call[list[int]]:
-    """``pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[])``, ``RETURNS TABLE(id bigint)``.
+def enqueue_many(entrypoints: Sequence[str | None], *, payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None, timeouts: Sequence[timedelta | None] | None = None, group_keys: Sequence[str | None] | None = None) -> Call[list[int]]:
+    """``pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[],text[])``, ``RETURNS TABLE(id bigint)``.
     Adds many jobs in one statement; returns their ids in input order. payloads and headers
     are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays
-    (server clock) per job; timeouts (run time limits) per job. on_conflict: raise (PQ007)
-    or existing.
+    (server clock) per job; timeouts (run time limits) and group_keys per job. on_conflict:
+    raise (PQ007) or existing.
     """
-    return FUNCTIONS["enqueue_many"].call(column, entrypoints=entrypoints, payloads=payloads, priorities=priorities, run_ats=run_ats, dedupe_keys=dedupe_keys, headers=headers, on_conflict=on_conflict, delays=delays, timeouts=timeouts)
+    return FUNCTIONS["enqueue_many"].call(column, entrypoints=entrypoints, payloads=payloads, priorities=priorities, run_ats=run_ats, dedupe_keys=dedupe_keys, headers=headers, on_conflict=on_conflict, delays=delays, timeouts=timeouts, group_keys=group_keys)
 
 
 def entrypoint_config(*, entrypoints: Sequence[str | None] | None = None) -> Call[list[EntrypointConfig]]:
@@ -378,6 +384,14 @@ def job_results(ids: Sequence[int | None]) -> Call[list[JobResult]]:
     payload.
     """
     return FUNCTIONS["job_results"].call(records(JobResult), ids=ids)
+
+
+def key_stats(*, entrypoints: Sequence[str | None] | None = None, max_keys: int | None = None) -> Call[list[Row]]:
+    """``pgq.key_stats(text[],integer)``, ``RETURNS TABLE(entrypoint text, group_key text, queued bigint, running bigint, key_concurrency_limit integer, at_limit boolean)``.
+    The busiest group keys of key-limited entrypoints: queued, running, the limit and
+    whether the key is at it (its queued jobs wait on the key's limit).
+    """
+    return FUNCTIONS["key_stats"].call(rows, entrypoints=entrypoints, max_keys=max_keys)
 
 
 def list_jobs(entrypoint: str, state: str, *, after: str | None = None, page_size: int | None = None) -> Call[list[JobListing]]:
@@ -557,9 +571,9 @@ PRIVILEGE_FUNCTIONS: dict[str, str] = {
     "schedule": "pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)",
     "unschedule": "pgq.unschedule(text)",
     "fire_schedule_now": "pgq.fire_schedule_now(text,timestamp with time zone)",
-    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer)",
+    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer)",
 }
-PRIVILEGES = "SELECT coalesce(has_function_privilege(to_regprocedure('pgq.job(bigint)'), 'EXECUTE'), false) AS read_jobs, coalesce(has_table_privilege(to_regclass('pgq.failed_jobs'), 'SELECT'), false) AS read_failed, coalesce(has_function_privilege(to_regprocedure('pgq.pause(text[],timestamp with time zone)'), 'EXECUTE'), false) AS pause, coalesce(has_function_privilege(to_regprocedure('pgq.resume(text[])'), 'EXECUTE'), false) AS resume, coalesce(has_function_privilege(to_regprocedure('pgq.cancel(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS cancel, coalesce(has_function_privilege(to_regprocedure('pgq.requeue(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS requeue, coalesce(has_function_privilege(to_regprocedure('pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)'), 'EXECUTE'), false) AS requeue_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)'), 'EXECUTE'), false) AS delete_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_jobs(bigint[])'), 'EXECUTE'), false) AS delete_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)'), 'EXECUTE'), false) AS schedule, coalesce(has_function_privilege(to_regprocedure('pgq.unschedule(text)'), 'EXECUTE'), false) AS unschedule, coalesce(has_function_privilege(to_regprocedure('pgq.fire_schedule_now(text,timestamp with time zone)'), 'EXECUTE'), false) AS fire_schedule_now, coalesce(has_function_privilege(to_regprocedure('pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer)'), 'EXECUTE'), false) AS configure"
+PRIVILEGES = "SELECT coalesce(has_function_privilege(to_regprocedure('pgq.job(bigint)'), 'EXECUTE'), false) AS read_jobs, coalesce(has_table_privilege(to_regclass('pgq.failed_jobs'), 'SELECT'), false) AS read_failed, coalesce(has_function_privilege(to_regprocedure('pgq.pause(text[],timestamp with time zone)'), 'EXECUTE'), false) AS pause, coalesce(has_function_privilege(to_regprocedure('pgq.resume(text[])'), 'EXECUTE'), false) AS resume, coalesce(has_function_privilege(to_regprocedure('pgq.cancel(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS cancel, coalesce(has_function_privilege(to_regprocedure('pgq.requeue(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS requeue, coalesce(has_function_privilege(to_regprocedure('pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)'), 'EXECUTE'), false) AS requeue_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)'), 'EXECUTE'), false) AS delete_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_jobs(bigint[])'), 'EXECUTE'), false) AS delete_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)'), 'EXECUTE'), false) AS schedule, coalesce(has_function_privilege(to_regprocedure('pgq.unschedule(text)'), 'EXECUTE'), false) AS unschedule, coalesce(has_function_privilege(to_regprocedure('pgq.fire_schedule_now(text,timestamp with time zone)'), 'EXECUTE'), false) AS fire_schedule_now, coalesce(has_function_privilege(to_regprocedure('pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer)'), 'EXECUTE'), false) AS configure"
 
 
 @dataclass(frozen=True)
@@ -655,6 +669,9 @@ class EntrypointConfig(_record_mixins.EntrypointConfigMixin):
     run_timeout: timedelta | None
     max_interruptions: int | None
     max_snoozes: int | None
+    dedupe_period: timedelta | None
+    dedupe_states: list[str] | None
+    key_concurrency_limit: int | None
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pgq_thin import _api, admin_calls
-from pgq_thin.admin_calls import Call, async_method, sync_method
+from pgq_thin.admin_calls import Call, Row, async_method, sync_method
 from pgq_thin.handle import AsyncHandle, SyncHandle
 from pgq_thin.records import (
     EntrypointConfig,
@@ -297,6 +297,14 @@ class Build:
         return _api.entrypoint_config(entrypoints=entrypoints)
 
     @staticmethod
+    def key_stats(
+        entrypoints: Sequence[str] | None = None, *, max_keys: int | None = None
+    ) -> Call[list[Row]]:
+        """The busiest group keys of key-limited entrypoints (None: every one): queued,
+        running, the limit and whether the key is at it (``pgq.key_stats``)."""
+        return _api.key_stats(entrypoints=entrypoints, max_keys=max_keys)
+
+    @staticmethod
     def find_by_dedupe_key(
         dedupe_key: str, *, max_rows: int | None = None
     ) -> Call[list[JobListing]]:
@@ -346,6 +354,7 @@ class Admin(SyncHandle):
     remove_schedule = sync_method(Build.remove_schedule)
     fire_schedule_now = sync_method(Build.fire_schedule_now)
     entrypoint_config = sync_method(Build.entrypoint_config)
+    key_stats = sync_method(Build.key_stats)
     find_by_dedupe_key = sync_method(Build.find_by_dedupe_key)
     delete_jobs = sync_method(Build.delete_jobs)
     privileges = sync_method(Build.privileges)
@@ -380,6 +389,7 @@ class AsyncAdmin(AsyncHandle):
     remove_schedule = async_method(Build.remove_schedule)
     fire_schedule_now = async_method(Build.fire_schedule_now)
     entrypoint_config = async_method(Build.entrypoint_config)
+    key_stats = async_method(Build.key_stats)
     find_by_dedupe_key = async_method(Build.find_by_dedupe_key)
     delete_jobs = async_method(Build.delete_jobs)
     privileges = async_method(Build.privileges)

@@ -162,7 +162,7 @@ class PayloadTooLarge(PgqError):
 
 
 class DedupeConflict(PgqError):
-    """PQ007: a dedupe key is already held by a live job."""
+    """PQ007: a dedupe key is held by a live job, or kept by a finished one (dedupe_period)."""
 
     sqlstate = "PQ007"
 

@@ -91,6 +91,7 @@ def _one(
     headers: dict[str, Any] | None,
     on_conflict: OnConflict,
     timeout: Timeout = None,
+    group_key: str | None = None,
 ) -> Call[int]:
     due, delay = _split(run_at)
     return _api.enqueue(
@@ -103,6 +104,7 @@ def _one(
         on_conflict=on_conflict,
         delay=delay,
         timeout=_limit(timeout),
+        group_key=group_key,
     )
 
 
@@ -115,6 +117,7 @@ def _many(
     headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
     on_conflict: OnConflict,
     timeouts: Timeout | Sequence[Timeout] = None,
+    group_keys: str | Sequence[str | None] | None = None,
 ) -> Call[list[int]]:
     """One entrypoint/priority/run_at/headers value applies to every payload."""
     n = len(payloads)
@@ -157,6 +160,7 @@ def _many(
         on_conflict=on_conflict,
         delays=delays,
         timeouts=limits,
+        group_keys=[group_keys] * n if isinstance(group_keys, str) else group_keys,
     )
 
 
@@ -209,6 +213,7 @@ class Queue(SyncHandle):
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
         timeout: Timeout = None,
+        group_key: str | None = None,
     ) -> int:
         """Add one job and return its id. ``entrypoint`` is a name, or the handle
         ``@worker.entrypoint`` returned (the payload is then checked against its type).
@@ -218,11 +223,14 @@ class Queue(SyncHandle):
         already held by a live job raises :class:`~pgq_thin.errors.DedupeConflict`, or with
         ``on_conflict="existing"`` returns that job's id. ``timeout`` (a timedelta or
         seconds) limits how long one attempt may run, over its entrypoint's ``run_timeout``
-        (None: that one); past it SQL fails the attempt ("timed out after N s").
+        (None: that one); past it SQL fails the attempt ("timed out after N s"). ``group_key``
+        is the job's key for its entrypoint's per-key limits and fair share
+        (``key_concurrency_limit``).
         """
         call = _one(
-            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, timeout
-        )
+            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, timeout,
+            group_key,
+        )  # fmt: skip
         with _json_checked([payload]):
             return self.run_call(call)
 
@@ -237,18 +245,19 @@ class Queue(SyncHandle):
         headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
         on_conflict: OnConflict = "raise",
         timeouts: Timeout | Sequence[Timeout] = None,
+        group_keys: str | Sequence[str | None] | None = None,
     ) -> list[int]:
         """Add one job per payload in one statement; ids in input order.
 
-        A single entrypoint, priority, run_at or headers value applies to all; sequences must
-        have one element per payload (``timeouts`` too: one limit for all, or one per job).
-        Any error adds nothing.
+        A single entrypoint, priority, run_at, headers, timeouts or group_keys value applies to
+        all; sequences must have one element per payload. Any error adds nothing.
         """
         if not payloads:
             return []
         call = _many(
-            entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts
-        )
+            entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts,
+            group_keys,
+        )  # fmt: skip
         with _json_checked(payloads):
             return self.run_call(call)
 
@@ -288,11 +297,13 @@ class AsyncQueue(AsyncHandle):
         headers: dict[str, Any] | None = None,
         on_conflict: OnConflict = "raise",
         timeout: Timeout = None,
+        group_key: str | None = None,
     ) -> int:
         """As :meth:`Queue.enqueue`."""
         call = _one(
-            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, timeout
-        )
+            entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, timeout,
+            group_key,
+        )  # fmt: skip
         with _json_checked([payload]):
             return await self.arun_call(call)
 
@@ -307,13 +318,15 @@ class AsyncQueue(AsyncHandle):
         headers: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
         on_conflict: OnConflict = "raise",
         timeouts: Timeout | Sequence[Timeout] = None,
+        group_keys: str | Sequence[str | None] | None = None,
     ) -> list[int]:
         """As :meth:`Queue.enqueue_many`."""
         if not payloads:
             return []
         call = _many(
-            entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts
-        )
+            entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts,
+            group_keys,
+        )  # fmt: skip
         with _json_checked(payloads):
             return await self.arun_call(call)
 

@@ -85,13 +85,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "enqueue.sql",
         "        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);\n"
         "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,\n"
-        "                              status, ready_seq, slot)\n"
+        "                              status, ready_seq, slot, group_key)\n"
         "        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,\n"
-        "                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n",
+        "                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot(),\n"
+        "                enqueue.group_key);\n",
         "        INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,\n"
-        "                              status, ready_seq, slot)\n"
+        "                              status, ready_seq, slot, group_key)\n"
         "        VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,\n"
-        "                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot());\n"
+        "                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot(),\n"
+        "                enqueue.group_key);\n"
         "        PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);\n",
         "enqueue takes the fence after drawing its ready number: a claim in between skips the job",
     ),
@@ -104,9 +106,9 @@ MUTANTS: tuple[Mutant, ...] = (
                 "    INSERT INTO pgq.jobs",
             ),
             (
-                "     ORDER BY u.ord;\n\n    IF v_missing IS NOT NULL THEN",
+                "     ORDER BY u.ord;\n\n    IF v_missing IS NOT NULL OR v_kept_keys IS NOT NULL THEN",
                 "     ORDER BY u.ord;\n    PERFORM pgq._ready_lock(enqueue_many.entrypoints);\n\n"
-                "    IF v_missing IS NOT NULL THEN",
+                "    IF v_missing IS NOT NULL OR v_kept_keys IS NOT NULL THEN",
             ),
         ),
         "enqueue_many takes the fence after drawing its ready numbers",

@@ -180,6 +180,22 @@ def _add_configure(parser: argparse.ArgumentParser) -> None:
     for name in ("backoff-base", "backoff-max", "heartbeat-timeout"):
         parser.add_argument(f"--{name}", type=duration, default=None, metavar="DURATION")
     parser.add_argument(
+        "--key-concurrency-limit", type=int, default=None, help="running jobs per group key"
+    )
+    parser.add_argument(
+        "--dedupe-period",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="a finished job keeps its dedupe key this long",
+    )
+    parser.add_argument(
+        "--dedupe-states",
+        default=None,
+        metavar="STATES",
+        help="end states that keep the key, comma-separated (successful,failed,canceled)",
+    )
+    parser.add_argument(
         "--reset", action="store_true", default=False, help="every setting to its default first"
     )
     add_format_options(parser)
@@ -195,15 +211,26 @@ def _cmd_configure(args: argparse.Namespace) -> int:
             backoff_max=args.backoff_max,
             heartbeat_timeout=args.heartbeat_timeout,
             reset=args.reset,
+            key_concurrency_limit=args.key_concurrency_limit,
+            dedupe_period=args.dedupe_period,
+            dedupe_states=None if args.dedupe_states is None else args.dedupe_states.split(","),
         )
     if wants_json(args):
         print_json(row)
         return EXIT_OK
     columns = ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max")
+    limits = ("key_concurrency_limit", "dedupe_period", "dedupe_states")
     table(
         "policy",
-        (*columns, "heartbeat_timeout", "paused"),
-        [[*(getattr(row, c) for c in columns), row.heartbeat_timeout, row.paused]],
+        (*columns, "heartbeat_timeout", *limits, "paused"),
+        [
+            [
+                *(getattr(row, c) for c in columns),
+                row.heartbeat_timeout,
+                *(getattr(row, c) for c in limits),
+                row.paused,
+            ]
+        ],
         args,
     )
     return EXIT_OK

@@ -82,7 +82,7 @@ BEGIN
     ), ins AS (
         INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                           dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                          lease, details, errors, timeout)
+                                          lease, details, errors, timeout, group_key)
         SELECT g.id, g.entrypoint, g.final_status, g.priority,
                CASE WHEN g.uncounted THEN g.attempt - 1 ELSE g.attempt END, g.payload, g.headers,
                g.dedupe_key, g.enqueued_at, CASE WHEN g.released THEN NULL ELSE g.started_at END,
@@ -97,7 +97,7 @@ BEGIN
                              'decision', g.final_status))
                              || jsonb_build_object('details', g.final_details))
                     ELSE g.errors END,
-               g.timeout
+               g.timeout, g.group_key
           FROM gone g
     )
     -- The attempt that ended (an interrupted one too, though history does not count it).

@@ -1,6 +1,6 @@
 -- pgq._jobs_after_delete(): statement-level AFTER DELETE trigger on pgq.jobs.
--- Contract: when running jobs of an entrypoint with a concurrency limit leave the table, a slot
---   is free again: sends {"kind": "enqueued", "entrypoints": [...]} so waiting workers claim at
+-- Contract: when running jobs of an entrypoint with a concurrency limit or a per-key limit
+--   (key_concurrency_limit) leave the table, a slot is free again: sends {"kind": "enqueued", "entrypoints": [...]} so waiting workers claim at
 --   once instead of at their next poll. Unlimited entrypoints send nothing.
 -- Locking: none.
 -- Errors: none of its own.
@@ -14,7 +14,7 @@ DECLARE
 BEGIN
     SELECT jsonb_agg(c.entrypoint) INTO v_eps
       FROM pgq.entrypoints c
-     WHERE c.concurrency_limit IS NOT NULL
+     WHERE (c.concurrency_limit IS NOT NULL OR c.key_concurrency_limit IS NOT NULL)
        AND c.entrypoint IN (SELECT o.entrypoint FROM old_rows o WHERE o.status = 'running');
     IF v_eps IS NOT NULL THEN
         PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
@@ -23,4 +23,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq._jobs_after_delete() IS
-    'Private trigger: notifies pgq_events when a running job of a concurrency-limited entrypoint leaves.';
+    'Private trigger: notifies pgq_events when a running job of a concurrency- or key-limited entrypoint leaves.';

@@ -50,9 +50,9 @@ BEGIN
         RETURNING j.*
     )
     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
-                          headers, dedupe_key, cancel_requested, errors, timeout, ready_seq, slot)
+                          headers, dedupe_key, cancel_requested, errors, timeout, ready_seq, slot, group_key)
     SELECT m.id, m.entrypoint, 'queued', m.priority, m.run_at, m.enqueued_at, m.attempt, m.payload,
-           m.headers, m.dedupe_key, m.cancel_requested, m.errors, m.timeout, nextval('pgq.ready_seq'), pgq._slot()
+           m.headers, m.dedupe_key, m.cancel_requested, m.errors, m.timeout, nextval('pgq.ready_seq'), pgq._slot(), m.group_key
       FROM (SELECT * FROM moved ORDER BY run_at, id) m;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_n;

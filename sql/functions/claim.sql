@@ -17,6 +17,9 @@
 --   An entrypoint's concurrency_limit holds across all workers: one claimer at a time takes the
 --   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call), and
 --   claims only what fits beside its running jobs, so limit 0 claims nothing. An entrypoint
+--   with a key_concurrency_limit is locked the same way; when the claim holds one, its jobs
+--   are chosen by pgq._claim_keyed (group keys in turn, at most key_concurrency_limit running
+--   jobs per key; the other entrypoints of the call as below). An entrypoint
 --   paused with pgq.pause is skipped entirely until pgq.resume.
 --   at NULL means now(); tests pass a time to move the clock.
 --   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
@@ -69,6 +72,7 @@ AS $$
 DECLARE
     v_now     timestamptz := coalesce(claim.at, now());
     v_limited text[];
+    v_keyed   boolean;
     v_ids     bigint[];
     v_found   bigint[];
     v_now_ms  bigint;
@@ -173,22 +177,25 @@ BEGIN
     END IF;
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
-    SELECT array_agg(c.entrypoint) INTO v_limited
-      FROM (SELECT e.entrypoint
+    SELECT array_agg(c.entrypoint), bool_or(c.keyed) INTO v_limited, v_keyed
+      FROM (SELECT e.entrypoint, e.key_concurrency_limit IS NOT NULL AS keyed
               FROM pgq.entrypoints e
              WHERE e.entrypoint = ANY (claim.entrypoints)
-               AND e.concurrency_limit IS NOT NULL
+               AND (e.concurrency_limit IS NOT NULL OR e.key_concurrency_limit IS NOT NULL)
                AND e.paused_at IS NULL
              ORDER BY e.entrypoint
                FOR UPDATE SKIP LOCKED) AS c;
-
+    IF v_keyed THEN
+        -- Per-key limits and fair share (a key-limited entrypoint is locked by this claim).
+        v_ids := pgq._claim_keyed(claim.entrypoints, v_limited, claim.batch_size, v_now);
+    ELSE  -- (the statement below, not indented again: it is the claim of every other call)
     -- Lock the jobs to take: per lane from its cursor on (slot <> 4: queued jobs are in the
     -- ring, jobs_slot_check; the planner leaves jobs_scheduled out), then by priority and ready order
     -- within each entrypoint's quota. (The ids go to an array: the UPDATE below finds them by
     -- id whatever the planner guesses about the LIMITs.)
     WITH eps AS (
         SELECT c.entrypoint,
-               CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
+               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL THEN claim.batch_size
                     WHEN c.entrypoint = ANY (v_limited) THEN
                          greatest(0, least(claim.batch_size,
                                            c.concurrency_limit - (SELECT count(*)
@@ -231,6 +238,7 @@ BEGIN
              WHERE r.n <= r.quota
              ORDER BY r.priority DESC, r.ready_seq
              LIMIT claim.batch_size) AS p;
+    END IF;
     IF v_ids IS NULL THEN
         RETURN;
     END IF;

@@ -301,7 +301,7 @@ BEGIN
                     RETURNING j.*, i.delay, i.details AS retry_details, i.outcome AS retry_outcome
                 ), ins AS (
                     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,
-                                          payload, headers, dedupe_key, cancel_requested, errors, timeout, slot)
+                                          payload, headers, dedupe_key, cancel_requested, errors, timeout, slot, group_key)
                     SELECT m.id, m.entrypoint, 'scheduled', m.priority, v_now + make_interval(secs => m.delay),
                            m.enqueued_at, CASE WHEN m.retry_outcome = 'snoozed' THEN m.attempt - 1 ELSE m.attempt END,
                            m.payload, m.headers, m.dedupe_key, m.cancel_requested,
@@ -312,7 +312,7 @@ BEGIN
                                'decision', CASE WHEN m.retry_outcome = 'snoozed' THEN 'snoozed' ELSE 'retry' END,
                                'run_at', v_now + make_interval(secs => m.delay)))
                                || jsonb_build_object('details', m.retry_details)),
-                           m.timeout, 4
+                           m.timeout, 4, m.group_key
                       FROM moved m
                      ORDER BY m.id
                     RETURNING id, attempt, entrypoint, run_at, errors -> -1 ->> 'decision' AS decision

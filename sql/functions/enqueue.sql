@@ -1,5 +1,5 @@
 -- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay,
---             timeout)
+--             timeout, group_key)
 -- Contract: adds one job and returns its id; the same rules, defaults and errors as
 --   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
 --   its array handling: one INSERT. Due at run_at, or delay after now() (the server's clock),
@@ -18,7 +18,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue(
     headers      jsonb       DEFAULT NULL,
     on_conflict  text        DEFAULT 'raise',
     delay        interval    DEFAULT NULL,
-    timeout      interval    DEFAULT NULL
+    timeout      interval    DEFAULT NULL,
+    group_key    text        DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -33,6 +34,7 @@ AS $$
 DECLARE
     v_id  bigint;
     v_due timestamptz;
+    v_kept record;
 BEGIN
     IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
@@ -54,6 +56,11 @@ BEGIN
        OR enqueue.run_at IS NOT NULL OR enqueue.dedupe_key IS NOT NULL THEN
         PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
     END IF;
+    IF octet_length(enqueue.group_key) > 200 THEN
+        RAISE EXCEPTION 'group key % at position 1 is % bytes, over the 200-byte limit',
+            quote_literal(left(enqueue.group_key, 60) || '...'), octet_length(enqueue.group_key)
+            USING ERRCODE = 'PQ009';
+    END IF;
     IF enqueue.delay IS NOT NULL THEN
         PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
     END IF;
@@ -68,7 +75,33 @@ BEGIN
     IF enqueue.dedupe_key IS NOT NULL THEN
         INSERT INTO pgq.live_keys (dedupe_key, job_id) VALUES (enqueue.dedupe_key, v_id)
             ON CONFLICT (dedupe_key) DO NOTHING;
-        IF NOT FOUND THEN
+        IF FOUND THEN
+            -- Unique by period: a job that finished within the entrypoint's dedupe_period in
+            -- one of its dedupe_states keeps the key (looked up after taking the live key, so
+            -- a holder finishing meanwhile is seen).
+            SELECT h.id, h.finished_at, c.dedupe_period INTO v_kept
+              FROM pgq.entrypoints c
+             CROSS JOIN LATERAL (SELECT h.id, h.finished_at
+                                   FROM pgq.job_history h
+                                  WHERE h.dedupe_key = enqueue.dedupe_key
+                                    AND h.finished_at > now() - c.dedupe_period
+                                    AND h.status = ANY (c.dedupe_states)
+                                  ORDER BY h.finished_at DESC
+                                  LIMIT 1) AS h
+             WHERE c.entrypoint = enqueue.entrypoint
+               AND c.dedupe_period > interval '0';
+            IF v_kept.id IS NOT NULL THEN
+                IF enqueue.on_conflict = 'raise' THEN
+                    RAISE EXCEPTION 'dedupe key % is kept until % by job %, finished at % (dedupe_period %)',
+                        quote_literal(enqueue.dedupe_key), v_kept.finished_at + v_kept.dedupe_period,
+                        v_kept.id, v_kept.finished_at, v_kept.dedupe_period
+                        USING ERRCODE = 'PQ007',
+                              HINT = 'Pass on_conflict => ''existing'' to get the id of that job instead.';
+                END IF;
+                DELETE FROM pgq.live_keys k WHERE k.dedupe_key = enqueue.dedupe_key AND k.job_id = v_id;
+                RETURN v_kept.id;
+            END IF;
+        ELSE
             IF enqueue.on_conflict = 'raise' THEN
                 RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
                     USING ERRCODE = 'PQ007',
@@ -89,18 +122,19 @@ BEGIN
     -- due one enters the ring's current slot with a ready number, behind the fence.
     IF v_due > now() THEN
         INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
-                              status, slot)
+                              status, slot, group_key)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'scheduled', 4);
+                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'scheduled', 4, enqueue.group_key);
     ELSE
         PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);
         INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
-                              status, ready_seq, slot)
+                              status, ready_seq, slot, group_key)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot());
+                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot(),
+                enqueue.group_key);
     END IF;
     RETURN v_id;
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval) IS
-    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing); timeout is its run time limit (NULL: the entrypoint''s).';
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text) IS
+    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing); timeout is its run time limit (NULL: the entrypoint''s); group_key is its key for per-key limits and fair share.';

@@ -8,15 +8,20 @@
 --   due at its run_ats element, or its delays element after now() (the server's clock); one
 --   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then in
 --   ready order (enqueue order for jobs due at once; a delayed job joins when it is due). A dedupe key is unique among live (scheduled, queued or running)
---   jobs (pgq.live_keys):
+--   jobs (pgq.live_keys), and when the new job's entrypoint has a dedupe_period (pgq.configure),
+--   also among jobs that finished within it in one of its dedupe_states (unique by period: the
+--   newest such job in pgq.job_history keeps the key):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
---   the live job that holds the key instead of adding one. timeouts: each job's run time limit
---   (1 second .. 30 days; NULL: the entrypoint's run_timeout), which wins over the entrypoint's.
+--   the live job that holds the key (or the finished job that keeps it) instead of adding one.
+--   timeouts: each job's run time limit (1 second .. 30 days; NULL: the entrypoint's
+--   run_timeout), which wins over the entrypoint's. group_keys: element i is job i's group key
+--   (NULL: none), for the per-key limits and fair share of its entrypoint
+--   (key_concurrency_limit, pgq.configure; see pgq.claim).
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
 --   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
 --   payloads or headers not a JSON array, a job with both run_at and delay, a timeout out of
---   bounds.
+--   bounds, a group key over 200 bytes.
 --   Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     entrypoints  text[],
@@ -27,7 +32,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     headers      jsonb         DEFAULT NULL,
     on_conflict  text          DEFAULT 'raise',
     delays       interval[]    DEFAULT NULL,
-    timeouts     interval[]    DEFAULT NULL
+    timeouts     interval[]    DEFAULT NULL,
+    group_keys   text[]        DEFAULT NULL
 )
 RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
@@ -46,6 +52,9 @@ DECLARE
     v_bad      record;
     v_ids      bigint[];
     v_missing  text[];
+    v_kept_keys text[];
+    v_kept_ids bigint[];
+    v_kept_msg text;
     v_payloads jsonb[];
     v_headers  jsonb[];
 BEGIN
@@ -73,7 +82,8 @@ BEGIN
                    ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
                    ('headers', jsonb_array_length(enqueue_many.headers)),
                    ('delays', cardinality(enqueue_many.delays)),
-                   ('timeouts', cardinality(enqueue_many.timeouts))) AS a(name, len)
+                   ('timeouts', cardinality(enqueue_many.timeouts)),
+                   ('group_keys', cardinality(enqueue_many.group_keys))) AS a(name, len)
      WHERE a.len IS NOT NULL AND a.len <> v_n
      LIMIT 1;
     IF FOUND THEN
@@ -131,6 +141,19 @@ BEGIN
         END IF;
     END IF;
 
+    IF enqueue_many.group_keys IS NOT NULL THEN
+        PERFORM pgq._check_dims(enqueue_many.group_keys, 'group_keys');
+        SELECT u.k, u.ord INTO v_bad
+          FROM unnest(enqueue_many.group_keys) WITH ORDINALITY AS u(k, ord)
+         WHERE octet_length(u.k) > 200
+         ORDER BY u.ord
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'group key % at position % is % bytes, over the 200-byte limit',
+                quote_literal(left(v_bad.k, 60) || '...'), v_bad.ord, octet_length(v_bad.k)
+                USING ERRCODE = 'PQ009';
+        END IF;
+    END IF;
     PERFORM pgq._check_jobs(enqueue_many.entrypoints, v_payloads, enqueue_many.priorities, enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers);
     IF enqueue_many.delays IS NOT NULL THEN
         PERFORM pgq._check_dims(enqueue_many.delays, 'delays');
@@ -161,6 +184,34 @@ BEGIN
           INTO v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
           LEFT JOIN won w ON w.job_id = x.id;
+        -- Unique by period: among the keys just taken, those a job finished within its new
+        -- job's entrypoint's dedupe_period in one of its dedupe_states keeps (looked up after
+        -- taking the live keys, so a holder finishing meanwhile is seen).
+        SELECT array_agg(x.dk ORDER BY x.ord), array_agg(h.id ORDER BY x.ord),
+               (array_agg(format('dedupe key %s is kept until %s by job %s, finished at %s (dedupe_period %s)',
+                                 quote_literal(x.dk), h.finished_at + c.dedupe_period, h.id, h.finished_at,
+                                 c.dedupe_period) ORDER BY x.ord))[1]
+          INTO v_kept_keys, v_kept_ids, v_kept_msg
+          FROM unnest(v_ids, enqueue_many.entrypoints, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, e, dk, ord)
+          JOIN pgq.entrypoints c ON c.entrypoint = x.e
+         CROSS JOIN LATERAL (SELECT h.id, h.finished_at
+                               FROM pgq.job_history h
+                              WHERE h.dedupe_key = x.dk
+                                AND h.finished_at > now() - c.dedupe_period
+                                AND h.status = ANY (c.dedupe_states)
+                              ORDER BY h.finished_at DESC
+                              LIMIT 1) AS h
+         WHERE x.dk IS NOT NULL
+           AND c.dedupe_period > interval '0'
+           AND EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = x.dk AND k.job_id = x.id);
+        IF v_kept_keys IS NOT NULL THEN
+            IF enqueue_many.on_conflict = 'raise' THEN
+                RAISE EXCEPTION '%', v_kept_msg
+                    USING ERRCODE = 'PQ007',
+                          HINT = 'Pass on_conflict => ''existing'' to get the id of that job instead.';
+            END IF;
+            DELETE FROM pgq.live_keys k WHERE k.dedupe_key = ANY (v_kept_keys) AND k.job_id = ANY (v_ids);
+        END IF;
         IF v_missing IS NOT NULL AND enqueue_many.on_conflict = 'raise' THEN
             RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
                 USING ERRCODE = 'PQ007',
@@ -172,27 +223,30 @@ BEGIN
     -- due one enters the ring's current slot with a ready number, behind the fence.
     PERFORM pgq._ready_lock(enqueue_many.entrypoints);
     INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
-                          status, ready_seq, slot)
+                          status, ready_seq, slot, group_key)
     SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h, u.t,
            CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
            CASE WHEN d.due > now() THEN NULL ELSE nextval('pgq.ready_seq') END,
-           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END
+           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END, u.gk
       FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
                   enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays,
-                  enqueue_many.timeouts)
-           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, t, ord)
+                  enqueue_many.timeouts, enqueue_many.group_keys)
+           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, t, gk, ord)
      CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
-     WHERE u.dk IS NULL OR v_missing IS NULL
-        OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id)
+     WHERE (u.dk IS NULL OR v_missing IS NULL
+            OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id))
+       AND (v_kept_keys IS NULL OR u.dk IS NULL OR u.dk <> ALL (v_kept_keys))
      ORDER BY u.ord;
 
-    IF v_missing IS NOT NULL THEN
-        -- 'existing': a new statement sees the holders that made our key insert skip.
-        SELECT array_agg(coalesce(k.job_id, x.id) ORDER BY x.ord),
-               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL)
+    IF v_missing IS NOT NULL OR v_kept_keys IS NOT NULL THEN
+        -- 'existing': a new statement sees the holders that made our key insert skip; a kept
+        -- key answers the finished job that keeps it.
+        SELECT array_agg(coalesce(kh.id, k.job_id, x.id) ORDER BY x.ord),
+               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL AND kh.id IS NULL)
           INTO v_ids, v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
-          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk;
+          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk
+          LEFT JOIN unnest(v_kept_keys, v_kept_ids) AS kh(dk, id) ON kh.dk = x.dk;
         IF v_missing IS NOT NULL THEN
             -- The holder finished between our insert and this look-up: its key is free now.
             RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(v_missing[1])
@@ -202,5 +256,5 @@ BEGIN
     RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[]) IS
-    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) per job. on_conflict: raise (PQ007) or existing.';
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[]) IS
+    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) and group_keys per job. on_conflict: raise (PQ007) or existing.';

@@ -55,6 +55,8 @@ BEGIN
        AND e.backoff_base = interval '1 second'
        AND e.backoff_max = interval '5 minutes'
        AND e.heartbeat_timeout = interval '30 seconds'
+       AND e.dedupe_period = interval '0'
+       AND e.key_concurrency_limit IS NULL
        AND NOT EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.entrypoint = e.entrypoint)
        AND NOT EXISTS (SELECT 1 FROM pgq.schedules s WHERE s.entrypoint = e.entrypoint)
     RETURNING e.entrypoint
@@ -63,12 +65,13 @@ BEGIN
     IF v_gone IS NULL THEN
         RETURN 0;
     END IF;
-    -- Their lanes go too, with the cursor sequences (the next enqueue creates them again).
+    -- Their lanes go too, with the cursor and turn sequences (the next enqueue creates them again).
     FOR v_seq IN
-        WITH lanes AS (DELETE FROM pgq.lanes l WHERE l.entrypoint = ANY (v_gone) RETURNING l.cursor_seq)
+        WITH lanes AS (DELETE FROM pgq.lanes l WHERE l.entrypoint = ANY (v_gone) RETURNING l.cursor_seq, l.turn_seq)
         SELECT format('%I.%I', n.nspname, c.relname)
           FROM lanes l
-          JOIN pg_class c ON c.oid = l.cursor_seq
+          CROSS JOIN LATERAL (VALUES (l.cursor_seq), (l.turn_seq)) AS s(seq)
+          JOIN pg_class c ON c.oid = s.seq
           JOIN pg_namespace n ON n.oid = c.relnamespace
     LOOP
         EXECUTE 'DROP SEQUENCE ' || v_seq;

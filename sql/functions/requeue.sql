@@ -69,12 +69,12 @@ BEGIN
         RETURNING job_id
     ), ins AS (
         INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors, timeout, status, ready_seq, slot)
+                              dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
                b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
                CASE WHEN v_due THEN 'queued' ELSE 'scheduled' END,
                CASE WHEN v_due THEN nextval('pgq.ready_seq') END,
-               CASE WHEN v_due THEN pgq._slot() ELSE 4 END
+               CASE WHEN v_due THEN pgq._slot() ELSE 4 END, b.group_key
           FROM (SELECT b.* FROM back b
                  WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
                  ORDER BY b.id) AS b

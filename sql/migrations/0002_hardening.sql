@@ -9,20 +9,22 @@
 -- RELEASED.
 
 -- CONTENTS (line numbers; written by scripts/new_migration.py from the '-- ##' headings)
---      28  Roles for dashboards (read only) and operators (actions)
---      43  Operate it: workers registry, metrics rollup, pause/resume, job lookup
---     231  Hostile input and hostile neighbours: schedules that cannot be computed rest
---     242  Policy back in SQL: re-signed functions and the claim answer
---     263  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
---     317  Schedules fire only where their entrypoint is served
---     325  One name rule for entrypoints and schedules
---     358  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
---     535  Comments on the columns of the tables 0.1.0 created
---     570  Views of the live jobs (they read the new pgq.jobs)
---     622  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
---     682  Functions: the other 68 functions this migration re-creates (generated)
---    5893  The ring, continued: triggers and the copy of the live jobs
---    5925  Grants
+--      30  Roles for dashboards (read only) and operators (actions)
+--      45  Operate it: workers registry, metrics rollup, pause/resume, job lookup
+--     233  Hostile input and hostile neighbours: schedules that cannot be computed rest
+--     244  Policy back in SQL: re-signed functions and the claim answer
+--     265  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
+--     319  Schedules fire only where their entrypoint is served
+--     327  One name rule for entrypoints and schedules
+--     360  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+--     537  Comments on the columns of the tables 0.1.0 created
+--     572  Views of the live jobs (they read the new pgq.jobs)
+--     624  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
+--     684  Flow control: unique by period
+--     701  Flow control: per-key concurrency and fair share
+--     726  Functions: the other 72 functions this migration re-creates (generated)
+--    6453  The ring, continued: triggers and the copy of the live jobs
+--    6485  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -679,13 +681,56 @@ SELECT coalesce(w.worker_id, r.worker_id) AS worker_id,
 COMMENT ON VIEW pgq.worker_status IS
     'Per worker: state (active; gone when silent past its timeout; unregistered: holds jobs but never registered), what it announced, last seen, silent_s, the running jobs it holds (running, stale, job_ids) and job_silent_s, the longest silence among them (seconds since their oldest heartbeat).';
 
+-- ## Flow control: unique by period
+
+-- A dedupe key can outlive its job (docs/sql-api.md, "Unique by period"): an entrypoint's
+-- dedupe_period and dedupe_states (pgq.configure) make its enqueues refuse a key that a job
+-- finished within the period in one of those states (found in pgq.job_history through
+-- job_history_dedupe_key_idx). Nothing changes on the claim or the completion.
+ALTER TABLE pgq.entrypoints ADD COLUMN dedupe_period interval NOT NULL DEFAULT interval '0';
+ALTER TABLE pgq.entrypoints ADD COLUMN dedupe_states text[] NOT NULL DEFAULT '{successful}';
+ALTER TABLE pgq.entrypoints ADD CONSTRAINT entrypoints_dedupe_check CHECK (
+    dedupe_period BETWEEN interval '0' AND interval '3650 days'
+    AND cardinality(dedupe_states) BETWEEN 1 AND 3
+    AND dedupe_states <@ ARRAY['successful', 'failed', 'canceled']);
+COMMENT ON COLUMN pgq.entrypoints.dedupe_period IS
+    'Unique by period: an enqueue refuses a dedupe key that a job finished within this long ago in one of dedupe_states (0: keys are unique among live jobs only).';
+COMMENT ON COLUMN pgq.entrypoints.dedupe_states IS
+    'The end states (successful, failed, canceled) in which a finished job keeps its dedupe key for dedupe_period.';
+
+-- ## Flow control: per-key concurrency and fair share
+
+-- A job may carry a group key (a customer, a tenant, an API token: docs/sql-api.md, "Keys").
+-- An entrypoint with a key_concurrency_limit runs at most that many jobs of one key at once
+-- across all workers, and its claims take the keys of a lane in turn (round-robin in the
+-- order of the keys' hashes, from where the last claim stopped: the lane's turn sequence, so
+-- no row is written per claim). jobs_key_idx holds queued jobs with a key only, so a job
+-- without one costs nothing more; the key travels to history (per-key audits).
+ALTER TABLE pgq.jobs ADD COLUMN group_key text;
+ALTER TABLE pgq.job_history ADD COLUMN group_key text;
+COMMENT ON COLUMN pgq.jobs.group_key IS
+    'The job''s key for per-key limits and fair share (NULL: none): see the entrypoint''s key_concurrency_limit.';
+COMMENT ON COLUMN pgq.job_history.group_key IS 'The group key the job carried (pgq.jobs.group_key).';
+ALTER TABLE pgq.entrypoints ADD COLUMN key_concurrency_limit int;
+ALTER TABLE pgq.entrypoints ADD CONSTRAINT entrypoints_key_concurrency_limit_check CHECK (
+    key_concurrency_limit IS NULL OR key_concurrency_limit BETWEEN 1 AND 1000000);
+COMMENT ON COLUMN pgq.entrypoints.key_concurrency_limit IS
+    'At most this many running jobs per group key across all workers, and claims take keys in turn (NULL: no per-key limit).';
+ALTER TABLE pgq.lanes ADD COLUMN turn_seq regclass NOT NULL;
+COMMENT ON COLUMN pgq.lanes.turn_seq IS
+    'Fair share: the hash of the group key the lane''s last keyed claim served (claims go on from the next key).';
+-- Queued jobs with a key, per lane and key (hash), in ready order.
+CREATE INDEX jobs_key_idx ON pgq.jobs (entrypoint, priority, hashtextextended(group_key, 0), ready_seq)
+    WHERE status = 'queued' AND group_key IS NOT NULL;
+
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
 
 -- sql/functions/_add_lanes.sql
 -- pgq._add_lanes(entrypoints, priorities): create the lanes that do not exist yet.
 -- Contract: a lane is (entrypoint, priority), one row of pgq.lanes, insert-once, with its own
---   cursor sequence pgq.lane_cursor_<lane_id> (starts at 0: nothing settled). Called by the
+--   cursor sequence pgq.lane_cursor_<lane_id> (starts at 0: nothing settled) and its turn
+--   sequence pgq.lane_turn_<lane_id> (fair share across group keys). Called by the
 --   insert trigger of pgq.jobs for the new rows, queued and scheduled alike (the cap below is
 --   met by the producer, never by a later promotion). Concurrent creators of one lane wait on the
 --   primary key; the loser drops the sequence it made. A claim probes every lane of its
@@ -723,17 +768,22 @@ BEGIN
         v_name := 'lane_cursor_' || v_id;
         EXECUTE format('CREATE SEQUENCE pgq.%I AS bigint MINVALUE 0 START 0', v_name);
         EXECUTE format('REVOKE ALL ON SEQUENCE pgq.%I FROM PUBLIC', v_name);
-        INSERT INTO pgq.lanes (entrypoint, priority, lane_id, cursor_seq)
-        VALUES (v_lane.e, v_lane.p, v_id, ('pgq.' || v_name)::regclass)
+        -- Fair share across group keys: the hash of the last key a keyed claim served.
+        EXECUTE format('CREATE SEQUENCE pgq.%I AS bigint MINVALUE -9223372036854775808 START -9223372036854775808',
+                       'lane_turn_' || v_id);
+        EXECUTE format('REVOKE ALL ON SEQUENCE pgq.%I FROM PUBLIC', 'lane_turn_' || v_id);
+        INSERT INTO pgq.lanes (entrypoint, priority, lane_id, cursor_seq, turn_seq)
+        VALUES (v_lane.e, v_lane.p, v_id, ('pgq.' || v_name)::regclass, ('pgq.lane_turn_' || v_id)::regclass)
             ON CONFLICT (entrypoint, priority) DO NOTHING;
         IF NOT FOUND THEN
             EXECUTE format('DROP SEQUENCE pgq.%I', v_name);
+            EXECUTE format('DROP SEQUENCE pgq.%I', 'lane_turn_' || v_id);
         END IF;
     END LOOP;
 END
 $$;
 COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
-    'Private. Creates the missing lanes (entrypoint, priority), each with its cursor sequence.';
+    'Private. Creates the missing lanes (entrypoint, priority), each with its cursor sequence and its turn sequence (fair share across group keys).';
 
 -- sql/functions/_archive.sql
 -- pgq._archive(ids, statuses, details, at, worker_id, leases): move live jobs to pgq.job_history.
@@ -820,7 +870,7 @@ BEGIN
     ), ins AS (
         INSERT INTO pgq.job_history AS h (id, entrypoint, status, priority, attempt, payload, headers,
                                           dedupe_key, enqueued_at, started_at, finished_at, worker_id,
-                                          lease, details, errors, timeout)
+                                          lease, details, errors, timeout, group_key)
         SELECT g.id, g.entrypoint, g.final_status, g.priority,
                CASE WHEN g.uncounted THEN g.attempt - 1 ELSE g.attempt END, g.payload, g.headers,
                g.dedupe_key, g.enqueued_at, CASE WHEN g.released THEN NULL ELSE g.started_at END,
@@ -835,7 +885,7 @@ BEGIN
                              'decision', g.final_status))
                              || jsonb_build_object('details', g.final_details))
                     ELSE g.errors END,
-               g.timeout
+               g.timeout, g.group_key
           FROM gone g
     )
     -- The attempt that ended (an interrupted one too, though history does not count it).
@@ -1367,6 +1417,99 @@ $$;
 COMMENT ON FUNCTION pgq._check_time(timestamptz, text) IS
     'Private. Raises PQ009 unless the time is NULL or finite within 1970-01-01 .. 9000-01-01 UTC; returns it.';
 
+-- sql/functions/_claim_keyed.sql
+-- pgq._claim_keyed(entrypoints, limited, batch_size, at)
+-- Contract: the jobs pgq.claim takes when it holds the policy row of an entrypoint with a
+--   key_concurrency_limit (limited: the entrypoints whose rows it locked): the ids of up to
+--   batch_size queued jobs, locked, as pgq.claim's own statement chooses them (priority, then
+--   ready order, within each entrypoint's quota), except that the lanes of key-limited
+--   entrypoints take their candidates from pgq._keyed_candidates (group keys in turn, each
+--   within its room), and each key is capped again across the lanes of its entrypoint with the
+--   room they reported (a key queued at two priorities). Only called when such a row is held,
+--   so a claim without key limits runs its own statement and pays nothing for this one.
+-- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._claim_keyed(
+    entrypoints  text[],
+    limited      text[],
+    batch_size   int,
+    at           timestamptz
+)
+RETURNS bigint[]
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids bigint[];
+BEGIN
+    WITH eps AS (
+        SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
+               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL THEN _claim_keyed.batch_size
+                    WHEN c.entrypoint = ANY (_claim_keyed.limited) AND c.concurrency_limit IS NULL THEN _claim_keyed.batch_size
+                    WHEN c.entrypoint = ANY (_claim_keyed.limited) THEN
+                         greatest(0, least(_claim_keyed.batch_size,
+                                           c.concurrency_limit - (SELECT count(*)
+                                                                    FROM pgq.jobs r
+                                                                   WHERE r.entrypoint = c.entrypoint
+                                                                     AND r.status = 'running'
+                                                                     AND r.slot <> 4)))
+                    ELSE 0 END AS quota
+          FROM pgq.entrypoints c
+         WHERE c.entrypoint = ANY (_claim_keyed.entrypoints)
+           AND c.paused_at IS NULL
+    ), lanes AS MATERIALIZED (
+        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, l.turn_seq,
+               pgq._lane_cursor(l.entrypoint, l.priority, l.cursor_seq) AS cursor
+          FROM eps
+          JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
+         WHERE eps.quota > 0
+    ), candidates AS (
+        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash, NULL::int AS room
+          FROM lanes
+         CROSS JOIN LATERAL (
+               SELECT j.id, j.entrypoint, j.priority, j.ready_seq
+                 FROM pgq.jobs j
+                WHERE j.entrypoint = lanes.entrypoint
+                  AND j.priority = lanes.priority
+                  AND j.status = 'queued'
+                  AND j.slot <> 4
+                  AND j.ready_seq > lanes.cursor
+                  AND j.run_at <= _claim_keyed.at
+                ORDER BY j.ready_seq
+                LIMIT least(lanes.quota, _claim_keyed.batch_size)
+                  FOR UPDATE SKIP LOCKED) AS q
+         WHERE lanes.key_limit IS NULL
+        UNION ALL
+        -- Per-key limits and fair share (pgq._keyed_candidates): keys in turn, each within its room.
+        SELECT k.id, lanes.entrypoint, lanes.priority, k.ready_seq, lanes.quota, k.key_hash, k.room
+          FROM lanes
+         CROSS JOIN LATERAL pgq._keyed_candidates(lanes.entrypoint, lanes.priority, lanes.cursor, lanes.turn_seq,
+                                                  least(lanes.quota, _claim_keyed.batch_size)::int, lanes.key_limit, _claim_keyed.at) AS k
+         WHERE lanes.key_limit IS NOT NULL
+    )
+    SELECT array_agg(p.id) INTO v_ids
+      FROM (SELECT r.id
+              FROM (SELECT c.id, c.priority, c.ready_seq, c.quota, c.room,
+                           row_number() OVER (PARTITION BY c.entrypoint
+                                              ORDER BY c.priority DESC, c.ready_seq) AS n,
+                           row_number() OVER (PARTITION BY c.entrypoint, c.key_hash
+                                              ORDER BY c.priority DESC, c.ready_seq) AS kn
+                      FROM candidates c) r
+             WHERE r.n <= r.quota
+               AND (r.room IS NULL OR r.kn <= r.room)
+             ORDER BY r.priority DESC, r.ready_seq
+             LIMIT _claim_keyed.batch_size) AS p;
+    RETURN v_ids;
+END
+$$;
+COMMENT ON FUNCTION pgq._claim_keyed(text[], text[], int, timestamptz) IS
+    'Private. The jobs pgq.claim takes when it holds a key-limited entrypoint: its own choice, with the lanes of key-limited entrypoints served by pgq._keyed_candidates and each key capped across lanes.';
+
 -- sql/functions/_cursor.sql
 -- pgq._cursor(after, kind): decode a paging cursor of pgq.list_jobs / pgq.find_history.
 -- Contract: a cursor is the text the listing returned in its cursor column: 'q,<priority>,
@@ -1520,6 +1663,34 @@ END
 $$;
 COMMENT ON FUNCTION pgq._hist_quantiles(int[], bigint[], float8[]) IS
     'Private. Quantiles (seconds) of a sparse log-bucketed histogram of pgq.metrics_buckets, interpolated inside the bin.';
+
+-- sql/functions/_jobs_after_delete.sql
+-- pgq._jobs_after_delete(): statement-level AFTER DELETE trigger on pgq.jobs.
+-- Contract: when running jobs of an entrypoint with a concurrency limit or a per-key limit
+--   (key_concurrency_limit) leave the table, a slot is free again: sends {"kind": "enqueued", "entrypoints": [...]} so waiting workers claim at
+--   once instead of at their next poll. Unlimited entrypoints send nothing.
+-- Locking: none.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._jobs_after_delete()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+DECLARE
+    v_eps jsonb;
+BEGIN
+    SELECT jsonb_agg(c.entrypoint) INTO v_eps
+      FROM pgq.entrypoints c
+     WHERE (c.concurrency_limit IS NOT NULL OR c.key_concurrency_limit IS NOT NULL)
+       AND c.entrypoint IN (SELECT o.entrypoint FROM old_rows o WHERE o.status = 'running');
+    IF v_eps IS NOT NULL THEN
+        PERFORM pgq._notify('enqueued', 'entrypoints', v_eps);
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION pgq._jobs_after_delete() IS
+    'Private trigger: notifies pgq_events when a running job of a concurrency- or key-limited entrypoint leaves.';
 
 -- sql/functions/_jobs_after_insert.sql
 -- pgq._jobs_after_insert(): statement-level AFTER INSERT trigger on pgq.jobs.
@@ -1705,6 +1876,212 @@ $$;
 COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
     'Private. NULL when a JSON value is fit to store (size as text, nesting, numbers), else the problem.';
 
+-- sql/functions/_keyed_candidates.sql
+-- pgq._keyed_candidates(entrypoint, priority, cursor, turn_seq, quota, key_limit, at)
+-- Contract: the candidates of one lane of an entrypoint with a key_concurrency_limit, for
+--   pgq.claim: up to quota queued jobs (due at `at`, ready number above the lane's cursor),
+--   locked FOR UPDATE SKIP LOCKED, taken from the lane's group keys in turn. One statement
+--   walks the keys of the lane that have queued jobs in the order of their hash
+--   (hashtextextended(key, 0); one probe of jobs_key_idx per key), starting after the key the
+--   lane's last keyed claim served (turn_seq) and going round the ring at most once, until it
+--   met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys are all full
+--   costs a bounded walk; the next claim goes on from there). Round 1: each key met with room
+--   gives one job, its oldest. When the walk passed the end of the ring, the jobs of the lane
+--   without a key get their turn as one more group (one job; all that is left when no key has
+--   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
+--   is left: each key met gives what room it has left, in walk order. A key's room is key_limit
+--   minus its running jobs (counted once per call). turn_seq is set to the last key served.
+--   Answers (id, ready_seq, key_hash, room): key_hash and room (before this claim) let the
+--   claim cap each key across its lanes (priorities); both NULL for a job without a key.
+--   Keys whose hashes collide (two keys of 2^64) count as one key: a stricter limit, never
+--   a looser one.
+-- Locking: row locks on the returned jobs (SKIP LOCKED); the caller holds the entrypoint's
+--   policy row (one claimer at a time per key-limited entrypoint: the counts are exact).
+--   Sets turn_seq (a sequence: no row version per claim, not undone by a rollback).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._keyed_candidates(
+    entrypoint  text,
+    priority    int,
+    cursor      bigint,
+    turn_seq    regclass,
+    quota       int,
+    key_limit   int,
+    at          timestamptz
+)
+RETURNS TABLE (id bigint, ready_seq bigint, key_hash bigint, room int)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Called only by pgq._claim_keyed, whose settings (generic plans, no JIT, no sequential
+-- scans) are in force here too: setting them again would cost every call.
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_min     constant bigint := -9223372036854775808;
+    c_queued  constant text := 'queued';
+    v_h       bigint := coalesce(pg_sequence_last_value(_keyed_candidates.turn_seq), c_min);
+    v_left    int := _keyed_candidates.quota;
+    v_keys    bigint[];
+    v_rooms   int[];
+    v_ends    boolean;
+    v_last    bigint;
+    v_ids     bigint[] := '{}';
+    v_seqs    bigint[] := '{}';
+    v_hashes  bigint[] := '{}';
+    v_kroom   int[] := '{}';
+    v_got     record;
+BEGIN
+    IF v_left <= 0 THEN
+        RETURN;
+    END IF;
+    -- One statement: the running jobs per key (one walk of the entrypoint's running jobs);
+    -- the walk over the keys with queued jobs in hash order after the pointer, round the ring
+    -- at most once (the end of the ring is a NULL step: the jobs without a key), one index
+    -- probe per key, until quota keys with room were met or 100 + 4 * quota keys were visited;
+    -- and round 1: one job (its oldest) from each key met with room, in walk order.
+    WITH RECURSIVE running AS MATERIALIZED (
+        SELECT coalesce(array_agg(r.h), '{}') AS keys, coalesce(array_agg(r.n), '{}') AS counts
+          FROM (SELECT hashtextextended(j.group_key, 0) AS h, count(*)::int AS n
+                  FROM pgq.jobs j
+                 WHERE j.entrypoint = _keyed_candidates.entrypoint
+                   AND j.status = 'running'
+                   AND j.slot <> 4
+                   AND j.group_key IS NOT NULL
+                 GROUP BY 1) r
+    ), walk (h, n, found, wrapped, first) AS (
+        SELECT v_h, 0, 0, false, NULL::bigint
+        UNION ALL
+        SELECT nx.h, w.n + 1,
+               w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
+               w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
+               coalesce(w.first, nx.h)
+          FROM walk w
+         CROSS JOIN LATERAL (
+               SELECT k.h, _keyed_candidates.key_limit
+                           - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0) AS room
+                 FROM (SELECT (SELECT hashtextextended(j.group_key, 0)
+                                 FROM pgq.jobs j
+                                WHERE j.entrypoint = _keyed_candidates.entrypoint
+                                  AND j.priority = _keyed_candidates.priority
+                                  AND j.status = 'queued'
+                                  AND j.group_key IS NOT NULL
+                                  AND j.slot <> 4
+                                  AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
+                                ORDER BY hashtextextended(j.group_key, 0)
+                                LIMIT 1) AS h) AS k) AS nx
+         WHERE w.n < 100 + 4 * _keyed_candidates.quota
+           AND w.found < v_left
+           AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
+           AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
+    ), met AS MATERIALIZED (
+        SELECT w.n, w.h, _keyed_candidates.key_limit
+                         - coalesce((SELECT r.counts[array_position(r.keys, w.h)] FROM running r), 0) AS room
+          FROM walk w
+         WHERE w.n > 0
+    ), picked AS MATERIALIZED (
+        SELECT m.n, m.h, m.room, j.id, j.ready_seq
+          FROM met m
+         CROSS JOIN LATERAL (
+               SELECT j.id, j.ready_seq
+                 FROM pgq.jobs j
+                WHERE j.entrypoint = _keyed_candidates.entrypoint
+                  AND j.priority = _keyed_candidates.priority
+                  AND j.status = 'queued'
+                  AND j.group_key IS NOT NULL
+                  AND j.slot <> 4
+                  AND hashtextextended(j.group_key, 0) = m.h
+                  AND j.ready_seq > _keyed_candidates.cursor
+                  AND j.run_at <= _keyed_candidates.at
+                ORDER BY j.ready_seq
+                LIMIT 1
+                  FOR UPDATE SKIP LOCKED) AS j
+         WHERE m.h IS NOT NULL AND m.room > 0
+         ORDER BY m.n
+         LIMIT v_left
+    )
+    SELECT (SELECT array_agg(m.h ORDER BY m.n) FROM met m WHERE m.h IS NOT NULL),
+           (SELECT array_agg(m.room ORDER BY m.n) FROM met m WHERE m.h IS NOT NULL),
+           (SELECT bool_or(m.h IS NULL) FROM met m),
+           coalesce((SELECT p.h FROM picked p ORDER BY p.n DESC LIMIT 1),
+                    (SELECT m.h FROM met m ORDER BY m.n DESC LIMIT 1)),
+           coalesce((SELECT array_agg(p.id ORDER BY p.n) FROM picked p), '{}'),
+           coalesce((SELECT array_agg(p.ready_seq ORDER BY p.n) FROM picked p), '{}'),
+           coalesce((SELECT array_agg(p.h ORDER BY p.n) FROM picked p), '{}'),
+           coalesce((SELECT array_agg(p.room ORDER BY p.n) FROM picked p), '{}')
+      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom;
+    v_left := v_left - cardinality(v_ids);
+    -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
+    -- that is left when the walk went round), among the first 100 queued jobs of the lane.
+    IF v_ends AND v_left > 0 THEN
+        SELECT array_agg(q.id ORDER BY q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.ready_seq) AS seqs
+          INTO v_got
+          FROM (SELECT j.id, j.ready_seq
+                  FROM pgq.jobs j
+                 WHERE j.id = ANY (ARRAY(SELECT w.id
+                                          FROM pgq.jobs w
+                                         WHERE w.entrypoint = _keyed_candidates.entrypoint
+                                           AND w.priority = _keyed_candidates.priority
+                                           AND w.status = 'queued'
+                                           AND w.slot <> 4
+                                           AND w.ready_seq > _keyed_candidates.cursor
+                                         ORDER BY w.ready_seq
+                                         LIMIT 100))
+                   AND j.group_key IS NULL
+                   AND j.status = c_queued AND j.slot <> 4
+                   AND j.run_at <= _keyed_candidates.at
+                 ORDER BY j.ready_seq
+                 LIMIT CASE WHEN v_keys IS NULL THEN v_left ELSE 1 END
+                   FOR UPDATE SKIP LOCKED) AS q;
+        IF v_got.ids IS NOT NULL THEN
+            v_ids := v_ids || v_got.ids;
+            v_seqs := v_seqs || v_got.seqs;
+            v_hashes := v_hashes || array_fill(NULL::bigint, ARRAY[cardinality(v_got.ids)]);
+            v_kroom := v_kroom || array_fill(NULL::int, ARRAY[cardinality(v_got.ids)]);
+            v_left := v_left - cardinality(v_got.ids);
+            v_last := c_min;
+        END IF;
+    END IF;
+    -- Round 2, when every key was met and room is left: each key gives what room it has left,
+    -- keys in walk order, oldest jobs first.
+    IF v_left > 0 AND v_keys IS NOT NULL THEN
+        SELECT array_agg(q.id ORDER BY q.n, q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.n, q.ready_seq) AS seqs,
+               array_agg(q.h ORDER BY q.n, q.ready_seq) AS hashes, array_agg(q.room ORDER BY q.n, q.ready_seq) AS rooms
+          INTO v_got
+          FROM (SELECT k.n, k.h, k.room, j.id, j.ready_seq
+                  FROM unnest(v_keys, v_rooms) WITH ORDINALITY AS k(h, room, n)
+                 CROSS JOIN LATERAL (
+                       SELECT j.id, j.ready_seq
+                         FROM pgq.jobs j
+                        WHERE j.entrypoint = _keyed_candidates.entrypoint
+                          AND j.priority = _keyed_candidates.priority
+                          AND j.status = 'queued'
+                          AND j.group_key IS NOT NULL
+                          AND j.slot <> 4
+                          AND hashtextextended(j.group_key, 0) = k.h
+                          AND j.ready_seq > _keyed_candidates.cursor
+                          AND j.run_at <= _keyed_candidates.at
+                          AND j.id <> ALL (v_ids)  -- our own row locks are not skipped
+                        ORDER BY j.ready_seq
+                        LIMIT least(k.room - 1, v_left)
+                          FOR UPDATE SKIP LOCKED) AS j
+                 WHERE k.room > 1
+                 ORDER BY k.n, j.ready_seq
+                 LIMIT v_left) AS q;
+        IF v_got.ids IS NOT NULL THEN
+            v_ids := v_ids || v_got.ids;
+            v_seqs := v_seqs || v_got.seqs;
+            v_hashes := v_hashes || v_got.hashes;
+            v_kroom := v_kroom || v_got.rooms;
+        END IF;
+    END IF;
+    -- The next claim goes on after the last key served (or, when none was, the last visited).
+    PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));
+    RETURN QUERY SELECT u.id, u.s, u.h, u.r FROM unnest(v_ids, v_seqs, v_hashes, v_kroom) AS u(id, s, h, r);
+END
+$$;
+COMMENT ON FUNCTION pgq._keyed_candidates(text, int, bigint, regclass, int, int, timestamptz) IS
+    'Private. Candidates of one lane of a key-limited entrypoint for pgq.claim: group keys in turn (hash order from the last served), each within its room under key_concurrency_limit, the jobs without a key after the last key; locked SKIP LOCKED.';
+
 -- sql/functions/_lane_cursor.sql
 -- pgq._lane_cursor(entrypoint, priority, cursor_seq): a lane's cursor, moved on first when
 --   the fence allows.
@@ -1855,9 +2232,9 @@ BEGIN
         RETURNING j.*
     )
     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
-                          headers, dedupe_key, cancel_requested, errors, timeout, ready_seq, slot)
+                          headers, dedupe_key, cancel_requested, errors, timeout, ready_seq, slot, group_key)
     SELECT m.id, m.entrypoint, 'queued', m.priority, m.run_at, m.enqueued_at, m.attempt, m.payload,
-           m.headers, m.dedupe_key, m.cancel_requested, m.errors, m.timeout, nextval('pgq.ready_seq'), pgq._slot()
+           m.headers, m.dedupe_key, m.cancel_requested, m.errors, m.timeout, nextval('pgq.ready_seq'), pgq._slot(), m.group_key
       FROM (SELECT * FROM moved ORDER BY run_at, id) m;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_n;
@@ -2296,6 +2673,9 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
 --   An entrypoint's concurrency_limit holds across all workers: one claimer at a time takes the
 --   entrypoint's policy row (SKIP LOCKED: the others skip that entrypoint for this call), and
 --   claims only what fits beside its running jobs, so limit 0 claims nothing. An entrypoint
+--   with a key_concurrency_limit is locked the same way; when the claim holds one, its jobs
+--   are chosen by pgq._claim_keyed (group keys in turn, at most key_concurrency_limit running
+--   jobs per key; the other entrypoints of the call as below). An entrypoint
 --   paused with pgq.pause is skipped entirely until pgq.resume.
 --   at NULL means now(); tests pass a time to move the clock.
 --   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
@@ -2348,6 +2728,7 @@ AS $$
 DECLARE
     v_now     timestamptz := coalesce(claim.at, now());
     v_limited text[];
+    v_keyed   boolean;
     v_ids     bigint[];
     v_found   bigint[];
     v_now_ms  bigint;
@@ -2452,22 +2833,25 @@ BEGIN
     END IF;
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
-    SELECT array_agg(c.entrypoint) INTO v_limited
-      FROM (SELECT e.entrypoint
+    SELECT array_agg(c.entrypoint), bool_or(c.keyed) INTO v_limited, v_keyed
+      FROM (SELECT e.entrypoint, e.key_concurrency_limit IS NOT NULL AS keyed
               FROM pgq.entrypoints e
              WHERE e.entrypoint = ANY (claim.entrypoints)
-               AND e.concurrency_limit IS NOT NULL
+               AND (e.concurrency_limit IS NOT NULL OR e.key_concurrency_limit IS NOT NULL)
                AND e.paused_at IS NULL
              ORDER BY e.entrypoint
                FOR UPDATE SKIP LOCKED) AS c;
-
+    IF v_keyed THEN
+        -- Per-key limits and fair share (a key-limited entrypoint is locked by this claim).
+        v_ids := pgq._claim_keyed(claim.entrypoints, v_limited, claim.batch_size, v_now);
+    ELSE  -- (the statement below, not indented again: it is the claim of every other call)
     -- Lock the jobs to take: per lane from its cursor on (slot <> 4: queued jobs are in the
     -- ring, jobs_slot_check; the planner leaves jobs_scheduled out), then by priority and ready order
     -- within each entrypoint's quota. (The ids go to an array: the UPDATE below finds them by
     -- id whatever the planner guesses about the LIMITs.)
     WITH eps AS (
         SELECT c.entrypoint,
-               CASE WHEN c.concurrency_limit IS NULL THEN claim.batch_size
+               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL THEN claim.batch_size
                     WHEN c.entrypoint = ANY (v_limited) THEN
                          greatest(0, least(claim.batch_size,
                                            c.concurrency_limit - (SELECT count(*)
@@ -2510,6 +2894,7 @@ BEGIN
              WHERE r.n <= r.quota
              ORDER BY r.priority DESC, r.ready_seq
              LIMIT claim.batch_size) AS p;
+    END IF;
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
@@ -2973,7 +3358,7 @@ BEGIN
                     RETURNING j.*, i.delay, i.details AS retry_details, i.outcome AS retry_outcome
                 ), ins AS (
                     INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt,
-                                          payload, headers, dedupe_key, cancel_requested, errors, timeout, slot)
+                                          payload, headers, dedupe_key, cancel_requested, errors, timeout, slot, group_key)
                     SELECT m.id, m.entrypoint, 'scheduled', m.priority, v_now + make_interval(secs => m.delay),
                            m.enqueued_at, CASE WHEN m.retry_outcome = 'snoozed' THEN m.attempt - 1 ELSE m.attempt END,
                            m.payload, m.headers, m.dedupe_key, m.cancel_requested,
@@ -2984,7 +3369,7 @@ BEGIN
                                'decision', CASE WHEN m.retry_outcome = 'snoozed' THEN 'snoozed' ELSE 'retry' END,
                                'run_at', v_now + make_interval(secs => m.delay)))
                                || jsonb_build_object('details', m.retry_details)),
-                           m.timeout, 4
+                           m.timeout, 4, m.group_key
                       FROM moved m
                      ORDER BY m.id
                     RETURNING id, attempt, entrypoint, run_at, errors -> -1 ->> 'decision' AS decision
@@ -3081,23 +3466,31 @@ COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timest
 
 -- sql/functions/configure.sql
 -- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
---               heartbeat_timeout, reset, run_timeout, max_interruptions, max_snoozes)
+--               heartbeat_timeout, reset, run_timeout, max_interruptions, max_snoozes,
+--               dedupe_period, dedupe_states, key_concurrency_limit)
 -- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
 --   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
---   5 min cap, 30 s heartbeat timeout, no run timeout, 3 interruptions, 100 snoozes) and then
---   applies the given ones. run_timeout: how long one attempt may run (from its claim) before
---   SQL ends it as a failed attempt, "timed out" (pgq._time_out; a job's own timeout from
---   pgq.enqueue wins); interval '0' removes the limit. max_interruptions: consecutive
---   interrupted attempts that are not counted; the next one counts (see pgq.complete).
---   max_snoozes: snoozes a job may take without using an attempt; the next one counts.
+--   5 min cap, 30 s heartbeat timeout, no run timeout, 3 interruptions, 100 snoozes, dedupe
+--   keys freed when their job finishes, no key limit) and then applies the given ones.
+--   run_timeout: how long one attempt may run (from its claim) before SQL ends it as a failed
+--   attempt, "timed out" (pgq._time_out; a job's own timeout from pgq.enqueue wins);
+--   interval '0' removes the limit. max_interruptions: consecutive interrupted attempts that
+--   are not counted; the next one counts (see pgq.complete). max_snoozes: snoozes a job may
+--   take without using an attempt; the next one counts. dedupe_period: a job of this
+--   entrypoint that finishes in one of dedupe_states (a non-empty subset of successful,
+--   failed, canceled; default successful) keeps its dedupe key for that long after it
+--   finished (pgq._archive), so no job with the same key can be enqueued meanwhile
+--   (on_conflict answers as for a live holder); 0 frees keys at once. key_concurrency_limit
+--   (1..1,000,000): at most that many running jobs per group key across all workers, claims
+--   taking the keys in turn (see pgq.claim; NULL: none, only reset removes it).
 --   concurrency_limit 0 pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
 --   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
 --   ends a pause; see pgq._sweep).
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
 --   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
 --   (so every time computed from them stays in range), run_timeout 0 (none) or 1 second..30
---   days, max_interruptions 0..1000, max_snoozes 0..10000.
+--   days, max_interruptions 0..1000, max_snoozes 0..10000, dedupe_period 0..3650 days.
 -- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
 CREATE OR REPLACE FUNCTION pgq.configure(
     entrypoint         text,
@@ -3109,7 +3502,10 @@ CREATE OR REPLACE FUNCTION pgq.configure(
     reset              boolean  DEFAULT false,
     run_timeout        interval DEFAULT NULL,
     max_interruptions  int      DEFAULT NULL,
-    max_snoozes        int      DEFAULT NULL
+    max_snoozes        int      DEFAULT NULL,
+    dedupe_period      interval DEFAULT NULL,
+    dedupe_states      text[]   DEFAULT NULL,
+    key_concurrency_limit int   DEFAULT NULL
 )
 RETURNS pgq.entrypoints
 LANGUAGE plpgsql
@@ -3124,6 +3520,10 @@ BEGIN
     PERFORM pgq._check_name(configure.entrypoint, 'entrypoint', 'PQ001');
     IF configure.concurrency_limit < 0 THEN
         RAISE EXCEPTION 'concurrency_limit must be >= 0 (0 pauses), got %', configure.concurrency_limit
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF configure.key_concurrency_limit NOT BETWEEN 1 AND 1000000 THEN
+        RAISE EXCEPTION 'key_concurrency_limit must be between 1 and 1000000, got %', configure.key_concurrency_limit
             USING ERRCODE = 'PQ008';
     END IF;
     IF configure.max_attempts < 1 THEN
@@ -3143,6 +3543,18 @@ BEGIN
         RAISE EXCEPTION 'max_snoozes must be between 0 and 10000, got %', configure.max_snoozes
             USING ERRCODE = 'PQ008';
     END IF;
+    PERFORM pgq._check_interval(configure.dedupe_period, 'dedupe_period', interval '0', interval '3650 days');
+    IF configure.dedupe_states IS NOT NULL THEN
+        PERFORM pgq._check_dims(configure.dedupe_states, 'dedupe_states');
+        IF cardinality(configure.dedupe_states) = 0
+           OR array_position(configure.dedupe_states, NULL) IS NOT NULL
+           OR NOT configure.dedupe_states <@ ARRAY['successful', 'failed', 'canceled']
+           OR cardinality(configure.dedupe_states) <> (SELECT count(DISTINCT s) FROM unnest(configure.dedupe_states) s) THEN
+            RAISE EXCEPTION 'dedupe_states must be distinct end states among successful, failed, canceled, got %',
+                configure.dedupe_states
+                USING ERRCODE = 'PQ008';
+        END IF;
+    END IF;
     IF configure.backoff_base < interval '0' THEN
         RAISE EXCEPTION 'backoff_base must not be negative, got %', configure.backoff_base USING ERRCODE = 'PQ008';
     END IF;
@@ -3158,7 +3570,8 @@ BEGIN
         UPDATE pgq.entrypoints e
            SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
                backoff_max = DEFAULT, heartbeat_timeout = DEFAULT, run_timeout = DEFAULT,
-               max_interruptions = DEFAULT, max_snoozes = DEFAULT
+               max_interruptions = DEFAULT, max_snoozes = DEFAULT, dedupe_period = DEFAULT,
+               dedupe_states = DEFAULT, key_concurrency_limit = DEFAULT
          WHERE e.entrypoint = configure.entrypoint;
     END IF;
     SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
@@ -3172,6 +3585,9 @@ BEGIN
                               ELSE nullif(configure.run_timeout, interval '0') END;
     v_row.max_interruptions := coalesce(configure.max_interruptions, v_row.max_interruptions);
     v_row.max_snoozes := coalesce(configure.max_snoozes, v_row.max_snoozes);
+    v_row.dedupe_period := coalesce(configure.dedupe_period, v_row.dedupe_period);
+    v_row.dedupe_states := coalesce(configure.dedupe_states, v_row.dedupe_states);
+    v_row.key_concurrency_limit := coalesce(configure.key_concurrency_limit, v_row.key_concurrency_limit);
     IF v_row.backoff_max < v_row.backoff_base THEN
         RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
             USING ERRCODE = 'PQ008';
@@ -3186,6 +3602,9 @@ BEGIN
            run_timeout = v_row.run_timeout,
            max_interruptions = v_row.max_interruptions,
            max_snoozes = v_row.max_snoozes,
+           dedupe_period = v_row.dedupe_period,
+           dedupe_states = v_row.dedupe_states,
+           key_concurrency_limit = v_row.key_concurrency_limit,
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
@@ -3194,8 +3613,8 @@ BEGIN
     RETURN v_row;
 END
 $$;
-COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int) IS
-    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it), max_interruptions, max_snoozes. NULL leaves a setting unchanged; reset => true restores defaults first.';
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it), max_interruptions, max_snoozes, dedupe_period and dedupe_states (dedupe keys kept after the job finished), key_concurrency_limit (running jobs per group key; claims take keys in turn). NULL leaves a setting unchanged; reset => true restores defaults first.';
 
 -- sql/functions/delete_history.sql
 -- pgq.delete_history(entrypoint, statuses, since, until, error, max_jobs)
@@ -3282,7 +3701,7 @@ COMMENT ON FUNCTION pgq.delete_jobs(bigint[]) IS
 
 -- sql/functions/enqueue.sql
 -- pgq.enqueue(entrypoint, payload, priority, run_at, dedupe_key, headers, on_conflict, delay,
---             timeout)
+--             timeout, group_key)
 -- Contract: adds one job and returns its id; the same rules, defaults and errors as
 --   pgq.enqueue_many for one element (the messages come from the same pgq._check_job), without
 --   its array handling: one INSERT. Due at run_at, or delay after now() (the server's clock),
@@ -3301,7 +3720,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue(
     headers      jsonb       DEFAULT NULL,
     on_conflict  text        DEFAULT 'raise',
     delay        interval    DEFAULT NULL,
-    timeout      interval    DEFAULT NULL
+    timeout      interval    DEFAULT NULL,
+    group_key    text        DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -3316,6 +3736,7 @@ AS $$
 DECLARE
     v_id  bigint;
     v_due timestamptz;
+    v_kept record;
 BEGIN
     IF enqueue.on_conflict IS NULL OR enqueue.on_conflict NOT IN ('raise', 'existing') THEN
         RAISE EXCEPTION 'on_conflict must be ''raise'' or ''existing'', got %', coalesce(quote_literal(enqueue.on_conflict), 'NULL')
@@ -3337,6 +3758,11 @@ BEGIN
        OR enqueue.run_at IS NOT NULL OR enqueue.dedupe_key IS NOT NULL THEN
         PERFORM pgq._check_jobs(NULL, ARRAY[enqueue.payload], NULL, ARRAY[enqueue.run_at], ARRAY[enqueue.dedupe_key], ARRAY[enqueue.headers]);
     END IF;
+    IF octet_length(enqueue.group_key) > 200 THEN
+        RAISE EXCEPTION 'group key % at position 1 is % bytes, over the 200-byte limit',
+            quote_literal(left(enqueue.group_key, 60) || '...'), octet_length(enqueue.group_key)
+            USING ERRCODE = 'PQ009';
+    END IF;
     IF enqueue.delay IS NOT NULL THEN
         PERFORM pgq._check_interval(enqueue.delay, 'delay', interval '0', interval '36500 days', 'PQ009');
     END IF;
@@ -3351,7 +3777,33 @@ BEGIN
     IF enqueue.dedupe_key IS NOT NULL THEN
         INSERT INTO pgq.live_keys (dedupe_key, job_id) VALUES (enqueue.dedupe_key, v_id)
             ON CONFLICT (dedupe_key) DO NOTHING;
-        IF NOT FOUND THEN
+        IF FOUND THEN
+            -- Unique by period: a job that finished within the entrypoint's dedupe_period in
+            -- one of its dedupe_states keeps the key (looked up after taking the live key, so
+            -- a holder finishing meanwhile is seen).
+            SELECT h.id, h.finished_at, c.dedupe_period INTO v_kept
+              FROM pgq.entrypoints c
+             CROSS JOIN LATERAL (SELECT h.id, h.finished_at
+                                   FROM pgq.job_history h
+                                  WHERE h.dedupe_key = enqueue.dedupe_key
+                                    AND h.finished_at > now() - c.dedupe_period
+                                    AND h.status = ANY (c.dedupe_states)
+                                  ORDER BY h.finished_at DESC
+                                  LIMIT 1) AS h
+             WHERE c.entrypoint = enqueue.entrypoint
+               AND c.dedupe_period > interval '0';
+            IF v_kept.id IS NOT NULL THEN
+                IF enqueue.on_conflict = 'raise' THEN
+                    RAISE EXCEPTION 'dedupe key % is kept until % by job %, finished at % (dedupe_period %)',
+                        quote_literal(enqueue.dedupe_key), v_kept.finished_at + v_kept.dedupe_period,
+                        v_kept.id, v_kept.finished_at, v_kept.dedupe_period
+                        USING ERRCODE = 'PQ007',
+                              HINT = 'Pass on_conflict => ''existing'' to get the id of that job instead.';
+                END IF;
+                DELETE FROM pgq.live_keys k WHERE k.dedupe_key = enqueue.dedupe_key AND k.job_id = v_id;
+                RETURN v_kept.id;
+            END IF;
+        ELSE
             IF enqueue.on_conflict = 'raise' THEN
                 RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(enqueue.dedupe_key)
                     USING ERRCODE = 'PQ007',
@@ -3372,21 +3824,22 @@ BEGIN
     -- due one enters the ring's current slot with a ready number, behind the fence.
     IF v_due > now() THEN
         INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
-                              status, slot)
+                              status, slot, group_key)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'scheduled', 4);
+                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'scheduled', 4, enqueue.group_key);
     ELSE
         PERFORM pgq._ready_lock(ARRAY[enqueue.entrypoint]);
         INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
-                              status, ready_seq, slot)
+                              status, ready_seq, slot, group_key)
         VALUES (v_id, enqueue.entrypoint, enqueue.payload, coalesce(enqueue.priority, 0), v_due,
-                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot());
+                enqueue.dedupe_key, enqueue.headers, enqueue.timeout, 'queued', nextval('pgq.ready_seq'), pgq._slot(),
+                enqueue.group_key);
     END IF;
     RETURN v_id;
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval) IS
-    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing); timeout is its run time limit (NULL: the entrypoint''s).';
+COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text) IS
+    'Adds one job; returns its id. Due at run_at, or delay after now (not both), or now; dedupe_key is unique among live jobs (on_conflict: raise or existing); timeout is its run time limit (NULL: the entrypoint''s); group_key is its key for per-key limits and fair share.';
 
 -- sql/functions/enqueue_many.sql
 -- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict,
@@ -3399,15 +3852,20 @@ COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text
 --   due at its run_ats element, or its delays element after now() (the server's clock); one
 --   job may not have both. Jobs are due at run_at and claimed by priority (higher first), then in
 --   ready order (enqueue order for jobs due at once; a delayed job joins when it is due). A dedupe key is unique among live (scheduled, queued or running)
---   jobs (pgq.live_keys):
+--   jobs (pgq.live_keys), and when the new job's entrypoint has a dedupe_period (pgq.configure),
+--   also among jobs that finished within it in one of its dedupe_states (unique by period: the
+--   newest such job in pgq.job_history keeps the key):
 --   on_conflict => 'raise' (default) raises PQ007 and adds nothing; 'existing' returns the id of
---   the live job that holds the key instead of adding one. timeouts: each job's run time limit
---   (1 second .. 30 days; NULL: the entrypoint's run_timeout), which wins over the entrypoint's.
+--   the live job that holds the key (or the finished job that keeps it) instead of adding one.
+--   timeouts: each job's run time limit (1 second .. 30 days; NULL: the entrypoint's
+--   run_timeout), which wins over the entrypoint's. group_keys: element i is job i's group key
+--   (NULL: none), for the per-key limits and fair share of its entrypoint
+--   (key_concurrency_limit, pgq.configure; see pgq.claim).
 -- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
 --   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
 --   payloads or headers not a JSON array, a job with both run_at and delay, a timeout out of
---   bounds.
+--   bounds, a group key over 200 bytes.
 --   Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     entrypoints  text[],
@@ -3418,7 +3876,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     headers      jsonb         DEFAULT NULL,
     on_conflict  text          DEFAULT 'raise',
     delays       interval[]    DEFAULT NULL,
-    timeouts     interval[]    DEFAULT NULL
+    timeouts     interval[]    DEFAULT NULL,
+    group_keys   text[]        DEFAULT NULL
 )
 RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
@@ -3437,6 +3896,9 @@ DECLARE
     v_bad      record;
     v_ids      bigint[];
     v_missing  text[];
+    v_kept_keys text[];
+    v_kept_ids bigint[];
+    v_kept_msg text;
     v_payloads jsonb[];
     v_headers  jsonb[];
 BEGIN
@@ -3464,7 +3926,8 @@ BEGIN
                    ('dedupe_keys', cardinality(enqueue_many.dedupe_keys)),
                    ('headers', jsonb_array_length(enqueue_many.headers)),
                    ('delays', cardinality(enqueue_many.delays)),
-                   ('timeouts', cardinality(enqueue_many.timeouts))) AS a(name, len)
+                   ('timeouts', cardinality(enqueue_many.timeouts)),
+                   ('group_keys', cardinality(enqueue_many.group_keys))) AS a(name, len)
      WHERE a.len IS NOT NULL AND a.len <> v_n
      LIMIT 1;
     IF FOUND THEN
@@ -3522,6 +3985,19 @@ BEGIN
         END IF;
     END IF;
 
+    IF enqueue_many.group_keys IS NOT NULL THEN
+        PERFORM pgq._check_dims(enqueue_many.group_keys, 'group_keys');
+        SELECT u.k, u.ord INTO v_bad
+          FROM unnest(enqueue_many.group_keys) WITH ORDINALITY AS u(k, ord)
+         WHERE octet_length(u.k) > 200
+         ORDER BY u.ord
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'group key % at position % is % bytes, over the 200-byte limit',
+                quote_literal(left(v_bad.k, 60) || '...'), v_bad.ord, octet_length(v_bad.k)
+                USING ERRCODE = 'PQ009';
+        END IF;
+    END IF;
     PERFORM pgq._check_jobs(enqueue_many.entrypoints, v_payloads, enqueue_many.priorities, enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers);
     IF enqueue_many.delays IS NOT NULL THEN
         PERFORM pgq._check_dims(enqueue_many.delays, 'delays');
@@ -3552,6 +4028,34 @@ BEGIN
           INTO v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
           LEFT JOIN won w ON w.job_id = x.id;
+        -- Unique by period: among the keys just taken, those a job finished within its new
+        -- job's entrypoint's dedupe_period in one of its dedupe_states keeps (looked up after
+        -- taking the live keys, so a holder finishing meanwhile is seen).
+        SELECT array_agg(x.dk ORDER BY x.ord), array_agg(h.id ORDER BY x.ord),
+               (array_agg(format('dedupe key %s is kept until %s by job %s, finished at %s (dedupe_period %s)',
+                                 quote_literal(x.dk), h.finished_at + c.dedupe_period, h.id, h.finished_at,
+                                 c.dedupe_period) ORDER BY x.ord))[1]
+          INTO v_kept_keys, v_kept_ids, v_kept_msg
+          FROM unnest(v_ids, enqueue_many.entrypoints, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, e, dk, ord)
+          JOIN pgq.entrypoints c ON c.entrypoint = x.e
+         CROSS JOIN LATERAL (SELECT h.id, h.finished_at
+                               FROM pgq.job_history h
+                              WHERE h.dedupe_key = x.dk
+                                AND h.finished_at > now() - c.dedupe_period
+                                AND h.status = ANY (c.dedupe_states)
+                              ORDER BY h.finished_at DESC
+                              LIMIT 1) AS h
+         WHERE x.dk IS NOT NULL
+           AND c.dedupe_period > interval '0'
+           AND EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = x.dk AND k.job_id = x.id);
+        IF v_kept_keys IS NOT NULL THEN
+            IF enqueue_many.on_conflict = 'raise' THEN
+                RAISE EXCEPTION '%', v_kept_msg
+                    USING ERRCODE = 'PQ007',
+                          HINT = 'Pass on_conflict => ''existing'' to get the id of that job instead.';
+            END IF;
+            DELETE FROM pgq.live_keys k WHERE k.dedupe_key = ANY (v_kept_keys) AND k.job_id = ANY (v_ids);
+        END IF;
         IF v_missing IS NOT NULL AND enqueue_many.on_conflict = 'raise' THEN
             RAISE EXCEPTION 'dedupe key % is already held by a live job', quote_literal(v_missing[1])
                 USING ERRCODE = 'PQ007',
@@ -3563,27 +4067,30 @@ BEGIN
     -- due one enters the ring's current slot with a ready number, behind the fence.
     PERFORM pgq._ready_lock(enqueue_many.entrypoints);
     INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
-                          status, ready_seq, slot)
+                          status, ready_seq, slot, group_key)
     SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h, u.t,
            CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
            CASE WHEN d.due > now() THEN NULL ELSE nextval('pgq.ready_seq') END,
-           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END
+           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END, u.gk
       FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
                   enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays,
-                  enqueue_many.timeouts)
-           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, t, ord)
+                  enqueue_many.timeouts, enqueue_many.group_keys)
+           WITH ORDINALITY AS u(id, e, p, pr, ra, dk, h, dl, t, gk, ord)
      CROSS JOIN LATERAL (SELECT coalesce(u.ra, now() + u.dl, now()) AS due) AS d
-     WHERE u.dk IS NULL OR v_missing IS NULL
-        OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id)
+     WHERE (u.dk IS NULL OR v_missing IS NULL
+            OR NOT EXISTS (SELECT 1 FROM pgq.live_keys k WHERE k.dedupe_key = u.dk AND k.job_id <> u.id))
+       AND (v_kept_keys IS NULL OR u.dk IS NULL OR u.dk <> ALL (v_kept_keys))
      ORDER BY u.ord;
 
-    IF v_missing IS NOT NULL THEN
-        -- 'existing': a new statement sees the holders that made our key insert skip.
-        SELECT array_agg(coalesce(k.job_id, x.id) ORDER BY x.ord),
-               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL)
+    IF v_missing IS NOT NULL OR v_kept_keys IS NOT NULL THEN
+        -- 'existing': a new statement sees the holders that made our key insert skip; a kept
+        -- key answers the finished job that keeps it.
+        SELECT array_agg(coalesce(kh.id, k.job_id, x.id) ORDER BY x.ord),
+               array_agg(x.dk ORDER BY x.ord) FILTER (WHERE x.dk IS NOT NULL AND k.job_id IS NULL AND kh.id IS NULL)
           INTO v_ids, v_missing
           FROM unnest(v_ids, enqueue_many.dedupe_keys) WITH ORDINALITY AS x(id, dk, ord)
-          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk;
+          LEFT JOIN pgq.live_keys k ON k.dedupe_key = x.dk
+          LEFT JOIN unnest(v_kept_keys, v_kept_ids) AS kh(dk, id) ON kh.dk = x.dk;
         IF v_missing IS NOT NULL THEN
             -- The holder finished between our insert and this look-up: its key is free now.
             RAISE EXCEPTION 'dedupe key % was released while enqueueing; retry the call', quote_literal(v_missing[1])
@@ -3593,8 +4100,8 @@ BEGIN
     RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[]) IS
-    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) per job. on_conflict: raise (PQ007) or existing.';
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[]) IS
+    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) and group_keys per job. on_conflict: raise (PQ007) or existing.';
 
 -- sql/functions/entrypoint_config.sql
 -- pgq.entrypoint_config(entrypoints)
@@ -4132,6 +4639,56 @@ END
 $$;
 COMMENT ON FUNCTION pgq.job_results(bigint[]) IS
     'Status and result of jobs by id, for producers waiting on them: one row per id (unknown when absent); result of successful jobs, error details of failed or canceled ones; no payload.';
+
+-- sql/functions/key_stats.sql
+-- pgq.key_stats(entrypoints, max_keys)
+-- Contract: the busiest group keys of the entrypoints with a key_concurrency_limit (the given
+--   names, NULL: every one), for dashboards and the CLI: per entrypoint, up to max_keys keys
+--   with queued or running jobs, most queued first (then by key): queued, running, the limit,
+--   and at_limit (running >= limit: its queued jobs wait on the key's limit, not on a worker).
+--   Read-only; counts what it finds now (one walk of the entrypoint's queued and running jobs
+--   with a key), so a dashboard calls it for the entrypoints it shows.
+-- Locking: none (reads only).
+-- Errors: PQ002 max_keys outside 1..1000; PQ009 a multi-dimensional entrypoints array.
+CREATE OR REPLACE FUNCTION pgq.key_stats(entrypoints text[] DEFAULT NULL, max_keys int DEFAULT 10)
+RETURNS TABLE (entrypoint text, group_key text, queued bigint, running bigint,
+               key_concurrency_limit int, at_limit boolean)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM pgq._check_dims(key_stats.entrypoints, 'entrypoints');
+    IF key_stats.max_keys IS NULL OR key_stats.max_keys NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'max_keys must be between 1 and 1000, got %', coalesce(key_stats.max_keys::text, 'NULL')
+            USING ERRCODE = 'PQ002';
+    END IF;
+    RETURN QUERY
+    SELECT e.entrypoint, k.group_key, k.queued, k.running, e.key_concurrency_limit,
+           k.running >= e.key_concurrency_limit
+      FROM pgq.entrypoints e
+     CROSS JOIN LATERAL (
+           SELECT j.group_key,
+                  count(*) FILTER (WHERE j.status = 'queued') AS queued,
+                  count(*) FILTER (WHERE j.status = 'running') AS running
+             FROM pgq.jobs j
+            WHERE j.entrypoint = e.entrypoint
+              AND j.group_key IS NOT NULL
+              AND j.status IN ('queued', 'running')
+              AND j.slot <> 4
+            GROUP BY j.group_key
+            ORDER BY 2 DESC, 1
+            LIMIT key_stats.max_keys) AS k
+     WHERE e.key_concurrency_limit IS NOT NULL
+       AND (key_stats.entrypoints IS NULL OR e.entrypoint = ANY (key_stats.entrypoints))
+     ORDER BY e.entrypoint, k.queued DESC, k.group_key;
+END
+$$;
+COMMENT ON FUNCTION pgq.key_stats(text[], int) IS
+    'The busiest group keys of key-limited entrypoints: queued, running, the limit and whether the key is at it (its queued jobs wait on the key''s limit).';
 
 -- sql/functions/list_jobs.sql
 -- pgq.list_jobs(entrypoint, state, after, page_size)
@@ -4991,6 +5548,8 @@ BEGIN
        AND e.backoff_base = interval '1 second'
        AND e.backoff_max = interval '5 minutes'
        AND e.heartbeat_timeout = interval '30 seconds'
+       AND e.dedupe_period = interval '0'
+       AND e.key_concurrency_limit IS NULL
        AND NOT EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.entrypoint = e.entrypoint)
        AND NOT EXISTS (SELECT 1 FROM pgq.schedules s WHERE s.entrypoint = e.entrypoint)
     RETURNING e.entrypoint
@@ -4999,12 +5558,13 @@ BEGIN
     IF v_gone IS NULL THEN
         RETURN 0;
     END IF;
-    -- Their lanes go too, with the cursor sequences (the next enqueue creates them again).
+    -- Their lanes go too, with the cursor and turn sequences (the next enqueue creates them again).
     FOR v_seq IN
-        WITH lanes AS (DELETE FROM pgq.lanes l WHERE l.entrypoint = ANY (v_gone) RETURNING l.cursor_seq)
+        WITH lanes AS (DELETE FROM pgq.lanes l WHERE l.entrypoint = ANY (v_gone) RETURNING l.cursor_seq, l.turn_seq)
         SELECT format('%I.%I', n.nspname, c.relname)
           FROM lanes l
-          JOIN pg_class c ON c.oid = l.cursor_seq
+          CROSS JOIN LATERAL (VALUES (l.cursor_seq), (l.turn_seq)) AS s(seq)
+          JOIN pg_class c ON c.oid = s.seq
           JOIN pg_namespace n ON n.oid = c.relnamespace
     LOOP
         EXECUTE 'DROP SEQUENCE ' || v_seq;
@@ -5427,12 +5987,12 @@ BEGIN
         RETURNING job_id
     ), ins AS (
         INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors, timeout, status, ready_seq, slot)
+                              dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
                b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
                CASE WHEN v_due THEN 'queued' ELSE 'scheduled' END,
                CASE WHEN v_due THEN nextval('pgq.ready_seq') END,
-               CASE WHEN v_due THEN pgq._slot() ELSE 4 END
+               CASE WHEN v_due THEN pgq._slot() ELSE 4 END, b.group_key
           FROM (SELECT b.* FROM back b
                  WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
                  ORDER BY b.id) AS b
@@ -5987,8 +6547,8 @@ GRANT EXECUTE ON FUNCTION pgq.prune_entrypoints(interval, interval, timestamptz)
 
 -- Re-signed functions (policy back in SQL): their grants again.
 GRANT EXECUTE ON FUNCTION
-    pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval),
-    pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[]),
+    pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text),
+    pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[]),
     pgq.cancel(bigint[], timestamptz)
     TO pgq_producer;
 GRANT EXECUTE ON FUNCTION

@@ -290,6 +290,33 @@ def test_cancel_pause_resume_configure(pgq_dsn: str, capsys: pytest.CaptureFixtu
     assert "op.a" in capsys.readouterr().out
 
 
+def test_configure_sets_and_shows_the_flow_limits(
+    pgq_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = ("--dsn", pgq_dsn)
+    config = cli_json(
+        capsys,
+        "configure",
+        "op.keys",
+        "--key-concurrency-limit",
+        "2",
+        "--dedupe-period",
+        "1h",
+        "--dedupe-states",
+        "successful,failed",
+        *d,
+    )
+    assert config["key_concurrency_limit"] == 2  # type: ignore[index]
+    assert config["dedupe_period"] == 3600.0  # type: ignore[index]
+    assert config["dedupe_states"] == ["successful", "failed"]  # type: ignore[index]
+    assert main(["configure", "op.keys", "--plain", *d]) == 0
+    out = capsys.readouterr().out
+    assert "key_concurrency_limit" in out and "successful" in out
+    result = run_cli("configure", "op.keys", "--key-concurrency-limit", "0", "--dsn", pgq_dsn)
+    assert result.returncode != 0
+    assert "key_concurrency_limit must be between 1 and 1000000, got 0" in one_line_error(result)
+
+
 def test_show_one_job(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     d = ("--dsn", pgq_dsn)
     main(["enqueue", "show.a", '{"to": "x"}', *d])

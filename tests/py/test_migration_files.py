@@ -98,6 +98,7 @@ def test_a_deleted_function_file_must_be_dropped_by_hand(sql: Path) -> None:
         "history_summary": "text[], bigint",
         "_check_name": "text, text, text",
         "_jobs_after_delete": "",
+        "unschedule": "text",
     }
     changed = set(nm.split(_newest(sql).read_text(), "newest")[1])
     name = next(n for n in candidates if n not in changed)

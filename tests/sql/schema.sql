@@ -16,7 +16,7 @@ SELECT has_sequence('pgq', 'lease_seq', 'sequence pgq.lease_seq');
 SELECT columns_are('pgq', 'jobs', ARRAY['id', 'entrypoint', 'status', 'priority', 'run_at', 'enqueued_at', 'attempt',
                                        'payload', 'headers', 'dedupe_key', 'lease', 'worker_id', 'started_at',
                                        'heartbeat_at', 'cancel_requested', 'errors', 'claim_request', 'ready_seq',
-                                       'slot', 'timeout', 'deadline_at'], 'pgq.jobs columns');
+                                       'slot', 'timeout', 'deadline_at', 'group_key'], 'pgq.jobs columns');
 SELECT has_table('pgq', 'lanes', 'table pgq.lanes (claim lanes and their cursors)');
 SELECT has_table('pgq', 'live_keys', 'table pgq.live_keys (dedupe keys of live jobs)');
 SELECT has_sequence('pgq', 'ready_seq', 'sequence pgq.ready_seq (ready numbers)');
@@ -31,10 +31,11 @@ SELECT results_eq($$SELECT c.relname::text COLLATE "default", pg_get_expr(c.relp
                   'pgq.jobs: four ring slots and the partition of jobs not due yet');
 SELECT columns_are('pgq', 'job_history', ARRAY['id', 'entrypoint', 'status', 'priority', 'attempt', 'payload', 'headers',
                                               'dedupe_key', 'enqueued_at', 'started_at', 'finished_at', 'worker_id',
-                                              'lease', 'details', 'errors', 'finished_xid', 'timeout'], 'pgq.job_history columns');
+                                              'lease', 'details', 'errors', 'finished_xid', 'timeout', 'group_key'], 'pgq.job_history columns');
 SELECT columns_are('pgq', 'entrypoints', ARRAY['entrypoint', 'concurrency_limit', 'max_attempts', 'backoff_base',
                                               'backoff_max', 'heartbeat_timeout', 'updated_at', 'paused_at', 'paused_by',
-                                              'run_timeout', 'max_interruptions', 'max_snoozes'],
+                                              'run_timeout', 'max_interruptions', 'max_snoozes',
+                                              'dedupe_period', 'dedupe_states', 'key_concurrency_limit'],
                    'pgq.entrypoints columns');
 SELECT col_type_is('pgq', 'jobs', 'id', 'bigint', 'jobs.id is bigint');
 SELECT col_type_is('pgq', 'jobs', 'lease', 'bigint', 'jobs.lease is bigint');
@@ -100,6 +101,9 @@ SELECT is(pg_get_indexdef('pgq.jobs_id_idx'::regclass),
 SELECT is(pg_get_indexdef('pgq.jobs_scheduled_idx'::regclass),
           'CREATE INDEX jobs_scheduled_idx ON ONLY pgq.jobs USING btree (entrypoint, run_at) WHERE (status = ''scheduled''::text)',
           'jobs_scheduled_idx: jobs not due yet by due time');
+SELECT is(pg_get_indexdef('pgq.jobs_key_idx'::regclass),
+          'CREATE INDEX jobs_key_idx ON ONLY pgq.jobs USING btree (entrypoint, priority, hashtextextended(group_key, (0)::bigint), ready_seq) WHERE ((status = ''queued''::text) AND (group_key IS NOT NULL))',
+          'jobs_key_idx: queued jobs with a group key, per lane and key, in ready order (per-key limits, fair share)');
 SELECT is(pg_get_indexdef('pgq.job_history_finished_at_idx'::regclass),
           'CREATE INDEX job_history_finished_at_idx ON pgq.job_history USING btree (finished_at)',
           'job_history_finished_at_idx: pruning');
@@ -112,8 +116,8 @@ SELECT ok(NOT EXISTS (SELECT 1 FROM pg_index i
                                 = ANY (i.indkey::int2[])
                               OR pg_get_indexdef(i.indexrelid) LIKE '%heartbeat_at%')),
           'heartbeat_at is in no index of pgq.jobs (key, expression or predicate): heartbeats stay HOT');
-SELECT is((SELECT count(*)::int FROM pg_index WHERE indrelid = 'pgq.jobs'::regclass), 4,
-          'pgq.jobs has exactly four indexes (every extra one costs on the hot path)');
+SELECT is((SELECT count(*)::int FROM pg_index WHERE indrelid = 'pgq.jobs'::regclass), 5,
+          'pgq.jobs has exactly five indexes (every extra one costs on the hot path; jobs_key_idx holds only queued jobs with a group key)');
 SELECT ok((SELECT bool_and(reloptions @> ARRAY['fillfactor=50']) FROM pg_class
             WHERE oid IN ('pgq.jobs_0'::regclass, 'pgq.jobs_1'::regclass, 'pgq.jobs_2'::regclass, 'pgq.jobs_3'::regclass)),
           'the ring slots have fillfactor 50 (room on each page for HOT heartbeats)');
@@ -226,28 +230,28 @@ SELECT ok((SELECT typacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM aclexplode(ty
 SELECT has_role('pgq_producer');
 SELECT has_role('pgq_worker');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
-              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval)',
-              'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[])',
+              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text)',
+              'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[])',
               'pgq.cancel(bigint[], timestamptz)',
               'pgq.claim(uuid, text[], int, timestamptz, uuid)',
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
               'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
               'pgq.release(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int)',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int)',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_producer', f, 'EXECUTE')),
           ARRAY['pgq.cancel(bigint[], timestamptz)',
-                'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval)',
-                'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[])'],
+                'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text)',
+                'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[])'],
           'pgq_producer executes enqueue, enqueue_many and cancel, nothing else of the API');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
-              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval)',
+              'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text)',
               'pgq.cancel(bigint[], timestamptz)',
               'pgq.claim(uuid, text[], int, timestamptz, uuid)',
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
               'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
               'pgq.release(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int)',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int)',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_worker', f, 'EXECUTE')),
           ARRAY['pgq.claim(uuid, text[], int, timestamptz, uuid)',

@@ -3,8 +3,8 @@
 Two databases with equal snapshots have the same functions (full definition, body, settings,
 owner, privileges, comment), types, tables, columns, defaults, constraints, indexes,
 triggers, views, sequences, policies, default privileges, the pgq roles, and the same number
-of rows in each table. The lanes' cursor sequences (``pgq.lane_cursor_<n>``, one per lane a
-queue has used: data, not schema) are left out.
+of rows in each table. The lanes' cursor and turn sequences (``pgq.lane_cursor_<n>``,
+``pgq.lane_turn_<n>``, one each per lane a queue has used: data, not schema) are left out.
 
 The same queries also render :func:`readable`, the text committed as ``sql/schema.snapshot``:
 one block per object, without function bodies (``sql/functions/`` holds them, and the suite
@@ -51,7 +51,7 @@ _PGQ_ROLES = """
          WHERE p.pronamespace = 'pgq'::regnamespace AND p.proacl IS NOT NULL
         UNION ALL
         SELECT (aclexplode(c.relacl)).grantee, c.relowner FROM pg_class c
-         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'
+         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_(cursor|turn)_[0-9]+$'
            AND c.relacl IS NOT NULL
         UNION ALL
         SELECT (aclexplode(t.typacl)).grantee, t.typowner FROM pg_type t
@@ -102,7 +102,7 @@ QUERIES: dict[str, str] = {
                {_grants("c.relacl", "r", "c.relowner")} AS grants,
                {_grants("c.relacl", "s", "c.relowner")} AS sequence_grants
           FROM pg_class c WHERE c.relnamespace = 'pgq'::regnamespace
-           AND c.relname !~ '^lane_cursor_[0-9]+$'""",
+           AND c.relname !~ '^lane_(cursor|turn)_[0-9]+$'""",
     "columns": """
         SELECT c.relname AS relation, a.attnum AS number, a.attname AS name,
                format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS not_null,
@@ -114,7 +114,7 @@ QUERIES: dict[str, str] = {
           JOIN pg_class c ON c.oid = a.attrelid
           LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
           LEFT JOIN pg_collation co ON co.oid = a.attcollation AND a.attcollation <> 0
-         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'
+         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_(cursor|turn)_[0-9]+$'
            AND a.attnum > 0 AND NOT a.attisdropped""",
     # NOT NULL constraints (contype 'n', catalogued since PostgreSQL 18) are the columns'
     # not_null flags, listed with the columns.
@@ -132,7 +132,7 @@ QUERIES: dict[str, str] = {
                pg_get_triggerdef(t.oid) AS definition, t.tgenabled AS enabled,
                obj_description(t.oid, 'pg_trigger') AS comment
           FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'
+         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_(cursor|turn)_[0-9]+$'
            AND NOT t.tgisinternal""",
     "sequences": """
         SELECT s.seqrelid::regclass::text AS name, format_type(s.seqtypid, NULL) AS type,
@@ -144,7 +144,8 @@ QUERIES: dict[str, str] = {
                    AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i'))
                    AS owned_by
           FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
-         WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'""",
+         WHERE c.relnamespace = 'pgq'::regnamespace
+           AND c.relname !~ '^lane_(cursor|turn)_[0-9]+$'""",
     "policies": """
         SELECT p.schemaname AS schema, p.tablename AS relation, p.policyname AS name,
                p.permissive, p.roles::text AS roles, p.cmd, p.qual, p.with_check
@@ -175,7 +176,7 @@ QUERIES: dict[str, str] = {
 
 ROW_COUNTS = """
     SELECT c.oid::regclass::text FROM pg_class c
-     WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_cursor_[0-9]+$'
+     WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_(cursor|turn)_[0-9]+$'
        AND c.relkind IN ('r', 'p')"""
 
 def rows(conn: psycopg.Connection[Any], section: str) -> list[dict[str, Any]]:

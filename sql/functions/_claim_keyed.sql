@@ -1,0 +1,91 @@
+-- pgq._claim_keyed(entrypoints, limited, batch_size, at)
+-- Contract: the jobs pgq.claim takes when it holds the policy row of an entrypoint with a
+--   key_concurrency_limit (limited: the entrypoints whose rows it locked): the ids of up to
+--   batch_size queued jobs, locked, as pgq.claim's own statement chooses them (priority, then
+--   ready order, within each entrypoint's quota), except that the lanes of key-limited
+--   entrypoints take their candidates from pgq._keyed_candidates (group keys in turn, each
+--   within its room), and each key is capped again across the lanes of its entrypoint with the
+--   room they reported (a key queued at two priorities). Only called when such a row is held,
+--   so a claim without key limits runs its own statement and pays nothing for this one.
+-- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._claim_keyed(
+    entrypoints  text[],
+    limited      text[],
+    batch_size   int,
+    at           timestamptz
+)
+RETURNS bigint[]
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids bigint[];
+BEGIN
+    WITH eps AS (
+        SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
+               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL THEN _claim_keyed.batch_size
+                    WHEN c.entrypoint = ANY (_claim_keyed.limited) AND c.concurrency_limit IS NULL THEN _claim_keyed.batch_size
+                    WHEN c.entrypoint = ANY (_claim_keyed.limited) THEN
+                         greatest(0, least(_claim_keyed.batch_size,
+                                           c.concurrency_limit - (SELECT count(*)
+                                                                    FROM pgq.jobs r
+                                                                   WHERE r.entrypoint = c.entrypoint
+                                                                     AND r.status = 'running'
+                                                                     AND r.slot <> 4)))
+                    ELSE 0 END AS quota
+          FROM pgq.entrypoints c
+         WHERE c.entrypoint = ANY (_claim_keyed.entrypoints)
+           AND c.paused_at IS NULL
+    ), lanes AS MATERIALIZED (
+        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, l.turn_seq,
+               pgq._lane_cursor(l.entrypoint, l.priority, l.cursor_seq) AS cursor
+          FROM eps
+          JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
+         WHERE eps.quota > 0
+    ), candidates AS (
+        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash, NULL::int AS room
+          FROM lanes
+         CROSS JOIN LATERAL (
+               SELECT j.id, j.entrypoint, j.priority, j.ready_seq
+                 FROM pgq.jobs j
+                WHERE j.entrypoint = lanes.entrypoint
+                  AND j.priority = lanes.priority
+                  AND j.status = 'queued'
+                  AND j.slot <> 4
+                  AND j.ready_seq > lanes.cursor
+                  AND j.run_at <= _claim_keyed.at
+                ORDER BY j.ready_seq
+                LIMIT least(lanes.quota, _claim_keyed.batch_size)
+                  FOR UPDATE SKIP LOCKED) AS q
+         WHERE lanes.key_limit IS NULL
+        UNION ALL
+        -- Per-key limits and fair share (pgq._keyed_candidates): keys in turn, each within its room.
+        SELECT k.id, lanes.entrypoint, lanes.priority, k.ready_seq, lanes.quota, k.key_hash, k.room
+          FROM lanes
+         CROSS JOIN LATERAL pgq._keyed_candidates(lanes.entrypoint, lanes.priority, lanes.cursor, lanes.turn_seq,
+                                                  least(lanes.quota, _claim_keyed.batch_size)::int, lanes.key_limit, _claim_keyed.at) AS k
+         WHERE lanes.key_limit IS NOT NULL
+    )
+    SELECT array_agg(p.id) INTO v_ids
+      FROM (SELECT r.id
+              FROM (SELECT c.id, c.priority, c.ready_seq, c.quota, c.room,
+                           row_number() OVER (PARTITION BY c.entrypoint
+                                              ORDER BY c.priority DESC, c.ready_seq) AS n,
+                           row_number() OVER (PARTITION BY c.entrypoint, c.key_hash
+                                              ORDER BY c.priority DESC, c.ready_seq) AS kn
+                      FROM candidates c) r
+             WHERE r.n <= r.quota
+               AND (r.room IS NULL OR r.kn <= r.room)
+             ORDER BY r.priority DESC, r.ready_seq
+             LIMIT _claim_keyed.batch_size) AS p;
+    RETURN v_ids;
+END
+$$;
+COMMENT ON FUNCTION pgq._claim_keyed(text[], text[], int, timestamptz) IS
+    'Private. The jobs pgq.claim takes when it holds a key-limited entrypoint: its own choice, with the lanes of key-limited entrypoints served by pgq._keyed_candidates and each key capped across lanes.';

@@ -1,0 +1,204 @@
+-- pgq._keyed_candidates(entrypoint, priority, cursor, turn_seq, quota, key_limit, at)
+-- Contract: the candidates of one lane of an entrypoint with a key_concurrency_limit, for
+--   pgq.claim: up to quota queued jobs (due at `at`, ready number above the lane's cursor),
+--   locked FOR UPDATE SKIP LOCKED, taken from the lane's group keys in turn. One statement
+--   walks the keys of the lane that have queued jobs in the order of their hash
+--   (hashtextextended(key, 0); one probe of jobs_key_idx per key), starting after the key the
+--   lane's last keyed claim served (turn_seq) and going round the ring at most once, until it
+--   met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys are all full
+--   costs a bounded walk; the next claim goes on from there). Round 1: each key met with room
+--   gives one job, its oldest. When the walk passed the end of the ring, the jobs of the lane
+--   without a key get their turn as one more group (one job; all that is left when no key has
+--   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
+--   is left: each key met gives what room it has left, in walk order. A key's room is key_limit
+--   minus its running jobs (counted once per call). turn_seq is set to the last key served.
+--   Answers (id, ready_seq, key_hash, room): key_hash and room (before this claim) let the
+--   claim cap each key across its lanes (priorities); both NULL for a job without a key.
+--   Keys whose hashes collide (two keys of 2^64) count as one key: a stricter limit, never
+--   a looser one.
+-- Locking: row locks on the returned jobs (SKIP LOCKED); the caller holds the entrypoint's
+--   policy row (one claimer at a time per key-limited entrypoint: the counts are exact).
+--   Sets turn_seq (a sequence: no row version per claim, not undone by a rollback).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._keyed_candidates(
+    entrypoint  text,
+    priority    int,
+    cursor      bigint,
+    turn_seq    regclass,
+    quota       int,
+    key_limit   int,
+    at          timestamptz
+)
+RETURNS TABLE (id bigint, ready_seq bigint, key_hash bigint, room int)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Called only by pgq._claim_keyed, whose settings (generic plans, no JIT, no sequential
+-- scans) are in force here too: setting them again would cost every call.
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_min     constant bigint := -9223372036854775808;
+    c_queued  constant text := 'queued';
+    v_h       bigint := coalesce(pg_sequence_last_value(_keyed_candidates.turn_seq), c_min);
+    v_left    int := _keyed_candidates.quota;
+    v_keys    bigint[];
+    v_rooms   int[];
+    v_ends    boolean;
+    v_last    bigint;
+    v_ids     bigint[] := '{}';
+    v_seqs    bigint[] := '{}';
+    v_hashes  bigint[] := '{}';
+    v_kroom   int[] := '{}';
+    v_got     record;
+BEGIN
+    IF v_left <= 0 THEN
+        RETURN;
+    END IF;
+    -- One statement: the running jobs per key (one walk of the entrypoint's running jobs);
+    -- the walk over the keys with queued jobs in hash order after the pointer, round the ring
+    -- at most once (the end of the ring is a NULL step: the jobs without a key), one index
+    -- probe per key, until quota keys with room were met or 100 + 4 * quota keys were visited;
+    -- and round 1: one job (its oldest) from each key met with room, in walk order.
+    WITH RECURSIVE running AS MATERIALIZED (
+        SELECT coalesce(array_agg(r.h), '{}') AS keys, coalesce(array_agg(r.n), '{}') AS counts
+          FROM (SELECT hashtextextended(j.group_key, 0) AS h, count(*)::int AS n
+                  FROM pgq.jobs j
+                 WHERE j.entrypoint = _keyed_candidates.entrypoint
+                   AND j.status = 'running'
+                   AND j.slot <> 4
+                   AND j.group_key IS NOT NULL
+                 GROUP BY 1) r
+    ), walk (h, n, found, wrapped, first) AS (
+        SELECT v_h, 0, 0, false, NULL::bigint
+        UNION ALL
+        SELECT nx.h, w.n + 1,
+               w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
+               w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
+               coalesce(w.first, nx.h)
+          FROM walk w
+         CROSS JOIN LATERAL (
+               SELECT k.h, _keyed_candidates.key_limit
+                           - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0) AS room
+                 FROM (SELECT (SELECT hashtextextended(j.group_key, 0)
+                                 FROM pgq.jobs j
+                                WHERE j.entrypoint = _keyed_candidates.entrypoint
+                                  AND j.priority = _keyed_candidates.priority
+                                  AND j.status = 'queued'
+                                  AND j.group_key IS NOT NULL
+                                  AND j.slot <> 4
+                                  AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
+                                ORDER BY hashtextextended(j.group_key, 0)
+                                LIMIT 1) AS h) AS k) AS nx
+         WHERE w.n < 100 + 4 * _keyed_candidates.quota
+           AND w.found < v_left
+           AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
+           AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
+    ), met AS MATERIALIZED (
+        SELECT w.n, w.h, _keyed_candidates.key_limit
+                         - coalesce((SELECT r.counts[array_position(r.keys, w.h)] FROM running r), 0) AS room
+          FROM walk w
+         WHERE w.n > 0
+    ), picked AS MATERIALIZED (
+        SELECT m.n, m.h, m.room, j.id, j.ready_seq
+          FROM met m
+         CROSS JOIN LATERAL (
+               SELECT j.id, j.ready_seq
+                 FROM pgq.jobs j
+                WHERE j.entrypoint = _keyed_candidates.entrypoint
+                  AND j.priority = _keyed_candidates.priority
+                  AND j.status = 'queued'
+                  AND j.group_key IS NOT NULL
+                  AND j.slot <> 4
+                  AND hashtextextended(j.group_key, 0) = m.h
+                  AND j.ready_seq > _keyed_candidates.cursor
+                  AND j.run_at <= _keyed_candidates.at
+                ORDER BY j.ready_seq
+                LIMIT 1
+                  FOR UPDATE SKIP LOCKED) AS j
+         WHERE m.h IS NOT NULL AND m.room > 0
+         ORDER BY m.n
+         LIMIT v_left
+    )
+    SELECT (SELECT array_agg(m.h ORDER BY m.n) FROM met m WHERE m.h IS NOT NULL),
+           (SELECT array_agg(m.room ORDER BY m.n) FROM met m WHERE m.h IS NOT NULL),
+           (SELECT bool_or(m.h IS NULL) FROM met m),
+           coalesce((SELECT p.h FROM picked p ORDER BY p.n DESC LIMIT 1),
+                    (SELECT m.h FROM met m ORDER BY m.n DESC LIMIT 1)),
+           coalesce((SELECT array_agg(p.id ORDER BY p.n) FROM picked p), '{}'),
+           coalesce((SELECT array_agg(p.ready_seq ORDER BY p.n) FROM picked p), '{}'),
+           coalesce((SELECT array_agg(p.h ORDER BY p.n) FROM picked p), '{}'),
+           coalesce((SELECT array_agg(p.room ORDER BY p.n) FROM picked p), '{}')
+      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom;
+    v_left := v_left - cardinality(v_ids);
+    -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
+    -- that is left when the walk went round), among the first 100 queued jobs of the lane.
+    IF v_ends AND v_left > 0 THEN
+        SELECT array_agg(q.id ORDER BY q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.ready_seq) AS seqs
+          INTO v_got
+          FROM (SELECT j.id, j.ready_seq
+                  FROM pgq.jobs j
+                 WHERE j.id = ANY (ARRAY(SELECT w.id
+                                          FROM pgq.jobs w
+                                         WHERE w.entrypoint = _keyed_candidates.entrypoint
+                                           AND w.priority = _keyed_candidates.priority
+                                           AND w.status = 'queued'
+                                           AND w.slot <> 4
+                                           AND w.ready_seq > _keyed_candidates.cursor
+                                         ORDER BY w.ready_seq
+                                         LIMIT 100))
+                   AND j.group_key IS NULL
+                   AND j.status = c_queued AND j.slot <> 4
+                   AND j.run_at <= _keyed_candidates.at
+                 ORDER BY j.ready_seq
+                 LIMIT CASE WHEN v_keys IS NULL THEN v_left ELSE 1 END
+                   FOR UPDATE SKIP LOCKED) AS q;
+        IF v_got.ids IS NOT NULL THEN
+            v_ids := v_ids || v_got.ids;
+            v_seqs := v_seqs || v_got.seqs;
+            v_hashes := v_hashes || array_fill(NULL::bigint, ARRAY[cardinality(v_got.ids)]);
+            v_kroom := v_kroom || array_fill(NULL::int, ARRAY[cardinality(v_got.ids)]);
+            v_left := v_left - cardinality(v_got.ids);
+            v_last := c_min;
+        END IF;
+    END IF;
+    -- Round 2, when every key was met and room is left: each key gives what room it has left,
+    -- keys in walk order, oldest jobs first.
+    IF v_left > 0 AND v_keys IS NOT NULL THEN
+        SELECT array_agg(q.id ORDER BY q.n, q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.n, q.ready_seq) AS seqs,
+               array_agg(q.h ORDER BY q.n, q.ready_seq) AS hashes, array_agg(q.room ORDER BY q.n, q.ready_seq) AS rooms
+          INTO v_got
+          FROM (SELECT k.n, k.h, k.room, j.id, j.ready_seq
+                  FROM unnest(v_keys, v_rooms) WITH ORDINALITY AS k(h, room, n)
+                 CROSS JOIN LATERAL (
+                       SELECT j.id, j.ready_seq
+                         FROM pgq.jobs j
+                        WHERE j.entrypoint = _keyed_candidates.entrypoint
+                          AND j.priority = _keyed_candidates.priority
+                          AND j.status = 'queued'
+                          AND j.group_key IS NOT NULL
+                          AND j.slot <> 4
+                          AND hashtextextended(j.group_key, 0) = k.h
+                          AND j.ready_seq > _keyed_candidates.cursor
+                          AND j.run_at <= _keyed_candidates.at
+                          AND j.id <> ALL (v_ids)  -- our own row locks are not skipped
+                        ORDER BY j.ready_seq
+                        LIMIT least(k.room - 1, v_left)
+                          FOR UPDATE SKIP LOCKED) AS j
+                 WHERE k.room > 1
+                 ORDER BY k.n, j.ready_seq
+                 LIMIT v_left) AS q;
+        IF v_got.ids IS NOT NULL THEN
+            v_ids := v_ids || v_got.ids;
+            v_seqs := v_seqs || v_got.seqs;
+            v_hashes := v_hashes || v_got.hashes;
+            v_kroom := v_kroom || v_got.rooms;
+        END IF;
+    END IF;
+    -- The next claim goes on after the last key served (or, when none was, the last visited).
+    PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));
+    RETURN QUERY SELECT u.id, u.s, u.h, u.r FROM unnest(v_ids, v_seqs, v_hashes, v_kroom) AS u(id, s, h, r);
+END
+$$;
+COMMENT ON FUNCTION pgq._keyed_candidates(text, int, bigint, regclass, int, int, timestamptz) IS
+    'Private. Candidates of one lane of a key-limited entrypoint for pgq.claim: group keys in turn (hash order from the last served), each within its room under key_concurrency_limit, the jobs without a key after the last key; locked SKIP LOCKED.';

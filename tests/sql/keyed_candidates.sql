@@ -1,0 +1,71 @@
+-- Per-key concurrency and fair share: pgq.configure key_concurrency_limit, group keys at
+-- enqueue, pgq.claim through pgq._keyed_candidates (keys in turn, each within its limit, the
+-- jobs without a key after the last key), a swept stale job frees its slot, bad input.
+BEGIN;
+SELECT plan(19);
+
+-- Policy and input ----------------------------------------------------------------------------
+SELECT is((SELECT key_concurrency_limit FROM pgq.configure('kc', key_concurrency_limit => 2)), 2,
+          'configure sets key_concurrency_limit');
+SELECT throws_ok($$SELECT pgq.configure('kc', key_concurrency_limit => 0)$$, 'PQ008',
+                 'key_concurrency_limit must be between 1 and 1000000, got 0', 'a limit of 0: PQ008 naming it');
+SELECT throws_ok($$SELECT pgq.configure('kc', key_concurrency_limit => 2000000)$$, 'PQ008',
+                 'key_concurrency_limit must be between 1 and 1000000, got 2000000', 'an absurd limit: PQ008 naming it');
+SELECT throws_ok(format('SELECT pgq.enqueue(%L, group_key => %L)', 'kc', repeat('k', 201)), 'PQ009',
+                 format('group key %L at position 1 is 201 bytes, over the 200-byte limit', repeat('k', 60) || '...'),
+                 'a key over 200 bytes: PQ009 naming it');
+SELECT throws_ok(format('SELECT * FROM pgq.enqueue_many(%L, group_keys => ARRAY[NULL, %L])', '{kc,kc}', repeat('k', 201)),
+                 'PQ009', format('group key %L at position 2 is 201 bytes, over the 200-byte limit', repeat('k', 60) || '...'),
+                 'enqueue_many names the position');
+SELECT throws_ok($$SELECT * FROM pgq.enqueue_many('{kc,kc}', group_keys => '{a}')$$, 'PQ003',
+                 'group_keys has 1 elements but entrypoints has 2', 'group_keys of another length: PQ003');
+
+-- Keys in turn, each within its limit -----------------------------------------------------------
+SELECT count(*) FROM pgq.enqueue_many(array_fill('kc'::text, ARRAY[20]), group_keys => array_fill('big'::text, ARRAY[20]));
+SELECT count(*) FROM pgq.enqueue_many('{kc,kc,kc,kc}', group_keys => '{s1,s1,s2,s2}');
+SELECT pgq.enqueue('kc') AS nokey \gset
+SELECT is((SELECT group_key FROM pgq.jobs WHERE id = :nokey), NULL, 'a job without a key has none');
+
+CREATE TEMP TABLE got AS
+SELECT c.id, j.group_key FROM pgq.claim('00000000-0000-0000-0000-0000000000c1', '{kc}', 4) c JOIN pgq.jobs j USING (id);
+SELECT is((SELECT count(DISTINCT coalesce(group_key, '-')) FROM got), 4::bigint,
+          'a claim of 4 takes one job from each group (big, s1, s2, no key)');
+INSERT INTO got SELECT c.id, j.group_key FROM pgq.claim('00000000-0000-0000-0000-0000000000c1', '{kc}', 10) c JOIN pgq.jobs j USING (id);
+SELECT is((SELECT array_agg(n ORDER BY k) FROM (SELECT coalesce(group_key, '-') AS k, count(*) AS n FROM got GROUP BY 1) s),
+          ARRAY[1, 2, 2, 2]::bigint[], 'then each key up to its limit of 2 (and the one job without a key)');
+SELECT is((SELECT max(n) FROM (SELECT count(*) AS n FROM pgq.jobs WHERE entrypoint = 'kc' AND status = 'running'
+                                  AND group_key IS NOT NULL GROUP BY group_key) s), 2::bigint,
+          'no key has more than 2 running');
+SELECT is((SELECT count(*) FROM pgq.claim('00000000-0000-0000-0000-0000000000c1', '{kc}', 10)), 0::bigint,
+          'every key is full: nothing more is claimed');
+SELECT ok((SELECT count(*) FROM pgq.jobs WHERE entrypoint = 'kc' AND status = 'queued') = 18,
+          'the rest waits, queued');
+
+-- A finished job frees its key's slot; the key's next job follows ----------------------------------
+SELECT r.id AS done_id, r.lease AS done_lease
+  FROM pgq.jobs r WHERE r.entrypoint = 'kc' AND r.group_key = 'big' AND r.status = 'running' ORDER BY r.id LIMIT 1 \gset
+SELECT pgq.complete('00000000-0000-0000-0000-0000000000c1', ARRAY[:done_id]::bigint[], ARRAY[:done_lease]::bigint[], '{successful}');
+SELECT is((SELECT j.group_key FROM pgq.claim('00000000-0000-0000-0000-0000000000c1', '{kc}', 10) c JOIN pgq.jobs j USING (id)),
+          'big', 'a completion frees one slot of its key, and only that key gets a job');
+SELECT is((SELECT group_key FROM pgq.job_history WHERE id = :done_id), 'big', 'history keeps the key');
+
+-- A swept stale job frees its slot ------------------------------------------------------------------
+SELECT is((SELECT count(*) FROM pgq.claim('00000000-0000-0000-0000-0000000000c1', '{kc}', 10,
+                                          at => now() + interval '31 seconds') c
+             JOIN pgq.jobs j USING (id) WHERE j.group_key = 's1'), 2::bigint,
+          'after the heartbeat timeout the stale jobs are swept and the key''s slots are claimed again');
+SELECT is((SELECT max(n) FROM (SELECT count(*) AS n FROM pgq.jobs WHERE entrypoint = 'kc' AND status = 'running'
+                                  AND group_key IS NOT NULL GROUP BY group_key) s), 2::bigint,
+          'still no key above its limit');
+
+-- Keys survive the moves of a job ---------------------------------------------------------------
+SELECT pgq.enqueue('kc_move', group_key => 'm', delay => '1 hour') AS moved \gset
+SELECT is((SELECT group_key FROM pgq.jobs WHERE id = :moved AND status = 'scheduled'), 'm', 'a delayed job keeps its key');
+SELECT pgq._promote('{kc_move}', now() + interval '2 hours', 10);
+SELECT is((SELECT group_key FROM pgq.jobs WHERE id = :moved AND status = 'queued'), 'm', 'promotion keeps the key');
+SELECT pgq.cancel(ARRAY[:moved]::bigint[]);
+SELECT pgq.requeue(ARRAY[:moved]::bigint[]);
+SELECT is((SELECT group_key FROM pgq.jobs WHERE id = :moved), 'm', 'requeue from history keeps the key');
+
+SELECT * FROM finish();
+ROLLBACK;
