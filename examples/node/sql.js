@@ -19,6 +19,18 @@ export const CLAIM = `
          run_timeout_s, taken_over
     FROM pgq.claim($1::uuid, $2::text[], $3::int)`;
 
+// $1 worker id, $2 entrypoints served. The worker's row in the registry (pgq.workers): its
+// entrypoints count as served (pgq.metrics' served column; a registered scheduler fires only
+// schedules some live worker serves) while it stays fresh. Answers the heartbeat interval (s)
+// that keeps it fresh: a heartbeat with empty arrays refreshes it while no job is held.
+export const REGISTER = `
+  SELECT extract(epoch FROM heartbeat_interval)::float8 AS interval_s
+    FROM pgq.register_worker($1::uuid, $2::text[], application_name => 'node worker',
+                             metadata => '{"client": "examples/node"}')`;
+
+// $1 worker id. Leaves the registry at a clean stop.
+export const UNREGISTER = 'SELECT pgq.unregister_worker($1::uuid)';
+
 // $1 worker id, $2 ids, $3 leases (parallel arrays). One row per id: ok, lost, cancel_requested
 // or timed_out (past its time limit: SQL failed the attempt; stop the handler, write nothing).
 export const HEARTBEAT = `

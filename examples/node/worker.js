@@ -83,13 +83,17 @@ for (const signal of ['SIGTERM', 'SIGINT']) {
 
 // Heartbeat every job held, at a third of the shortest heartbeat timeout the claims answered,
 // and just after the earliest time limit runs out (run_timeout_s, counted from the claim): the
-// answer is then timed_out, SQL having failed the attempt, and the handler is stopped.
+// answer is then timed_out, SQL having failed the attempt, and the handler is stopped. With no
+// job held, a beat with empty arrays at the registry's interval keeps the worker fresh there.
 let beatTimer = null;
+let idleBeatMs = 10000;  // replaced by the registration's answer
 function scheduleBeat() {
   clearTimeout(beatTimer);
-  if (held.size === 0) return;
+  if (stopping) return;
   const jobs = [...held.values()];
-  let waitMs = (Math.min(...jobs.map((job) => job.heartbeat_timeout_s)) * 1000) / 3;
+  let waitMs = jobs.length === 0
+    ? idleBeatMs
+    : (Math.min(...jobs.map((job) => job.heartbeat_timeout_s)) * 1000) / 3;
   for (const job of jobs) {
     if (job.deadline != null) waitMs = Math.min(waitMs, Math.max(job.deadline - Date.now() + 50, 250));
   }
@@ -98,7 +102,6 @@ function scheduleBeat() {
 
 async function beat() {
   const jobs = [...held.values()];
-  if (jobs.length === 0) return;
   try {
     const { rows } = await db.query(SQL.HEARTBEAT,
       [workerId, jobs.map((j) => j.id), jobs.map((j) => j.lease)]);
@@ -171,6 +174,9 @@ listener.on('notification', ({ payload }) => {
   if (event.kind === 'cancel') beat();  // the heartbeat answers which of ours to stop
 });
 await listener.query(SQL.LISTEN);
+const { rows: [registered] } = await db.query(SQL.REGISTER, [workerId, entrypoints]);
+idleBeatMs = registered.interval_s * 1000;
+scheduleBeat();
 // Upkeep every 5 s (node-postgres runs one query at a time per client: this waits its turn).
 const upkeep = () => db.query(SQL.MAINTAIN).catch((err) => console.error(`maintain failed: ${err.message}`));
 await upkeep();
@@ -193,7 +199,7 @@ while (!stopping) {
     }
   }
   for (const job of jobs) held.set(job.id, job);
-  scheduleBeat();
+  if (jobs.length) scheduleBeat();  // idle, the idle beat already runs on its own interval
   for (const job of jobs) {
     if (stopping) break;
     await runJob(job);
@@ -203,5 +209,6 @@ while (!stopping) {
 }
 clearTimeout(beatTimer);
 clearInterval(upkeepTimer);
+await db.query(SQL.UNREGISTER, [workerId]);
 await Promise.all([db.end(), listener.end()]);
 log('stopped');

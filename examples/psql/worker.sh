@@ -84,6 +84,17 @@ SELECT id FROM pgq.release(:'worker', string_to_array(:'ids', ',')::bigint[],
                           string_to_array(:'leases', ',')::bigint[]);
 SQL
 }
+sql_register() {  # -> the heartbeat interval (s) that keeps this worker fresh in the registry
+    # Registered, its entrypoints count as served (pgq.metrics; a registered scheduler fires
+    # only schedules some live worker serves); a heartbeat with no jobs keeps it fresh.
+    q <<'SQL'
+SELECT extract(epoch FROM heartbeat_interval)::numeric(10, 3)
+  FROM pgq.register_worker(:'worker', string_to_array(:'eps', E'\n'),
+                           application_name => 'psql worker',
+                           metadata => '{"client": "examples/psql"}');
+SQL
+}
+sql_unregister() { q <<<"SELECT pgq.unregister_worker(:'worker')" >/dev/null; }
 sql_idle_seconds() {  # seconds to wait: until the next delayed job, at most POLL_S
     q -v poll="$POLL_S" <<'SQL'
 SELECT round(least(coalesce(extract(epoch FROM
@@ -135,9 +146,15 @@ finish() {
 
 col() { local n=$1; shift; printf '%s\n' "$@" | cut -f"$n" | paste -sd,; }  # column n, comma-joined
 
+REGISTRY_S=$(sql_register) || exit 1
 echo "ready worker=$WORKER_ID entrypoints=$(paste -sd, <<<"$EPS")"
 upkept=-5
+refreshed=$SECONDS
 while ((!STOP)); do
+    if ((SECONDS - refreshed >= ${REGISTRY_S%.*})); then  # fresh in the registry while idle
+        sql_heartbeat "" "" >/dev/null || echo "heartbeat failed" >&2
+        refreshed=$SECONDS
+    fi
     if ((SECONDS - upkept >= 5)); then  # the queue's upkeep (pgq.maintain), every 5 s
         q <<<'SELECT state FROM pgq.maintain()' >/dev/null || echo "maintain failed" >&2
         upkept=$SECONDS
@@ -179,4 +196,5 @@ while ((!STOP)); do
         wait $! || kill $! 2>/dev/null  # a signal ends the wait at once
     fi
 done
+sql_unregister || echo "unregister failed" >&2
 echo stopped

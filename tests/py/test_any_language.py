@@ -447,3 +447,33 @@ def test_any_language_page_states_the_examples_line_counts() -> None:
     }
     for path, lines in rows:
         assert len((REPO / path).read_text().splitlines()) == int(lines), path
+
+
+# --- the registry: an idle example worker serves its entrypoints -------------------------------
+
+
+@pytest.mark.parametrize("kind", ["node", "psql"])
+def test_an_idle_example_worker_is_registered_and_serves_its_entrypoints(
+    pgq_dsn: str, spawn: Spawn, kind: str
+) -> None:
+    """Registered (pgq.register_worker), an example's entrypoints count as served, so
+    pgq.metrics does not call them unserved and a registered scheduler fires their schedules;
+    idle, a heartbeat with no jobs keeps the row fresh; a clean stop unregisters."""
+    sql(pgq_dsn, "SELECT pgq.pause('{echo}')")  # a due job that stays due
+    sql(pgq_dsn, "SELECT pgq.enqueue('echo', '1')")
+    worker = spawn(kind, "echo")
+    worker.line("ready ")
+    status = "SELECT state, entrypoints, last_seen_at FROM pgq.worker_status WHERE worker_id = %s"
+    [row] = sql(pgq_dsn, status, worker.worker_id)
+    assert (row["state"], row["entrypoints"]) == ("active", ["echo"])
+    served = "SELECT served, unserved_s FROM pgq.metrics('{echo}')"
+    assert sql(pgq_dsn, served) == [{"served": True, "unserved_s": None}]
+    first_seen = row["last_seen_at"]
+    wait_for(  # the idle heartbeat: every heartbeat_interval (10 s for the default timeout)
+        lambda: sql(pgq_dsn, status, worker.worker_id)[0]["last_seen_at"] > first_seen,
+        25,
+        f"the idle {kind} worker never refreshed its registry row: {worker.output()}",
+    )
+    assert worker.stop() == 0, worker.output()
+    assert sql(pgq_dsn, status, worker.worker_id) == []
+    assert sql(pgq_dsn, "SELECT served FROM pgq.metrics('{echo}')") == [{"served": False}]
