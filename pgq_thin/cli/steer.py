@@ -180,6 +180,15 @@ def _add_configure(parser: argparse.ArgumentParser) -> None:
     for name in ("backoff-base", "backoff-max", "heartbeat-timeout"):
         parser.add_argument(f"--{name}", type=duration, default=None, metavar="DURATION")
     parser.add_argument(
+        "--run-timeout",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="how long one attempt may run (0: no limit)",
+    )
+    parser.add_argument("--max-interruptions", type=int, default=None, help="not counted, in a row")
+    parser.add_argument("--max-snoozes", type=int, default=None, help="not counted, per job")
+    parser.add_argument(
         "--key-concurrency-limit", type=int, default=None, help="running jobs per group key"
     )
     parser.add_argument(
@@ -211,6 +220,9 @@ def _cmd_configure(args: argparse.Namespace) -> int:
             backoff_max=args.backoff_max,
             heartbeat_timeout=args.heartbeat_timeout,
             reset=args.reset,
+            run_timeout=args.run_timeout,
+            max_interruptions=args.max_interruptions,
+            max_snoozes=args.max_snoozes,
             key_concurrency_limit=args.key_concurrency_limit,
             dedupe_period=args.dedupe_period,
             dedupe_states=None if args.dedupe_states is None else args.dedupe_states.split(","),
@@ -219,7 +231,8 @@ def _cmd_configure(args: argparse.Namespace) -> int:
         print_json(row)
         return EXIT_OK
     columns = ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max")
-    limits = ("key_concurrency_limit", "dedupe_period", "dedupe_states")
+    limits = ("run_timeout", "max_interruptions", "max_snoozes", "key_concurrency_limit",
+              "dedupe_period", "dedupe_states")  # fmt: skip
     table(
         "policy",
         (*columns, "heartbeat_timeout", *limits, "paused"),

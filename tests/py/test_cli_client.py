@@ -317,6 +317,26 @@ def test_configure_sets_and_shows_the_flow_limits(
     assert "key_concurrency_limit must be between 1 and 1000000, got 0" in one_line_error(result)
 
 
+def test_configure_sets_and_shows_the_time_limits(
+    pgq_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = ("--dsn", pgq_dsn)
+    config = cli_json(
+        capsys, "configure", "op.limits", "--run-timeout", "90s", "--max-interruptions", "1",
+        "--max-snoozes", "7", *d,
+    )  # fmt: skip
+    assert (config["run_timeout"], config["max_interruptions"], config["max_snoozes"]) == (  # type: ignore[index]
+        90.0, 1, 7,
+    )  # fmt: skip
+    assert main(["configure", "op.limits", "--plain", *d]) == 0
+    assert "run_timeout" in capsys.readouterr().out
+    removed = cli_json(capsys, "configure", "op.limits", "--run-timeout", "0", *d)
+    assert removed["run_timeout"] is None  # type: ignore[index]
+    result = run_cli("configure", "op.limits", "--max-snoozes", "-1", "--dsn", pgq_dsn)
+    assert result.returncode != 0
+    assert "max_snoozes must be between 0 and 10000, got -1" in one_line_error(result)
+
+
 def test_show_one_job(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     d = ("--dsn", pgq_dsn)
     main(["enqueue", "show.a", '{"to": "x"}', *d])
