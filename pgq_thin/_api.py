@@ -193,7 +193,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "history_summary": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "job": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "job_results": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
-    "key_stats": ("the rights of the schema owner", OWNER_ONLY),
+    "key_stats": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "list_jobs": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "maintain": ("pgq_worker (or pgq_admin)", 'GRANT pgq_worker TO {role}'),
     "metrics": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),

@@ -6561,6 +6561,9 @@ GRANT EXECUTE ON FUNCTION
 -- pgq.compact_jobs (0.1.0 clients) keeps its grant to pgq_worker and now runs pgq.maintain.
 GRANT EXECUTE ON FUNCTION pgq.maintain(timestamptz) TO pgq_worker, pgq_admin;
 
+-- Flow control: the busiest keys of key-limited entrypoints, for dashboards and operators.
+GRANT EXECUTE ON FUNCTION pgq.key_stats(text[], int) TO pgq_reader, pgq_admin;
+
 -- Operators configure entrypoints and read the dead jobs they redrive (pgq_admin is the
 -- operators' role); readers see dead jobs as they see every finished job with its errors.
 GRANT EXECUTE ON FUNCTION pgq.configure TO pgq_admin;

@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(86);
+SELECT plan(87);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
