@@ -1,10 +1,10 @@
 """Suite-wide pytest hooks. The database fixtures live in tests/py/conftest.py.
 
 No silent skips: a test that skips (a missing tool, a missing privilege) FAILS, with the skip
-reason and what to do, unless ``PGQ_ALLOW_SKIP=1`` is set or the test is marked
-``@pytest.mark.may_skip(reason=...)`` (a measurement that can be inconclusive on a busy
-machine, never a missing tool). ``make test`` installs what the suite needs first
-(``scripts/provision.py``), so on a machine it could set up nothing is skipped.
+reason and what to do, unless ``PGQ_ALLOW_SKIP=1`` is set. A measurement that other
+sessions could disturb runs on a server of its own instead of skipping. ``make test`` installs
+what the suite needs first (``scripts/provision.py``), so on a machine it could set up
+nothing is skipped.
 """
 
 from __future__ import annotations
@@ -20,14 +20,6 @@ ALLOW_SKIP = "PGQ_ALLOW_SKIP"
 
 def _skips_allowed() -> bool:
     return os.environ.get(ALLOW_SKIP, "") not in ("", "0")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "may_skip(reason): the test may skip for a reason other than a missing tool "
-        "(skips of other tests fail unless PGQ_ALLOW_SKIP=1)",
-    )
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -57,8 +49,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     if not report.skipped or hasattr(report, "wasxfail") or _skips_allowed():
-        return
-    if item.get_closest_marker("may_skip") is not None:
         return
     report.outcome = "failed"
     report.longrepr = _failure_text(_skip_reason(report.longrepr))
