@@ -19,9 +19,8 @@ RETURNS bigint[]
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-SET enable_seqscan = off
+-- Called only by pgq.claim, whose settings (generic plans, no JIT, no sequential scans) are in
+-- force here too: setting them again would cost every call.
 AS $$
 #variable_conflict use_column
 DECLARE

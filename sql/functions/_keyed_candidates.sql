@@ -89,7 +89,8 @@ BEGIN
                                   AND j.slot <> 4
                                   AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
                                 ORDER BY hashtextextended(j.group_key, 0)
-                                LIMIT 1) AS h) AS k) AS nx
+                                LIMIT 1) AS h
+                       OFFSET 0) AS k) AS nx  -- OFFSET 0: one probe per step, not one per use of k.h
          WHERE w.n < 100 + 4 * _keyed_candidates.quota
            AND w.found < v_left
            AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all

@@ -1439,9 +1439,8 @@ RETURNS bigint[]
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-SET enable_seqscan = off
+-- Called only by pgq.claim, whose settings (generic plans, no JIT, no sequential scans) are in
+-- force here too: setting them again would cost every call.
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1968,7 +1967,8 @@ BEGIN
                                   AND j.slot <> 4
                                   AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
                                 ORDER BY hashtextextended(j.group_key, 0)
-                                LIMIT 1) AS h) AS k) AS nx
+                                LIMIT 1) AS h
+                       OFFSET 0) AS k) AS nx  -- OFFSET 0: one probe per step, not one per use of k.h
          WHERE w.n < 100 + 4 * _keyed_candidates.quota
            AND w.found < v_left
            AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
