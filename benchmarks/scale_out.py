@@ -1,7 +1,7 @@
 """Scale-out: 1, 2, 4 and 8 worker processes against one server, producers running.
 
-Usage: python benchmarks/scale_out.py [--shared-server --dsn DSN] [--workers 1,2,4,8] [--jobs 200000]
-           [--rate 8000] [--handler-ms 10] [--batch 50] [--concurrency 100]
+Usage: python benchmarks/scale_out.py [--shared-server --dsn DSN] [--workers 1,2,4,8]
+           [--jobs 200000] [--rate 8000] [--handler-ms 10] [--batch 50] [--concurrency 100]
            [--systems thin,pgqueuer-asyncpg] [--repeat 1] [--plot docs/images/scale-out.png]
 
 The server is one of the benchmark's own (an embedded PostgreSQL, initdb defaults, autovacuum
