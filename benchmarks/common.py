@@ -316,6 +316,40 @@ class LogHistogram:
         return self.max_us
 
 
+class ScaleRecorder:
+    """Inside one worker process of benchmarks/scale_out.py: pickup latency (enqueue call start,
+    the payload's "t", to handler start, same clock) into a LogHistogram, and the first handler
+    start and last handler end, for the rate of all processes together."""
+
+    def __init__(self) -> None:
+        self.hist = LogHistogram()
+        self.first_ns = 0
+        self.last_ns = 0
+
+    def start(self, sent_ns: int) -> None:
+        now = time.time_ns()
+        self.first_ns = self.first_ns or now
+        self.hist.record((now - sent_ns) / 1000.0)
+
+    def end(self) -> None:
+        self.last_ns = time.time_ns()
+
+    def report(self) -> dict[str, Any]:
+        return {"hist": self.hist.to_dict(), "first_ns": self.first_ns, "last_ns": self.last_ns}
+
+
+def stop_on_eof(loop: Any, stop: Any) -> None:
+    """Call ``stop`` on the event loop ``loop`` once standard input is closed: how the
+    orchestrator tells a worker process to finish (its JSON report follows on stdout)."""
+    import threading
+
+    def wait() -> None:
+        sys.stdin.read()
+        loop.call_soon_threadsafe(stop)
+
+    threading.Thread(target=wait, daemon=True).start()
+
+
 # --- CPU accounting (from /proc; Linux) -------------------------------------------------------
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")

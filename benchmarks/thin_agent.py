@@ -19,6 +19,10 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
   horizon-producer --dsn D --schedule R:S,R:S --start-ns T   the same grid, phases back to back
   horizon-worker   --dsn D --schedule R:S,R:S --start-ns T --until-ns U
         ThinWorker(dsn) with its defaults; pickup latency per phase (held_horizon.py).
+  scale-worker --dsn D --batch B --concurrency C --handler-ms H --timeout S
+        ThinWorker whose handler sleeps H ms (asyncio); records pickup latency (payload "t")
+        and the first start / last end; stops when its standard input is closed
+        (benchmarks/scale_out.py runs several at once).
   drain-worker --seconds S stops the worker after S seconds even if jobs are left.
   drain-worker --wait --max-jobs M --skip K: a worker started on an idle queue, that runs until
   it has handled M jobs; its first start is that of job K + 1 (the burst of drain.py --burst).
@@ -45,7 +49,7 @@ import contextlib
 import psycopg
 
 from benchmarks import grid
-from benchmarks.common import LogHistogram
+from benchmarks.common import LogHistogram, ScaleRecorder, stop_on_eof
 from pgq_thin import calls, logs
 from pgq_thin.queue import Queue
 from pgq_thin.worker import ThinWorker
@@ -262,6 +266,33 @@ def steady_producer(args: argparse.Namespace) -> dict[str, Any]:
     return {"phases": g.report()}
 
 
+def scale_worker(args: argparse.Namespace) -> dict[str, Any]:
+    """benchmarks/scale_out.py: one of N worker processes; a handler of --handler-ms (asyncio
+    sleep); runs until its standard input is closed."""
+    worker = ThinWorker(
+        args.dsn,
+        concurrency=args.concurrency,
+        batch_size=args.batch,
+        maintain_interval=compact_interval(args.compact_interval),
+    )
+    rec = ScaleRecorder()
+    pause = args.handler_ms / 1000.0
+
+    @worker.entrypoint(ENTRYPOINT)
+    async def work(job: Any) -> None:
+        rec.start(int(job.payload["t"]))
+        await asyncio.sleep(pause)
+        rec.end()
+
+    async def run() -> None:
+        stop_on_eof(asyncio.get_running_loop(), worker.stop)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(worker.arun(install_signal_handlers=False), args.timeout)
+
+    asyncio.run(run())
+    return rec.report()
+
+
 def horizon_producer(args: argparse.Namespace) -> dict[str, Any]:
     """held_horizon.py: the schedule "rate:seconds,..." back to back from --start-ns."""
     g = grid.Grid(
@@ -310,6 +341,7 @@ def main() -> None:
             "steady-producer",
             "horizon-producer",
             "horizon-worker",
+            "scale-worker",
         ],
     )
     p.add_argument("--dsn", required=True)
@@ -334,6 +366,7 @@ def main() -> None:
     p.add_argument("--schedule", default="2000:30", help="rate:seconds,... (horizon-*)")
     p.add_argument("--start-ns", type=int, default=None, help="horizon-*: wall clock start")
     p.add_argument("--until-ns", type=int, default=0, help="horizon-worker: stop then")
+    p.add_argument("--handler-ms", type=float, default=10.0, help="scale-worker: handler time")
     p.add_argument("--grace", type=float, default=1.0, help="horizon-worker: in time = by end+G")
     p.add_argument(
         "--compact-interval", default="5", help="seconds, or off (default 5, the worker's)"
@@ -354,6 +387,7 @@ def main() -> None:
         "steady-producer": steady_producer,
         "horizon-producer": horizon_producer,
         "horizon-worker": horizon_worker,
+        "scale-worker": scale_worker,
     }[args.command]
     print(json.dumps(fn(args)))
 

@@ -11,6 +11,8 @@ the pgq-thin environment. Uses PgQueuer's own public API only. Prints one JSON l
   steady-producer  --dsn D --driver asyncpg|psycopg --rates R1,R2 --seconds S --tick-ms T
   horizon-producer --dsn D --schedule R:S,R:S --start-ns T   (held_horizon.py)
   horizon-worker   --dsn D --schedule R:S,R:S --start-ns T --until-ns U   QueueManager.run()
+  scale-worker     --dsn D --driver asyncpg|psycopg --batch B --handler-ms H --timeout S
+                   QueueManager.run(batch_size=B), a handler sleeping H ms, until stdin closes
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pgqueuer.domain.types import QueueExecutionMode
 # and the producer grid shared with thin_agent.py (benchmarks/grid.py, standard library only).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import grid
-from common import LogHistogram
+from common import LogHistogram, ScaleRecorder, stop_on_eof
 
 ENTRYPOINT = "noop"
 
@@ -219,6 +221,26 @@ async def horizon_worker(args: argparse.Namespace) -> dict[str, Any]:
     return rec.report()
 
 
+async def scale_worker(args: argparse.Namespace) -> dict[str, Any]:
+    """benchmarks/scale_out.py: one of N worker processes, measured as thin_agent.py's."""
+    conn, drv = await connect(args.dsn, args.driver)
+    qm = QueueManager(Queries(drv))
+    rec = ScaleRecorder()
+    pause = args.handler_ms / 1000.0
+
+    @qm.entrypoint(ENTRYPOINT)
+    async def work(job: Any) -> None:
+        rec.start(int(json.loads(job.payload)["t"]))
+        await asyncio.sleep(pause)
+        rec.end()
+
+    stop_on_eof(asyncio.get_running_loop(), qm.shutdown.set)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(qm.run(batch_size=args.batch), args.timeout)
+    await conn.close()
+    return rec.report()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument(
@@ -232,6 +254,7 @@ def main() -> None:
             "steady-producer",
             "horizon-producer",
             "horizon-worker",
+            "scale-worker",
         ],
     )
     p.add_argument("--dsn", required=True)
@@ -251,6 +274,7 @@ def main() -> None:
     p.add_argument("--schedule", default="2000:30", help="rate:seconds,... (horizon-*)")
     p.add_argument("--start-ns", type=int, default=None, help="horizon-*: wall clock start")
     p.add_argument("--until-ns", type=int, default=0, help="horizon-worker: stop then")
+    p.add_argument("--handler-ms", type=float, default=10.0, help="scale-worker: handler time")
     p.add_argument("--grace", type=float, default=1.0, help="horizon-worker: in time = by end+G")
     p.add_argument("--compact-interval", default="5", help="ignored (pgq-thin only)")
     args = p.parse_args()
@@ -263,6 +287,7 @@ def main() -> None:
         "steady-producer": steady_producer,
         "horizon-producer": horizon_producer,
         "horizon-worker": horizon_worker,
+        "scale-worker": scale_worker,
     }[args.command]
     result = asyncio.run(fn(args))
     print(json.dumps(result))
