@@ -41,7 +41,7 @@ FUNCTIONS: dict[str, Fn] = {
     "claim_schedules": Fn("pgq.claim_schedules", (("worker_id", "uuid"), ("batch_size", "integer"), ("at", "timestamp with time zone")), 1, False),
     "compact_jobs": Fn("pgq.compact_jobs", (("max_rows", "integer"), ("max_bytes", "bigint"), ("lock_wait", "interval"), ("at", "timestamp with time zone")), 0, False),
     "complete": Fn("pgq.complete", (("worker_id", "uuid"), ("ids", "bigint[]"), ("leases", "bigint[]"), ("outcomes", "text[]"), ("details", "jsonb"), ("at", "timestamp with time zone")), 4, False),
-    "configure": Fn("pgq.configure", (("entrypoint", "text"), ("concurrency_limit", "integer"), ("max_attempts", "integer"), ("backoff_base", "interval"), ("backoff_max", "interval"), ("heartbeat_timeout", "interval"), ("reset", "boolean"), ("run_timeout", "interval"), ("max_interruptions", "integer"), ("max_snoozes", "integer"), ("dedupe_period", "interval"), ("dedupe_states", "text[]"), ("key_concurrency_limit", "integer")), 1, False),
+    "configure": Fn("pgq.configure", (("entrypoint", "text"), ("concurrency_limit", "integer"), ("max_attempts", "integer"), ("backoff_base", "interval"), ("backoff_max", "interval"), ("heartbeat_timeout", "interval"), ("reset", "boolean"), ("run_timeout", "interval"), ("max_interruptions", "integer"), ("max_snoozes", "integer"), ("dedupe_period", "interval"), ("dedupe_states", "text[]"), ("key_concurrency_limit", "integer"), ("rate_limit", "integer"), ("rate_period", "interval"), ("rate_per_key", "boolean")), 1, False),
     "delete_history": Fn("pgq.delete_history", (("entrypoint", "text"), ("statuses", "text[]"), ("since", "timestamp with time zone"), ("until", "timestamp with time zone"), ("error", "text"), ("max_jobs", "integer")), 0, True),
     "delete_jobs": Fn("pgq.delete_jobs", (("ids", "bigint[]"),), 1, False),
     "enqueue": Fn("pgq.enqueue", (("entrypoint", "text"), ("payload", "jsonb"), ("priority", "integer"), ("run_at", "timestamp with time zone"), ("dedupe_key", "text"), ("headers", "jsonb"), ("on_conflict", "text"), ("delay", "interval"), ("timeout", "interval"), ("group_key", "text")), 1, True),
@@ -74,6 +74,7 @@ FUNCTIONS: dict[str, Fn] = {
     "resume": Fn("pgq.resume", (("entrypoints", "text[]"),), 1, False),
     "rollup_metrics": Fn("pgq.rollup_metrics", (("max_rows", "integer"), ("at", "timestamp with time zone")), 0, False),
     "schedule": Fn("pgq.schedule", (("name", "text"), ("entrypoint", "text"), ("cron", "text"), ("next_run_at", "timestamp with time zone"), ("timezone", "text"), ("payload", "jsonb"), ("priority", "integer"), ("headers", "jsonb"), ("catch_up", "text"), ("misfire_grace", "interval"), ("fire_timeout", "interval")), 4, False),
+    "take_tokens": Fn("pgq.take_tokens", (("entrypoint", "text"), ("tokens", "integer"), ("rate_key", "text"), ("at", "timestamp with time zone")), 1, False),
     "unregister_worker": Fn("pgq.unregister_worker", (("worker_id", "uuid"),), 1, True),
     "unschedule": Fn("pgq.unschedule", (("name", "text"),), 1, True),
 }
@@ -85,12 +86,12 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "claim_schedules": ("name", "lease", "entrypoint", "cron", "timezone", "due_at", "db_now"),
     "compact_jobs": ("compacted", "reason", "rows", "bytes_before", "bytes_after"),
     "complete": ("id", "status", "attempt", "max_attempts", "run_at", "retry_in_s"),
-    "configure": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit"),
+    "configure": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit", "rate_limit", "rate_period", "rate_per_key"),
     "delete_history": ("delete_history",),
     "delete_jobs": ("id",),
     "enqueue": ("enqueue",),
     "enqueue_many": ("id",),
-    "entrypoint_config": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit"),
+    "entrypoint_config": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit", "rate_limit", "rate_period", "rate_per_key"),
     "find_by_dedupe_key": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor", "silent_s"),
     "find_history": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor", "silent_s"),
     "fire_schedule": ("state", "job_id"),
@@ -106,7 +107,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "metrics_series": ("entrypoint", "minute", "successful", "failed", "canceled", "due", "running", "wait_p95_s", "run_p95_s"),
     "next_run_at": ("next_run_at",),
     "next_schedule_at": ("next_schedule_at",),
-    "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit"),
+    "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit", "rate_limit", "rate_period", "rate_per_key"),
     "prune_entrypoints": ("prune_entrypoints",),
     "prune_history": ("prune_history",),
     "prune_workers": ("prune_workers",),
@@ -115,9 +116,10 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "release_schedule": ("release_schedule",),
     "requeue": ("id",),
     "requeue_history": ("id",),
-    "resume": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit"),
+    "resume": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit", "rate_limit", "rate_period", "rate_per_key"),
     "rollup_metrics": ("rolled", "caught_up", "busy"),
     "schedule": ("name", "entrypoint", "cron", "timezone", "payload", "headers", "priority", "catch_up", "misfire_grace", "fire_timeout", "next_run_at", "last_run_at", "last_job_id", "state", "worker_id", "lease", "heartbeat_at", "created_at", "updated_at", "retry_at", "last_error"),
+    "take_tokens": ("granted", "remaining", "retry_at"),
     "unregister_worker": ("unregister_worker",),
     "unschedule": ("unschedule",),
     "failed_jobs": ("id", "entrypoint", "attempt", "payload", "headers", "priority", "dedupe_key", "enqueued_at", "started_at", "finished_at", "worker_id", "details", "errors"),
@@ -133,7 +135,7 @@ SIGNATURES: dict[str, str] = {
     "claim_schedules": "pgq.claim_schedules(uuid,integer,timestamp with time zone)",
     "compact_jobs": "pgq.compact_jobs(integer,bigint,interval,timestamp with time zone)",
     "complete": "pgq.complete(uuid,bigint[],bigint[],text[],jsonb,timestamp with time zone)",
-    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer)",
+    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer,integer,interval,boolean)",
     "delete_history": "pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)",
     "delete_jobs": "pgq.delete_jobs(bigint[])",
     "enqueue": "pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval,interval,text)",
@@ -166,6 +168,7 @@ SIGNATURES: dict[str, str] = {
     "resume": "pgq.resume(text[])",
     "rollup_metrics": "pgq.rollup_metrics(integer,timestamp with time zone)",
     "schedule": "pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)",
+    "take_tokens": "pgq.take_tokens(text,integer,text,timestamp with time zone)",
     "unregister_worker": "pgq.unregister_worker(uuid)",
     "unschedule": "pgq.unschedule(text)",
 }
@@ -212,6 +215,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "resume": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "rollup_metrics": ("pgq_worker (or pgq_admin)", 'GRANT pgq_worker TO {role}'),
     "schedule": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
+    "take_tokens": ("pgq_producer (or pgq_worker or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "unregister_worker": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "unschedule": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "failed_jobs": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
@@ -264,15 +268,17 @@ def complete(worker_id: UUID, ids: Sequence[int | None], leases: Sequence[int | 
     return FUNCTIONS["complete"].call(rows, worker_id=worker_id, ids=ids, leases=leases, outcomes=outcomes, details=details, at=at)
 
 
-def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None, run_timeout: timedelta | None = None, max_interruptions: int | None = None, max_snoozes: int | None = None, dedupe_period: timedelta | None = None, dedupe_states: Sequence[str | None] | None = None, key_concurrency_limit: int | None = None) -> Call[EntrypointConfig]:
-    """``pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer)``, ``RETURNS pgq.entrypoints``.
+def configure(entrypoint: str, *, concurrency_limit: int | None = None, max_attempts: int | None = None, backoff_base: timedelta | None = None, backoff_max: timedelta | None = None, heartbeat_timeout: timedelta | None = None, reset: bool | None = None, run_timeout: timedelta | None = None, max_interruptions: int | None = None, max_snoozes: int | None = None, dedupe_period: timedelta | None = None, dedupe_states: Sequence[str | None] | None = None, key_concurrency_limit: int | None = None, rate_limit: int | None = None, rate_period: timedelta | None = None, rate_per_key: bool | None = None) -> Call[EntrypointConfig]:
+    """``pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer,integer,interval,boolean)``, ``RETURNS pgq.entrypoints``.
     Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses),
     max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it),
     max_interruptions, max_snoozes, dedupe_period and dedupe_states (dedupe keys kept after
     the job finished), key_concurrency_limit (running jobs per group key; claims take keys
-    in turn). NULL leaves a setting unchanged; reset => true restores defaults first.
+    in turn), rate_limit per rate_period (starts in any window, for the entrypoint or with
+    rate_per_key each group key; 0 removes it). NULL leaves a setting unchanged; reset =>
+    true restores defaults first.
     """
-    return FUNCTIONS["configure"].call(record(EntrypointConfig), entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset, run_timeout=run_timeout, max_interruptions=max_interruptions, max_snoozes=max_snoozes, dedupe_period=dedupe_period, dedupe_states=dedupe_states, key_concurrency_limit=key_concurrency_limit)
+    return FUNCTIONS["configure"].call(record(EntrypointConfig), entrypoint=entrypoint, concurrency_limit=concurrency_limit, max_attempts=max_attempts, backoff_base=backoff_base, backoff_max=backoff_max, heartbeat_timeout=heartbeat_timeout, reset=reset, run_timeout=run_timeout, max_interruptions=max_interruptions, max_snoozes=max_snoozes, dedupe_period=dedupe_period, dedupe_states=dedupe_states, key_concurrency_limit=key_concurrency_limit, rate_limit=rate_limit, rate_period=rate_period, rate_per_key=rate_per_key)
 
 
 def delete_history(*, entrypoint: str | None = None, statuses: Sequence[str | None] | None = None, since: datetime | timedelta | None = None, until: datetime | timedelta | None = None, error: str | None = None, max_jobs: int | None = None) -> Call[int]:
@@ -430,8 +436,8 @@ def metrics_series(*, entrypoints: Sequence[str | None] | None = None, combined:
 
 def next_run_at(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[datetime | None]:
     """``pgq.next_run_at(text[],timestamp with time zone)``, ``RETURNS timestamp with time zone``.
-    Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how
-    long an idle worker may sleep.
+    Earliest run_at after at among scheduled jobs of these entrypoints, or when a used-up
+    rate limit allows the next start (NULL if neither): how long an idle worker may sleep.
     """
     return FUNCTIONS["next_run_at"].call(value, entrypoints=entrypoints, at=at)
 
@@ -543,6 +549,15 @@ def schedule(name: str, entrypoint: str, cron: str, next_run_at: datetime | time
     return FUNCTIONS["schedule"].call(record(Schedule), name=name, entrypoint=entrypoint, cron=cron, next_run_at=next_run_at, timezone=timezone, payload=payload, priority=priority, headers=headers, catch_up=catch_up, misfire_grace=misfire_grace, fire_timeout=fire_timeout)
 
 
+def take_tokens(entrypoint: str, *, tokens: int | None = None, rate_key: str | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+    """``pgq.take_tokens(text,integer,text,timestamp with time zone)``, ``RETURNS TABLE(granted boolean, remaining integer, retry_at timestamp with time zone)``.
+    Takes tokens from a rate-limited entrypoint's budget outside a job (all or nothing), so
+    application code shares the limit with the entrypoint's jobs: granted, starts remaining
+    in the window, and when refused the time it would be granted.
+    """
+    return FUNCTIONS["take_tokens"].call(rows, entrypoint=entrypoint, tokens=tokens, rate_key=rate_key, at=at)
+
+
 def unregister_worker(worker_id: UUID) -> Call[bool]:
     """``pgq.unregister_worker(uuid)``, ``RETURNS boolean``.
     Removes a worker from the registry (clean stop); returns true if it was registered.
@@ -571,9 +586,9 @@ PRIVILEGE_FUNCTIONS: dict[str, str] = {
     "schedule": "pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)",
     "unschedule": "pgq.unschedule(text)",
     "fire_schedule_now": "pgq.fire_schedule_now(text,timestamp with time zone)",
-    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer)",
+    "configure": "pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer,integer,interval,boolean)",
 }
-PRIVILEGES = "SELECT coalesce(has_function_privilege(to_regprocedure('pgq.job(bigint)'), 'EXECUTE'), false) AS read_jobs, coalesce(has_table_privilege(to_regclass('pgq.failed_jobs'), 'SELECT'), false) AS read_failed, coalesce(has_function_privilege(to_regprocedure('pgq.pause(text[],timestamp with time zone)'), 'EXECUTE'), false) AS pause, coalesce(has_function_privilege(to_regprocedure('pgq.resume(text[])'), 'EXECUTE'), false) AS resume, coalesce(has_function_privilege(to_regprocedure('pgq.cancel(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS cancel, coalesce(has_function_privilege(to_regprocedure('pgq.requeue(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS requeue, coalesce(has_function_privilege(to_regprocedure('pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)'), 'EXECUTE'), false) AS requeue_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)'), 'EXECUTE'), false) AS delete_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_jobs(bigint[])'), 'EXECUTE'), false) AS delete_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)'), 'EXECUTE'), false) AS schedule, coalesce(has_function_privilege(to_regprocedure('pgq.unschedule(text)'), 'EXECUTE'), false) AS unschedule, coalesce(has_function_privilege(to_regprocedure('pgq.fire_schedule_now(text,timestamp with time zone)'), 'EXECUTE'), false) AS fire_schedule_now, coalesce(has_function_privilege(to_regprocedure('pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer)'), 'EXECUTE'), false) AS configure"
+PRIVILEGES = "SELECT coalesce(has_function_privilege(to_regprocedure('pgq.job(bigint)'), 'EXECUTE'), false) AS read_jobs, coalesce(has_table_privilege(to_regclass('pgq.failed_jobs'), 'SELECT'), false) AS read_failed, coalesce(has_function_privilege(to_regprocedure('pgq.pause(text[],timestamp with time zone)'), 'EXECUTE'), false) AS pause, coalesce(has_function_privilege(to_regprocedure('pgq.resume(text[])'), 'EXECUTE'), false) AS resume, coalesce(has_function_privilege(to_regprocedure('pgq.cancel(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS cancel, coalesce(has_function_privilege(to_regprocedure('pgq.requeue(bigint[],timestamp with time zone)'), 'EXECUTE'), false) AS requeue, coalesce(has_function_privilege(to_regprocedure('pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)'), 'EXECUTE'), false) AS requeue_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)'), 'EXECUTE'), false) AS delete_history, coalesce(has_function_privilege(to_regprocedure('pgq.delete_jobs(bigint[])'), 'EXECUTE'), false) AS delete_jobs, coalesce(has_function_privilege(to_regprocedure('pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)'), 'EXECUTE'), false) AS schedule, coalesce(has_function_privilege(to_regprocedure('pgq.unschedule(text)'), 'EXECUTE'), false) AS unschedule, coalesce(has_function_privilege(to_regprocedure('pgq.fire_schedule_now(text,timestamp with time zone)'), 'EXECUTE'), false) AS fire_schedule_now, coalesce(has_function_privilege(to_regprocedure('pgq.configure(text,integer,integer,interval,interval,interval,boolean,interval,integer,integer,interval,text[],integer,integer,interval,boolean)'), 'EXECUTE'), false) AS configure"
 
 
 @dataclass(frozen=True)
@@ -672,6 +687,9 @@ class EntrypointConfig(_record_mixins.EntrypointConfigMixin):
     dedupe_period: timedelta | None
     dedupe_states: list[str] | None
     key_concurrency_limit: int | None
+    rate_limit: int | None
+    rate_period: timedelta | None
+    rate_per_key: bool | None
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 -- pgq._claim_keyed(entrypoints, limited, batch_size, at)
 -- Contract: the jobs pgq.claim takes when it holds the policy row of an entrypoint with a
---   key_concurrency_limit (limited: the entrypoints whose rows it locked): the ids of up to
+--   key_concurrency_limit or a rate limit per key (rate_per_key; limited: the entrypoints whose
+--   rows it locked): the ids of up to
 --   batch_size queued jobs, locked, as pgq.claim's own statement chooses them (priority, then
---   ready order, within each entrypoint's quota), except that the lanes of key-limited
---   entrypoints take their candidates from pgq._keyed_candidates (group keys in turn, each
---   within its room), and each key is capped again across the lanes of its entrypoint with the
+--   ready order, within each entrypoint's quota, pgq._quota), except that the lanes of
+--   key-limited entrypoints take their candidates from pgq._keyed_candidates (group keys in
+--   turn, each within its room: running jobs and starts in the rate window per key), and each key is capped again across the lanes of its entrypoint with the
 --   room they reported (a key queued at two priorities). Only called when such a row is held,
 --   so a claim without key limits runs its own statement and pays nothing for this one.
 -- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows).
@@ -28,21 +29,19 @@ DECLARE
 BEGIN
     WITH eps AS (
         SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
-               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL THEN _claim_keyed.batch_size
-                    WHEN c.entrypoint = ANY (_claim_keyed.limited) AND c.concurrency_limit IS NULL THEN _claim_keyed.batch_size
+               c.key_concurrency_limit IS NOT NULL OR (c.rate_per_key AND c.rate_limit IS NOT NULL) AS keyed,
+               CASE WHEN c.rate_per_key THEN c.rate_limit END AS key_rate, c.rate_period,
+               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL AND c.rate_limit IS NULL
+                    THEN _claim_keyed.batch_size
                     WHEN c.entrypoint = ANY (_claim_keyed.limited) THEN
-                         greatest(0, least(_claim_keyed.batch_size,
-                                           c.concurrency_limit - (SELECT count(*)
-                                                                    FROM pgq.jobs r
-                                                                   WHERE r.entrypoint = c.entrypoint
-                                                                     AND r.status = 'running'
-                                                                     AND r.slot <> 4)))
+                         pgq._quota(c.entrypoint, c.concurrency_limit, c.rate_limit, c.rate_period,
+                                    c.rate_per_key, _claim_keyed.batch_size, _claim_keyed.at)
                     ELSE 0 END AS quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (_claim_keyed.entrypoints)
            AND c.paused_at IS NULL
     ), lanes AS MATERIALIZED (
-        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, l.turn_seq,
+        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, eps.keyed, eps.key_rate, eps.rate_period, l.turn_seq,
                pgq._lane_cursor(l.entrypoint, l.priority, l.cursor_seq) AS cursor
           FROM eps
           JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
@@ -62,14 +61,15 @@ BEGIN
                 ORDER BY j.ready_seq
                 LIMIT least(lanes.quota, _claim_keyed.batch_size)
                   FOR UPDATE SKIP LOCKED) AS q
-         WHERE lanes.key_limit IS NULL
+         WHERE NOT lanes.keyed
         UNION ALL
         -- Per-key limits and fair share (pgq._keyed_candidates): keys in turn, each within its room.
         SELECT k.id, lanes.entrypoint, lanes.priority, k.ready_seq, lanes.quota, k.key_hash, k.room
           FROM lanes
          CROSS JOIN LATERAL pgq._keyed_candidates(lanes.entrypoint, lanes.priority, lanes.cursor, lanes.turn_seq,
-                                                  least(lanes.quota, _claim_keyed.batch_size)::int, lanes.key_limit, _claim_keyed.at) AS k
-         WHERE lanes.key_limit IS NOT NULL
+                                                  least(lanes.quota, _claim_keyed.batch_size)::int, lanes.key_limit,
+                                                  lanes.key_rate, lanes.rate_period, _claim_keyed.at) AS k
+         WHERE lanes.keyed
     )
     SELECT array_agg(p.id) INTO v_ids
       FROM (SELECT r.id

@@ -1,5 +1,7 @@
--- pgq._keyed_candidates(entrypoint, priority, cursor, turn_seq, quota, key_limit, at)
--- Contract: the candidates of one lane of an entrypoint with a key_concurrency_limit, for
+-- pgq._keyed_candidates(entrypoint, priority, cursor, turn_seq, quota, key_limit, key_rate,
+--                       rate_period, at)
+-- Contract: the candidates of one lane of an entrypoint with a key_concurrency_limit or a rate
+--   limit per key (key_rate per rate_period; NULL when the entrypoint has none), for
 --   pgq.claim: up to quota queued jobs (due at `at`, ready number above the lane's cursor),
 --   locked FOR UPDATE SKIP LOCKED, taken from the lane's group keys in turn. One statement
 --   walks the keys of the lane that have queued jobs in the order of their hash
@@ -10,10 +12,13 @@
 --   gives one job, its oldest. When the walk passed the end of the ring, the jobs of the lane
 --   without a key get their turn as one more group (one job; all that is left when no key has
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
---   is left: each key met gives what room it has left, in walk order. A key's room is key_limit
---   minus its running jobs (counted once per call). turn_seq is set to the last key served.
+--   is left: each key met gives what room it has left, in walk order. A key's room is the least
+--   of key_limit minus its running jobs (counted once per call) and key_rate minus its starts in
+--   the rate window (pgq.rate_starts, one probe per key; the jobs without a key have one budget
+--   of their own). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room): key_hash and room (before this claim) let the
---   claim cap each key across its lanes (priorities); both NULL for a job without a key.
+--   claim cap each key across its lanes (priorities); both NULL for a job without a key (with
+--   key_rate: the whole-entrypoint hash of pgq.rate_starts and that group's room).
 --   Keys whose hashes collide (two keys of 2^64) count as one key: a stricter limit, never
 --   a looser one.
 -- Locking: row locks on the returned jobs (SKIP LOCKED); the caller holds the entrypoint's
@@ -27,6 +32,8 @@ CREATE OR REPLACE FUNCTION pgq._keyed_candidates(
     turn_seq    regclass,
     quota       int,
     key_limit   int,
+    key_rate    int,
+    rate_period interval,
     at          timestamptz
 )
 RETURNS TABLE (id bigint, ready_seq bigint, key_hash bigint, room int)
@@ -40,6 +47,8 @@ AS $$
 DECLARE
     c_min     constant bigint := -9223372036854775808;
     c_queued  constant text := 'queued';
+    c_big     constant int := 1000000000;  -- no limit of that kind
+    v_free    int;                          -- the room of the jobs without a key
     v_h       bigint := coalesce(pg_sequence_last_value(_keyed_candidates.turn_seq), c_min);
     v_left    int := _keyed_candidates.quota;
     v_keys    bigint[];
@@ -68,18 +77,27 @@ BEGIN
                    AND j.status = 'running'
                    AND j.slot <> 4
                    AND j.group_key IS NOT NULL
+                   AND _keyed_candidates.key_limit IS NOT NULL
                  GROUP BY 1) r
-    ), walk (h, n, found, wrapped, first) AS (
-        SELECT v_h, 0, 0, false, NULL::bigint
+    ), walk (h, n, found, wrapped, first, room) AS (
+        SELECT v_h, 0, 0, false, NULL::bigint, NULL::int
         UNION ALL
         SELECT nx.h, w.n + 1,
                w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
                w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
-               coalesce(w.first, nx.h)
+               coalesce(w.first, nx.h), nx.room
           FROM walk w
          CROSS JOIN LATERAL (
-               SELECT k.h, _keyed_candidates.key_limit
-                           - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0) AS room
+               SELECT k.h,
+                      least(coalesce(_keyed_candidates.key_limit
+                                     - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
+                            CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
+                                 ELSE _keyed_candidates.key_rate
+                                      - (SELECT coalesce(sum(s.tokens), 0)::int
+                                           FROM pgq.rate_starts s
+                                          WHERE s.entrypoint = _keyed_candidates.entrypoint
+                                            AND s.key_hash = k.h
+                                            AND s.started_at > _keyed_candidates.at - _keyed_candidates.rate_period) END) AS room
                  FROM (SELECT (SELECT hashtextextended(j.group_key, 0)
                                  FROM pgq.jobs j
                                 WHERE j.entrypoint = _keyed_candidates.entrypoint
@@ -96,8 +114,7 @@ BEGIN
            AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
            AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
     ), met AS MATERIALIZED (
-        SELECT w.n, w.h, _keyed_candidates.key_limit
-                         - coalesce((SELECT r.counts[array_position(r.keys, w.h)] FROM running r), 0) AS room
+        SELECT w.n, w.h, w.room
           FROM walk w
          WHERE w.n > 0
     ), picked AS MATERIALIZED (
@@ -134,7 +151,14 @@ BEGIN
     v_left := v_left - cardinality(v_ids);
     -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.
-    IF v_ends AND v_left > 0 THEN
+    v_free := CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
+                   ELSE _keyed_candidates.key_rate
+                        - (SELECT coalesce(sum(s.tokens), 0)::int
+                             FROM pgq.rate_starts s
+                            WHERE s.entrypoint = _keyed_candidates.entrypoint
+                              AND s.key_hash = c_min
+                              AND s.started_at > _keyed_candidates.at - _keyed_candidates.rate_period) END;
+    IF v_ends AND v_left > 0 AND v_free > 0 THEN
         SELECT array_agg(q.id ORDER BY q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.ready_seq) AS seqs
           INTO v_got
           FROM (SELECT j.id, j.ready_seq
@@ -152,13 +176,16 @@ BEGIN
                    AND j.status = c_queued AND j.slot <> 4
                    AND j.run_at <= _keyed_candidates.at
                  ORDER BY j.ready_seq
-                 LIMIT CASE WHEN v_keys IS NULL THEN v_left ELSE 1 END
+                 LIMIT least(CASE WHEN v_keys IS NULL THEN v_left ELSE 1 END, v_free)
                    FOR UPDATE SKIP LOCKED) AS q;
         IF v_got.ids IS NOT NULL THEN
             v_ids := v_ids || v_got.ids;
             v_seqs := v_seqs || v_got.seqs;
-            v_hashes := v_hashes || array_fill(NULL::bigint, ARRAY[cardinality(v_got.ids)]);
-            v_kroom := v_kroom || array_fill(NULL::int, ARRAY[cardinality(v_got.ids)]);
+            -- With a rate per key, the jobs without one are capped across lanes as one key.
+            v_hashes := v_hashes || array_fill(CASE WHEN _keyed_candidates.key_rate IS NOT NULL THEN c_min END,
+                                               ARRAY[cardinality(v_got.ids)]);
+            v_kroom := v_kroom || array_fill(CASE WHEN _keyed_candidates.key_rate IS NOT NULL THEN v_free END,
+                                             ARRAY[cardinality(v_got.ids)]);
             v_left := v_left - cardinality(v_got.ids);
             v_last := c_min;
         END IF;
@@ -201,5 +228,5 @@ BEGIN
     RETURN QUERY SELECT u.id, u.s, u.h, u.r FROM unnest(v_ids, v_seqs, v_hashes, v_kroom) AS u(id, s, h, r);
 END
 $$;
-COMMENT ON FUNCTION pgq._keyed_candidates(text, int, bigint, regclass, int, int, timestamptz) IS
-    'Private. Candidates of one lane of a key-limited entrypoint for pgq.claim: group keys in turn (hash order from the last served), each within its room under key_concurrency_limit, the jobs without a key after the last key; locked SKIP LOCKED.';
+COMMENT ON FUNCTION pgq._keyed_candidates(text, int, bigint, regclass, int, int, int, interval, timestamptz) IS
+    'Private. Candidates of one lane of a key-limited entrypoint for pgq.claim: group keys in turn (hash order from the last served), each within its room under key_concurrency_limit and its rate per key, the jobs without a key after the last key; locked SKIP LOCKED.';

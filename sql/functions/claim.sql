@@ -19,7 +19,12 @@
 --   claims only what fits beside its running jobs, so limit 0 claims nothing. An entrypoint
 --   with a key_concurrency_limit is locked the same way; when the claim holds one, its jobs
 --   are chosen by pgq._claim_keyed (group keys in turn, at most key_concurrency_limit running
---   jobs per key; the other entrypoints of the call as below). An entrypoint
+--   jobs per key; the other entrypoints of the call as below). An entrypoint with a
+--   rate_limit is locked the same way and takes at most rate_limit minus the starts of its
+--   window (pgq._quota; per group key with rate_per_key, through pgq._claim_keyed); each claim
+--   records its starts in pgq.rate_starts (one row per budget it took from), so no window of
+--   rate_period ever holds more than rate_limit starts (pgq.next_run_at tells a worker when the
+--   next one is allowed). An entrypoint
 --   paused with pgq.pause is skipped entirely until pgq.resume.
 --   at NULL means now(); tests pass a time to move the clock.
 --   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
@@ -73,6 +78,7 @@ DECLARE
     v_now     timestamptz := coalesce(claim.at, now());
     v_limited text[];
     v_keyed   boolean;
+    v_rated   boolean;
     v_ids     bigint[];
     v_found   bigint[];
     v_now_ms  bigint;
@@ -80,6 +86,7 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_queued  constant text := 'queued';
     c_running constant text := 'running';
+    c_whole   constant bigint := -9223372036854775808;  -- pgq.rate_starts.key_hash: no key
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
         PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
@@ -177,16 +184,18 @@ BEGIN
     END IF;
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
-    SELECT array_agg(c.entrypoint), bool_or(c.keyed) INTO v_limited, v_keyed
-      FROM (SELECT e.entrypoint, e.key_concurrency_limit IS NOT NULL AS keyed
+    SELECT array_agg(c.entrypoint), bool_or(c.keyed), bool_or(c.rated) INTO v_limited, v_keyed, v_rated
+      FROM (SELECT e.entrypoint,
+                   e.key_concurrency_limit IS NOT NULL OR (e.rate_per_key AND e.rate_limit IS NOT NULL) AS keyed,
+                   e.rate_limit IS NOT NULL AS rated
               FROM pgq.entrypoints e
              WHERE e.entrypoint = ANY (claim.entrypoints)
-               AND (e.concurrency_limit IS NOT NULL OR e.key_concurrency_limit IS NOT NULL)
+               AND (e.concurrency_limit IS NOT NULL OR e.key_concurrency_limit IS NOT NULL OR e.rate_limit IS NOT NULL)
                AND e.paused_at IS NULL
              ORDER BY e.entrypoint
                FOR UPDATE SKIP LOCKED) AS c;
     IF v_keyed THEN
-        -- Per-key limits and fair share (a key-limited entrypoint is locked by this claim).
+        -- Per-key limits and fair share (a key-limited or key-rated entrypoint is locked by this claim).
         v_ids := pgq._claim_keyed(claim.entrypoints, v_limited, claim.batch_size, v_now);
     ELSE  -- (the statement below, not indented again: it is the claim of every other call)
     -- Lock the jobs to take: per lane from its cursor on (slot <> 4: queued jobs are in the
@@ -195,14 +204,11 @@ BEGIN
     -- id whatever the planner guesses about the LIMITs.)
     WITH eps AS (
         SELECT c.entrypoint,
-               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL THEN claim.batch_size
+               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL AND c.rate_limit IS NULL
+                    THEN claim.batch_size
                     WHEN c.entrypoint = ANY (v_limited) THEN
-                         greatest(0, least(claim.batch_size,
-                                           c.concurrency_limit - (SELECT count(*)
-                                                                    FROM pgq.jobs r
-                                                                   WHERE r.entrypoint = c.entrypoint
-                                                                     AND r.status = 'running'
-                                                                     AND r.slot <> 4)))
+                         pgq._quota(c.entrypoint, c.concurrency_limit, c.rate_limit, c.rate_period,
+                                    c.rate_per_key, claim.batch_size, v_now)
                     ELSE 0 END AS quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)
@@ -276,6 +282,21 @@ BEGIN
            c.run_timeout_s, c.taken_over
       FROM claimed c
      ORDER BY c.priority DESC, c.ready_seq;
+    -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
+    -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
+    IF v_rated THEN
+        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens)
+        SELECT j.entrypoint,
+               CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0) ELSE c_whole END,
+               CASE WHEN e.rate_per_key THEN j.group_key END,
+               v_now, count(*)
+          FROM pgq.jobs j
+          JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
+         WHERE j.id = ANY (v_ids)
+           AND j.status = c_running AND j.slot <> 4
+           AND e.rate_limit IS NOT NULL
+         GROUP BY 1, 2, 3;
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz, uuid) IS

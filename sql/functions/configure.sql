@@ -1,6 +1,7 @@
 -- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
 --               heartbeat_timeout, reset, run_timeout, max_interruptions, max_snoozes,
---               dedupe_period, dedupe_states, key_concurrency_limit)
+--               dedupe_period, dedupe_states, key_concurrency_limit, rate_limit,
+--               rate_period, rate_per_key)
 -- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
 --   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
@@ -17,13 +18,20 @@
 --   (on_conflict answers as for a live holder); 0 frees keys at once. key_concurrency_limit
 --   (1..1,000,000): at most that many running jobs per group key across all workers, claims
 --   taking the keys in turn (see pgq.claim; NULL: none, only reset removes it).
+--   rate_limit (1..1,000,000) and rate_period (1 millisecond..1 day), set together the first
+--   time: at most rate_limit jobs start per rate_period, in any window of that length, across
+--   all workers (a job claimed again after a retry starts again; pgq.take_tokens counts too);
+--   rate_per_key => true applies it to each group key (jobs without a key share one budget)
+--   instead of the whole entrypoint. rate_limit 0 removes the rate limit. Removing it or
+--   changing rate_per_key forgets the starts counted so far (pgq.rate_starts).
 --   concurrency_limit 0 pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
 --   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
 --   ends a pause; see pgq._sweep).
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
 --   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
 --   (so every time computed from them stays in range), run_timeout 0 (none) or 1 second..30
---   days, max_interruptions 0..1000, max_snoozes 0..10000, dedupe_period 0..3650 days.
+--   days, max_interruptions 0..1000, max_snoozes 0..10000, dedupe_period 0..3650 days,
+--   rate_limit 0 (none) or 1..1,000,000, rate_period 1 millisecond..1 day.
 -- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
 CREATE OR REPLACE FUNCTION pgq.configure(
     entrypoint         text,
@@ -38,7 +46,10 @@ CREATE OR REPLACE FUNCTION pgq.configure(
     max_snoozes        int      DEFAULT NULL,
     dedupe_period      interval DEFAULT NULL,
     dedupe_states      text[]   DEFAULT NULL,
-    key_concurrency_limit int   DEFAULT NULL
+    key_concurrency_limit int   DEFAULT NULL,
+    rate_limit         int      DEFAULT NULL,
+    rate_period        interval DEFAULT NULL,
+    rate_per_key       boolean  DEFAULT NULL
 )
 RETURNS pgq.entrypoints
 LANGUAGE plpgsql
@@ -49,6 +60,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_row pgq.entrypoints;
+    v_was pgq.entrypoints;
 BEGIN
     PERFORM pgq._check_name(configure.entrypoint, 'entrypoint', 'PQ001');
     IF configure.concurrency_limit < 0 THEN
@@ -59,6 +71,11 @@ BEGIN
         RAISE EXCEPTION 'key_concurrency_limit must be between 1 and 1000000, got %', configure.key_concurrency_limit
             USING ERRCODE = 'PQ008';
     END IF;
+    IF configure.rate_limit NOT BETWEEN 0 AND 1000000 THEN
+        RAISE EXCEPTION 'rate_limit must be between 1 and 1000000 (0 removes it), got %', configure.rate_limit
+            USING ERRCODE = 'PQ008';
+    END IF;
+    PERFORM pgq._check_interval(configure.rate_period, 'rate_period', interval '1 millisecond', interval '1 day');
     IF configure.max_attempts < 1 THEN
         RAISE EXCEPTION 'max_attempts must be >= 1, got %', configure.max_attempts USING ERRCODE = 'PQ008';
     END IF;
@@ -104,10 +121,12 @@ BEGIN
            SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
                backoff_max = DEFAULT, heartbeat_timeout = DEFAULT, run_timeout = DEFAULT,
                max_interruptions = DEFAULT, max_snoozes = DEFAULT, dedupe_period = DEFAULT,
-               dedupe_states = DEFAULT, key_concurrency_limit = DEFAULT
+               dedupe_states = DEFAULT, key_concurrency_limit = DEFAULT, rate_limit = DEFAULT,
+               rate_period = DEFAULT, rate_per_key = DEFAULT
          WHERE e.entrypoint = configure.entrypoint;
     END IF;
     SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
+    v_was := v_row;
 
     v_row.concurrency_limit := coalesce(configure.concurrency_limit, v_row.concurrency_limit);
     v_row.max_attempts := coalesce(configure.max_attempts, v_row.max_attempts);
@@ -121,6 +140,19 @@ BEGIN
     v_row.dedupe_period := coalesce(configure.dedupe_period, v_row.dedupe_period);
     v_row.dedupe_states := coalesce(configure.dedupe_states, v_row.dedupe_states);
     v_row.key_concurrency_limit := coalesce(configure.key_concurrency_limit, v_row.key_concurrency_limit);
+    v_row.rate_limit := CASE WHEN configure.rate_limit IS NULL THEN v_row.rate_limit
+                             ELSE nullif(configure.rate_limit, 0) END;
+    v_row.rate_period := CASE WHEN configure.rate_limit = 0 THEN NULL
+                              ELSE coalesce(configure.rate_period, v_row.rate_period) END;
+    v_row.rate_per_key := coalesce(configure.rate_per_key, v_row.rate_per_key);
+    IF v_row.rate_limit IS NOT NULL AND v_row.rate_period IS NULL THEN
+        RAISE EXCEPTION 'rate_limit % needs a rate_period (the window it counts starts in)', v_row.rate_limit
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF v_row.rate_period IS NOT NULL AND v_row.rate_limit IS NULL THEN
+        RAISE EXCEPTION 'rate_period % needs a rate_limit (0 removed it)', v_row.rate_period
+            USING ERRCODE = 'PQ008';
+    END IF;
     IF v_row.backoff_max < v_row.backoff_base THEN
         RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
             USING ERRCODE = 'PQ008';
@@ -138,13 +170,21 @@ BEGIN
            dedupe_period = v_row.dedupe_period,
            dedupe_states = v_row.dedupe_states,
            key_concurrency_limit = v_row.key_concurrency_limit,
+           rate_limit = v_row.rate_limit,
+           rate_period = v_row.rate_period,
+           rate_per_key = v_row.rate_per_key,
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
+    -- Budgets that no longer exist (or now mean something else) start from nothing.
+    IF v_was.rate_limit IS NOT NULL
+       AND (v_row.rate_limit IS NULL OR v_row.rate_per_key IS DISTINCT FROM v_was.rate_per_key) THEN
+        DELETE FROM pgq.rate_starts s WHERE s.entrypoint = configure.entrypoint;
+    END IF;
     -- A lifted concurrency_limit 0 ends a pause: the next claim sweeps (see pgq._sweep).
     PERFORM setval('pgq.swept_at', 0);
     RETURN v_row;
 END
 $$;
-COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int) IS
-    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it), max_interruptions, max_snoozes, dedupe_period and dedupe_states (dedupe keys kept after the job finished), key_concurrency_limit (running jobs per group key; claims take keys in turn). NULL leaves a setting unchanged; reset => true restores defaults first.';
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int, int, interval, boolean) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it), max_interruptions, max_snoozes, dedupe_period and dedupe_states (dedupe keys kept after the job finished), key_concurrency_limit (running jobs per group key; claims take keys in turn), rate_limit per rate_period (starts in any window, for the entrypoint or with rate_per_key each group key; 0 removes it). NULL leaves a setting unchanged; reset => true restores defaults first.';

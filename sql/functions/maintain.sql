@@ -3,7 +3,10 @@
 --   (counts 0, bytes NULL). The maintainer, in this order:
 --   1. sweeps stale running jobs (pgq._sweep: archived when their attempts are used up or their
 --      cancellation was requested, else queued again with a new ready number);
---   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call);
+--   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call), and
+--      removes the rate limits' starts that left their window (pgq.rate_starts: those of the
+--      minute before each rate-limited entrypoint's window; once an hour of `at`, every row
+--      outside its entrypoint's window, and the rows of entrypoints without a rate limit);
 --   3. carries forward: when the next slot of the ring (the one to be reused) holds between 1
 --      and 1,000 live rows (stragglers: long-running or retried jobs, the tail of a backlog),
 --      they move to the current slot as they are (same id, lease, ready number, every column;
@@ -87,6 +90,24 @@ BEGIN
     -- 1., 2.
     v_swept := pgq._sweep(NULL, v_now);
     v_promoted := pgq._promote(NULL, v_now, 10000);
+    -- Rate limits: starts that left their window. Each pass walks only the minute before each
+    -- window (under a held vacuum horizon the rows removed before stay in the index below it);
+    -- once an hour, the whole table (rows a gap in maintenance left behind).
+    DELETE FROM pgq.rate_starts s
+     USING pgq.entrypoints e
+     WHERE e.rate_limit IS NOT NULL
+       AND s.entrypoint = e.entrypoint
+       AND s.started_at <= v_now - e.rate_period
+       AND s.started_at > v_now - e.rate_period - interval '1 minute';
+    IF abs((extract(epoch FROM v_now) * 1000)::bigint - (SELECT s.last_value FROM pgq.rate_pruned_at s)) >= 3600000 THEN
+        PERFORM setval('pgq.rate_pruned_at', greatest((extract(epoch FROM v_now) * 1000)::bigint, 0));
+        DELETE FROM pgq.rate_starts s
+         WHERE NOT EXISTS (SELECT 1
+                             FROM pgq.entrypoints e
+                            WHERE e.entrypoint = s.entrypoint
+                              AND e.rate_limit IS NOT NULL
+                              AND s.started_at > v_now - e.rate_period);
+    END IF;
 
     -- Slot-wide reads of one partition: a sequential scan is the cheap way (the index scans
     -- this function is set up for walk the same dead versions and visit the heap for each).

@@ -1,7 +1,10 @@
 -- pgq.next_run_at(entrypoints, at)
 -- Contract: the earliest run_at after `at` among waiting (scheduled) jobs of the given entrypoints, or NULL
---   when none is waiting. An idle worker sleeps until then (or until a notification) instead of
+--   when none is waiting (nor any rate limit, below). An idle worker sleeps until then (or until a notification) instead of
 --   polling at a fixed interval. Jobs already due are not considered: claim takes those.
+--   For an entrypoint with a rate limit whose budget is used up (pgq.configure rate_limit), the
+--   time its budget next grows counts like a due time (pgq._rate_due): a worker whose claim came
+--   back short because of the limit sleeps until the next start is allowed.
 --   at NULL means now().
 --   Reads jobs_scheduled through jobs_scheduled_idx, one probe per entrypoint.
 -- Locking: none (reads only).
@@ -26,18 +29,25 @@ BEGIN
     END IF;
     -- One probe of jobs_scheduled_idx per entrypoint (slot 4 is jobs_scheduled alone: the ring's
     -- partitions are not visited), instead of reading every scheduled job of these entrypoints.
-    RETURN (SELECT min(f.run_at)
-              FROM unnest(next_run_at.entrypoints) AS e(name)
-             CROSS JOIN LATERAL (
-                   SELECT j.run_at
-                     FROM pgq.jobs j
-                    WHERE j.slot = 4
-                      AND j.entrypoint = e.name
-                      AND j.status = 'scheduled' AND j.slot = 4
-                      AND j.run_at > coalesce(next_run_at.at, now())
-                    ORDER BY j.run_at
-                    LIMIT 1) AS f);
+    RETURN least((SELECT min(f.run_at)
+                    FROM unnest(next_run_at.entrypoints) AS e(name)
+                   CROSS JOIN LATERAL (
+                         SELECT j.run_at
+                           FROM pgq.jobs j
+                          WHERE j.slot = 4
+                            AND j.entrypoint = e.name
+                            AND j.status = 'scheduled' AND j.slot = 4
+                            AND j.run_at > coalesce(next_run_at.at, now())
+                          ORDER BY j.run_at
+                          LIMIT 1) AS f),
+                 -- Rate-limited entrypoints whose budget is used up: when it grows again.
+                 (SELECT min(pgq._rate_due(c.entrypoint, c.rate_limit, c.rate_period, c.rate_per_key,
+                                           coalesce(next_run_at.at, now())))
+                    FROM pgq.entrypoints c
+                   WHERE c.entrypoint = ANY (next_run_at.entrypoints)
+                     AND c.rate_limit IS NOT NULL
+                     AND c.paused_at IS NULL));
 END
 $$;
 COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
-    'Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';
+    'Earliest run_at after at among scheduled jobs of these entrypoints, or when a used-up rate limit allows the next start (NULL if neither): how long an idle worker may sleep.';

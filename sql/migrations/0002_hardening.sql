@@ -9,22 +9,23 @@
 -- RELEASED.
 
 -- CONTENTS (line numbers; written by scripts/new_migration.py from the '-- ##' headings)
---      30  Roles for dashboards (read only) and operators (actions)
---      45  Operate it: workers registry, metrics rollup, pause/resume, job lookup
---     233  Hostile input and hostile neighbours: schedules that cannot be computed rest
---     244  Policy back in SQL: re-signed functions and the claim answer
---     265  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
---     319  Schedules fire only where their entrypoint is served
---     327  One name rule for entrypoints and schedules
---     360  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
---     537  Comments on the columns of the tables 0.1.0 created
---     572  Views of the live jobs (they read the new pgq.jobs)
---     624  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
---     684  Flow control: unique by period
---     701  Flow control: per-key concurrency and fair share
---     726  Functions: the other 72 functions this migration re-creates (generated)
---    6453  The ring, continued: triggers and the copy of the live jobs
---    6485  Grants
+--      31  Roles for dashboards (read only) and operators (actions)
+--      46  Operate it: workers registry, metrics rollup, pause/resume, job lookup
+--     234  Hostile input and hostile neighbours: schedules that cannot be computed rest
+--     245  Policy back in SQL: re-signed functions and the claim answer
+--     266  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
+--     320  Schedules fire only where their entrypoint is served
+--     328  One name rule for entrypoints and schedules
+--     361  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+--     538  Comments on the columns of the tables 0.1.0 created
+--     573  Views of the live jobs (they read the new pgq.jobs)
+--     625  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
+--     685  Flow control: unique by period
+--     702  Flow control: per-key concurrency and fair share
+--     727  Flow control: rate limits
+--     769  Functions: the other 75 functions this migration re-creates (generated)
+--    6837  The ring, continued: triggers and the copy of the live jobs
+--    6869  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -723,6 +724,48 @@ COMMENT ON COLUMN pgq.lanes.turn_seq IS
 CREATE INDEX jobs_key_idx ON pgq.jobs (entrypoint, priority, hashtextextended(group_key, 0), ready_seq)
     WHERE status = 'queued' AND group_key IS NOT NULL;
 
+-- ## Flow control: rate limits
+
+-- An entrypoint with a rate_limit starts at most that many jobs per rate_period across all
+-- workers, in any window of that length (a sliding window over a log of starts: docs/decisions/
+-- 0008), for the whole entrypoint or, with rate_per_key, for each group key. The claim counts the
+-- window's starts under the policy-row lock it already takes (SKIP LOCKED) and writes one row per
+-- budget it took from; pgq.take_tokens writes to the same log, so application code that calls the
+-- same API shares the budget. pgq.maintain removes rows older than the period.
+ALTER TABLE pgq.entrypoints ADD COLUMN rate_limit int;
+ALTER TABLE pgq.entrypoints ADD COLUMN rate_period interval;
+ALTER TABLE pgq.entrypoints ADD COLUMN rate_per_key boolean NOT NULL DEFAULT false;
+ALTER TABLE pgq.entrypoints ADD CONSTRAINT entrypoints_rate_check CHECK (
+    (rate_limit IS NULL) = (rate_period IS NULL)
+    AND (rate_limit IS NULL OR rate_limit BETWEEN 1 AND 1000000)
+    AND (rate_period IS NULL OR rate_period BETWEEN interval '1 millisecond' AND interval '1 day'));
+COMMENT ON COLUMN pgq.entrypoints.rate_limit IS
+    'At most this many jobs started per rate_period, in any window of that length, across all workers (NULL: no rate limit).';
+COMMENT ON COLUMN pgq.entrypoints.rate_period IS 'The window of rate_limit (1 millisecond to 1 day).';
+COMMENT ON COLUMN pgq.entrypoints.rate_per_key IS
+    'The rate limit applies to each group key (jobs without a key share one budget) instead of the whole entrypoint.';
+CREATE TABLE pgq.rate_starts (
+    entrypoint text        NOT NULL,
+    key_hash   bigint      NOT NULL,
+    rate_key   text,
+    started_at timestamptz NOT NULL,
+    tokens     int         NOT NULL CHECK (tokens > 0)
+);
+COMMENT ON TABLE pgq.rate_starts IS
+    'Rate limits: the starts (claims and pgq.take_tokens) within the period of rate-limited entrypoints, one row per budget and call. Insert-only; pgq.maintain deletes rows older than the period.';
+COMMENT ON COLUMN pgq.rate_starts.key_hash IS
+    'hashtextextended(group key, 0), or -9223372036854775808 for the whole entrypoint (rate_per_key false) and for jobs without a key.';
+COMMENT ON COLUMN pgq.rate_starts.rate_key IS 'The group key whose budget was used (NULL: the whole entrypoint, or jobs without a key).';
+COMMENT ON COLUMN pgq.rate_starts.tokens IS 'Starts recorded by this row (jobs claimed, tokens taken).';
+-- The claim's count of one budget's window; maintain's prune of an entrypoint's old rows.
+CREATE INDEX rate_starts_key_idx ON pgq.rate_starts (entrypoint, key_hash, started_at);
+CREATE INDEX rate_starts_time_idx ON pgq.rate_starts (entrypoint, started_at);
+REVOKE ALL ON pgq.rate_starts FROM PUBLIC;
+CREATE SEQUENCE pgq.rate_pruned_at AS bigint MINVALUE 0 START 0;
+COMMENT ON SEQUENCE pgq.rate_pruned_at IS
+    'When pgq.maintain last removed every row of pgq.rate_starts older than its period (ms since the epoch; between those passes, once an hour, it walks only the minute before each window).';
+REVOKE ALL ON SEQUENCE pgq.rate_pruned_at FROM PUBLIC;
+
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
 
@@ -1420,11 +1463,12 @@ COMMENT ON FUNCTION pgq._check_time(timestamptz, text) IS
 -- sql/functions/_claim_keyed.sql
 -- pgq._claim_keyed(entrypoints, limited, batch_size, at)
 -- Contract: the jobs pgq.claim takes when it holds the policy row of an entrypoint with a
---   key_concurrency_limit (limited: the entrypoints whose rows it locked): the ids of up to
+--   key_concurrency_limit or a rate limit per key (rate_per_key; limited: the entrypoints whose
+--   rows it locked): the ids of up to
 --   batch_size queued jobs, locked, as pgq.claim's own statement chooses them (priority, then
---   ready order, within each entrypoint's quota), except that the lanes of key-limited
---   entrypoints take their candidates from pgq._keyed_candidates (group keys in turn, each
---   within its room), and each key is capped again across the lanes of its entrypoint with the
+--   ready order, within each entrypoint's quota, pgq._quota), except that the lanes of
+--   key-limited entrypoints take their candidates from pgq._keyed_candidates (group keys in
+--   turn, each within its room: running jobs and starts in the rate window per key), and each key is capped again across the lanes of its entrypoint with the
 --   room they reported (a key queued at two priorities). Only called when such a row is held,
 --   so a claim without key limits runs its own statement and pays nothing for this one.
 -- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows).
@@ -1448,21 +1492,19 @@ DECLARE
 BEGIN
     WITH eps AS (
         SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
-               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL THEN _claim_keyed.batch_size
-                    WHEN c.entrypoint = ANY (_claim_keyed.limited) AND c.concurrency_limit IS NULL THEN _claim_keyed.batch_size
+               c.key_concurrency_limit IS NOT NULL OR (c.rate_per_key AND c.rate_limit IS NOT NULL) AS keyed,
+               CASE WHEN c.rate_per_key THEN c.rate_limit END AS key_rate, c.rate_period,
+               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL AND c.rate_limit IS NULL
+                    THEN _claim_keyed.batch_size
                     WHEN c.entrypoint = ANY (_claim_keyed.limited) THEN
-                         greatest(0, least(_claim_keyed.batch_size,
-                                           c.concurrency_limit - (SELECT count(*)
-                                                                    FROM pgq.jobs r
-                                                                   WHERE r.entrypoint = c.entrypoint
-                                                                     AND r.status = 'running'
-                                                                     AND r.slot <> 4)))
+                         pgq._quota(c.entrypoint, c.concurrency_limit, c.rate_limit, c.rate_period,
+                                    c.rate_per_key, _claim_keyed.batch_size, _claim_keyed.at)
                     ELSE 0 END AS quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (_claim_keyed.entrypoints)
            AND c.paused_at IS NULL
     ), lanes AS MATERIALIZED (
-        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, l.turn_seq,
+        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, eps.keyed, eps.key_rate, eps.rate_period, l.turn_seq,
                pgq._lane_cursor(l.entrypoint, l.priority, l.cursor_seq) AS cursor
           FROM eps
           JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
@@ -1482,14 +1524,15 @@ BEGIN
                 ORDER BY j.ready_seq
                 LIMIT least(lanes.quota, _claim_keyed.batch_size)
                   FOR UPDATE SKIP LOCKED) AS q
-         WHERE lanes.key_limit IS NULL
+         WHERE NOT lanes.keyed
         UNION ALL
         -- Per-key limits and fair share (pgq._keyed_candidates): keys in turn, each within its room.
         SELECT k.id, lanes.entrypoint, lanes.priority, k.ready_seq, lanes.quota, k.key_hash, k.room
           FROM lanes
          CROSS JOIN LATERAL pgq._keyed_candidates(lanes.entrypoint, lanes.priority, lanes.cursor, lanes.turn_seq,
-                                                  least(lanes.quota, _claim_keyed.batch_size)::int, lanes.key_limit, _claim_keyed.at) AS k
-         WHERE lanes.key_limit IS NOT NULL
+                                                  least(lanes.quota, _claim_keyed.batch_size)::int, lanes.key_limit,
+                                                  lanes.key_rate, lanes.rate_period, _claim_keyed.at) AS k
+         WHERE lanes.keyed
     )
     SELECT array_agg(p.id) INTO v_ids
       FROM (SELECT r.id
@@ -1876,8 +1919,10 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
     'Private. NULL when a JSON value is fit to store (size as text, nesting, numbers), else the problem.';
 
 -- sql/functions/_keyed_candidates.sql
--- pgq._keyed_candidates(entrypoint, priority, cursor, turn_seq, quota, key_limit, at)
--- Contract: the candidates of one lane of an entrypoint with a key_concurrency_limit, for
+-- pgq._keyed_candidates(entrypoint, priority, cursor, turn_seq, quota, key_limit, key_rate,
+--                       rate_period, at)
+-- Contract: the candidates of one lane of an entrypoint with a key_concurrency_limit or a rate
+--   limit per key (key_rate per rate_period; NULL when the entrypoint has none), for
 --   pgq.claim: up to quota queued jobs (due at `at`, ready number above the lane's cursor),
 --   locked FOR UPDATE SKIP LOCKED, taken from the lane's group keys in turn. One statement
 --   walks the keys of the lane that have queued jobs in the order of their hash
@@ -1888,10 +1933,13 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
 --   gives one job, its oldest. When the walk passed the end of the ring, the jobs of the lane
 --   without a key get their turn as one more group (one job; all that is left when no key has
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
---   is left: each key met gives what room it has left, in walk order. A key's room is key_limit
---   minus its running jobs (counted once per call). turn_seq is set to the last key served.
+--   is left: each key met gives what room it has left, in walk order. A key's room is the least
+--   of key_limit minus its running jobs (counted once per call) and key_rate minus its starts in
+--   the rate window (pgq.rate_starts, one probe per key; the jobs without a key have one budget
+--   of their own). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room): key_hash and room (before this claim) let the
---   claim cap each key across its lanes (priorities); both NULL for a job without a key.
+--   claim cap each key across its lanes (priorities); both NULL for a job without a key (with
+--   key_rate: the whole-entrypoint hash of pgq.rate_starts and that group's room).
 --   Keys whose hashes collide (two keys of 2^64) count as one key: a stricter limit, never
 --   a looser one.
 -- Locking: row locks on the returned jobs (SKIP LOCKED); the caller holds the entrypoint's
@@ -1905,6 +1953,8 @@ CREATE OR REPLACE FUNCTION pgq._keyed_candidates(
     turn_seq    regclass,
     quota       int,
     key_limit   int,
+    key_rate    int,
+    rate_period interval,
     at          timestamptz
 )
 RETURNS TABLE (id bigint, ready_seq bigint, key_hash bigint, room int)
@@ -1918,6 +1968,8 @@ AS $$
 DECLARE
     c_min     constant bigint := -9223372036854775808;
     c_queued  constant text := 'queued';
+    c_big     constant int := 1000000000;  -- no limit of that kind
+    v_free    int;                          -- the room of the jobs without a key
     v_h       bigint := coalesce(pg_sequence_last_value(_keyed_candidates.turn_seq), c_min);
     v_left    int := _keyed_candidates.quota;
     v_keys    bigint[];
@@ -1946,18 +1998,27 @@ BEGIN
                    AND j.status = 'running'
                    AND j.slot <> 4
                    AND j.group_key IS NOT NULL
+                   AND _keyed_candidates.key_limit IS NOT NULL
                  GROUP BY 1) r
-    ), walk (h, n, found, wrapped, first) AS (
-        SELECT v_h, 0, 0, false, NULL::bigint
+    ), walk (h, n, found, wrapped, first, room) AS (
+        SELECT v_h, 0, 0, false, NULL::bigint, NULL::int
         UNION ALL
         SELECT nx.h, w.n + 1,
                w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
                w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
-               coalesce(w.first, nx.h)
+               coalesce(w.first, nx.h), nx.room
           FROM walk w
          CROSS JOIN LATERAL (
-               SELECT k.h, _keyed_candidates.key_limit
-                           - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0) AS room
+               SELECT k.h,
+                      least(coalesce(_keyed_candidates.key_limit
+                                     - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
+                            CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
+                                 ELSE _keyed_candidates.key_rate
+                                      - (SELECT coalesce(sum(s.tokens), 0)::int
+                                           FROM pgq.rate_starts s
+                                          WHERE s.entrypoint = _keyed_candidates.entrypoint
+                                            AND s.key_hash = k.h
+                                            AND s.started_at > _keyed_candidates.at - _keyed_candidates.rate_period) END) AS room
                  FROM (SELECT (SELECT hashtextextended(j.group_key, 0)
                                  FROM pgq.jobs j
                                 WHERE j.entrypoint = _keyed_candidates.entrypoint
@@ -1974,8 +2035,7 @@ BEGIN
            AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
            AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
     ), met AS MATERIALIZED (
-        SELECT w.n, w.h, _keyed_candidates.key_limit
-                         - coalesce((SELECT r.counts[array_position(r.keys, w.h)] FROM running r), 0) AS room
+        SELECT w.n, w.h, w.room
           FROM walk w
          WHERE w.n > 0
     ), picked AS MATERIALIZED (
@@ -2012,7 +2072,14 @@ BEGIN
     v_left := v_left - cardinality(v_ids);
     -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.
-    IF v_ends AND v_left > 0 THEN
+    v_free := CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
+                   ELSE _keyed_candidates.key_rate
+                        - (SELECT coalesce(sum(s.tokens), 0)::int
+                             FROM pgq.rate_starts s
+                            WHERE s.entrypoint = _keyed_candidates.entrypoint
+                              AND s.key_hash = c_min
+                              AND s.started_at > _keyed_candidates.at - _keyed_candidates.rate_period) END;
+    IF v_ends AND v_left > 0 AND v_free > 0 THEN
         SELECT array_agg(q.id ORDER BY q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.ready_seq) AS seqs
           INTO v_got
           FROM (SELECT j.id, j.ready_seq
@@ -2030,13 +2097,16 @@ BEGIN
                    AND j.status = c_queued AND j.slot <> 4
                    AND j.run_at <= _keyed_candidates.at
                  ORDER BY j.ready_seq
-                 LIMIT CASE WHEN v_keys IS NULL THEN v_left ELSE 1 END
+                 LIMIT least(CASE WHEN v_keys IS NULL THEN v_left ELSE 1 END, v_free)
                    FOR UPDATE SKIP LOCKED) AS q;
         IF v_got.ids IS NOT NULL THEN
             v_ids := v_ids || v_got.ids;
             v_seqs := v_seqs || v_got.seqs;
-            v_hashes := v_hashes || array_fill(NULL::bigint, ARRAY[cardinality(v_got.ids)]);
-            v_kroom := v_kroom || array_fill(NULL::int, ARRAY[cardinality(v_got.ids)]);
+            -- With a rate per key, the jobs without one are capped across lanes as one key.
+            v_hashes := v_hashes || array_fill(CASE WHEN _keyed_candidates.key_rate IS NOT NULL THEN c_min END,
+                                               ARRAY[cardinality(v_got.ids)]);
+            v_kroom := v_kroom || array_fill(CASE WHEN _keyed_candidates.key_rate IS NOT NULL THEN v_free END,
+                                             ARRAY[cardinality(v_got.ids)]);
             v_left := v_left - cardinality(v_got.ids);
             v_last := c_min;
         END IF;
@@ -2079,8 +2149,8 @@ BEGIN
     RETURN QUERY SELECT u.id, u.s, u.h, u.r FROM unnest(v_ids, v_seqs, v_hashes, v_kroom) AS u(id, s, h, r);
 END
 $$;
-COMMENT ON FUNCTION pgq._keyed_candidates(text, int, bigint, regclass, int, int, timestamptz) IS
-    'Private. Candidates of one lane of a key-limited entrypoint for pgq.claim: group keys in turn (hash order from the last served), each within its room under key_concurrency_limit, the jobs without a key after the last key; locked SKIP LOCKED.';
+COMMENT ON FUNCTION pgq._keyed_candidates(text, int, bigint, regclass, int, int, int, interval, timestamptz) IS
+    'Private. Candidates of one lane of a key-limited entrypoint for pgq.claim: group keys in turn (hash order from the last served), each within its room under key_concurrency_limit and its rate per key, the jobs without a key after the last key; locked SKIP LOCKED.';
 
 -- sql/functions/_lane_cursor.sql
 -- pgq._lane_cursor(entrypoint, priority, cursor_seq): a lane's cursor, moved on first when
@@ -2242,6 +2312,133 @@ END
 $$;
 COMMENT ON FUNCTION pgq._promote(text[], timestamptz, int) IS
     'Private. Moves due scheduled jobs into the ring as queued, with ready numbers in run_at order.';
+
+-- sql/functions/_quota.sql
+-- pgq._quota(entrypoint, concurrency_limit, rate_limit, rate_period, rate_per_key, batch_size, at)
+-- Contract: how many jobs a claim that holds the entrypoint's policy row may take of it: at most
+--   batch_size, at most what fits beside its running jobs under concurrency_limit (NULL: no
+--   limit), and, for an entrypoint-wide rate limit (rate_limit set, rate_per_key false), at most
+--   rate_limit minus the starts recorded in pgq.rate_starts in the window (at - rate_period, ...]
+--   (any start later than that counts, whatever its time: a claim whose clock is behind another's
+--   still sees it). Never negative. Per-key rooms are pgq._keyed_candidates'.
+-- Locking: none (the caller, pgq.claim, holds the policy row: the counts are exact).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._quota(
+    entrypoint         text,
+    concurrency_limit  int,
+    rate_limit         int,
+    rate_period        interval,
+    rate_per_key       boolean,
+    batch_size         int,
+    at                 timestamptz
+)
+RETURNS int
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Called only by pgq.claim and pgq._claim_keyed, whose settings (generic plans, no JIT, no
+-- sequential scans) are in force here too: setting them again would cost every call.
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_whole constant bigint := -9223372036854775808;  -- pgq.rate_starts.key_hash of the whole entrypoint
+    v_room  int := _quota.batch_size;
+BEGIN
+    IF _quota.concurrency_limit IS NOT NULL THEN
+        v_room := least(v_room, _quota.concurrency_limit - (SELECT count(*)
+                                                             FROM pgq.jobs r
+                                                            WHERE r.entrypoint = _quota.entrypoint
+                                                              AND r.status = 'running'
+                                                              AND r.slot <> 4));
+    END IF;
+    IF _quota.rate_limit IS NOT NULL AND NOT _quota.rate_per_key AND v_room > 0 THEN
+        v_room := least(v_room, _quota.rate_limit - (SELECT coalesce(sum(s.tokens), 0)
+                                                       FROM pgq.rate_starts s
+                                                      WHERE s.entrypoint = _quota.entrypoint
+                                                        AND s.key_hash = c_whole
+                                                        AND s.started_at > _quota.at - _quota.rate_period));
+    END IF;
+    RETURN greatest(v_room, 0);
+END
+$$;
+COMMENT ON FUNCTION pgq._quota(text, int, int, interval, boolean, int, timestamptz) IS
+    'Private. How many jobs a claim holding the policy row may take of a limited entrypoint: batch_size within its concurrency limit and its entrypoint-wide rate limit.';
+
+-- sql/functions/_rate_due.sql
+-- pgq._rate_due(entrypoint, rate_limit, rate_period, rate_per_key, at)
+-- Contract: for pgq.next_run_at, when a rate-limited entrypoint's budget next grows, so that a
+--   worker whose claim came back short because of the rate limit sleeps until then instead of
+--   polling. Whole-entrypoint budget: NULL while the window (at - rate_period, ...] has room,
+--   else the time the oldest of its starts leaves it (start + rate_period) so that one more
+--   fits. Per key: the first time a start of a key that has queued jobs leaves the window,
+--   among the 100 oldest starts of the window (beyond them, the 100th's time: a worker wakes
+--   then and asks again), the jobs without a key counted as queued; NULL when none is found.
+--   Never earlier than `at`.
+-- Locking: none (reads only).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._rate_due(
+    entrypoint    text,
+    rate_limit    int,
+    rate_period   interval,
+    rate_per_key  boolean,
+    at            timestamptz
+)
+RETURNS timestamptz
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Called only by pgq.next_run_at, whose settings are in force here too.
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_whole constant bigint := -9223372036854775808;
+    v_due   timestamptz;
+    v_last  timestamptz;
+    v_n     int;
+BEGIN
+    IF NOT _rate_due.rate_per_key THEN
+        SELECT min(w.started_at) + _rate_due.rate_period INTO v_due
+          FROM (SELECT s.started_at,
+                       sum(s.tokens) OVER (ORDER BY s.started_at ROWS UNBOUNDED PRECEDING) AS gone,
+                       sum(s.tokens) OVER () AS used
+                  FROM pgq.rate_starts s
+                 WHERE s.entrypoint = _rate_due.entrypoint
+                   AND s.key_hash = c_whole
+                   AND s.started_at > _rate_due.at - _rate_due.rate_period) w
+         WHERE w.used >= _rate_due.rate_limit
+           AND w.gone >= w.used - _rate_due.rate_limit + 1;
+        RETURN greatest(v_due, _rate_due.at);
+    END IF;
+    SELECT min(o.started_at) FILTER (WHERE o.waiting), max(o.started_at), count(*)
+      INTO v_due, v_last, v_n
+      FROM (SELECT s.started_at,
+                   s.key_hash = c_whole
+                   OR EXISTS (SELECT 1
+                                FROM pgq.lanes l
+                               CROSS JOIN LATERAL (
+                                     SELECT 1
+                                       FROM pgq.jobs j
+                                      WHERE j.entrypoint = l.entrypoint
+                                        AND j.priority = l.priority
+                                        AND j.status = 'queued'
+                                        AND j.group_key IS NOT NULL
+                                        AND j.slot <> 4
+                                        AND hashtextextended(j.group_key, 0) = s.key_hash
+                                      LIMIT 1) q
+                               WHERE l.entrypoint = _rate_due.entrypoint) AS waiting
+              FROM pgq.rate_starts s
+             WHERE s.entrypoint = _rate_due.entrypoint
+               AND s.started_at > _rate_due.at - _rate_due.rate_period
+             ORDER BY s.started_at
+             LIMIT 100) o;
+    IF v_due IS NULL AND v_n = 100 THEN
+        v_due := v_last;
+    END IF;
+    RETURN greatest(v_due + _rate_due.rate_period, _rate_due.at);
+END
+$$;
+COMMENT ON FUNCTION pgq._rate_due(text, int, interval, boolean, timestamptz) IS
+    'Private. For pgq.next_run_at: when a rate-limited entrypoint''s budget (or, per key, the budget of a key with queued jobs) next grows; NULL while it has room.';
 
 -- sql/functions/_ready_lock.sql
 -- pgq._ready_lock(entrypoints): the producer side of the ready-number fence.
@@ -2675,7 +2872,12 @@ COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
 --   claims only what fits beside its running jobs, so limit 0 claims nothing. An entrypoint
 --   with a key_concurrency_limit is locked the same way; when the claim holds one, its jobs
 --   are chosen by pgq._claim_keyed (group keys in turn, at most key_concurrency_limit running
---   jobs per key; the other entrypoints of the call as below). An entrypoint
+--   jobs per key; the other entrypoints of the call as below). An entrypoint with a
+--   rate_limit is locked the same way and takes at most rate_limit minus the starts of its
+--   window (pgq._quota; per group key with rate_per_key, through pgq._claim_keyed); each claim
+--   records its starts in pgq.rate_starts (one row per budget it took from), so no window of
+--   rate_period ever holds more than rate_limit starts (pgq.next_run_at tells a worker when the
+--   next one is allowed). An entrypoint
 --   paused with pgq.pause is skipped entirely until pgq.resume.
 --   at NULL means now(); tests pass a time to move the clock.
 --   request_id (optional, chosen by the worker, new for every claim): a claim sent again with
@@ -2729,6 +2931,7 @@ DECLARE
     v_now     timestamptz := coalesce(claim.at, now());
     v_limited text[];
     v_keyed   boolean;
+    v_rated   boolean;
     v_ids     bigint[];
     v_found   bigint[];
     v_now_ms  bigint;
@@ -2736,6 +2939,7 @@ DECLARE
     -- The status as a variable where jobs are found by id (docs/architecture.md, execution settings).
     c_queued  constant text := 'queued';
     c_running constant text := 'running';
+    c_whole   constant bigint := -9223372036854775808;  -- pgq.rate_starts.key_hash: no key
 BEGIN
     IF array_ndims(claim.entrypoints) > 1 OR claim.at < timestamptz '1970-01-01 00:00:00+00' OR claim.at >= timestamptz '9000-01-01 00:00:00+00' THEN
         PERFORM pgq._check_dims(claim.entrypoints, 'entrypoints'), pgq._check_time(claim.at, 'at');
@@ -2833,16 +3037,18 @@ BEGIN
     END IF;
 
     -- Limited entrypoints: one claimer at a time per entrypoint. The lock is held to commit.
-    SELECT array_agg(c.entrypoint), bool_or(c.keyed) INTO v_limited, v_keyed
-      FROM (SELECT e.entrypoint, e.key_concurrency_limit IS NOT NULL AS keyed
+    SELECT array_agg(c.entrypoint), bool_or(c.keyed), bool_or(c.rated) INTO v_limited, v_keyed, v_rated
+      FROM (SELECT e.entrypoint,
+                   e.key_concurrency_limit IS NOT NULL OR (e.rate_per_key AND e.rate_limit IS NOT NULL) AS keyed,
+                   e.rate_limit IS NOT NULL AS rated
               FROM pgq.entrypoints e
              WHERE e.entrypoint = ANY (claim.entrypoints)
-               AND (e.concurrency_limit IS NOT NULL OR e.key_concurrency_limit IS NOT NULL)
+               AND (e.concurrency_limit IS NOT NULL OR e.key_concurrency_limit IS NOT NULL OR e.rate_limit IS NOT NULL)
                AND e.paused_at IS NULL
              ORDER BY e.entrypoint
                FOR UPDATE SKIP LOCKED) AS c;
     IF v_keyed THEN
-        -- Per-key limits and fair share (a key-limited entrypoint is locked by this claim).
+        -- Per-key limits and fair share (a key-limited or key-rated entrypoint is locked by this claim).
         v_ids := pgq._claim_keyed(claim.entrypoints, v_limited, claim.batch_size, v_now);
     ELSE  -- (the statement below, not indented again: it is the claim of every other call)
     -- Lock the jobs to take: per lane from its cursor on (slot <> 4: queued jobs are in the
@@ -2851,14 +3057,11 @@ BEGIN
     -- id whatever the planner guesses about the LIMITs.)
     WITH eps AS (
         SELECT c.entrypoint,
-               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL THEN claim.batch_size
+               CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL AND c.rate_limit IS NULL
+                    THEN claim.batch_size
                     WHEN c.entrypoint = ANY (v_limited) THEN
-                         greatest(0, least(claim.batch_size,
-                                           c.concurrency_limit - (SELECT count(*)
-                                                                    FROM pgq.jobs r
-                                                                   WHERE r.entrypoint = c.entrypoint
-                                                                     AND r.status = 'running'
-                                                                     AND r.slot <> 4)))
+                         pgq._quota(c.entrypoint, c.concurrency_limit, c.rate_limit, c.rate_period,
+                                    c.rate_per_key, claim.batch_size, v_now)
                     ELSE 0 END AS quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (claim.entrypoints)
@@ -2932,6 +3135,21 @@ BEGIN
            c.run_timeout_s, c.taken_over
       FROM claimed c
      ORDER BY c.priority DESC, c.ready_seq;
+    -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
+    -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
+    IF v_rated THEN
+        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens)
+        SELECT j.entrypoint,
+               CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0) ELSE c_whole END,
+               CASE WHEN e.rate_per_key THEN j.group_key END,
+               v_now, count(*)
+          FROM pgq.jobs j
+          JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
+         WHERE j.id = ANY (v_ids)
+           AND j.status = c_running AND j.slot <> 4
+           AND e.rate_limit IS NOT NULL
+         GROUP BY 1, 2, 3;
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION pgq.claim(uuid, text[], int, timestamptz, uuid) IS
@@ -3467,7 +3685,8 @@ COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timest
 -- sql/functions/configure.sql
 -- pgq.configure(entrypoint, concurrency_limit, max_attempts, backoff_base, backoff_max,
 --               heartbeat_timeout, reset, run_timeout, max_interruptions, max_snoozes,
---               dedupe_period, dedupe_states, key_concurrency_limit)
+--               dedupe_period, dedupe_states, key_concurrency_limit, rate_limit,
+--               rate_period, rate_per_key)
 -- Contract: stores the policy of one entrypoint in pgq.entrypoints, the same for every worker in
 --   any language, and returns the resulting row. NULL leaves a setting unchanged; reset => true
 --   first returns every setting to its default (no concurrency limit, 5 attempts, 1 s base,
@@ -3484,13 +3703,20 @@ COMMENT ON FUNCTION pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timest
 --   (on_conflict answers as for a live holder); 0 frees keys at once. key_concurrency_limit
 --   (1..1,000,000): at most that many running jobs per group key across all workers, claims
 --   taking the keys in turn (see pgq.claim; NULL: none, only reset removes it).
+--   rate_limit (1..1,000,000) and rate_period (1 millisecond..1 day), set together the first
+--   time: at most rate_limit jobs start per rate_period, in any window of that length, across
+--   all workers (a job claimed again after a retry starts again; pgq.take_tokens counts too);
+--   rate_per_key => true applies it to each group key (jobs without a key share one budget)
+--   instead of the whole entrypoint. rate_limit 0 removes the rate limit. Removing it or
+--   changing rate_per_key forgets the starts counted so far (pgq.rate_starts).
 --   concurrency_limit 0 pauses the entrypoint (nothing is claimed). Entrypoints never configured use the defaults.
 --   The next claim sweeps stale jobs whatever the time of the last sweep (a limit lifted from 0
 --   ends a pause; see pgq._sweep).
 -- Locking: the entrypoint's policy row, until commit (claims of limited entrypoints skip it).
 --   Bounds: backoff_base 0..1 day, backoff_max 0..365 days, heartbeat_timeout 1 second..7 days
 --   (so every time computed from them stays in range), run_timeout 0 (none) or 1 second..30
---   days, max_interruptions 0..1000, max_snoozes 0..10000, dedupe_period 0..3650 days.
+--   days, max_interruptions 0..1000, max_snoozes 0..10000, dedupe_period 0..3650 days,
+--   rate_limit 0 (none) or 1..1,000,000, rate_period 1 millisecond..1 day.
 -- Errors: PQ001 bad entrypoint, PQ008 a value out of range (named in the message).
 CREATE OR REPLACE FUNCTION pgq.configure(
     entrypoint         text,
@@ -3505,7 +3731,10 @@ CREATE OR REPLACE FUNCTION pgq.configure(
     max_snoozes        int      DEFAULT NULL,
     dedupe_period      interval DEFAULT NULL,
     dedupe_states      text[]   DEFAULT NULL,
-    key_concurrency_limit int   DEFAULT NULL
+    key_concurrency_limit int   DEFAULT NULL,
+    rate_limit         int      DEFAULT NULL,
+    rate_period        interval DEFAULT NULL,
+    rate_per_key       boolean  DEFAULT NULL
 )
 RETURNS pgq.entrypoints
 LANGUAGE plpgsql
@@ -3516,6 +3745,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_row pgq.entrypoints;
+    v_was pgq.entrypoints;
 BEGIN
     PERFORM pgq._check_name(configure.entrypoint, 'entrypoint', 'PQ001');
     IF configure.concurrency_limit < 0 THEN
@@ -3526,6 +3756,11 @@ BEGIN
         RAISE EXCEPTION 'key_concurrency_limit must be between 1 and 1000000, got %', configure.key_concurrency_limit
             USING ERRCODE = 'PQ008';
     END IF;
+    IF configure.rate_limit NOT BETWEEN 0 AND 1000000 THEN
+        RAISE EXCEPTION 'rate_limit must be between 1 and 1000000 (0 removes it), got %', configure.rate_limit
+            USING ERRCODE = 'PQ008';
+    END IF;
+    PERFORM pgq._check_interval(configure.rate_period, 'rate_period', interval '1 millisecond', interval '1 day');
     IF configure.max_attempts < 1 THEN
         RAISE EXCEPTION 'max_attempts must be >= 1, got %', configure.max_attempts USING ERRCODE = 'PQ008';
     END IF;
@@ -3571,10 +3806,12 @@ BEGIN
            SET concurrency_limit = DEFAULT, max_attempts = DEFAULT, backoff_base = DEFAULT,
                backoff_max = DEFAULT, heartbeat_timeout = DEFAULT, run_timeout = DEFAULT,
                max_interruptions = DEFAULT, max_snoozes = DEFAULT, dedupe_period = DEFAULT,
-               dedupe_states = DEFAULT, key_concurrency_limit = DEFAULT
+               dedupe_states = DEFAULT, key_concurrency_limit = DEFAULT, rate_limit = DEFAULT,
+               rate_period = DEFAULT, rate_per_key = DEFAULT
          WHERE e.entrypoint = configure.entrypoint;
     END IF;
     SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
+    v_was := v_row;
 
     v_row.concurrency_limit := coalesce(configure.concurrency_limit, v_row.concurrency_limit);
     v_row.max_attempts := coalesce(configure.max_attempts, v_row.max_attempts);
@@ -3588,6 +3825,19 @@ BEGIN
     v_row.dedupe_period := coalesce(configure.dedupe_period, v_row.dedupe_period);
     v_row.dedupe_states := coalesce(configure.dedupe_states, v_row.dedupe_states);
     v_row.key_concurrency_limit := coalesce(configure.key_concurrency_limit, v_row.key_concurrency_limit);
+    v_row.rate_limit := CASE WHEN configure.rate_limit IS NULL THEN v_row.rate_limit
+                             ELSE nullif(configure.rate_limit, 0) END;
+    v_row.rate_period := CASE WHEN configure.rate_limit = 0 THEN NULL
+                              ELSE coalesce(configure.rate_period, v_row.rate_period) END;
+    v_row.rate_per_key := coalesce(configure.rate_per_key, v_row.rate_per_key);
+    IF v_row.rate_limit IS NOT NULL AND v_row.rate_period IS NULL THEN
+        RAISE EXCEPTION 'rate_limit % needs a rate_period (the window it counts starts in)', v_row.rate_limit
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF v_row.rate_period IS NOT NULL AND v_row.rate_limit IS NULL THEN
+        RAISE EXCEPTION 'rate_period % needs a rate_limit (0 removed it)', v_row.rate_period
+            USING ERRCODE = 'PQ008';
+    END IF;
     IF v_row.backoff_max < v_row.backoff_base THEN
         RAISE EXCEPTION 'backoff_max % must not be below backoff_base %', v_row.backoff_max, v_row.backoff_base
             USING ERRCODE = 'PQ008';
@@ -3605,16 +3855,24 @@ BEGIN
            dedupe_period = v_row.dedupe_period,
            dedupe_states = v_row.dedupe_states,
            key_concurrency_limit = v_row.key_concurrency_limit,
+           rate_limit = v_row.rate_limit,
+           rate_period = v_row.rate_period,
+           rate_per_key = v_row.rate_per_key,
            updated_at = now()
      WHERE e.entrypoint = configure.entrypoint
     RETURNING * INTO v_row;
+    -- Budgets that no longer exist (or now mean something else) start from nothing.
+    IF v_was.rate_limit IS NOT NULL
+       AND (v_row.rate_limit IS NULL OR v_row.rate_per_key IS DISTINCT FROM v_was.rate_per_key) THEN
+        DELETE FROM pgq.rate_starts s WHERE s.entrypoint = configure.entrypoint;
+    END IF;
     -- A lifted concurrency_limit 0 ends a pause: the next claim sweeps (see pgq._sweep).
     PERFORM setval('pgq.swept_at', 0);
     RETURN v_row;
 END
 $$;
-COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int) IS
-    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it), max_interruptions, max_snoozes, dedupe_period and dedupe_states (dedupe keys kept after the job finished), key_concurrency_limit (running jobs per group key; claims take keys in turn). NULL leaves a setting unchanged; reset => true restores defaults first.';
+COMMENT ON FUNCTION pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int, int, interval, boolean) IS
+    'Sets the policy of one entrypoint for every worker: concurrency_limit (0 pauses), max_attempts, backoff_base, backoff_max, heartbeat_timeout, run_timeout (0 removes it), max_interruptions, max_snoozes, dedupe_period and dedupe_states (dedupe keys kept after the job finished), key_concurrency_limit (running jobs per group key; claims take keys in turn), rate_limit per rate_period (starts in any window, for the entrypoint or with rate_per_key each group key; 0 removes it). NULL leaves a setting unchanged; reset => true restores defaults first.';
 
 -- sql/functions/delete_history.sql
 -- pgq.delete_history(entrypoint, statuses, since, until, error, max_jobs)
@@ -4821,7 +5079,10 @@ COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
 --   (counts 0, bytes NULL). The maintainer, in this order:
 --   1. sweeps stale running jobs (pgq._sweep: archived when their attempts are used up or their
 --      cancellation was requested, else queued again with a new ready number);
---   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call);
+--   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call), and
+--      removes the rate limits' starts that left their window (pgq.rate_starts: those of the
+--      minute before each rate-limited entrypoint's window; once an hour of `at`, every row
+--      outside its entrypoint's window, and the rows of entrypoints without a rate limit);
 --   3. carries forward: when the next slot of the ring (the one to be reused) holds between 1
 --      and 1,000 live rows (stragglers: long-running or retried jobs, the tail of a backlog),
 --      they move to the current slot as they are (same id, lease, ready number, every column;
@@ -4905,6 +5166,24 @@ BEGIN
     -- 1., 2.
     v_swept := pgq._sweep(NULL, v_now);
     v_promoted := pgq._promote(NULL, v_now, 10000);
+    -- Rate limits: starts that left their window. Each pass walks only the minute before each
+    -- window (under a held vacuum horizon the rows removed before stay in the index below it);
+    -- once an hour, the whole table (rows a gap in maintenance left behind).
+    DELETE FROM pgq.rate_starts s
+     USING pgq.entrypoints e
+     WHERE e.rate_limit IS NOT NULL
+       AND s.entrypoint = e.entrypoint
+       AND s.started_at <= v_now - e.rate_period
+       AND s.started_at > v_now - e.rate_period - interval '1 minute';
+    IF abs((extract(epoch FROM v_now) * 1000)::bigint - (SELECT s.last_value FROM pgq.rate_pruned_at s)) >= 3600000 THEN
+        PERFORM setval('pgq.rate_pruned_at', greatest((extract(epoch FROM v_now) * 1000)::bigint, 0));
+        DELETE FROM pgq.rate_starts s
+         WHERE NOT EXISTS (SELECT 1
+                             FROM pgq.entrypoints e
+                            WHERE e.entrypoint = s.entrypoint
+                              AND e.rate_limit IS NOT NULL
+                              AND s.started_at > v_now - e.rate_period);
+    END IF;
 
     -- Slot-wide reads of one partition: a sequential scan is the cheap way (the index scans
     -- this function is set up for walk the same dead versions and visit the heap for each).
@@ -5365,8 +5644,11 @@ COMMENT ON FUNCTION pgq.metrics_series(text[], boolean, timestamptz) IS
 -- sql/functions/next_run_at.sql
 -- pgq.next_run_at(entrypoints, at)
 -- Contract: the earliest run_at after `at` among waiting (scheduled) jobs of the given entrypoints, or NULL
---   when none is waiting. An idle worker sleeps until then (or until a notification) instead of
+--   when none is waiting (nor any rate limit, below). An idle worker sleeps until then (or until a notification) instead of
 --   polling at a fixed interval. Jobs already due are not considered: claim takes those.
+--   For an entrypoint with a rate limit whose budget is used up (pgq.configure rate_limit), the
+--   time its budget next grows counts like a due time (pgq._rate_due): a worker whose claim came
+--   back short because of the limit sleeps until the next start is allowed.
 --   at NULL means now().
 --   Reads jobs_scheduled through jobs_scheduled_idx, one probe per entrypoint.
 -- Locking: none (reads only).
@@ -5391,21 +5673,28 @@ BEGIN
     END IF;
     -- One probe of jobs_scheduled_idx per entrypoint (slot 4 is jobs_scheduled alone: the ring's
     -- partitions are not visited), instead of reading every scheduled job of these entrypoints.
-    RETURN (SELECT min(f.run_at)
-              FROM unnest(next_run_at.entrypoints) AS e(name)
-             CROSS JOIN LATERAL (
-                   SELECT j.run_at
-                     FROM pgq.jobs j
-                    WHERE j.slot = 4
-                      AND j.entrypoint = e.name
-                      AND j.status = 'scheduled' AND j.slot = 4
-                      AND j.run_at > coalesce(next_run_at.at, now())
-                    ORDER BY j.run_at
-                    LIMIT 1) AS f);
+    RETURN least((SELECT min(f.run_at)
+                    FROM unnest(next_run_at.entrypoints) AS e(name)
+                   CROSS JOIN LATERAL (
+                         SELECT j.run_at
+                           FROM pgq.jobs j
+                          WHERE j.slot = 4
+                            AND j.entrypoint = e.name
+                            AND j.status = 'scheduled' AND j.slot = 4
+                            AND j.run_at > coalesce(next_run_at.at, now())
+                          ORDER BY j.run_at
+                          LIMIT 1) AS f),
+                 -- Rate-limited entrypoints whose budget is used up: when it grows again.
+                 (SELECT min(pgq._rate_due(c.entrypoint, c.rate_limit, c.rate_period, c.rate_per_key,
+                                           coalesce(next_run_at.at, now())))
+                    FROM pgq.entrypoints c
+                   WHERE c.entrypoint = ANY (next_run_at.entrypoints)
+                     AND c.rate_limit IS NOT NULL
+                     AND c.paused_at IS NULL));
 END
 $$;
 COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
-    'Earliest run_at after at among scheduled jobs of these entrypoints (NULL if none): how long an idle worker may sleep.';
+    'Earliest run_at after at among scheduled jobs of these entrypoints, or when a used-up rate limit allows the next start (NULL if neither): how long an idle worker may sleep.';
 
 -- sql/functions/next_schedule_at.sql
 -- pgq.next_schedule_at(worker_id, at)
@@ -6422,6 +6711,101 @@ $$;
 COMMENT ON FUNCTION pgq.schedule(text, text, text, timestamptz, text, jsonb, int, jsonb, text, interval, interval) IS
     'Registers or updates a cron schedule idempotently; next_run_at is kept unless the cron expression or time zone changed.';
 
+-- sql/functions/take_tokens.sql
+-- pgq.take_tokens(entrypoint, tokens, rate_key, at)
+-- Contract: takes `tokens` starts from a rate-limited entrypoint's budget outside a job, so that
+--   application code calling the same API as the entrypoint's jobs shares its rate limit
+--   (pgq.configure rate_limit, rate_period, rate_per_key). All or nothing: when the window
+--   (at - rate_period, ...] holds at most rate_limit - tokens starts, records them in
+--   pgq.rate_starts (as a claim records its jobs) and answers granted true with the starts left
+--   in the window (remaining); else records nothing and answers granted false, remaining (what
+--   the window has left now) and retry_at, the first time at which the same request would be
+--   granted if nothing else took from the budget meanwhile. rate_key: the group key whose
+--   budget to take from, for an entrypoint with rate_per_key (NULL: the budget of the jobs
+--   without a key); it must be NULL for an entrypoint whose one budget covers all its jobs.
+--   at NULL means now(). Call it in its own short transaction (autocommit): the policy row stays
+--   locked until commit, and claims of the entrypoint skip it meanwhile.
+-- Locking: the entrypoint's policy row FOR UPDATE (waits for a claim of the entrypoint, which
+--   holds it for one statement's time; claims skip it while this call's transaction lasts).
+-- Errors: PQ001 bad entrypoint; PQ008 an entrypoint without a rate limit; PQ009 tokens NULL or
+--   outside 1..rate_limit, a rate_key for an entrypoint without rate_per_key, a rate_key over
+--   200 bytes, at out of range.
+CREATE OR REPLACE FUNCTION pgq.take_tokens(
+    entrypoint  text,
+    tokens      int         DEFAULT 1,
+    rate_key    text        DEFAULT NULL,
+    at          timestamptz DEFAULT NULL
+)
+RETURNS TABLE (granted boolean, remaining int, retry_at timestamptz)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_whole  constant bigint := -9223372036854775808;
+    v_now    timestamptz := coalesce(pgq._check_time(take_tokens.at, 'at'), now());
+    v_policy pgq.entrypoints;
+    v_hash   bigint := c_whole;
+    v_used   int;
+    v_retry  timestamptz;
+BEGIN
+    PERFORM pgq._check_name(take_tokens.entrypoint, 'entrypoint', 'PQ001');
+    SELECT * INTO v_policy FROM pgq.entrypoints e WHERE e.entrypoint = take_tokens.entrypoint FOR UPDATE;
+    IF v_policy.rate_limit IS NULL THEN
+        RAISE EXCEPTION 'entrypoint % has no rate limit (pgq.configure rate_limit, rate_period)',
+            quote_literal(take_tokens.entrypoint)
+            USING ERRCODE = 'PQ008';
+    END IF;
+    IF take_tokens.tokens IS NULL OR take_tokens.tokens NOT BETWEEN 1 AND v_policy.rate_limit THEN
+        RAISE EXCEPTION 'tokens must be between 1 and the rate_limit of %, %, got %',
+            quote_literal(take_tokens.entrypoint), v_policy.rate_limit, coalesce(take_tokens.tokens::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF take_tokens.rate_key IS NOT NULL THEN
+        IF NOT v_policy.rate_per_key THEN
+            RAISE EXCEPTION 'entrypoint % has one rate budget for all its jobs (rate_per_key false): rate_key must be NULL, got %',
+                quote_literal(take_tokens.entrypoint), quote_literal(left(take_tokens.rate_key, 60))
+                USING ERRCODE = 'PQ009';
+        END IF;
+        IF octet_length(take_tokens.rate_key) > 200 THEN
+            RAISE EXCEPTION 'rate_key %... is % bytes, over the 200-byte limit of group keys',
+                quote_literal(left(take_tokens.rate_key, 60)), octet_length(take_tokens.rate_key)
+                USING ERRCODE = 'PQ009';
+        END IF;
+        v_hash := hashtextextended(take_tokens.rate_key, 0);
+    END IF;
+
+    SELECT coalesce(sum(s.tokens), 0)::int INTO v_used
+      FROM pgq.rate_starts s
+     WHERE s.entrypoint = take_tokens.entrypoint
+       AND s.key_hash = v_hash
+       AND s.started_at > v_now - v_policy.rate_period;
+    IF v_used + take_tokens.tokens <= v_policy.rate_limit THEN
+        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens)
+        VALUES (take_tokens.entrypoint, v_hash, take_tokens.rate_key, v_now, take_tokens.tokens);
+        RETURN QUERY SELECT true, v_policy.rate_limit - v_used - take_tokens.tokens, NULL::timestamptz;
+        RETURN;
+    END IF;
+    -- Not now: granted once enough of the window's starts have left it, oldest first.
+    SELECT min(w.started_at) + v_policy.rate_period INTO v_retry
+      FROM (SELECT s.started_at,
+                   sum(s.tokens) OVER (ORDER BY s.started_at ROWS UNBOUNDED PRECEDING) AS gone
+              FROM pgq.rate_starts s
+             WHERE s.entrypoint = take_tokens.entrypoint
+               AND s.key_hash = v_hash
+               AND s.started_at > v_now - v_policy.rate_period) w
+     WHERE w.gone >= v_used + take_tokens.tokens - v_policy.rate_limit;
+    RETURN QUERY SELECT false, greatest(v_policy.rate_limit - v_used, 0), greatest(v_retry, v_now);
+END
+$$;
+COMMENT ON FUNCTION pgq.take_tokens(text, int, text, timestamptz) IS
+    'Takes tokens from a rate-limited entrypoint''s budget outside a job (all or nothing), so application code shares the limit with the entrypoint''s jobs: granted, starts remaining in the window, and when refused the time it would be granted.';
+
 -- sql/functions/unregister_worker.sql
 -- pgq.unregister_worker(worker_id)
 -- Contract: a worker that stops cleanly removes its registry row; returns true if it existed.
@@ -6563,6 +6947,8 @@ GRANT EXECUTE ON FUNCTION pgq.maintain(timestamptz) TO pgq_worker, pgq_admin;
 
 -- Flow control: the busiest keys of key-limited entrypoints, for dashboards and operators.
 GRANT EXECUTE ON FUNCTION pgq.key_stats(text[], int) TO pgq_reader, pgq_admin;
+-- Rate limits: application code shares an entrypoint's budget (producers and workers alike).
+GRANT EXECUTE ON FUNCTION pgq.take_tokens(text, int, text, timestamptz) TO pgq_producer, pgq_worker, pgq_admin;
 
 -- Operators configure entrypoints and read the dead jobs they redrive (pgq_admin is the
 -- operators' role); readers see dead jobs as they see every finished job with its errors.

@@ -1,0 +1,74 @@
+-- pgq._rate_due(entrypoint, rate_limit, rate_period, rate_per_key, at)
+-- Contract: for pgq.next_run_at, when a rate-limited entrypoint's budget next grows, so that a
+--   worker whose claim came back short because of the rate limit sleeps until then instead of
+--   polling. Whole-entrypoint budget: NULL while the window (at - rate_period, ...] has room,
+--   else the time the oldest of its starts leaves it (start + rate_period) so that one more
+--   fits. Per key: the first time a start of a key that has queued jobs leaves the window,
+--   among the 100 oldest starts of the window (beyond them, the 100th's time: a worker wakes
+--   then and asks again), the jobs without a key counted as queued; NULL when none is found.
+--   Never earlier than `at`.
+-- Locking: none (reads only).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._rate_due(
+    entrypoint    text,
+    rate_limit    int,
+    rate_period   interval,
+    rate_per_key  boolean,
+    at            timestamptz
+)
+RETURNS timestamptz
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Called only by pgq.next_run_at, whose settings are in force here too.
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_whole constant bigint := -9223372036854775808;
+    v_due   timestamptz;
+    v_last  timestamptz;
+    v_n     int;
+BEGIN
+    IF NOT _rate_due.rate_per_key THEN
+        SELECT min(w.started_at) + _rate_due.rate_period INTO v_due
+          FROM (SELECT s.started_at,
+                       sum(s.tokens) OVER (ORDER BY s.started_at ROWS UNBOUNDED PRECEDING) AS gone,
+                       sum(s.tokens) OVER () AS used
+                  FROM pgq.rate_starts s
+                 WHERE s.entrypoint = _rate_due.entrypoint
+                   AND s.key_hash = c_whole
+                   AND s.started_at > _rate_due.at - _rate_due.rate_period) w
+         WHERE w.used >= _rate_due.rate_limit
+           AND w.gone >= w.used - _rate_due.rate_limit + 1;
+        RETURN greatest(v_due, _rate_due.at);
+    END IF;
+    SELECT min(o.started_at) FILTER (WHERE o.waiting), max(o.started_at), count(*)
+      INTO v_due, v_last, v_n
+      FROM (SELECT s.started_at,
+                   s.key_hash = c_whole
+                   OR EXISTS (SELECT 1
+                                FROM pgq.lanes l
+                               CROSS JOIN LATERAL (
+                                     SELECT 1
+                                       FROM pgq.jobs j
+                                      WHERE j.entrypoint = l.entrypoint
+                                        AND j.priority = l.priority
+                                        AND j.status = 'queued'
+                                        AND j.group_key IS NOT NULL
+                                        AND j.slot <> 4
+                                        AND hashtextextended(j.group_key, 0) = s.key_hash
+                                      LIMIT 1) q
+                               WHERE l.entrypoint = _rate_due.entrypoint) AS waiting
+              FROM pgq.rate_starts s
+             WHERE s.entrypoint = _rate_due.entrypoint
+               AND s.started_at > _rate_due.at - _rate_due.rate_period
+             ORDER BY s.started_at
+             LIMIT 100) o;
+    IF v_due IS NULL AND v_n = 100 THEN
+        v_due := v_last;
+    END IF;
+    RETURN greatest(v_due + _rate_due.rate_period, _rate_due.at);
+END
+$$;
+COMMENT ON FUNCTION pgq._rate_due(text, int, interval, boolean, timestamptz) IS
+    'Private. For pgq.next_run_at: when a rate-limited entrypoint''s budget (or, per key, the budget of a key with queued jobs) next grows; NULL while it has room.';
