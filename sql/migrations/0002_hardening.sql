@@ -2407,7 +2407,7 @@ BEGIN
                    AND s.started_at > _rate_due.at - _rate_due.rate_period) w
          WHERE w.used >= _rate_due.rate_limit
            AND w.gone >= w.used - _rate_due.rate_limit + 1;
-        RETURN greatest(v_due, _rate_due.at);
+        RETURN CASE WHEN v_due IS NOT NULL THEN greatest(v_due, _rate_due.at) END;
     END IF;
     SELECT min(o.started_at) FILTER (WHERE o.waiting), max(o.started_at), count(*)
       INTO v_due, v_last, v_n
@@ -2434,7 +2434,7 @@ BEGIN
     IF v_due IS NULL AND v_n = 100 THEN
         v_due := v_last;
     END IF;
-    RETURN greatest(v_due + _rate_due.rate_period, _rate_due.at);
+    RETURN CASE WHEN v_due IS NOT NULL THEN greatest(v_due + _rate_due.rate_period, _rate_due.at) END;
 END
 $$;
 COMMENT ON FUNCTION pgq._rate_due(text, int, interval, boolean, timestamptz) IS

@@ -2,7 +2,7 @@
 -- jobs_scheduled_idx, one probe per entrypoint (the ring's partitions are not visited).
 -- Scheduled jobs are written straight into their partition (slot 4).
 BEGIN;
-SELECT plan(7);
+SELECT plan(10);
 
 INSERT INTO pgq.jobs (entrypoint, status, slot, run_at)
 SELECT 'nr.' || (g % 4), 'scheduled', 4, timestamptz '2030-01-01 00:00:00+00' + g * interval '1 minute'
@@ -26,11 +26,25 @@ SELECT pgq.next_run_at('{nr.0, nr.1, nr.3}', '2030-01-01 00:00:00+00');
 CREATE TEMP TABLE nr_read AS
 SELECT a.relname, a.idx_scan - coalesce(b.idx_scan, 0) AS scans, a.idx_tup_read - coalesce(b.idx_tup_read, 0) AS tuples
   FROM nr_stats a LEFT JOIN nr_before b USING (relname)
- WHERE a.idx_scan - coalesce(b.idx_scan, 0) > 0;
+ WHERE a.idx_scan - coalesce(b.idx_scan, 0) > 0
+   AND a.relname <> 'entrypoints_pkey';  -- the policies (rate limits), one probe per entrypoint
 SELECT is((SELECT array_agg(relname::text ORDER BY relname) FROM nr_read), ARRAY['jobs_scheduled_entrypoint_run_at_idx'],
           'only jobs_scheduled''s index was read (no ring partition)');
 SELECT is((SELECT scans FROM nr_read), 3::bigint, 'one probe per entrypoint');
 SELECT ok((SELECT tuples <= 6 FROM nr_read), 'reading a tuple or two each, not the 3,000 scheduled jobs');
+
+
+-- A rate limit whose budget is used up: when the oldest start leaves the window.
+SELECT pgq.configure('nr.1', rate_limit => 2, rate_period => '10 minutes');
+INSERT INTO pgq.rate_starts (entrypoint, key_hash, started_at, tokens)
+VALUES ('nr.1', -9223372036854775808, '2029-12-31 23:52:00+00', 1),
+       ('nr.1', -9223372036854775808, '2029-12-31 23:58:00+00', 1);
+SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:00:00+00'), timestamptz '2030-01-01 00:01:00+00',
+          'a scheduled job before the budget grows: the job');
+SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:01:30+00'), timestamptz '2030-01-01 00:02:00+00',
+          'the budget (used up) grows at the oldest start + period, before the next scheduled job (00:05)');
+SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:05:30+00'), timestamptz '2030-01-01 00:09:00+00',
+          'with room in the window, only scheduled jobs count');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -35,7 +35,8 @@ SELECT columns_are('pgq', 'job_history', ARRAY['id', 'entrypoint', 'status', 'pr
 SELECT columns_are('pgq', 'entrypoints', ARRAY['entrypoint', 'concurrency_limit', 'max_attempts', 'backoff_base',
                                               'backoff_max', 'heartbeat_timeout', 'updated_at', 'paused_at', 'paused_by',
                                               'run_timeout', 'max_interruptions', 'max_snoozes',
-                                              'dedupe_period', 'dedupe_states', 'key_concurrency_limit'],
+                                              'dedupe_period', 'dedupe_states', 'key_concurrency_limit', 'rate_limit', 'rate_period',
+                                              'rate_per_key'],
                    'pgq.entrypoints columns');
 SELECT col_type_is('pgq', 'jobs', 'id', 'bigint', 'jobs.id is bigint');
 SELECT col_type_is('pgq', 'jobs', 'lease', 'bigint', 'jobs.lease is bigint');
@@ -237,7 +238,7 @@ SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
               'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
               'pgq.release(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int)',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int, int, interval, boolean)',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_producer', f, 'EXECUTE')),
           ARRAY['pgq.cancel(bigint[], timestamptz)',
@@ -251,7 +252,7 @@ SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
               'pgq.complete(uuid, bigint[], bigint[], text[], jsonb, timestamptz)',
               'pgq.release(uuid, bigint[], bigint[], timestamptz)',
-              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int)',
+              'pgq.configure(text, int, int, interval, interval, interval, boolean, interval, int, int, interval, text[], int, int, interval, boolean)',
               'pgq.requeue(bigint[], timestamptz)']) AS f
             WHERE has_function_privilege('pgq_worker', f, 'EXECUTE')),
           ARRAY['pgq.claim(uuid, text[], int, timestamptz, uuid)',

@@ -1,0 +1,67 @@
+-- Rate limits (pgq.configure rate_limit, rate_period, rate_per_key): what configure accepts,
+-- what a claim takes and records (pgq._quota, pgq._keyed_candidates, pgq.rate_starts), what
+-- maintain removes. Times are passed as `at`; the window is (at - rate_period, ...].
+BEGIN;
+SELECT plan(22);
+
+-- configure: bounds, pairs, removal.
+SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => -1, rate_period => '1 second')$$, 'PQ008',
+                 'rate_limit must be between 1 and 1000000 (0 removes it), got -1', 'a negative limit: PQ008');
+SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => 1000001, rate_period => '1 second')$$, 'PQ008', NULL,
+                 'an absurd limit: PQ008');
+SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => 5, rate_period => '2 days')$$, 'PQ008',
+                 'rate_period must be between 00:00:00.001 and 1 day, got 2 days', 'a period over a day: PQ008');
+SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => 5, rate_period => '0')$$, 'PQ008', NULL,
+                 'a zero period: PQ008');
+SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => 5)$$, 'PQ008',
+                 'rate_limit 5 needs a rate_period (the window it counts starts in)', 'a limit without a period: PQ008');
+SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_period => '1 minute')$$, 'PQ008',
+                 'rate_period 00:01:00 needs a rate_limit (0 removed it)', 'a period without a limit: PQ008');
+SELECT is((SELECT count(*)::int FROM pgq.entrypoints WHERE entrypoint = 'rl.bad'), 0, 'refused calls changed nothing');
+
+SELECT results_eq($$SELECT rate_limit, rate_period, rate_per_key FROM pgq.configure('rl.mail', rate_limit => 3, rate_period => '10 seconds')$$,
+                  $$VALUES (3, interval '10 seconds', false)$$, 'set together');
+SELECT results_eq($$SELECT rate_limit, rate_period FROM pgq.configure('rl.mail', rate_limit => 4)$$,
+                  $$VALUES (4, interval '10 seconds')$$, 'the limit alone once a period is set');
+
+-- Whole entrypoint: a claim takes at most the limit minus the window's starts.
+SELECT pgq.enqueue('rl.mail', '{}'::jsonb) FROM generate_series(1, 10);
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.mail}', 3, '2030-01-01 00:00:00+00')), 3, 'batch 3 of 4');
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.mail}', 10, '2030-01-01 00:00:04+00')), 1, 'one left in the window');
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.mail}', 10, '2030-01-01 00:00:09.999+00')), 0, 'none left');
+SELECT results_eq($$SELECT rate_key, started_at, tokens FROM pgq.rate_starts WHERE entrypoint = 'rl.mail' ORDER BY started_at$$,
+                  $$VALUES (NULL::text, timestamptz '2030-01-01 00:00:00+00', 3), (NULL, '2030-01-01 00:00:04+00', 1)$$,
+                  'one row per claim and budget, with the jobs it started');
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.mail}', 10, '2030-01-01 00:00:10+00')), 3,
+          'at 00:00:10 the 3 of 00:00:00 left the window');
+SELECT is(pgq._quota('rl.mail', NULL, 4, interval '10 seconds', false, 10, '2030-01-01 00:00:13.5+00'), 0,
+          '_quota: 4 starts in (00:00:03.5, ...]');
+SELECT is(pgq._quota('rl.mail', 2, 4, interval '10 seconds', false, 10, '2030-01-01 00:00:30+00'), 0,
+          '_quota: the concurrency limit (7 running of 2) as well');
+
+-- Per key: each key its budget, the jobs without a key one more; fair share still applies.
+SELECT pgq.configure('rl.api', rate_limit => 2, rate_period => '1 minute', rate_per_key => true);
+SELECT pgq.enqueue('rl.api', '{}'::jsonb, group_key => k) FROM (VALUES ('a'), ('a'), ('a'), ('b'), ('b'), ('b')) v(k);
+SELECT pgq.enqueue('rl.api', '{}'::jsonb) FROM generate_series(1, 3);
+SELECT results_eq($$SELECT j.group_key, count(*)::int
+                      FROM pgq.claim(gen_random_uuid(), '{rl.api}', 10, '2030-01-01 00:00:00+00') c
+                      JOIN pgq.jobs j USING (id) GROUP BY 1 ORDER BY 1$$,
+                  $$VALUES ('a'::text, 2), ('b', 2), (NULL, 1)$$,
+                  'two per key; one job without a key (its turn), with room for one more');
+SELECT results_eq($$SELECT j.group_key, count(*)::int
+                      FROM pgq.claim(gen_random_uuid(), '{rl.api}', 10, '2030-01-01 00:00:30+00') c
+                      JOIN pgq.jobs j USING (id) GROUP BY 1 ORDER BY 1$$,
+                  $$VALUES (NULL::text, 1)$$, 'then only the jobs without a key have room');
+SELECT results_eq($$SELECT rate_key, sum(tokens)::int FROM pgq.rate_starts WHERE entrypoint = 'rl.api' GROUP BY 1 ORDER BY 1$$,
+                  $$VALUES ('a'::text, 2), ('b', 2), (NULL, 2)$$, 'the starts per key');
+
+-- maintain removes what left the window; configure forgets the starts of a removed limit.
+SELECT is((SELECT state FROM pgq.maintain('2030-01-01 00:00:50+00')), 'ok', 'maintain at 00:00:50');
+SELECT is((SELECT array_agg(entrypoint || '@' || to_char(started_at, 'MI:SS') ORDER BY entrypoint, started_at) FROM pgq.rate_starts),
+          ARRAY['rl.api@00:00', 'rl.api@00:00', 'rl.api@00:00', 'rl.api@00:30'],
+          'rl.mail''s starts (all before 00:00:40) are gone; rl.api''s minute is not over');
+SELECT pgq.configure('rl.api', rate_limit => 0);
+SELECT is((SELECT count(*)::int FROM pgq.rate_starts WHERE entrypoint = 'rl.api'), 0, 'rate_limit 0 removes the limit and its starts');
+
+SELECT * FROM finish();
+ROLLBACK;
