@@ -549,13 +549,13 @@ def schedule(name: str, entrypoint: str, cron: str, next_run_at: datetime | time
     return FUNCTIONS["schedule"].call(record(Schedule), name=name, entrypoint=entrypoint, cron=cron, next_run_at=next_run_at, timezone=timezone, payload=payload, priority=priority, headers=headers, catch_up=catch_up, misfire_grace=misfire_grace, fire_timeout=fire_timeout)
 
 
-def take_tokens(entrypoint: str, *, tokens: int | None = None, rate_key: str | None = None, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+def take_tokens(entrypoint: str, *, tokens: int | None = None, rate_key: str | None = None, at: datetime | timedelta | None = None) -> Call[Tokens]:
     """``pgq.take_tokens(text,integer,text,timestamp with time zone)``, ``RETURNS TABLE(granted boolean, remaining integer, retry_at timestamp with time zone)``.
     Takes tokens from a rate-limited entrypoint's budget outside a job (all or nothing), so
     application code shares the limit with the entrypoint's jobs: granted, starts remaining
     in the window, and when refused the time it would be granted.
     """
-    return FUNCTIONS["take_tokens"].call(rows, entrypoint=entrypoint, tokens=tokens, rate_key=rate_key, at=at)
+    return FUNCTIONS["take_tokens"].call(record(Tokens), entrypoint=entrypoint, tokens=tokens, rate_key=rate_key, at=at)
 
 
 def unregister_worker(worker_id: UUID) -> Call[bool]:
@@ -898,3 +898,15 @@ class JobListing:
     message: str | None
     cursor: str
     silent_s: float | None
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """One row of ``pgq.take_tokens()``: Takes tokens from a rate-limited entrypoint's
+    budget outside a job (all or nothing), so application code shares the limit with the
+    entrypoint's jobs: granted, starts remaining in the window, and when refused the time it
+    would be granted."""
+
+    granted: bool
+    remaining: int
+    retry_at: datetime | None

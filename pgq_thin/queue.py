@@ -266,6 +266,7 @@ class Queue(SyncHandle):
     configure = sync_method(configure_call)
     result = sync_method(result_call)
     results = sync_method(_api.job_results)
+    take_tokens = sync_method(_api.take_tokens)
 
     def wait(self, job_id: int, timeout: float | None = None) -> JobResult:
         """Poll :meth:`result` until the job finished (or is ``unknown``), pausing 10 ms
@@ -335,6 +336,7 @@ class AsyncQueue(AsyncHandle):
     configure = async_method(configure_call)
     result = async_method(result_call)
     results = async_method(_api.job_results)
+    take_tokens = async_method(_api.take_tokens)
 
     async def wait(self, job_id: int, timeout: float | None = None) -> JobResult:
         """As :meth:`Queue.wait`."""

@@ -67,12 +67,16 @@ RECORDS = {
     "JobInfo": ("job", "id entrypoint status priority attempt max_attempts enqueued_at"),
     "JobResult": ("job_results", "id status finished"),
     "JobListing": ("list_jobs", "id entrypoint status priority attempt enqueued_at cursor"),
+    "Tokens": ("take_tokens", "granted remaining"),
 }  # fmt: skip
 #: Records with derived properties: the mixin of pgq_thin._record_mixins each inherits.
 MIXINS = {"FailedJob": "FailedJobMixin", "EntrypointConfig": "EntrypointConfigMixin"}
 #: Functions whose set holds one row ("one": always; "optional": one or none), and scalar
 #: functions that may answer NULL: what the catalog cannot say about an answer.
-ONE_ROW = {"register_worker": "one", "rollup_metrics": "one", "maintain": "one", "job": "optional"}
+ONE_ROW = {
+    "register_worker": "one", "rollup_metrics": "one", "maintain": "one", "job": "optional",
+    "take_tokens": "one",
+}  # fmt: skip
 NULLABLE = {"next_run_at", "next_schedule_at"}
 # What the generated module takes from pgq_thin._statements (the shapes of an answer).
 SHAPES = ("Call", "Fn", "Row", "column", "first", "optional", "record", "records", "rows", "value")

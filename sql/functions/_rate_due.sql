@@ -1,9 +1,10 @@
 -- pgq._rate_due(entrypoint, rate_limit, rate_period, rate_per_key, at)
 -- Contract: for pgq.next_run_at, when a rate-limited entrypoint's budget next grows, so that a
 --   worker whose claim came back short because of the rate limit sleeps until then instead of
---   polling. Whole-entrypoint budget: NULL while the window (at - rate_period, ...] has room,
---   else the time the oldest of its starts leaves it (start + rate_period) so that one more
---   fits. Per key: the first time a start of a key that has queued jobs leaves the window,
+--   polling. Whole-entrypoint budget: NULL while the window (at - rate_period, ...] holds no
+--   start; when it is used up, the time enough of its starts have left it (start + rate_period,
+--   oldest first) for one more to fit; else the time its oldest start leaves it (a worker that
+--   lost the policy row to another claimer looks again then, not at its next poll). Per key: the first time a start of a key that has queued jobs leaves the window,
 --   among the 100 oldest starts of the window (beyond them, the 100th's time: a worker wakes
 --   then and asks again), the jobs without a key counted as queued; NULL when none is found.
 --   Never earlier than `at`.
@@ -38,8 +39,7 @@ BEGIN
                  WHERE s.entrypoint = _rate_due.entrypoint
                    AND s.key_hash = c_whole
                    AND s.started_at > _rate_due.at - _rate_due.rate_period) w
-         WHERE w.used >= _rate_due.rate_limit
-           AND w.gone >= w.used - _rate_due.rate_limit + 1;
+         WHERE w.gone >= w.used - _rate_due.rate_limit + 1;  -- with room: the oldest start
         RETURN CASE WHEN v_due IS NOT NULL THEN greatest(v_due, _rate_due.at) END;
     END IF;
     SELECT min(o.started_at) FILTER (WHERE o.waiting), max(o.started_at), count(*)

@@ -2,9 +2,9 @@
 -- Contract: the earliest run_at after `at` among waiting (scheduled) jobs of the given entrypoints, or NULL
 --   when none is waiting (nor any rate limit, below). An idle worker sleeps until then (or until a notification) instead of
 --   polling at a fixed interval. Jobs already due are not considered: claim takes those.
---   For an entrypoint with a rate limit whose budget is used up (pgq.configure rate_limit), the
---   time its budget next grows counts like a due time (pgq._rate_due): a worker whose claim came
---   back short because of the limit sleeps until the next start is allowed.
+--   For an entrypoint with a rate limit (pgq.configure rate_limit) whose window holds starts,
+--   the time its budget next grows counts like a due time (pgq._rate_due): a worker whose claim
+--   came back short because of the limit sleeps until the next start is allowed.
 --   at NULL means now().
 --   Reads jobs_scheduled through jobs_scheduled_idx, one probe per entrypoint.
 -- Locking: none (reads only).
@@ -40,7 +40,7 @@ BEGIN
                             AND j.run_at > coalesce(next_run_at.at, now())
                           ORDER BY j.run_at
                           LIMIT 1) AS f),
-                 -- Rate-limited entrypoints whose budget is used up: when it grows again.
+                 -- Rate-limited entrypoints: when their budget grows again.
                  (SELECT min(pgq._rate_due(c.entrypoint, c.rate_limit, c.rate_period, c.rate_per_key,
                                            coalesce(next_run_at.at, now())))
                     FROM pgq.entrypoints c
@@ -50,4 +50,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
-    'Earliest run_at after at among scheduled jobs of these entrypoints, or when a used-up rate limit allows the next start (NULL if neither): how long an idle worker may sleep.';
+    'Earliest run_at after at among scheduled jobs of these entrypoints, or when a rate limit''s budget next grows (NULL if neither): how long an idle worker may sleep.';

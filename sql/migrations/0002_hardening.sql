@@ -2368,9 +2368,10 @@ COMMENT ON FUNCTION pgq._quota(text, int, int, interval, boolean, int, timestamp
 -- pgq._rate_due(entrypoint, rate_limit, rate_period, rate_per_key, at)
 -- Contract: for pgq.next_run_at, when a rate-limited entrypoint's budget next grows, so that a
 --   worker whose claim came back short because of the rate limit sleeps until then instead of
---   polling. Whole-entrypoint budget: NULL while the window (at - rate_period, ...] has room,
---   else the time the oldest of its starts leaves it (start + rate_period) so that one more
---   fits. Per key: the first time a start of a key that has queued jobs leaves the window,
+--   polling. Whole-entrypoint budget: NULL while the window (at - rate_period, ...] holds no
+--   start; when it is used up, the time enough of its starts have left it (start + rate_period,
+--   oldest first) for one more to fit; else the time its oldest start leaves it (a worker that
+--   lost the policy row to another claimer looks again then, not at its next poll). Per key: the first time a start of a key that has queued jobs leaves the window,
 --   among the 100 oldest starts of the window (beyond them, the 100th's time: a worker wakes
 --   then and asks again), the jobs without a key counted as queued; NULL when none is found.
 --   Never earlier than `at`.
@@ -2405,8 +2406,7 @@ BEGIN
                  WHERE s.entrypoint = _rate_due.entrypoint
                    AND s.key_hash = c_whole
                    AND s.started_at > _rate_due.at - _rate_due.rate_period) w
-         WHERE w.used >= _rate_due.rate_limit
-           AND w.gone >= w.used - _rate_due.rate_limit + 1;
+         WHERE w.gone >= w.used - _rate_due.rate_limit + 1;  -- with room: the oldest start
         RETURN CASE WHEN v_due IS NOT NULL THEN greatest(v_due, _rate_due.at) END;
     END IF;
     SELECT min(o.started_at) FILTER (WHERE o.waiting), max(o.started_at), count(*)
@@ -5646,9 +5646,9 @@ COMMENT ON FUNCTION pgq.metrics_series(text[], boolean, timestamptz) IS
 -- Contract: the earliest run_at after `at` among waiting (scheduled) jobs of the given entrypoints, or NULL
 --   when none is waiting (nor any rate limit, below). An idle worker sleeps until then (or until a notification) instead of
 --   polling at a fixed interval. Jobs already due are not considered: claim takes those.
---   For an entrypoint with a rate limit whose budget is used up (pgq.configure rate_limit), the
---   time its budget next grows counts like a due time (pgq._rate_due): a worker whose claim came
---   back short because of the limit sleeps until the next start is allowed.
+--   For an entrypoint with a rate limit (pgq.configure rate_limit) whose window holds starts,
+--   the time its budget next grows counts like a due time (pgq._rate_due): a worker whose claim
+--   came back short because of the limit sleeps until the next start is allowed.
 --   at NULL means now().
 --   Reads jobs_scheduled through jobs_scheduled_idx, one probe per entrypoint.
 -- Locking: none (reads only).
@@ -5684,7 +5684,7 @@ BEGIN
                             AND j.run_at > coalesce(next_run_at.at, now())
                           ORDER BY j.run_at
                           LIMIT 1) AS f),
-                 -- Rate-limited entrypoints whose budget is used up: when it grows again.
+                 -- Rate-limited entrypoints: when their budget grows again.
                  (SELECT min(pgq._rate_due(c.entrypoint, c.rate_limit, c.rate_period, c.rate_per_key,
                                            coalesce(next_run_at.at, now())))
                     FROM pgq.entrypoints c
@@ -5694,7 +5694,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq.next_run_at(text[], timestamptz) IS
-    'Earliest run_at after at among scheduled jobs of these entrypoints, or when a used-up rate limit allows the next start (NULL if neither): how long an idle worker may sleep.';
+    'Earliest run_at after at among scheduled jobs of these entrypoints, or when a rate limit''s budget next grows (NULL if neither): how long an idle worker may sleep.';
 
 -- sql/functions/next_schedule_at.sql
 -- pgq.next_schedule_at(worker_id, at)

@@ -2,7 +2,7 @@
 -- jobs_scheduled_idx, one probe per entrypoint (the ring's partitions are not visited).
 -- Scheduled jobs are written straight into their partition (slot 4).
 BEGIN;
-SELECT plan(10);
+SELECT plan(11);
 
 INSERT INTO pgq.jobs (entrypoint, status, slot, run_at)
 SELECT 'nr.' || (g % 4), 'scheduled', 4, timestamptz '2030-01-01 00:00:00+00' + g * interval '1 minute'
@@ -43,8 +43,10 @@ SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:00:00+00'), timestamptz '2030
           'a scheduled job before the budget grows: the job');
 SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:01:30+00'), timestamptz '2030-01-01 00:02:00+00',
           'the budget (used up) grows at the oldest start + period, before the next scheduled job (00:05)');
-SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:05:30+00'), timestamptz '2030-01-01 00:09:00+00',
-          'with room in the window, only scheduled jobs count');
+SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:05:30+00'), timestamptz '2030-01-01 00:08:00+00',
+          'with room in the window: when its oldest start leaves it (00:08), before the next job (00:09)');
+SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:08:30+00'), timestamptz '2030-01-01 00:09:00+00',
+          'no start in the window: only scheduled jobs count');
 
 SELECT * FROM finish();
 ROLLBACK;
