@@ -142,7 +142,8 @@ def test_four_workers_never_start_more_than_the_limit_in_any_window(
     # without pause sends hundreds per second). Measured: 56 and 79 claims for 7 windows.
     assert claims <= 16 * (windows + 2), f"{claims} claims for {windows} windows"
     # Full pace: the drain takes about the windows the limit asks for (measured 2.5-2.9 s).
-    assert elapsed < (windows + 1) * period.total_seconds() + 10
+    # (a worker that lost the policy row waiting for its 5 s poll instead took 6.6 s).
+    assert elapsed < (windows + 1) * period.total_seconds() + 3
 
 
 def test_a_limit_per_key_holds_for_each_key(pgq_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
