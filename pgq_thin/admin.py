@@ -305,6 +305,12 @@ class Build:
         return _api.key_stats(entrypoints=entrypoints, max_keys=max_keys)
 
     @staticmethod
+    def rate_stats(entrypoints: Sequence[str] | None = None) -> Call[list[Row]]:
+        """The rate limits of these entrypoints (None: every one): starts in the window, what
+        is left, the budgets (keys) used up and when the budget next grows (``pgq.rate_stats``)."""
+        return _api.rate_stats(entrypoints=entrypoints)
+
+    @staticmethod
     def find_by_dedupe_key(
         dedupe_key: str, *, max_rows: int | None = None
     ) -> Call[list[JobListing]]:
@@ -355,6 +361,7 @@ class Admin(SyncHandle):
     fire_schedule_now = sync_method(Build.fire_schedule_now)
     entrypoint_config = sync_method(Build.entrypoint_config)
     key_stats = sync_method(Build.key_stats)
+    rate_stats = sync_method(Build.rate_stats)
     find_by_dedupe_key = sync_method(Build.find_by_dedupe_key)
     delete_jobs = sync_method(Build.delete_jobs)
     privileges = sync_method(Build.privileges)
@@ -390,6 +397,7 @@ class AsyncAdmin(AsyncHandle):
     fire_schedule_now = async_method(Build.fire_schedule_now)
     entrypoint_config = async_method(Build.entrypoint_config)
     key_stats = async_method(Build.key_stats)
+    rate_stats = async_method(Build.rate_stats)
     find_by_dedupe_key = async_method(Build.find_by_dedupe_key)
     delete_jobs = async_method(Build.delete_jobs)
     privileges = async_method(Build.privileges)

@@ -192,6 +192,22 @@ def _add_configure(parser: argparse.ArgumentParser) -> None:
         "--key-concurrency-limit", type=int, default=None, help="running jobs per group key"
     )
     parser.add_argument(
+        "--rate-limit", type=int, default=None, help="jobs started per --rate-period (0: no limit)"
+    )
+    parser.add_argument(
+        "--rate-period",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="the window of --rate-limit (0.001 to 86400 seconds, or 30s, 1m, 1h, 1d)",
+    )
+    parser.add_argument(
+        "--rate-per-key",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the rate limit applies to each group key",
+    )
+    parser.add_argument(
         "--dedupe-period",
         type=duration,
         default=None,
@@ -226,13 +242,16 @@ def _cmd_configure(args: argparse.Namespace) -> int:
             key_concurrency_limit=args.key_concurrency_limit,
             dedupe_period=args.dedupe_period,
             dedupe_states=None if args.dedupe_states is None else args.dedupe_states.split(","),
+            rate_limit=args.rate_limit,
+            rate_period=args.rate_period,
+            rate_per_key=args.rate_per_key,
         )
     if wants_json(args):
         print_json(row)
         return EXIT_OK
     columns = ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max")
     limits = ("run_timeout", "max_interruptions", "max_snoozes", "key_concurrency_limit",
-              "dedupe_period", "dedupe_states")  # fmt: skip
+              "rate_limit", "rate_period", "rate_per_key", "dedupe_period", "dedupe_states")  # fmt: skip
     table(
         "policy",
         (*columns, "heartbeat_timeout", *limits, "paused"),

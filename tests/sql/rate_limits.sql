@@ -2,7 +2,7 @@
 -- what a claim takes and records (pgq._quota, pgq._keyed_candidates, pgq.rate_starts), what
 -- maintain removes. Times are passed as `at`; the window is (at - rate_period, ...].
 BEGIN;
-SELECT plan(22);
+SELECT plan(24);
 
 -- configure: bounds, pairs, removal.
 SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => -1, rate_period => '1 second')$$, 'PQ008',
@@ -54,6 +54,14 @@ SELECT results_eq($$SELECT j.group_key, count(*)::int
                   $$VALUES (NULL::text, 1)$$, 'then only the jobs without a key have room');
 SELECT results_eq($$SELECT rate_key, sum(tokens)::int FROM pgq.rate_starts WHERE entrypoint = 'rl.api' GROUP BY 1 ORDER BY 1$$,
                   $$VALUES ('a'::text, 2), ('b', 2), (NULL, 2)$$, 'the starts per key');
+
+-- rate_stats: what the window holds, per entrypoint.
+SELECT results_eq($$SELECT entrypoint, started, remaining, budgets, budgets_used_up, next_start_at
+                      FROM pgq.rate_stats('{rl.api, rl.mail}', '2030-01-01 00:00:40+00')$$,
+                  $$VALUES ('rl.api'::text, 6::bigint, NULL::bigint, 3::bigint, 3::bigint, timestamptz '2030-01-01 00:01:00+00'),
+                           ('rl.mail', 0, 4, 0, 0, NULL)$$,
+                  'rate_stats: starts, what is left, budgets used up, when the budget grows');
+SELECT throws_ok($$SELECT * FROM pgq.rate_stats('{{a}}')$$, 'PQ009', NULL, 'rate_stats: a 2-D array is refused');
 
 -- maintain removes what left the window; configure forgets the starts of a removed limit.
 SELECT is((SELECT state FROM pgq.maintain('2030-01-01 00:00:50+00')), 'ok', 'maintain at 00:00:50');
