@@ -48,7 +48,8 @@ export const COMPLETE = `
 export const RELEASE = `
   SELECT id, status FROM pgq.release($1::uuid, $2::bigint[], $3::bigint[])`;
 
-// $1 entrypoints. Milliseconds until the next delayed job is due (NULL: none waits).
+// $1 entrypoints. Milliseconds until the next delayed job is due, or until a rate-limited
+// entrypoint may start its next job (NULL: neither).
 export const NEXT_DUE_MS = `
   SELECT (extract(epoch FROM pgq.next_run_at($1::text[]) - now()) * 1000)::float8 AS ms`;
 

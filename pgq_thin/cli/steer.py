@@ -251,7 +251,8 @@ def _cmd_configure(args: argparse.Namespace) -> int:
         return EXIT_OK
     columns = ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max")
     limits = ("run_timeout", "max_interruptions", "max_snoozes", "key_concurrency_limit",
-              "rate_limit", "rate_period", "rate_per_key", "dedupe_period", "dedupe_states")  # fmt: skip
+              "rate_limit", "rate_period", "rate_per_key",
+              "dedupe_period", "dedupe_states")  # fmt: skip
     table(
         "policy",
         (*columns, "heartbeat_timeout", *limits, "paused"),

@@ -3,8 +3,9 @@ psql) as separate processes against real PostgreSQL.
 
 Python enqueues and Node and psql workers drain; Node enqueues and ThinWorker drains; a stale
 Node worker is fenced out by its lease; SIGTERM gives back claimed jobs; a Node worker sleeps
-until delayed and retried jobs are due. Every check reads the database: each job finished once
-(``pgq.job_history``) with the expected status and attempts. The workers print one line per
+until delayed and retried jobs are due, and until a rate limit allows the next start. Every
+check reads the database: each job finished once (``pgq.job_history``) with the expected status
+and attempts. The workers print one line per
 event (``started job=ID ...``); the tests wait on those lines or on the database, with deadlines.
 """
 
@@ -19,6 +20,7 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -477,3 +479,25 @@ def test_an_idle_example_worker_is_registered_and_serves_its_entrypoints(
     assert worker.stop() == 0, worker.output()
     assert sql(pgq_dsn, status, worker.worker_id) == []
     assert sql(pgq_dsn, "SELECT served FROM pgq.metrics('{echo}')") == [{"served": False}]
+
+
+# --- a rate-limited entrypoint -----------------------------------------------------------------
+
+
+def test_node_workers_keep_a_rate_limit(pgq_dsn: str, spawn: Spawn) -> None:
+    """Two Node workers on an entrypoint limited to 4 starts per 400 ms, polling only every ten
+    minutes: they drain 16 jobs at the limit's pace (pgq.next_run_at answers when the next start
+    is allowed, so a short claim sleeps until then, not until the poll) and no window of 400 ms
+    holds more than 4 starts."""
+    sql(pgq_dsn, "SELECT pgq.configure('echo', rate_limit => 4, rate_period => '400 ms')")
+    with Queue(pgq_dsn) as q:
+        ids = q.enqueue_many("echo", [{"n": i} for i in range(16)])
+    workers = [spawn("node", "echo", PGQ_BATCH="3", PGQ_POLL_MS="600000") for _ in range(2)]
+    wait_for(lambda: finished(pgq_dsn, len(ids)), 60, f"{len(ids)} finished jobs")
+    starts = sorted(r["started_at"] for r in history(pgq_dsn).values())
+    period = timedelta(milliseconds=400)
+    most = max(sum(1 for t in starts if s <= t < s + period) for s in starts)
+    assert most == 4, starts
+    assert (starts[-1] - starts[0]).total_seconds() >= 3 * 0.4  # 16 starts: at least 4 windows
+    for worker in workers:
+        assert worker.stop() == 0, worker.output()

@@ -86,7 +86,8 @@ def run_workers(
 
 def starts_of(conn: psycopg.Connection[Any], entrypoint: str) -> list[tuple[str | None, datetime]]:
     rows = conn.execute(
-        "SELECT group_key, started_at FROM pgq.job_history WHERE entrypoint = %s AND status = 'successful'",
+        "SELECT group_key, started_at FROM pgq.job_history"
+        " WHERE entrypoint = %s AND status = 'successful'",
         (entrypoint,),
     ).fetchall()
     return [(r[0], r[1]) for r in rows]
@@ -96,9 +97,10 @@ def test_four_workers_never_start_more_than_the_limit_in_any_window(
     pgq_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """60 jobs, 10 per 400 ms, 4 workers (batch 10) and an application thread taking 8 tokens
-    one at a time, waiting for ``retry_at`` when refused: no window of 400 ms holds more than 10 starts (jobs and tokens), the limit is
-    reached, the drain takes at least the 6 windows the limit asks for, and the workers claim a
-    few times per window (they sleep until the next start is allowed), not in a loop."""
+    one at a time, waiting for ``retry_at`` when refused: no window of 400 ms holds more than
+    10 starts (jobs and tokens), the limit is reached, the drain takes about the windows the
+    limit asks for, and the workers claim a few times per window (they sleep until the next
+    start is allowed), not in a loop."""
     period = timedelta(milliseconds=400)
     with Admin(pgq_dsn) as admin, Queue(pgq_dsn) as queue:
         config = admin.configure("rl", rate_limit=10, rate_period=period)
@@ -131,7 +133,9 @@ def test_four_workers_never_start_more_than_the_limit_in_any_window(
     elapsed = time.monotonic() - began
     with psycopg.connect(pgq_dsn, autocommit=True) as conn:
         starts = [s for _, s in starts_of(conn, "rl")]
-        ran = conn.execute("SELECT count(*), count(DISTINCT id) FROM pgq.job_history WHERE entrypoint = 'rl'").fetchone()
+        ran = conn.execute(
+            "SELECT count(*), count(DISTINCT id) FROM pgq.job_history WHERE entrypoint = 'rl'"
+        ).fetchone()
     assert ran == (60, 60), "every job ran exactly once"
     assert most_in_a_window(starts + tokens, period) == 10
     assert len(tokens) == 8, "the application got its tokens too"
