@@ -108,7 +108,8 @@ BEGIN
                                   AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
                                 ORDER BY hashtextextended(j.group_key, 0)
                                 LIMIT 1) AS h
-                       OFFSET 0) AS k) AS nx  -- OFFSET 0: one probe per step, not one per use of k.h
+                       OFFSET 0) AS k  -- OFFSET 0: one probe per step, not one per use of k.h
+                OFFSET 0) AS nx                 -- and one room per step, not one per use of nx.room
          WHERE w.n < 100 + 4 * _keyed_candidates.quota
            AND w.found < v_left
            AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
