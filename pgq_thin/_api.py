@@ -67,6 +67,7 @@ FUNCTIONS: dict[str, Fn] = {
     "prune_history": Fn("pgq.prune_history", (("older_than", "interval"), ("at", "timestamp with time zone"), ("batch", "integer")), 1, True),
     "prune_workers": Fn("pgq.prune_workers", (("at", "timestamp with time zone"),), 0, True),
     "rate_stats": Fn("pgq.rate_stats", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 0, False),
+    "rate_waits": Fn("pgq.rate_waits", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, False),
     "register_worker": Fn("pgq.register_worker", (("worker_id", "uuid"), ("entrypoints", "text[]"), ("host", "text"), ("pid", "integer"), ("application_name", "text"), ("version", "text"), ("metadata", "jsonb"), ("timeout", "interval"), ("at", "timestamp with time zone")), 1, False),
     "release": Fn("pgq.release", (("worker_id", "uuid"), ("ids", "bigint[]"), ("leases", "bigint[]"), ("at", "timestamp with time zone")), 3, False),
     "release_schedule": Fn("pgq.release_schedule", (("worker_id", "uuid"), ("name", "text"), ("lease", "bigint"), ("error", "text"), ("retry_after", "interval"), ("at", "timestamp with time zone")), 3, True),
@@ -113,6 +114,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "prune_history": ("prune_history",),
     "prune_workers": ("prune_workers",),
     "rate_stats": ("entrypoint", "rate_limit", "rate_period", "rate_per_key", "started", "remaining", "budgets", "budgets_used_up", "next_start_at"),
+    "rate_waits": ("entrypoint", "next_start_at"),
     "register_worker": ("started_at", "last_seen_at", "gone_after", "heartbeat_interval"),
     "release": ("id", "status"),
     "release_schedule": ("release_schedule",),
@@ -163,6 +165,7 @@ SIGNATURES: dict[str, str] = {
     "prune_history": "pgq.prune_history(interval,timestamp with time zone,integer)",
     "prune_workers": "pgq.prune_workers(timestamp with time zone)",
     "rate_stats": "pgq.rate_stats(text[],timestamp with time zone)",
+    "rate_waits": "pgq.rate_waits(text[],timestamp with time zone)",
     "register_worker": "pgq.register_worker(uuid,text[],text,integer,text,text,jsonb,interval,timestamp with time zone)",
     "release": "pgq.release(uuid,bigint[],bigint[],timestamp with time zone)",
     "release_schedule": "pgq.release_schedule(uuid,text,bigint,text,interval,timestamp with time zone)",
@@ -211,6 +214,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "prune_history": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "prune_workers": ("pgq_worker (or pgq_admin)", 'GRANT pgq_worker TO {role}'),
     "rate_stats": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
+    "rate_waits": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "register_worker": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "release": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "release_schedule": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
@@ -492,6 +496,14 @@ def rate_stats(*, entrypoints: Sequence[str | None] | None = None, at: datetime 
     budgets (keys) with starts and those used up, and when the budget next grows.
     """
     return FUNCTIONS["rate_stats"].call(rows, entrypoints=entrypoints, at=at)
+
+
+def rate_waits(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[Row]]:
+    """``pgq.rate_waits(text[],timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, next_start_at timestamp with time zone)``.
+    The entrypoints among these whose whole-entrypoint rate limit is used up, and when one
+    more start fits: a worker ignores their enqueue notifications until then.
+    """
+    return FUNCTIONS["rate_waits"].call(rows, entrypoints=entrypoints, at=at)
 
 
 def register_worker(worker_id: UUID, *, entrypoints: Sequence[str | None] | None = None, host: str | None = None, pid: int | None = None, application_name: str | None = None, version: str | None = None, metadata: Any | None = None, timeout: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[WorkerRegistration]:

@@ -179,8 +179,15 @@ async def amaintain(conn: AConn) -> Row:
 
 # --- statements not of one function ----------------------------------------------------------
 
-# Seconds until the next delayed job is due, measured on the server's clock (NULL: none waits).
-NEXT_DUE_IN = "SELECT extract(epoch FROM pgq.next_run_at(%s::text[]) - now())::float8"
+# Seconds until the next delayed job is due or a rate limit's budget grows (NULL: neither); and
+# the entrypoints whose whole rate budget is used up, each with the seconds until one more start
+# fits (pgq.rate_waits). Both on the server's clock.
+NEXT_DUE_IN = (
+    "SELECT extract(epoch FROM pgq.next_run_at(%s::text[]) - now())::float8,"
+    " (SELECT coalesce(jsonb_object_agg(w.entrypoint,"
+    "                                   extract(epoch FROM w.next_start_at - now())::float8), '{}')"
+    "    FROM pgq.rate_waits(%s::text[]) w)"
+)
 # Seconds until a schedule is due (or a silent claimer may be taken over); NULL: no schedules.
 NEXT_SCHEDULE_IN = (
     "SELECT extract(epoch FROM pgq.next_schedule_at(worker_id => %s::uuid) - now())::float8"
@@ -200,9 +207,18 @@ async def _seconds(conn: AConn, query: str, args: tuple[Any, ...] = ()) -> float
     return None if row is None or row[0] is None else float(row[0])
 
 
-async def anext_due_in(conn: AConn, entrypoints: Sequence[str]) -> float | None:
-    """Seconds until the next delayed job of these entrypoints is due, or None."""
-    return await _seconds(conn, NEXT_DUE_IN, (list(entrypoints),))
+async def anext_due_in(
+    conn: AConn, entrypoints: Sequence[str]
+) -> tuple[float | None, dict[str, float]]:
+    """Seconds until the next delayed job of these entrypoints is due or a rate limit lets one
+    more start (None: neither), and the entrypoints whose rate budget is used up with the
+    seconds until it is not (a claim of them finds nothing before)."""
+    names = list(entrypoints)
+    with translated(conn, NEXT_DUE_IN):
+        row = await (await conn.execute(NEXT_DUE_IN, (names, names))).fetchone()
+    if row is None:
+        return None, {}
+    return (None if row[0] is None else float(row[0])), {k: float(v) for k, v in row[1].items()}
 
 
 async def anext_schedule_in(conn: AConn, worker_id: uuid.UUID) -> float | None:

@@ -9,8 +9,10 @@ in priority and ready order, so a burst of async jobs never holds back sync jobs
 it longer than its turn); while every thread is busy, the claim asks for the async entrypoints
 alone, with every free slot (busy threads never stop async jobs). It claims again at once while
 claims come back full; otherwise it waits for a notification about one of its entrypoints, a
-slot to free up, the (jittered) poll, or the next delayed job being due (``pgq.next_run_at``,
-asked after every claim that did not come back full), whichever is first. A full claim that
+slot to free up, the (jittered) poll, or the next delayed job being due or a rate limit letting
+the next job start (``pgq.next_run_at``, asked after every claim that did not come back full),
+whichever is first; an entrypoint whose whole rate budget is used up (``pgq.rate_waits``, asked
+with it) wakes nothing on its notifications until then. A full claim that
 leaves slots free sends the claim of the next batch before its own jobs are taken in (claim
 ahead: the server claims while the process runs jobs; ``concurrency = 2 * batch_size`` gives it
 room), sized to the slots left once the jobs just claimed have started. Buffered results ride
@@ -72,6 +74,9 @@ class Claimer:
         self._notified = False  # a notification (or a reconnect) asks for one claim
         self._more = False  # the last claim came back full: claim again at once
         self._replan = False  # a job was scheduled: ask when the next one is due
+        # Entrypoints whose rate budget is used up (pgq.rate_waits), each until the monotonic
+        # time one more start fits: their enqueue notifications wake nothing before then.
+        self._rate_waits: dict[str, float] = {}
         results.carried_by(self._will_claim)
 
     def _will_claim(self) -> bool:
@@ -103,8 +108,10 @@ class Claimer:
         self._tick.set()
 
     def on_enqueued(self, entrypoints: frozenset[str]) -> None:
-        """A notification: jobs of these entrypoints became runnable."""
-        if entrypoints & self._claimed:
+        """A notification: jobs of these entrypoints became runnable (unless SQL said their
+        rate budget is used up until later: a claim would find nothing, the wait ends then)."""
+        now = time.monotonic()
+        if any(self._rate_waits.get(e, 0.0) <= now for e in entrypoints & self._claimed):
             self.wake()
 
     def on_scheduled(self, entrypoints: frozenset[str]) -> None:
@@ -268,10 +275,13 @@ class Claimer:
                 await self._take_in_unstarted(ahead[2])
 
     async def _idle(self) -> float:
-        """How long to sleep: the poll, or less if a delayed job is due before it."""
+        """How long to sleep: the poll, or less if a delayed job is due (or a rate limit lets
+        the next job start) before it."""
         wait = jittered(self._settings.poll_interval)
         entrypoints = self._entrypoints
-        due_in = await self._call(lambda conn: calls.anext_due_in(conn, entrypoints))
+        due_in, waits = await self._call(lambda conn: calls.anext_due_in(conn, entrypoints))
+        now = time.monotonic()
+        self._rate_waits = {e: now + s for e, s in waits.items()}
         if due_in is not None:
             wait = min(wait, max(due_in, 0.0) + 0.005)
         return wait

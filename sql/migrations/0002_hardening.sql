@@ -23,9 +23,9 @@
 --     685  Flow control: unique by period
 --     702  Flow control: per-key concurrency and fair share
 --     727  Flow control: rate limits
---     769  Functions: the other 76 functions this migration re-creates (generated)
---    6889  The ring, continued: triggers and the copy of the live jobs
---    6921  Grants
+--     769  Functions: the other 77 functions this migration re-creates (generated)
+--    6937  The ring, continued: triggers and the copy of the live jobs
+--    6969  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -5999,6 +5999,54 @@ $$;
 COMMENT ON FUNCTION pgq.rate_stats(text[], timestamptz) IS
     'The rate limits of these entrypoints (NULL: all): starts in the window, what is left, budgets (keys) with starts and those used up, and when the budget next grows.';
 
+-- sql/functions/rate_waits.sql
+-- pgq.rate_waits(entrypoints, at)
+-- Contract: among the given entrypoints, those whose rate limit covers the whole entrypoint
+--   (rate_per_key false) and whose budget is used up at `at`, with next_start_at, when one more
+--   start fits (pgq._rate_due). No job of such an entrypoint can start before then, so a worker
+--   may ignore its enqueue notifications until that time (a claim would find nothing). An
+--   entrypoint with a rate limit per key is never listed (a job of a new key may start at
+--   once). at NULL means now(). One probe of the policy and one index range of the window's
+--   starts per rate-limited entrypoint.
+-- Locking: none (reads only).
+-- Errors: PQ001 NULL or empty entrypoints; PQ009 a multi-dimensional array, at out of range.
+CREATE OR REPLACE FUNCTION pgq.rate_waits(entrypoints text[], at timestamptz DEFAULT NULL)
+RETURNS TABLE (entrypoint text, next_start_at timestamptz)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    c_whole constant bigint := -9223372036854775808;
+    v_now   timestamptz := coalesce(pgq._check_time(rate_waits.at, 'at'), now());
+BEGIN
+    PERFORM pgq._check_dims(rate_waits.entrypoints, 'entrypoints');
+    IF coalesce(cardinality(rate_waits.entrypoints), 0) = 0 THEN
+        RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(rate_waits.entrypoints::text, 'NULL')
+            USING ERRCODE = 'PQ001';
+    END IF;
+    RETURN QUERY
+    SELECT e.entrypoint, pgq._rate_due(e.entrypoint, e.rate_limit, e.rate_period, false, v_now)
+      FROM pgq.entrypoints e
+     WHERE e.entrypoint = ANY (rate_waits.entrypoints)
+       AND e.rate_limit IS NOT NULL
+       AND NOT e.rate_per_key
+       AND (SELECT coalesce(sum(s.tokens), 0)
+              FROM pgq.rate_starts s
+             WHERE s.entrypoint = e.entrypoint
+               AND s.key_hash = c_whole
+               AND s.started_at > v_now - e.rate_period) >= e.rate_limit
+     ORDER BY e.entrypoint;
+END
+$$;
+COMMENT ON FUNCTION pgq.rate_waits(text[], timestamptz) IS
+    'The entrypoints among these whose whole-entrypoint rate limit is used up, and when one more start fits: a worker ignores their enqueue notifications until then.';
+
 -- sql/functions/register_worker.sql
 -- pgq.register_worker(worker_id, entrypoints, host, pid, application_name, version, metadata,
 --                     timeout, at)
@@ -7002,6 +7050,7 @@ GRANT EXECUTE ON FUNCTION pgq.key_stats(text[], int) TO pgq_reader, pgq_admin;
 -- Rate limits: application code shares an entrypoint's budget (producers and workers alike).
 GRANT EXECUTE ON FUNCTION pgq.take_tokens(text, int, text, timestamptz) TO pgq_producer, pgq_worker, pgq_admin;
 GRANT EXECUTE ON FUNCTION pgq.rate_stats(text[], timestamptz) TO pgq_producer, pgq_worker, pgq_reader, pgq_admin;
+GRANT EXECUTE ON FUNCTION pgq.rate_waits(text[], timestamptz) TO pgq_worker;
 
 -- Operators configure entrypoints and read the dead jobs they redrive (pgq_admin is the
 -- operators' role); readers see dead jobs as they see every finished job with its errors.

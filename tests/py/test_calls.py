@@ -127,6 +127,7 @@ def test_only_the_hot_path_is_hand_written() -> None:
         "pgq_thin.calls.CLAIM: claim",
         "pgq_thin.calls.COMPLETE: complete",
         "pgq_thin.calls.NEXT_DUE_IN: next_run_at",
+        "pgq_thin.calls.NEXT_DUE_IN: rate_waits",
         "pgq_thin.calls.NEXT_SCHEDULE_IN: next_schedule_at",
     }
 

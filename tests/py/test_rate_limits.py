@@ -114,9 +114,9 @@ def test_four_workers_never_start_more_than_the_limit_in_any_window(
             while not stop.is_set() and len(tokens) < 8:
                 row = conn.execute("SELECT now()").fetchone()
                 assert row is not None
-                answer = q.take_tokens("rl")
+                answer = q.take_tokens("rl", at=row[0])  # recorded at that time
                 if answer.granted:
-                    tokens.append(row[0])  # the same clock: take_tokens records now()
+                    tokens.append(row[0])
                     assert answer.retry_at is None
                 else:
                     assert answer.retry_at is not None and answer.remaining == 0
@@ -171,3 +171,58 @@ def test_a_limit_per_key_holds_for_each_key(pgq_dsn: str, monkeypatch: pytest.Mo
         assert most_in_a_window(of_key, period) == 5, key
     assert most_in_a_window([s for _, s in starts], period) > 5, "the keys ran side by side"
     assert elapsed < 20 * 4 / 5 * period.total_seconds(), "not serialised across keys"
+
+
+def test_notifications_of_a_used_up_budget_wake_no_claim(
+    pgq_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose entrypoint used up its budget (5 per 3 s) gets 40 enqueue notifications (one
+    statement per job) before the window moves: it claims nothing until the next start is allowed
+    (pgq.rate_waits told it when), then drains the next 5 at once."""
+    with Admin(pgq_dsn) as admin, Queue(pgq_dsn) as queue:
+        admin.configure("rw", rate_limit=5, rate_period=timedelta(seconds=3))
+        queue.enqueue_many("rw", [None] * 5)
+    claims: list[int] = []
+    started: list[int] = []
+    lock = threading.Lock()
+    first_five, sixth = threading.Event(), threading.Event()
+    real = calls.aclaim
+
+    async def counted(*args: Any) -> Any:
+        with lock:
+            claims.append(1)
+        return await real(*args)
+
+    monkeypatch.setattr(calls, "aclaim", counted)
+    worker = ThinWorker(pgq_dsn, concurrency=10, batch_size=10, run_schedules=False)
+
+    @worker.entrypoint("rw")
+    async def handle(job: Job[Any]) -> None:
+        with lock:
+            started.append(job.id)
+            if len(started) == 5:
+                first_five.set()
+            if len(started) == 6:
+                sixth.set()
+
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        assert first_five.wait(30)
+        with Admin(pgq_dsn) as admin:
+            stats = admin.rate_stats(["rw"])
+        assert stats[0]["remaining"] == 0, "the budget is used up"
+        with lock:
+            before = len(claims)
+        with Queue(pgq_dsn) as queue:
+            for _ in range(40):
+                queue.enqueue("rw")
+        assert sixth.wait(30)
+        with lock:
+            during = len(claims) - before
+    finally:
+        worker.stop()
+        thread.join(30)
+    # The claim that started the 6th job, and at most one more (a notification that arrived
+    # while the worker was asking when to look again).
+    assert during <= 2, f"{during} claims while the budget was used up"

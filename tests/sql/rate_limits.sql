@@ -2,7 +2,7 @@
 -- what a claim takes and records (pgq._quota, pgq._keyed_candidates, pgq.rate_starts), what
 -- maintain removes. Times are passed as `at`; the window is (at - rate_period, ...].
 BEGIN;
-SELECT plan(24);
+SELECT plan(27);
 
 -- configure: bounds, pairs, removal.
 SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => -1, rate_period => '1 second')$$, 'PQ008',
@@ -62,6 +62,13 @@ SELECT results_eq($$SELECT entrypoint, started, remaining, budgets, budgets_used
                            ('rl.mail', 0, 4, 0, 0, NULL)$$,
                   'rate_stats: starts, what is left, budgets used up, when the budget grows');
 SELECT throws_ok($$SELECT * FROM pgq.rate_stats('{{a}}')$$, 'PQ009', NULL, 'rate_stats: a 2-D array is refused');
+
+-- rate_waits: whole budgets used up, and when one more start fits; per-key budgets never.
+SELECT results_eq($$SELECT * FROM pgq.rate_waits('{rl.mail, rl.api, rl.none}', '2030-01-01 00:00:13+00')$$,
+                  $$VALUES ('rl.mail'::text, timestamptz '2030-01-01 00:00:14+00')$$,
+                  'rl.mail: 4 starts in (00:00:03, ...]; one more fits when the one of 00:00:04 leaves');
+SELECT is((SELECT count(*)::int FROM pgq.rate_waits('{rl.mail}', '2030-01-01 00:00:15+00')), 0, 'room again at 00:00:15');
+SELECT throws_ok($$SELECT * FROM pgq.rate_waits('{}')$$, 'PQ001', NULL, 'rate_waits: empty entrypoints: PQ001');
 
 -- maintain removes what left the window; configure forgets the starts of a removed limit.
 SELECT is((SELECT state FROM pgq.maintain('2030-01-01 00:00:50+00')), 'ok', 'maintain at 00:00:50');
