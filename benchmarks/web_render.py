@@ -164,7 +164,9 @@ def measure(db: str, repeat: int, backlog: int) -> dict[str, Any]:
             print(f"    {name}: {out[name]}", file=sys.stderr, flush=True)
         server.drop_overview()
         client.get("/")
-        out["overview read_ms (server side)"] = round(server.app.state.web.overview._last.read_ms, 1)
+        out["overview read_ms (server side)"] = round(
+            server.app.state.web.overview._last.read_ms, 1
+        )
     return out
 
 
