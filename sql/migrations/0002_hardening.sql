@@ -1464,12 +1464,12 @@ COMMENT ON FUNCTION pgq._check_time(timestamptz, text) IS
 -- pgq._claim_keyed(entrypoints, limited, batch_size, at)
 -- Contract: the jobs pgq.claim takes when it holds the policy row of an entrypoint with a
 --   key_concurrency_limit or a rate limit per key (rate_per_key; limited: the entrypoints whose
---   rows it locked): the ids of up to
---   batch_size queued jobs, locked, as pgq.claim's own statement chooses them (priority, then
---   ready order, within each entrypoint's quota, pgq._quota), except that the lanes of
---   key-limited entrypoints take their candidates from pgq._keyed_candidates (group keys in
---   turn, each within its room: running jobs and starts in the rate window per key), and each key is capped again across the lanes of its entrypoint with the
---   room they reported (a key queued at two priorities). Only called when such a row is held,
+--   rows it locked): the ids of up to batch_size queued jobs, locked, as pgq.claim's own
+--   statement chooses them (priority, then ready order, within each entrypoint's quota,
+--   pgq._quota), except that the lanes of key-limited entrypoints take their candidates from
+--   pgq._keyed_candidates (group keys in turn, each within its room: running jobs and starts
+--   in the rate window per key), and each key is capped again across the lanes of its
+--   entrypoint with the room they reported (a key queued at two priorities). Only called when such a row is held,
 --   so a claim without key limits runs its own statement and pays nothing for this one.
 -- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows).
 -- Errors: none of its own.
