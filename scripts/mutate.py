@@ -288,9 +288,9 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     m(
         "limit_counts_current_slot",
-        "claim.sql",
-        "AND r.slot <> 4)))",
-        "AND r.slot = pgq._slot())))",
+        "_quota.sql",
+        "                                                              AND r.slot <> 4));",
+        "                                                              AND r.slot = pgq._slot()));",
         "the concurrency limit counts running jobs of the current slot only",
     ),
     # --- Attempts ---
@@ -536,6 +536,50 @@ MUTANTS: tuple[Mutant, ...] = (
         "               bool_or(w.last_seen_at >= v_now - w.timeout) AS active\n",
         "               bool_or(true) AS active\n",
         "pgq.metrics calls an entrypoint served while its only worker is gone",
+    ),
+    # --- Rate limits (docs/decisions/0008: a sliding window over a log of starts) ---
+    m(
+        "rate_quota_ignored",
+        "_quota.sql",
+        "    IF _quota.rate_limit IS NOT NULL AND NOT _quota.rate_per_key AND v_room > 0 THEN",
+        "    IF false AND _quota.rate_limit IS NOT NULL AND NOT _quota.rate_per_key AND v_room > 0 THEN",
+        "a claim takes a whole batch whatever the window's starts",
+    ),
+    m(
+        "rate_window_ignores_later_starts",
+        "_quota.sql",
+        "                                                        AND s.started_at > _quota.at - _quota.rate_period));",
+        "                                                        AND s.started_at > _quota.at - _quota.rate_period\n"
+        "                                                        AND s.started_at <= _quota.at));",
+        "a claim whose clock is behind another's does not count that claim's starts: two windows' worth in one",
+    ),
+    m(
+        "rate_starts_not_recorded",
+        "claim.sql",
+        "    IF v_rated THEN",
+        "    IF false AND v_rated THEN",
+        "claims record no starts: the limit never binds",
+    ),
+    m(
+        "rate_per_key_room_ignored",
+        "_keyed_candidates.sql",
+        "                            CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big",
+        "                            CASE WHEN true THEN c_big",
+        "a key's starts in the window do not limit its room",
+    ),
+    m(
+        "take_tokens_unchecked",
+        "take_tokens.sql",
+        "    IF v_used + take_tokens.tokens <= v_policy.rate_limit THEN",
+        "    IF true THEN",
+        "take_tokens grants whatever the window holds",
+    ),
+    m(
+        "next_run_at_ignores_rate",
+        "next_run_at.sql",
+        "                     AND c.rate_limit IS NOT NULL\n",
+        "                     AND false\n",
+        "a worker held back by a rate limit sleeps until its poll, not until the next start is allowed",
     ),
 )
 

@@ -2,7 +2,7 @@
 -- what a claim takes and records (pgq._quota, pgq._keyed_candidates, pgq.rate_starts), what
 -- maintain removes. Times are passed as `at`; the window is (at - rate_period, ...].
 BEGIN;
-SELECT plan(27);
+SELECT plan(29);
 
 -- configure: bounds, pairs, removal.
 SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => -1, rate_period => '1 second')$$, 'PQ008',
@@ -38,6 +38,15 @@ SELECT is(pgq._quota('rl.mail', NULL, 4, interval '10 seconds', false, 10, '2030
           '_quota: 4 starts in (00:00:03.5, ...]');
 SELECT is(pgq._quota('rl.mail', 2, 4, interval '10 seconds', false, 10, '2030-01-01 00:00:30+00'), 0,
           '_quota: the concurrency limit (7 running of 2) as well');
+
+-- A claim whose clock is behind another's (its transaction began earlier) counts the starts
+-- stamped after its own time too: else the two windows would hold more than the limit.
+SELECT pgq.configure('rl.late', rate_limit => 2, rate_period => '10 seconds');
+SELECT pgq.enqueue('rl.late', '{}'::jsonb, run_at => '2030-01-01 00:00:00+00') FROM generate_series(1, 4);
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.late}', 2, '2030-01-01 00:00:08+00')), 2,
+          'a claim at 00:00:08 takes the two starts');
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.late}', 2, '2030-01-01 00:00:05+00')), 0,
+          'a claim stamped 00:00:05 (after it) finds them in its window');
 
 -- Per key: each key its budget, the jobs without a key one more; fair share still applies.
 SELECT pgq.configure('rl.api', rate_limit => 2, rate_period => '1 minute', rate_per_key => true);

@@ -21,6 +21,7 @@ import math
 import random
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -39,6 +40,8 @@ DEFAULT_POLICY = {
     "max": 300.0,
     "hb": 30.0,
     "paused": False,
+    "rate": None,  # rate_limit: starts per period (docs/sql-api.md, "Rate limits")
+    "period": None,  # rate_period, seconds
 }
 TERMINAL = ("successful", "failed", "canceled")
 
@@ -170,6 +173,8 @@ class Model:
         self.answered: dict[tuple[str, int], tuple[CompleteRecord, int]] = {}
         self.frac = 0
         self.stats: dict[str, int] = {}
+        # rate limits: every start (claim time, jobs) of an entrypoint since its limit was set
+        self.starts: dict[str, list[tuple[datetime, int]]] = {}
 
     def bump(self, what: str, n: int = 1) -> None:
         self.stats[what] = self.stats.get(what, 0) + n
@@ -184,6 +189,15 @@ class Model:
     def ensure_ep(self, ep: str) -> None:
         if ep not in self.policy:
             self.policy[ep] = dict(DEFAULT_POLICY)
+
+    def rate_room(self, ep: str, at: datetime) -> float:
+        """Starts the entrypoint's rate limit leaves at `at`: the limit minus every start later
+        than at - period (also those stamped after `at`)."""
+        p = self.pol(ep)
+        if p["rate"] is None:
+            return math.inf
+        since = at - timedelta(seconds=p["period"])
+        return max(0, p["rate"] - sum(n for t, n in self.starts.get(ep, []) if t > since))
 
     def live(self) -> list[Job]:
         return [j for j in self.jobs.values() if j.status not in TERMINAL]
@@ -513,6 +527,7 @@ class Runner:
                 room[ep] = math.inf
             else:
                 room[ep] = max(0, p["limit"] - len(m.running(ep)))
+            room[ep] = min(room[ep], m.rate_room(ep, at))
         cands = {j.id: j for j in m.jobs.values() if j.status == "queued" and j.ep in room}
         taken: list[Job] = []
         for pos, r in enumerate(rows):
@@ -581,6 +596,10 @@ class Runner:
             got = (r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12])
             if exp != got:
                 self.fail("claim-row", f"job {j.id}: claimed row {got}, model {exp}")
+        for ep, n in Counter(j.ep for j in taken).items():
+            if m.pol(ep)["rate"] is not None:
+                m.starts.setdefault(ep, []).append((at, n))
+                m.bump("rate_starts", n)
         m.bump("claimed", len(rows))
 
     def _check_order(self, rows: list[tuple[Any, ...]], kind: str) -> None:
@@ -1009,10 +1028,16 @@ class Runner:
             args["backoff_max"] = rng.choice([0, 1, 3, 10, 60])
         if rng.random() < 0.5:
             args["heartbeat_timeout"] = rng.choice([1, 2, 5, 10, 30])
+        if rng.random() < 0.5:  # a rate limit (set with its period), or 0: none
+            args["rate_limit"] = rng.choice([0, 1, 2, 3])
+            if args["rate_limit"]:
+                args["rate_period"] = rng.choice([5, 20, 60])
         reset = rng.random() < 0.15
-        text = f"SELECT entrypoint, concurrency_limit, max_attempts, extract(epoch FROM backoff_base)::float8, extract(epoch FROM backoff_max)::float8, extract(epoch FROM heartbeat_timeout)::float8 FROM pgq.configure({q(ep)}"
+        text = f"SELECT entrypoint, concurrency_limit, max_attempts, extract(epoch FROM backoff_base)::float8, extract(epoch FROM backoff_max)::float8, extract(epoch FROM heartbeat_timeout)::float8, rate_limit, extract(epoch FROM rate_period)::float8 FROM pgq.configure({q(ep)}"
         for k, v in args.items():
-            text += f", {k} => {iv(v) if k.startswith(('backoff', 'heartbeat')) else v}"
+            text += (
+                f", {k} => {iv(v) if k.startswith(('backoff', 'heartbeat', 'rate_period')) else v}"
+            )
         text += f", reset => {'true' if reset else 'false'})"
         cur = dict(m.pol(ep))
         new = dict(DEFAULT_POLICY, paused=cur["paused"]) if reset else dict(cur)
@@ -1022,9 +1047,13 @@ class Runner:
             "backoff_base": "base",
             "backoff_max": "max",
             "heartbeat_timeout": "hb",
+            "rate_limit": "rate",
+            "rate_period": "period",
         }
         for k, v in args.items():
             new[ren[k]] = v
+        if new["rate"] == 0:  # removes the limit and its period
+            new["rate"] = new["period"] = None
         if new["base"] > new["max"]:
             state = self.sql_error(text)
             if state != "PQ008":
@@ -1034,9 +1063,14 @@ class Runner:
                 )
             return
         rows = self.sql(text)
-        exp = (ep, new["limit"], new["max_attempts"], new["base"], new["max"], new["hb"])
+        exp = (
+            ep, new["limit"], new["max_attempts"], new["base"], new["max"], new["hb"],
+            new["rate"], None if new["period"] is None else float(new["period"]),
+        )  # fmt: skip
         if tuple(rows[0]) != exp:
             self.fail("configure", f"row {rows[0]}, model {exp}")
+        if cur["rate"] is not None and new["rate"] is None:
+            m.starts.pop(ep, None)  # a removed limit forgets its starts
         m.policy[ep] = new
 
     def op_pause(self, rng: random.Random, step: dict[str, Any]) -> None:
