@@ -105,7 +105,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "key_stats": ("entrypoint", "group_key", "queued", "running", "key_concurrency_limit", "at_limit"),
     "list_jobs": ("id", "entrypoint", "status", "priority", "attempt", "dedupe_key", "enqueued_at", "run_at", "started_at", "heartbeat_at", "finished_at", "worker_id", "error", "message", "cursor", "silent_s"),
     "maintain": ("state", "swept", "promoted", "carried", "truncated", "rotated", "lock_wait_ms", "bytes"),
-    "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up", "served", "unserved_s"),
+    "metrics": ("entrypoint", "paused", "queued", "due", "delayed", "running", "stale", "lag_s", "successful_1m", "failed_1m", "canceled_1m", "successful_5m", "failed_5m", "canceled_5m", "successful_15m", "failed_15m", "canceled_15m", "throughput_1m", "throughput_5m", "throughput_15m", "wait_p50_s", "wait_p95_s", "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s", "successful_total", "failed_total", "canceled_total", "rollup_caught_up", "served", "unserved_s", "rate_remaining", "rate_wait_s", "rate_keys_used_up", "keys_at_limit", "key_limited"),
     "metrics_series": ("entrypoint", "minute", "successful", "failed", "canceled", "due", "running", "wait_p95_s", "run_p95_s"),
     "next_run_at": ("next_run_at",),
     "next_schedule_at": ("next_schedule_at",),
@@ -425,11 +425,12 @@ def maintain(*, at: datetime | timedelta | None = None) -> Call[Row]:
 
 
 def metrics(*, entrypoints: Sequence[str | None] | None = None, percentile_window: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[EntrypointMetrics]]:
-    """``pgq.metrics(text[],interval,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, paused boolean, queued bigint, due bigint, delayed bigint, running bigint, stale bigint, lag_s double precision, successful_1m bigint, failed_1m bigint, canceled_1m bigint, successful_5m bigint, failed_5m bigint, canceled_5m bigint, successful_15m bigint, failed_15m bigint, canceled_15m bigint, throughput_1m double precision, throughput_5m double precision, throughput_15m double precision, wait_p50_s double precision, wait_p95_s double precision, wait_p99_s double precision, run_p50_s double precision, run_p95_s double precision, run_p99_s double precision, successful_total bigint, failed_total bigint, canceled_total bigint, rollup_caught_up boolean, served boolean, unserved_s double precision)``.
+    """``pgq.metrics(text[],interval,timestamp with time zone)``, ``RETURNS TABLE(entrypoint text, paused boolean, queued bigint, due bigint, delayed bigint, running bigint, stale bigint, lag_s double precision, successful_1m bigint, failed_1m bigint, canceled_1m bigint, successful_5m bigint, failed_5m bigint, canceled_5m bigint, successful_15m bigint, failed_15m bigint, canceled_15m bigint, throughput_1m double precision, throughput_5m double precision, throughput_15m double precision, wait_p50_s double precision, wait_p95_s double precision, wait_p99_s double precision, run_p50_s double precision, run_p95_s double precision, run_p99_s double precision, successful_total bigint, failed_total bigint, canceled_total bigint, rollup_caught_up boolean, served boolean, unserved_s double precision, rate_remaining bigint, rate_wait_s double precision, rate_keys_used_up bigint, keys_at_limit bigint, key_limited bigint)``.
     Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each),
     running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second
     buckets); wait/run p50/p95/p99 over percentile_window; totals; served (a live worker
-    serves it) and unserved_s. Advances the rollup first (bounded).
+    serves it) and unserved_s; what waits on a rate or key limit. Advances the rollup first
+    (bounded).
     """
     return FUNCTIONS["metrics"].call(records(EntrypointMetrics), entrypoints=entrypoints, percentile_window=percentile_window, at=at)
 
@@ -749,8 +750,8 @@ class EntrypointMetrics:
     """One row of ``pgq.metrics()``: Per entrypoint: paused, queued/due/delayed (due and
     delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15
     min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window;
-    totals; served (a live worker serves it) and unserved_s. Advances the rollup first
-    (bounded)."""
+    totals; served (a live worker serves it) and unserved_s; what waits on a rate or key
+    limit. Advances the rollup first (bounded)."""
 
     entrypoint: str
     paused: bool
@@ -784,6 +785,11 @@ class EntrypointMetrics:
     rollup_caught_up: bool
     served: bool
     unserved_s: float | None
+    rate_remaining: int | None
+    rate_wait_s: float | None
+    rate_keys_used_up: int | None
+    keys_at_limit: int | None
+    key_limited: int | None
 
 
 @dataclass(frozen=True)

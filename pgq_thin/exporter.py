@@ -43,6 +43,14 @@ HELP = {
     "announced it, or a running job with a fresh heartbeat), else 0",
     "pgq_queue_unserved_seconds": "How long due jobs have waited with no live worker serving "
     "the entrypoint (only for entrypoints with due jobs and no live worker)",
+    "pgq_queue_rate_remaining": "Starts a whole-entrypoint rate limit has left in its window "
+    "(only for entrypoints with one)",
+    "pgq_queue_rate_wait_seconds": "Seconds until a used-up rate limit lets one more job start "
+    "(only while it is used up: its due jobs wait on the limit, not on a worker)",
+    "pgq_queue_rate_keys_used_up": "Group keys whose rate budget is used up (rate_per_key)",
+    "pgq_queue_keys_at_limit": "Group keys whose running jobs are at key_concurrency_limit",
+    "pgq_queue_key_limited_jobs": "Queued jobs of keys at their key_concurrency_limit (waiting on "
+    "the key's limit; exact up to 10,000)",
     "pgq_jobs_finished": "Jobs finished by entrypoint and final status (failed: dead, attempts "
     "used up) since the metrics rollup started",
     "pgq_job_wait_seconds": "Wait time (enqueue to start of the last attempt) quantiles over the "
@@ -56,6 +64,14 @@ HELP = {
     "pgq_exporter_scrape_duration_seconds": "Time the last scrape took to read the database",
 }
 QUANTILES = (("0.5", "p50"), ("0.95", "p95"), ("0.99", "p99"))
+#: Flow control: each gauge and its pgq.metrics column (only entrypoints with such a limit).
+FLOW = (
+    ("pgq_queue_rate_remaining", "rate_remaining"),
+    ("pgq_queue_rate_wait_seconds", "rate_wait_s"),
+    ("pgq_queue_rate_keys_used_up", "rate_keys_used_up"),
+    ("pgq_queue_keys_at_limit", "keys_at_limit"),
+    ("pgq_queue_key_limited_jobs", "key_limited"),
+)
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +144,16 @@ def queue_families(rows: list[EntrypointMetrics]) -> Iterator[Metric]:
         ["entrypoint"],
         [((r.entrypoint,), r.unserved_s) for r in rows if r.unserved_s is not None],
     )
+    for name, column in FLOW:
+        yield _gauge(
+            name,
+            ["entrypoint"],
+            [
+                ((r.entrypoint,), float(value))
+                for r in rows
+                if (value := getattr(r, column)) is not None
+            ],
+        )
     finished = CounterMetricFamily(
         "pgq_jobs_finished", HELP["pgq_jobs_finished"], labels=["entrypoint", "status"]
     )

@@ -12,7 +12,10 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pgq_thin.records import EntrypointMetrics
 
 
 def add_format_options(parser: argparse.ArgumentParser, *, nested: bool = False) -> None:
@@ -74,6 +77,22 @@ def table(
         rule("└", "─", "┴", "┘"),
     ]
     print("\n".join(lines), flush=True)
+
+
+def limits_text(m: EntrypointMetrics) -> str:
+    """What an entrypoint's rate and key limits hold back (the flow-control columns of a
+    ``pgq.metrics`` row), e.g. ``rate used up, next 1.20s; 2 keys at limit, 120 waiting``;
+    empty when it has no such limit."""
+    parts = []
+    if m.rate_wait_s is not None:
+        parts.append(f"rate used up, next {duration_text(m.rate_wait_s)}")
+    elif m.rate_remaining is not None:
+        parts.append(f"rate {m.rate_remaining:,} left")
+    if m.rate_keys_used_up is not None:
+        parts.append(f"{m.rate_keys_used_up:,} keys' rate used up")
+    if m.keys_at_limit is not None:
+        parts.append(f"{m.keys_at_limit:,} keys at limit, {m.key_limited or 0:,} waiting")
+    return "; ".join(parts)
 
 
 def duration_text(seconds: float) -> str:

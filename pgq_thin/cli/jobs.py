@@ -20,6 +20,7 @@ from pgq_thin.cli._common import (
 from pgq_thin.cli._output import (
     add_format_options,
     duration_text,
+    limits_text,
     print_json,
     table,
     wants_json,
@@ -102,6 +103,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
                     **to_json(r),
                     "served": getattr(served.get(r.entrypoint), "served", None),
                     "unserved_s": getattr(served.get(r.entrypoint), "unserved_s", None),
+                    "limits": _limits(served.get(r.entrypoint)),
                 }
                 for r in rows
             ]
@@ -109,12 +111,13 @@ def _cmd_status(args: argparse.Namespace) -> int:
         return EXIT_OK
     table(
         "pgq queue status",
-        (*STATUS_COLUMNS, "served", "unserved"),
+        (*STATUS_COLUMNS, "served", "unserved", "limits"),
         [
             [
                 *(getattr(r, c) for c in STATUS_COLUMNS),
                 getattr(served.get(r.entrypoint), "served", None),
                 _unserved(served.get(r.entrypoint)),
+                _limits(served.get(r.entrypoint)),
             ]
             for r in rows
         ],
@@ -128,6 +131,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return EXIT_OK
+
+
+def _limits(m: EntrypointMetrics | None) -> str | None:
+    """What its rate and key limits hold back (None: no such limit, or no metrics row)."""
+    return (limits_text(m) or None) if m is not None else None
 
 
 def _unserved(m: EntrypointMetrics | None) -> str | None:

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from pgq_thin.cli._common import EXIT_OK, Command, UsageError, open_admin
-from pgq_thin.cli._output import duration_text
+from pgq_thin.cli._output import duration_text, limits_text
 from pgq_thin.errors import PrivilegeMissing, one_line, require_extra
 
 if TYPE_CHECKING:
@@ -136,6 +136,7 @@ def render(snap: Snapshot, now: datetime) -> RenderableType:
     for col in ("failed 1m", "failed 15m", "wait p95", "run p95"):
         queues.add_column(col, no_wrap=True, min_width=len(col), justify="right")
     queues.add_column("served", no_wrap=True, min_width=6)
+    queues.add_column("limits", no_wrap=True)
     queues.add_column(f"jobs/min, {SPARK_MINUTES} min", no_wrap=True, min_width=SPARK_MINUTES)
     for r in m:
         queues.add_row(
@@ -152,6 +153,7 @@ def render(snap: Snapshot, now: datetime) -> RenderableType:
             _secs(r.wait_p95_s),
             _secs(r.run_p95_s),
             _served(r),
+            Text(limits_text(r), style="yellow"),
             Text(_rate_line(snap.series.get(r.entrypoint, [])), style="cyan"),
         )
     workers = new("workers (pgq.worker_status)")

@@ -24,8 +24,8 @@
 --     702  Flow control: per-key concurrency and fair share
 --     727  Flow control: rate limits
 --     769  Functions: the other 77 functions this migration re-creates (generated)
---    6937  The ring, continued: triggers and the copy of the live jobs
---    6969  Grants
+--    6991  The ring, continued: triggers and the copy of the live jobs
+--    7023  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -5308,13 +5308,22 @@ COMMENT ON FUNCTION pgq.maintain(timestamptz) IS
 --     else how long due work has waited with no live worker serving it: the seconds since the
 --     later of the last time the registry saw a worker serving it (gone workers stay there 15
 --     minutes) and the moment its oldest due job became due (so at most lag_s).
+--   - flow control (NULL where the entrypoint has no such limit): rate_remaining, the starts
+--     its whole-entrypoint rate limit has left in the window; rate_wait_s, when that budget is
+--     used up, the seconds until one more start fits (its due jobs wait on the limit, not on a
+--     worker); rate_keys_used_up, with a rate limit per key, the keys (and the jobs without a
+--     key, as one) whose budget is used up; keys_at_limit, the group keys whose running jobs
+--     are at key_concurrency_limit, and key_limited, the queued jobs of those keys (waiting on
+--     their key's limit; exact up to 10,000). The busiest keys: pgq.key_stats, pgq.rate_stats.
 --   First it advances the rollup by one bounded call (pgq.rollup_metrics, at most 100,000 rows;
 --   skipped when another caller is doing it, and in a read-only or non-READ COMMITTED
 --   transaction). Cost: per entrypoint, the live part reads at most 10,000 entries of the
 --   claim index and 10,000 of the scheduled index per count (index-only once vacuum has set
 --   the visibility map), one probe per distinct priority of its queued jobs (a loose index scan:
 --   the oldest due job of each priority is the first entry) and its running jobs; the rest reads
---   at most 90 buckets. It does not grow with the backlog or the history.
+--   at most 90 buckets; flow control reads each limited entrypoint's rate window (at most
+--   rate_limit entries per budget), its running jobs and up to 10,000 queued jobs of its keys
+--   at their limit. It does not grow with the backlog or the history.
 --   at NULL means now().
 -- Locking: as pgq.rollup_metrics (never waits for another caller); otherwise reads.
 -- Errors: PQ009 percentile_window NULL or outside 10 seconds .. 1 hour.
@@ -5355,7 +5364,12 @@ RETURNS TABLE (
     canceled_total    bigint,
     rollup_caught_up  boolean,
     served            boolean,
-    unserved_s        float8
+    unserved_s        float8,
+    rate_remaining    bigint,
+    rate_wait_s       float8,
+    rate_keys_used_up bigint,
+    keys_at_limit     bigint,
+    key_limited       bigint
 )
 LANGUAGE plpgsql
 VOLATILE
@@ -5373,6 +5387,7 @@ DECLARE
     v_pstart timestamptz;
     -- Live counts are exact up to this many jobs (due and delayed each, per entrypoint).
     v_cap    CONSTANT bigint := 10000;
+    c_whole  CONSTANT bigint := -9223372036854775808;  -- pgq.rate_starts: the whole entrypoint
 BEGIN
     PERFORM pgq._check_dims(metrics.entrypoints, 'entrypoints');
     IF metrics.percentile_window IS NULL
@@ -5390,7 +5405,8 @@ BEGIN
 
     RETURN QUERY
     WITH eps AS (
-        SELECT e.entrypoint, e.paused_at, e.heartbeat_timeout
+        SELECT e.entrypoint, e.paused_at, e.heartbeat_timeout, e.rate_limit, e.rate_period, e.rate_per_key,
+               e.key_concurrency_limit
           FROM pgq.entrypoints e
          WHERE metrics.entrypoints IS NULL OR e.entrypoint = ANY (metrics.entrypoints)
     ), live AS (
@@ -5485,6 +5501,32 @@ BEGIN
          CROSS JOIN LATERAL unnest(w.entrypoints) AS u(entrypoint)
          WHERE metrics.entrypoints IS NULL OR u.entrypoint = ANY (metrics.entrypoints)
          GROUP BY u.entrypoint
+    ), flow AS (
+        -- Entrypoints with a rate or key limit only: what waits on the limit, not on a worker.
+        SELECT e.entrypoint, rw.used, rk.used_up, kf.keys
+          FROM eps e
+          LEFT JOIN LATERAL (
+               SELECT coalesce(sum(s.tokens), 0) AS used
+                 FROM pgq.rate_starts s
+                WHERE s.entrypoint = e.entrypoint AND s.key_hash = c_whole
+                  AND s.started_at > v_now - e.rate_period) AS rw
+                 ON e.rate_limit IS NOT NULL AND NOT e.rate_per_key
+          LEFT JOIN LATERAL (
+               SELECT count(*) AS used_up
+                 FROM (SELECT 1 FROM pgq.rate_starts s
+                        WHERE s.entrypoint = e.entrypoint AND s.started_at > v_now - e.rate_period
+                        GROUP BY s.key_hash
+                       HAVING sum(s.tokens) >= e.rate_limit) AS x) AS rk
+                 ON e.rate_limit IS NOT NULL AND e.rate_per_key
+          LEFT JOIN LATERAL (
+               SELECT array_agg(x.h) AS keys
+                 FROM (SELECT hashtextextended(j.group_key, 0) AS h
+                         FROM pgq.jobs j
+                        WHERE j.entrypoint = e.entrypoint AND j.status = 'running' AND j.group_key IS NOT NULL
+                        GROUP BY 1
+                       HAVING count(*) >= e.key_concurrency_limit) AS x) AS kf
+                 ON e.key_concurrency_limit IS NOT NULL
+         WHERE e.rate_limit IS NOT NULL OR e.key_concurrency_limit IS NOT NULL
     ), totals AS (
         SELECT t.entrypoint,
                sum(t.jobs) FILTER (WHERE t.status = 'successful') AS successful_total,
@@ -5523,7 +5565,18 @@ BEGIN
            coalesce(sv.active, false) OR coalesce(r.running - r.stale, 0) > 0,
            CASE WHEN coalesce(sv.active, false) OR coalesce(r.running - r.stale, 0) > 0
                      OR q.oldest_due IS NULL THEN NULL
-                ELSE greatest(0, date_part('epoch', v_now - greatest(q.oldest_due, sv.last_seen_at))) END
+                ELSE greatest(0, date_part('epoch', v_now - greatest(q.oldest_due, sv.last_seen_at))) END,
+           CASE WHEN f.used IS NOT NULL THEN greatest(e.rate_limit - f.used, 0)::bigint END,
+           CASE WHEN f.used >= e.rate_limit
+                THEN greatest(0, date_part('epoch', pgq._rate_due(e.entrypoint, e.rate_limit, e.rate_period, false, v_now) - v_now)) END,
+           f.used_up,
+           CASE WHEN e.key_concurrency_limit IS NOT NULL THEN coalesce(cardinality(f.keys), 0)::bigint END,
+           CASE WHEN e.key_concurrency_limit IS NOT NULL
+                THEN (SELECT count(*) FROM (SELECT 1 FROM pgq.jobs j
+                                             WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
+                                               AND j.group_key IS NOT NULL
+                                               AND hashtextextended(j.group_key, 0) = ANY (f.keys)
+                                             LIMIT v_cap) AS x) END
       FROM eps e
       JOIN live q ON q.entrypoint = e.entrypoint
       LEFT JOIN running r ON r.entrypoint = e.entrypoint
@@ -5532,11 +5585,12 @@ BEGIN
       LEFT JOIN run_hist rh ON rh.entrypoint = e.entrypoint
       LEFT JOIN totals t ON t.entrypoint = e.entrypoint
       LEFT JOIN servers sv ON sv.entrypoint = e.entrypoint
+      LEFT JOIN flow f ON f.entrypoint = e.entrypoint
      ORDER BY e.entrypoint;
 END
 $$;
 COMMENT ON FUNCTION pgq.metrics(text[], interval, timestamptz) IS
-    'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals; served (a live worker serves it) and unserved_s. Advances the rollup first (bounded).';
+    'Per entrypoint: paused, queued/due/delayed (due and delayed exact up to 10,000 each), running, stale, lag_s; finished per status over 1/5/15 min and throughput (10-second buckets); wait/run p50/p95/p99 over percentile_window; totals; served (a live worker serves it) and unserved_s; what waits on a rate or key limit. Advances the rollup first (bounded).';
 
 -- sql/functions/metrics_series.sql
 -- pgq.metrics_series(entrypoints, combined, at)

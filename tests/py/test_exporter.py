@@ -9,6 +9,7 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
@@ -168,3 +169,33 @@ def test_the_command_says_what_is_wrong(empty_db_dsn: str) -> None:
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.startswith("pgq-thin metrics: schema pgq is not installed")
+
+
+def test_the_exporter_serves_what_waits_on_a_limit(
+    pgq_dsn: str, exporter: tuple[subprocess.Popen[str], str]
+) -> None:
+    """Flow control: a used-up rate limit (what is left, how long until the next start) and a
+    key limit (keys at it, jobs waiting on them), as pgq.metrics reports them; entrypoints
+    without such a limit have no sample."""
+    _, url = exporter
+    worker = "9a9a0000-0000-4000-8000-000000000002"
+    with Admin(pgq_dsn) as admin, Queue(pgq_dsn) as queue:
+        admin.configure("exp.rate", rate_limit=2, rate_period=timedelta(hours=1))
+        admin.configure("exp.keys", key_concurrency_limit=1)
+        queue.enqueue_many("exp.rate", [{}] * 3)
+        queue.enqueue_many("exp.keys", [{}] * 3, group_keys=["a", "a", "b"])
+        queue.enqueue("exp.free")
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        conn.execute("SELECT pgq.claim(%s, '{exp.rate,exp.keys}', 10)", (worker,))
+    got = scrape(url)
+    with Admin(pgq_dsn) as admin:
+        sql = {m.entrypoint: m for m in admin.metrics()}
+    rate, keys = sql["exp.rate"], sql["exp.keys"]
+    assert (rate.rate_remaining, keys.keys_at_limit, keys.key_limited) == (0, 2, 1)
+    assert got[("pgq_queue_rate_remaining", (("entrypoint", "exp.rate"),))] == 0.0
+    wait = got[("pgq_queue_rate_wait_seconds", (("entrypoint", "exp.rate"),))]
+    assert 3500 < wait <= 3600
+    assert got[("pgq_queue_keys_at_limit", (("entrypoint", "exp.keys"),))] == 2.0
+    assert got[("pgq_queue_key_limited_jobs", (("entrypoint", "exp.keys"),))] == 1.0
+    flow = {name for name, labels in got if ("entrypoint", "exp.free") in labels}
+    assert flow.isdisjoint({"pgq_queue_rate_remaining", "pgq_queue_keys_at_limit"})

@@ -2,7 +2,7 @@
 -- what a claim takes and records (pgq._quota, pgq._keyed_candidates, pgq.rate_starts), what
 -- maintain removes. Times are passed as `at`; the window is (at - rate_period, ...].
 BEGIN;
-SELECT plan(29);
+SELECT plan(32);
 
 -- configure: bounds, pairs, removal.
 SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => -1, rate_period => '1 second')$$, 'PQ008',
@@ -47,6 +47,18 @@ SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.late}', 2
           'a claim at 00:00:08 takes the two starts');
 SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.late}', 2, '2030-01-01 00:00:05+00')), 0,
           'a claim stamped 00:00:05 (after it) finds them in its window');
+
+-- pgq.metrics: what waits on a limit.
+SELECT results_eq($$SELECT rate_remaining, rate_wait_s, rate_keys_used_up, keys_at_limit, key_limited
+                      FROM pgq.metrics('{rl.mail}', at => '2030-01-01 00:00:13.5+00')$$,
+                  $$VALUES (0::bigint, 0.5::float8, NULL::bigint, NULL::bigint, NULL::bigint)$$,
+                  'metrics: the budget is used up; one more start fits in 0.5 s');
+SELECT pgq.configure('rl.keys', key_concurrency_limit => 1);
+SELECT pgq.enqueue('rl.keys', '{}'::jsonb, group_key => k) FROM (VALUES ('a'), ('a'), ('a'), ('b'), ('b')) v(k);
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.keys}', 10)), 2, 'one job per key runs');
+SELECT results_eq($$SELECT rate_remaining, rate_keys_used_up, keys_at_limit, key_limited FROM pgq.metrics('{rl.keys}')$$,
+                  $$VALUES (NULL::bigint, NULL::bigint, 2::bigint, 3::bigint)$$,
+                  'metrics: two keys at their limit, three jobs wait on them');
 
 -- Per key: each key its budget, the jobs without a key one more; fair share still applies.
 SELECT pgq.configure('rl.api', rate_limit => 2, rate_period => '1 minute', rate_per_key => true);
