@@ -546,12 +546,18 @@ MUTANTS: tuple[Mutant, ...] = (
         "a claim takes a whole batch whatever the window's starts",
     ),
     m(
-        "rate_window_ignores_later_starts",
-        "_quota.sql",
-        "                                                        AND s.started_at > _quota.at - _quota.rate_period));",
-        "                                                        AND s.started_at > _quota.at - _quota.rate_period\n"
-        "                                                        AND s.started_at <= _quota.at));",
-        "a claim whose clock is behind another's does not count that claim's starts: two windows' worth in one",
+        "rate_record_goes_back_in_time",
+        "_rate_record.sql",
+        "greatest(_rate_record.at, l.started_at)",
+        "_rate_record.at",
+        "a start is recorded at its claim's time even when the budget recorded a later one: the window's count (newest minus first) goes wrong",
+    ),
+    m(
+        "rate_used_counts_from_the_newest",
+        "_rate_used.sql",
+        "                              ORDER BY s.started_at, s.cum\n",
+        "                              ORDER BY s.started_at DESC, s.cum DESC\n",
+        "the window's count starts at its newest row: only the last claim's starts count",
     ),
     m(
         "rate_starts_not_recorded",

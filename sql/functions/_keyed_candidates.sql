@@ -14,7 +14,7 @@
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
 --   of key_limit minus its running jobs (counted once per call) and key_rate minus its starts in
---   the rate window (pgq.rate_starts, one probe per key; the jobs without a key have one budget
+--   the rate window (pgq._rate_used, two probes per key; the jobs without a key have one budget
 --   of their own). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room): key_hash and room (before this claim) let the
 --   claim cap each key across its lanes (priorities); both NULL for a job without a key (with
@@ -93,11 +93,8 @@ BEGIN
                                      - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
                             CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
                                  ELSE _keyed_candidates.key_rate
-                                      - (SELECT coalesce(sum(s.tokens), 0)::int
-                                           FROM pgq.rate_starts s
-                                          WHERE s.entrypoint = _keyed_candidates.entrypoint
-                                            AND s.key_hash = k.h
-                                            AND s.started_at > _keyed_candidates.at - _keyed_candidates.rate_period) END) AS room
+                                      - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
+                                                       _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
                  FROM (SELECT (SELECT hashtextextended(j.group_key, 0)
                                  FROM pgq.jobs j
                                 WHERE j.entrypoint = _keyed_candidates.entrypoint
@@ -154,11 +151,8 @@ BEGIN
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.
     v_free := CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
                    ELSE _keyed_candidates.key_rate
-                        - (SELECT coalesce(sum(s.tokens), 0)::int
-                             FROM pgq.rate_starts s
-                            WHERE s.entrypoint = _keyed_candidates.entrypoint
-                              AND s.key_hash = c_min
-                              AND s.started_at > _keyed_candidates.at - _keyed_candidates.rate_period) END;
+                        - pgq._rate_used(_keyed_candidates.entrypoint, c_min,
+                                         _keyed_candidates.at - _keyed_candidates.rate_period)::int END;
     IF v_ends AND v_left > 0 AND v_free > 0 THEN
         SELECT array_agg(q.id ORDER BY q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.ready_seq) AS seqs
           INTO v_got

@@ -29,17 +29,27 @@ DECLARE
     v_due   timestamptz;
     v_last  timestamptz;
     v_n     int;
+    v_used  bigint;
 BEGIN
     IF NOT _rate_due.rate_per_key THEN
-        SELECT min(w.started_at) + _rate_due.rate_period INTO v_due
-          FROM (SELECT s.started_at,
-                       sum(s.tokens) OVER (ORDER BY s.started_at ROWS UNBOUNDED PRECEDING) AS gone,
-                       sum(s.tokens) OVER () AS used
-                  FROM pgq.rate_starts s
-                 WHERE s.entrypoint = _rate_due.entrypoint
-                   AND s.key_hash = c_whole
-                   AND s.started_at > _rate_due.at - _rate_due.rate_period) w
-         WHERE w.gone >= w.used - _rate_due.rate_limit + 1;  -- with room: the oldest start
+        v_used := pgq._rate_used(_rate_due.entrypoint, c_whole, _rate_due.at - _rate_due.rate_period);
+        IF v_used = 0 THEN
+            RETURN NULL;
+        END IF;
+        -- The first start of the window whose leaving makes room for one more (with room now:
+        -- the oldest). Rows rise in started_at and cum together: a scan from the window's start.
+        SELECT s.started_at + _rate_due.rate_period INTO v_due
+          FROM pgq.rate_starts s
+         WHERE s.entrypoint = _rate_due.entrypoint AND s.key_hash = c_whole
+           AND s.started_at > _rate_due.at - _rate_due.rate_period
+           AND s.cum >= (SELECT f.cum - f.tokens
+                           FROM pgq.rate_starts f
+                          WHERE f.entrypoint = _rate_due.entrypoint AND f.key_hash = c_whole
+                            AND f.started_at > _rate_due.at - _rate_due.rate_period
+                          ORDER BY f.started_at, f.cum
+                          LIMIT 1) + greatest(v_used - _rate_due.rate_limit + 1, 1)
+         ORDER BY s.started_at, s.cum
+         LIMIT 1;
         RETURN CASE WHEN v_due IS NOT NULL THEN greatest(v_due, _rate_due.at) END;
     END IF;
     SELECT min(o.started_at) FILTER (WHERE o.waiting), max(o.started_at), count(*)

@@ -285,17 +285,19 @@ BEGIN
     -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
     -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
     IF v_rated THEN
-        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens)
-        SELECT j.entrypoint,
-               CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0) ELSE c_whole END,
-               CASE WHEN e.rate_per_key THEN j.group_key END,
-               v_now, count(*)
-          FROM pgq.jobs j
-          JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
-         WHERE j.id = ANY (v_ids)
-           AND j.status = c_running AND j.slot <> 4
-           AND e.rate_limit IS NOT NULL
-         GROUP BY 1, 2, 3;
+        PERFORM pgq._rate_record(array_agg(b.entrypoint), array_agg(b.h), array_agg(b.k), array_agg(b.n), v_now)
+           FROM (SELECT j.entrypoint,
+                        CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0)
+                             ELSE c_whole END AS h,
+                        CASE WHEN e.rate_per_key THEN j.group_key END AS k,
+                        count(*)::int AS n
+                   FROM pgq.jobs j
+                   JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
+                  WHERE j.id = ANY (v_ids)
+                    AND j.status = c_running AND j.slot <> 4
+                    AND e.rate_limit IS NOT NULL
+                  GROUP BY 1, 2, 3) AS b
+         HAVING count(*) > 0;
     END IF;
 END
 $$;

@@ -228,10 +228,7 @@ BEGIN
         SELECT e.entrypoint, rw.used, rk.used_up, kf.keys
           FROM eps e
           LEFT JOIN LATERAL (
-               SELECT coalesce(sum(s.tokens), 0) AS used
-                 FROM pgq.rate_starts s
-                WHERE s.entrypoint = e.entrypoint AND s.key_hash = c_whole
-                  AND s.started_at > v_now - e.rate_period) AS rw
+               SELECT pgq._rate_used(e.entrypoint, c_whole, v_now - e.rate_period) AS used) AS rw
                  ON e.rate_limit IS NOT NULL AND NOT e.rate_per_key
           LEFT JOIN LATERAL (
                SELECT count(*) AS used_up

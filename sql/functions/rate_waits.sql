@@ -4,8 +4,8 @@
 --   start fits (pgq._rate_due). No job of such an entrypoint can start before then, so a worker
 --   may ignore its enqueue notifications until that time (a claim would find nothing). An
 --   entrypoint with a rate limit per key is never listed (a job of a new key may start at
---   once). at NULL means now(). One probe of the policy and one index range of the window's
---   starts per rate-limited entrypoint.
+--   once). at NULL means now(). One probe of the policy and two of the window's starts
+--   (pgq._rate_used) per rate-limited entrypoint.
 -- Locking: none (reads only).
 -- Errors: PQ001 NULL or empty entrypoints; PQ009 a multi-dimensional array, at out of range.
 CREATE OR REPLACE FUNCTION pgq.rate_waits(entrypoints text[], at timestamptz DEFAULT NULL)
@@ -34,11 +34,7 @@ BEGIN
      WHERE e.entrypoint = ANY (rate_waits.entrypoints)
        AND e.rate_limit IS NOT NULL
        AND NOT e.rate_per_key
-       AND (SELECT coalesce(sum(s.tokens), 0)
-              FROM pgq.rate_starts s
-             WHERE s.entrypoint = e.entrypoint
-               AND s.key_hash = c_whole
-               AND s.started_at > v_now - e.rate_period) >= e.rate_limit
+       AND pgq._rate_used(e.entrypoint, c_whole, v_now - e.rate_period) >= e.rate_limit
      ORDER BY e.entrypoint;
 END
 $$;

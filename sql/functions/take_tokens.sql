@@ -37,7 +37,7 @@ DECLARE
     v_now    timestamptz := coalesce(pgq._check_time(take_tokens.at, 'at'), now());
     v_policy pgq.entrypoints;
     v_hash   bigint := c_whole;
-    v_used   int;
+    v_used   bigint;
     v_retry  timestamptz;
 BEGIN
     PERFORM pgq._check_name(take_tokens.entrypoint, 'entrypoint', 'PQ001');
@@ -66,27 +66,28 @@ BEGIN
         v_hash := hashtextextended(take_tokens.rate_key, 0);
     END IF;
 
-    SELECT coalesce(sum(s.tokens), 0)::int INTO v_used
-      FROM pgq.rate_starts s
-     WHERE s.entrypoint = take_tokens.entrypoint
-       AND s.key_hash = v_hash
-       AND s.started_at > v_now - v_policy.rate_period;
+    v_used := pgq._rate_used(take_tokens.entrypoint, v_hash, v_now - v_policy.rate_period);
     IF v_used + take_tokens.tokens <= v_policy.rate_limit THEN
-        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens)
-        VALUES (take_tokens.entrypoint, v_hash, take_tokens.rate_key, v_now, take_tokens.tokens);
-        RETURN QUERY SELECT true, v_policy.rate_limit - v_used - take_tokens.tokens, NULL::timestamptz;
+        PERFORM pgq._rate_record(ARRAY[take_tokens.entrypoint], ARRAY[v_hash], ARRAY[take_tokens.rate_key],
+                                 ARRAY[take_tokens.tokens], v_now);
+        RETURN QUERY SELECT true, (v_policy.rate_limit - v_used - take_tokens.tokens)::int, NULL::timestamptz;
         RETURN;
     END IF;
-    -- Not now: granted once enough of the window's starts have left it, oldest first.
-    SELECT min(w.started_at) + v_policy.rate_period INTO v_retry
-      FROM (SELECT s.started_at,
-                   sum(s.tokens) OVER (ORDER BY s.started_at ROWS UNBOUNDED PRECEDING) AS gone
-              FROM pgq.rate_starts s
-             WHERE s.entrypoint = take_tokens.entrypoint
-               AND s.key_hash = v_hash
-               AND s.started_at > v_now - v_policy.rate_period) w
-     WHERE w.gone >= v_used + take_tokens.tokens - v_policy.rate_limit;
-    RETURN QUERY SELECT false, greatest(v_policy.rate_limit - v_used, 0), greatest(v_retry, v_now);
+    -- Not now: granted once enough of the window's starts have left it, oldest first (rows rise
+    -- in started_at and cum together: the first row whose cum reaches the starts to shed).
+    SELECT s.started_at + v_policy.rate_period INTO v_retry
+      FROM pgq.rate_starts s
+     WHERE s.entrypoint = take_tokens.entrypoint AND s.key_hash = v_hash
+       AND s.started_at > v_now - v_policy.rate_period
+       AND s.cum >= (SELECT f.cum - f.tokens
+                       FROM pgq.rate_starts f
+                      WHERE f.entrypoint = take_tokens.entrypoint AND f.key_hash = v_hash
+                        AND f.started_at > v_now - v_policy.rate_period
+                      ORDER BY f.started_at, f.cum
+                      LIMIT 1) + (v_used + take_tokens.tokens - v_policy.rate_limit)
+     ORDER BY s.started_at, s.cum
+     LIMIT 1;
+    RETURN QUERY SELECT false, greatest(v_policy.rate_limit - v_used, 0)::int, greatest(v_retry, v_now);
 END
 $$;
 COMMENT ON FUNCTION pgq.take_tokens(text, int, text, timestamptz) IS

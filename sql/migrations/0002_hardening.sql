@@ -23,9 +23,9 @@
 --     685  Flow control: unique by period
 --     702  Flow control: per-key concurrency and fair share
 --     727  Flow control: rate limits
---     769  Functions: the other 77 functions this migration re-creates (generated)
---    6991  The ring, continued: triggers and the copy of the live jobs
---    7023  Grants
+--     775  Functions: the other 79 functions this migration re-creates (generated)
+--    7068  The ring, continued: triggers and the copy of the live jobs
+--    7100  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -749,7 +749,8 @@ CREATE TABLE pgq.rate_starts (
     key_hash   bigint      NOT NULL,
     rate_key   text,
     started_at timestamptz NOT NULL,
-    tokens     int         NOT NULL CHECK (tokens > 0)
+    tokens     int         NOT NULL CHECK (tokens > 0),
+    cum        bigint      NOT NULL
 );
 COMMENT ON TABLE pgq.rate_starts IS
     'Rate limits: the starts (claims and pgq.take_tokens) within the period of rate-limited entrypoints, one row per budget and call. Insert-only; pgq.maintain deletes rows older than the period.';
@@ -757,8 +758,13 @@ COMMENT ON COLUMN pgq.rate_starts.key_hash IS
     'hashtextextended(group key, 0), or -9223372036854775808 for the whole entrypoint (rate_per_key false) and for jobs without a key.';
 COMMENT ON COLUMN pgq.rate_starts.rate_key IS 'The group key whose budget was used (NULL: the whole entrypoint, or jobs without a key).';
 COMMENT ON COLUMN pgq.rate_starts.tokens IS 'Starts recorded by this row (jobs claimed, tokens taken).';
--- The claim's count of one budget's window; maintain's prune of an entrypoint's old rows.
-CREATE INDEX rate_starts_key_idx ON pgq.rate_starts (entrypoint, key_hash, started_at);
+COMMENT ON COLUMN pgq.rate_starts.cum IS
+    'The budget''s starts recorded so far, this row''s included: the starts of a window are the newest row''s cum minus the cum before the window''s first row (two probes, however many rows the window holds).';
+COMMENT ON COLUMN pgq.rate_starts.started_at IS
+    'When the starts were recorded: the claim''s (or take_tokens'') time, or the budget''s last recorded time when that is later, so that started_at and cum rise together.';
+-- A budget's rows in time (and cum) order: the newest row, the first of a window (the claim's
+-- count); maintain's prune of an entrypoint's old rows.
+CREATE INDEX rate_starts_key_idx ON pgq.rate_starts (entrypoint, key_hash, started_at, cum);
 CREATE INDEX rate_starts_time_idx ON pgq.rate_starts (entrypoint, started_at);
 REVOKE ALL ON pgq.rate_starts FROM PUBLIC;
 CREATE SEQUENCE pgq.rate_pruned_at AS bigint MINVALUE 0 START 0;
@@ -1935,7 +1941,7 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
 --   of key_limit minus its running jobs (counted once per call) and key_rate minus its starts in
---   the rate window (pgq.rate_starts, one probe per key; the jobs without a key have one budget
+--   the rate window (pgq._rate_used, two probes per key; the jobs without a key have one budget
 --   of their own). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room): key_hash and room (before this claim) let the
 --   claim cap each key across its lanes (priorities); both NULL for a job without a key (with
@@ -2014,11 +2020,8 @@ BEGIN
                                      - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
                             CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
                                  ELSE _keyed_candidates.key_rate
-                                      - (SELECT coalesce(sum(s.tokens), 0)::int
-                                           FROM pgq.rate_starts s
-                                          WHERE s.entrypoint = _keyed_candidates.entrypoint
-                                            AND s.key_hash = k.h
-                                            AND s.started_at > _keyed_candidates.at - _keyed_candidates.rate_period) END) AS room
+                                      - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
+                                                       _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
                  FROM (SELECT (SELECT hashtextextended(j.group_key, 0)
                                  FROM pgq.jobs j
                                 WHERE j.entrypoint = _keyed_candidates.entrypoint
@@ -2075,11 +2078,8 @@ BEGIN
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.
     v_free := CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
                    ELSE _keyed_candidates.key_rate
-                        - (SELECT coalesce(sum(s.tokens), 0)::int
-                             FROM pgq.rate_starts s
-                            WHERE s.entrypoint = _keyed_candidates.entrypoint
-                              AND s.key_hash = c_min
-                              AND s.started_at > _keyed_candidates.at - _keyed_candidates.rate_period) END;
+                        - pgq._rate_used(_keyed_candidates.entrypoint, c_min,
+                                         _keyed_candidates.at - _keyed_candidates.rate_period)::int END;
     IF v_ends AND v_left > 0 AND v_free > 0 THEN
         SELECT array_agg(q.id ORDER BY q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.ready_seq) AS seqs
           INTO v_got
@@ -2319,9 +2319,9 @@ COMMENT ON FUNCTION pgq._promote(text[], timestamptz, int) IS
 -- Contract: how many jobs a claim that holds the entrypoint's policy row may take of it: at most
 --   batch_size, at most what fits beside its running jobs under concurrency_limit (NULL: no
 --   limit), and, for an entrypoint-wide rate limit (rate_limit set, rate_per_key false), at most
---   rate_limit minus the starts recorded in pgq.rate_starts in the window (at - rate_period, ...]
---   (any start later than that counts, whatever its time: a claim whose clock is behind another's
---   still sees it). Never negative. Per-key rooms are pgq._keyed_candidates'.
+--   rate_limit minus the starts recorded in pgq.rate_starts later than at - rate_period
+--   (pgq._rate_used: any start recorded later counts, whatever its time, so a claim whose clock is
+--   behind another's still sees it). Never negative. Per-key rooms are pgq._keyed_candidates'.
 -- Locking: none (the caller, pgq.claim, holds the policy row: the counts are exact).
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._quota(
@@ -2353,11 +2353,8 @@ BEGIN
                                                               AND r.slot <> 4));
     END IF;
     IF _quota.rate_limit IS NOT NULL AND NOT _quota.rate_per_key AND v_room > 0 THEN
-        v_room := least(v_room, _quota.rate_limit - (SELECT coalesce(sum(s.tokens), 0)
-                                                       FROM pgq.rate_starts s
-                                                      WHERE s.entrypoint = _quota.entrypoint
-                                                        AND s.key_hash = c_whole
-                                                        AND s.started_at > _quota.at - _quota.rate_period));
+        v_room := least(v_room, _quota.rate_limit - pgq._rate_used(_quota.entrypoint, c_whole,
+                                                                     _quota.at - _quota.rate_period));
     END IF;
     RETURN greatest(v_room, 0);
 END
@@ -2397,17 +2394,27 @@ DECLARE
     v_due   timestamptz;
     v_last  timestamptz;
     v_n     int;
+    v_used  bigint;
 BEGIN
     IF NOT _rate_due.rate_per_key THEN
-        SELECT min(w.started_at) + _rate_due.rate_period INTO v_due
-          FROM (SELECT s.started_at,
-                       sum(s.tokens) OVER (ORDER BY s.started_at ROWS UNBOUNDED PRECEDING) AS gone,
-                       sum(s.tokens) OVER () AS used
-                  FROM pgq.rate_starts s
-                 WHERE s.entrypoint = _rate_due.entrypoint
-                   AND s.key_hash = c_whole
-                   AND s.started_at > _rate_due.at - _rate_due.rate_period) w
-         WHERE w.gone >= w.used - _rate_due.rate_limit + 1;  -- with room: the oldest start
+        v_used := pgq._rate_used(_rate_due.entrypoint, c_whole, _rate_due.at - _rate_due.rate_period);
+        IF v_used = 0 THEN
+            RETURN NULL;
+        END IF;
+        -- The first start of the window whose leaving makes room for one more (with room now:
+        -- the oldest). Rows rise in started_at and cum together: a scan from the window's start.
+        SELECT s.started_at + _rate_due.rate_period INTO v_due
+          FROM pgq.rate_starts s
+         WHERE s.entrypoint = _rate_due.entrypoint AND s.key_hash = c_whole
+           AND s.started_at > _rate_due.at - _rate_due.rate_period
+           AND s.cum >= (SELECT f.cum - f.tokens
+                           FROM pgq.rate_starts f
+                          WHERE f.entrypoint = _rate_due.entrypoint AND f.key_hash = c_whole
+                            AND f.started_at > _rate_due.at - _rate_due.rate_period
+                          ORDER BY f.started_at, f.cum
+                          LIMIT 1) + greatest(v_used - _rate_due.rate_limit + 1, 1)
+         ORDER BY s.started_at, s.cum
+         LIMIT 1;
         RETURN CASE WHEN v_due IS NOT NULL THEN greatest(v_due, _rate_due.at) END;
     END IF;
     SELECT min(o.started_at) FILTER (WHERE o.waiting), max(o.started_at), count(*)
@@ -2440,6 +2447,80 @@ END
 $$;
 COMMENT ON FUNCTION pgq._rate_due(text, int, interval, boolean, timestamptz) IS
     'Private. For pgq.next_run_at: when a rate-limited entrypoint''s budget (or, per key, the budget of a key with queued jobs) next grows; NULL while it has room.';
+
+-- sql/functions/_rate_record.sql
+-- pgq._rate_record(entrypoints, key_hashes, rate_keys, tokens, at)
+-- Contract: records starts in pgq.rate_starts, one row per budget given (parallel arrays: the
+--   entrypoint, the key hash, the key itself or NULL, how many starts): started_at is `at`, or the budget's last
+--   recorded started_at when that is later (a claim whose transaction began before another's
+--   but got the policy row after it), and cum the budget's starts so far, this row's included.
+--   So a budget's rows rise in started_at and cum together, which pgq._rate_used counts on.
+--   Exactness is kept: a start recorded later than it happened stays in the window longer,
+--   never shorter (docs/decisions/0008).
+-- Locking: none of its own; the callers (pgq.claim, pgq.take_tokens) hold the entrypoint's
+--   policy row, so one recorder at a time per budget.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._rate_record(entrypoints text[], key_hashes bigint[], rate_keys text[],
+                                            tokens int[], at timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Called by pgq.claim and pgq.take_tokens, whose settings are in force here too.
+AS $$
+#variable_conflict use_column
+BEGIN
+    INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
+    SELECT b.e, b.h, b.k, greatest(_rate_record.at, l.started_at), b.n, coalesce(l.cum, 0) + b.n
+      FROM unnest(_rate_record.entrypoints, _rate_record.key_hashes, _rate_record.rate_keys,
+                  _rate_record.tokens) AS b(e, h, k, n)
+      LEFT JOIN LATERAL (
+           SELECT s.started_at, s.cum
+             FROM pgq.rate_starts s
+            WHERE s.entrypoint = b.e AND s.key_hash = b.h
+            ORDER BY s.started_at DESC, s.cum DESC
+            LIMIT 1) AS l ON true;
+END
+$$;
+COMMENT ON FUNCTION pgq._rate_record(text[], bigint[], text[], int[], timestamptz) IS
+    'Private. Records starts of rate budgets (one row each, with a running count and a time that never goes back).';
+
+-- sql/functions/_rate_used.sql
+-- pgq._rate_used(entrypoint, key_hash, since)
+-- Contract: the starts recorded in pgq.rate_starts for one budget (an entrypoint and a key hash;
+--   -9223372036854775808: the whole entrypoint, or the jobs without a key) later than `since`:
+--   the newest row's cum minus the cum before the first row later than `since` (each row's cum
+--   counts the budget's starts so far, and a budget's rows are recorded with rising started_at
+--   and cum: pgq._rate_record). Two index probes, however many rows the window holds. 0 when
+--   none is later.
+-- Locking: none (the callers hold the entrypoint's policy row: the count is exact).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._rate_used(entrypoint text, key_hash bigint, since timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Called by the claim and the rate-limit functions, whose settings (generic plans, no JIT, no
+-- sequential scans) are in force here too.
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN coalesce((SELECT l.cum - f.cum + f.tokens
+                       FROM (SELECT s.cum
+                               FROM pgq.rate_starts s
+                              WHERE s.entrypoint = _rate_used.entrypoint AND s.key_hash = _rate_used.key_hash
+                              ORDER BY s.started_at DESC, s.cum DESC
+                              LIMIT 1) AS l,
+                            (SELECT s.cum, s.tokens
+                               FROM pgq.rate_starts s
+                              WHERE s.entrypoint = _rate_used.entrypoint AND s.key_hash = _rate_used.key_hash
+                                AND s.started_at > _rate_used.since
+                              ORDER BY s.started_at, s.cum
+                              LIMIT 1) AS f), 0);
+END
+$$;
+COMMENT ON FUNCTION pgq._rate_used(text, bigint, timestamptz) IS
+    'Private. The starts one rate budget recorded later than since: the newest row''s cum minus the cum before the window''s first row (two index probes).';
 
 -- sql/functions/_ready_lock.sql
 -- pgq._ready_lock(entrypoints): the producer side of the ready-number fence.
@@ -3139,17 +3220,19 @@ BEGIN
     -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
     -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
     IF v_rated THEN
-        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens)
-        SELECT j.entrypoint,
-               CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0) ELSE c_whole END,
-               CASE WHEN e.rate_per_key THEN j.group_key END,
-               v_now, count(*)
-          FROM pgq.jobs j
-          JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
-         WHERE j.id = ANY (v_ids)
-           AND j.status = c_running AND j.slot <> 4
-           AND e.rate_limit IS NOT NULL
-         GROUP BY 1, 2, 3;
+        PERFORM pgq._rate_record(array_agg(b.entrypoint), array_agg(b.h), array_agg(b.k), array_agg(b.n), v_now)
+           FROM (SELECT j.entrypoint,
+                        CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0)
+                             ELSE c_whole END AS h,
+                        CASE WHEN e.rate_per_key THEN j.group_key END AS k,
+                        count(*)::int AS n
+                   FROM pgq.jobs j
+                   JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
+                  WHERE j.id = ANY (v_ids)
+                    AND j.status = c_running AND j.slot <> 4
+                    AND e.rate_limit IS NOT NULL
+                  GROUP BY 1, 2, 3) AS b
+         HAVING count(*) > 0;
     END IF;
 END
 $$;
@@ -5506,10 +5589,7 @@ BEGIN
         SELECT e.entrypoint, rw.used, rk.used_up, kf.keys
           FROM eps e
           LEFT JOIN LATERAL (
-               SELECT coalesce(sum(s.tokens), 0) AS used
-                 FROM pgq.rate_starts s
-                WHERE s.entrypoint = e.entrypoint AND s.key_hash = c_whole
-                  AND s.started_at > v_now - e.rate_period) AS rw
+               SELECT pgq._rate_used(e.entrypoint, c_whole, v_now - e.rate_period) AS used) AS rw
                  ON e.rate_limit IS NOT NULL AND NOT e.rate_per_key
           LEFT JOIN LATERAL (
                SELECT count(*) AS used_up
@@ -6060,8 +6140,8 @@ COMMENT ON FUNCTION pgq.rate_stats(text[], timestamptz) IS
 --   start fits (pgq._rate_due). No job of such an entrypoint can start before then, so a worker
 --   may ignore its enqueue notifications until that time (a claim would find nothing). An
 --   entrypoint with a rate limit per key is never listed (a job of a new key may start at
---   once). at NULL means now(). One probe of the policy and one index range of the window's
---   starts per rate-limited entrypoint.
+--   once). at NULL means now(). One probe of the policy and two of the window's starts
+--   (pgq._rate_used) per rate-limited entrypoint.
 -- Locking: none (reads only).
 -- Errors: PQ001 NULL or empty entrypoints; PQ009 a multi-dimensional array, at out of range.
 CREATE OR REPLACE FUNCTION pgq.rate_waits(entrypoints text[], at timestamptz DEFAULT NULL)
@@ -6090,11 +6170,7 @@ BEGIN
      WHERE e.entrypoint = ANY (rate_waits.entrypoints)
        AND e.rate_limit IS NOT NULL
        AND NOT e.rate_per_key
-       AND (SELECT coalesce(sum(s.tokens), 0)
-              FROM pgq.rate_starts s
-             WHERE s.entrypoint = e.entrypoint
-               AND s.key_hash = c_whole
-               AND s.started_at > v_now - e.rate_period) >= e.rate_limit
+       AND pgq._rate_used(e.entrypoint, c_whole, v_now - e.rate_period) >= e.rate_limit
      ORDER BY e.entrypoint;
 END
 $$;
@@ -6905,7 +6981,7 @@ DECLARE
     v_now    timestamptz := coalesce(pgq._check_time(take_tokens.at, 'at'), now());
     v_policy pgq.entrypoints;
     v_hash   bigint := c_whole;
-    v_used   int;
+    v_used   bigint;
     v_retry  timestamptz;
 BEGIN
     PERFORM pgq._check_name(take_tokens.entrypoint, 'entrypoint', 'PQ001');
@@ -6934,27 +7010,28 @@ BEGIN
         v_hash := hashtextextended(take_tokens.rate_key, 0);
     END IF;
 
-    SELECT coalesce(sum(s.tokens), 0)::int INTO v_used
-      FROM pgq.rate_starts s
-     WHERE s.entrypoint = take_tokens.entrypoint
-       AND s.key_hash = v_hash
-       AND s.started_at > v_now - v_policy.rate_period;
+    v_used := pgq._rate_used(take_tokens.entrypoint, v_hash, v_now - v_policy.rate_period);
     IF v_used + take_tokens.tokens <= v_policy.rate_limit THEN
-        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens)
-        VALUES (take_tokens.entrypoint, v_hash, take_tokens.rate_key, v_now, take_tokens.tokens);
-        RETURN QUERY SELECT true, v_policy.rate_limit - v_used - take_tokens.tokens, NULL::timestamptz;
+        PERFORM pgq._rate_record(ARRAY[take_tokens.entrypoint], ARRAY[v_hash], ARRAY[take_tokens.rate_key],
+                                 ARRAY[take_tokens.tokens], v_now);
+        RETURN QUERY SELECT true, (v_policy.rate_limit - v_used - take_tokens.tokens)::int, NULL::timestamptz;
         RETURN;
     END IF;
-    -- Not now: granted once enough of the window's starts have left it, oldest first.
-    SELECT min(w.started_at) + v_policy.rate_period INTO v_retry
-      FROM (SELECT s.started_at,
-                   sum(s.tokens) OVER (ORDER BY s.started_at ROWS UNBOUNDED PRECEDING) AS gone
-              FROM pgq.rate_starts s
-             WHERE s.entrypoint = take_tokens.entrypoint
-               AND s.key_hash = v_hash
-               AND s.started_at > v_now - v_policy.rate_period) w
-     WHERE w.gone >= v_used + take_tokens.tokens - v_policy.rate_limit;
-    RETURN QUERY SELECT false, greatest(v_policy.rate_limit - v_used, 0), greatest(v_retry, v_now);
+    -- Not now: granted once enough of the window's starts have left it, oldest first (rows rise
+    -- in started_at and cum together: the first row whose cum reaches the starts to shed).
+    SELECT s.started_at + v_policy.rate_period INTO v_retry
+      FROM pgq.rate_starts s
+     WHERE s.entrypoint = take_tokens.entrypoint AND s.key_hash = v_hash
+       AND s.started_at > v_now - v_policy.rate_period
+       AND s.cum >= (SELECT f.cum - f.tokens
+                       FROM pgq.rate_starts f
+                      WHERE f.entrypoint = take_tokens.entrypoint AND f.key_hash = v_hash
+                        AND f.started_at > v_now - v_policy.rate_period
+                      ORDER BY f.started_at, f.cum
+                      LIMIT 1) + (v_used + take_tokens.tokens - v_policy.rate_limit)
+     ORDER BY s.started_at, s.cum
+     LIMIT 1;
+    RETURN QUERY SELECT false, greatest(v_policy.rate_limit - v_used, 0)::int, greatest(v_retry, v_now);
 END
 $$;
 COMMENT ON FUNCTION pgq.take_tokens(text, int, text, timestamptz) IS

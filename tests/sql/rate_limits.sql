@@ -2,7 +2,7 @@
 -- what a claim takes and records (pgq._quota, pgq._keyed_candidates, pgq.rate_starts), what
 -- maintain removes. Times are passed as `at`; the window is (at - rate_period, ...].
 BEGIN;
-SELECT plan(32);
+SELECT plan(35);
 
 -- configure: bounds, pairs, removal.
 SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => -1, rate_period => '1 second')$$, 'PQ008',
@@ -47,6 +47,19 @@ SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.late}', 2
           'a claim at 00:00:08 takes the two starts');
 SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.late}', 2, '2030-01-01 00:00:05+00')), 0,
           'a claim stamped 00:00:05 (after it) finds them in its window');
+
+-- Recorded times never go back within a budget (the later of the claim's time and the last
+-- recorded one), so the window's count stays two probes and exact.
+SELECT pgq.configure('rl.late2', rate_limit => 3, rate_period => '10 seconds');
+SELECT pgq.enqueue('rl.late2', '{}'::jsonb, run_at => '2030-01-01 00:00:00+00') FROM generate_series(1, 6);
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.late2}', 1, '2030-01-01 00:00:08+00'))
+          + (SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.late2}', 1, '2030-01-01 00:00:05+00')), 2,
+          'a start at 00:00:08, then one stamped 00:00:05');
+SELECT results_eq($$SELECT started_at, cum FROM pgq.rate_starts WHERE entrypoint = 'rl.late2' ORDER BY cum$$,
+                  $$VALUES (timestamptz '2030-01-01 00:00:08+00', 1::bigint), ('2030-01-01 00:00:08+00', 2)$$,
+                  'the second is recorded at 00:00:08, the budget''s last time');
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.late2}', 10, '2030-01-01 00:00:14+00')), 1,
+          'at 00:00:14 both are in the window: one more fits, not three');
 
 -- pgq.metrics: what waits on a limit.
 SELECT results_eq($$SELECT rate_remaining, rate_wait_s, rate_keys_used_up, keys_at_limit, key_limited
