@@ -232,7 +232,7 @@ SELECT has_role('pgq_producer');
 SELECT has_role('pgq_worker');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
               'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text)',
-              'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[])',
+              'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[], jsonb)',
               'pgq.cancel(bigint[], timestamptz)',
               'pgq.claim(uuid, text[], int, timestamptz, uuid)',
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
@@ -243,7 +243,7 @@ SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
             WHERE has_function_privilege('pgq_producer', f, 'EXECUTE')),
           ARRAY['pgq.cancel(bigint[], timestamptz)',
                 'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text)',
-                'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[])'],
+                'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[], jsonb)'],
           'pgq_producer executes enqueue, enqueue_many and cancel, nothing else of the API');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
               'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text)',
