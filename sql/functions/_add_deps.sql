@@ -39,9 +39,11 @@ BEGIN
         RAISE EXCEPTION 'depends_on has % elements but entrypoints has %', jsonb_array_length(_add_deps.depends_on), v_n
             USING ERRCODE = 'PQ003';
     END IF;
-    CREATE TEMP TABLE IF NOT EXISTS pgq_deps_in (
-        pos int, child_id bigint, ref jsonb, parent_pos int, parent_id bigint, run_anyway boolean
-    ) ON COMMIT DROP;
+    IF to_regclass('pg_temp.pgq_deps_in') IS NULL THEN  -- (another call of this transaction made it)
+        CREATE TEMP TABLE pgq_deps_in (
+            pos int, child_id bigint, ref jsonb, parent_pos int, parent_id bigint, run_anyway boolean
+        ) ON COMMIT DROP;
+    END IF;
     TRUNCATE pgq_deps_in;
     -- Every reference, parsed: a number or {"position": n} is a job of this call, {"job": id}
     -- one enqueued before.

@@ -24,9 +24,9 @@
 --     703  Flow control: per-key concurrency and fair share
 --     728  Workflows: jobs that wait for other jobs
 --     762  Flow control: rate limits
---     810  Functions: the other 81 functions this migration re-creates (generated)
---    7380  The ring, continued: triggers and the copy of the live jobs
---    7412  Grants
+--     810  Functions: the other 83 functions this migration re-creates (generated)
+--    7474  The ring, continued: triggers and the copy of the live jobs
+--    7506  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -852,9 +852,11 @@ BEGIN
         RAISE EXCEPTION 'depends_on has % elements but entrypoints has %', jsonb_array_length(_add_deps.depends_on), v_n
             USING ERRCODE = 'PQ003';
     END IF;
-    CREATE TEMP TABLE IF NOT EXISTS pgq_deps_in (
-        pos int, child_id bigint, ref jsonb, parent_pos int, parent_id bigint, run_anyway boolean
-    ) ON COMMIT DROP;
+    IF to_regclass('pg_temp.pgq_deps_in') IS NULL THEN  -- (another call of this transaction made it)
+        CREATE TEMP TABLE pgq_deps_in (
+            pos int, child_id bigint, ref jsonb, parent_pos int, parent_id bigint, run_anyway boolean
+        ) ON COMMIT DROP;
+    END IF;
     TRUNCATE pgq_deps_in;
     -- Every reference, parsed: a number or {"position": n} is a job of this call, {"job": id}
     -- one enqueued before.
@@ -6173,6 +6175,41 @@ $$;
 COMMENT ON FUNCTION pgq.next_schedule_at(uuid, timestamptz) IS
     'Earliest time a schedule becomes due (or a silent claimer may be taken over); with a worker_id, only the schedules it may claim (their entrypoint served); NULL without any.';
 
+-- sql/functions/parent_results.sql
+-- pgq.parent_results(job_id)
+-- Contract: the jobs job_id depends on (pgq.job_deps), each with its final status and result
+--   (what a successful handler returned, details -> 'result' of its history row, as
+--   pgq.job_results reads it; NULL while it has not ended, when it did not succeed, or when it
+--   returned nothing), ordered by parent id: what a fan-in job merges, in one
+--   call.
+-- Locking: none (reads only).
+-- Errors: PQ009 NULL job_id.
+CREATE OR REPLACE FUNCTION pgq.parent_results(job_id bigint)
+RETURNS TABLE (parent_id bigint, status text, result jsonb)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF parent_results.job_id IS NULL THEN
+        RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    RETURN QUERY
+    SELECT d.parent_id, coalesce(h.status, j.status),
+           CASE WHEN h.status = 'successful' AND jsonb_typeof(h.details) = 'object' THEN h.details -> 'result' END
+      FROM pgq.job_deps d
+      LEFT JOIN pgq.job_history h ON h.id = d.parent_id
+      LEFT JOIN pgq.jobs j ON j.id = d.parent_id
+     WHERE d.child_id = parent_results.job_id
+     ORDER BY d.parent_id;
+END
+$$;
+COMMENT ON FUNCTION pgq.parent_results(bigint) IS
+    'The jobs job_id depends on, with their final status and result (details.result): what a fan-in job merges.';
+
 -- sql/functions/pause.sql
 -- pgq.pause(entrypoints, at)
 -- Contract: pauses entrypoints for every worker: from the next claim on, no job of a paused
@@ -7374,6 +7411,63 @@ $$;
 COMMENT ON FUNCTION pgq.unregister_worker(uuid) IS
     'Removes a worker from the registry (clean stop); returns true if it was registered.';
 
+-- sql/functions/workflow.sql
+-- pgq.workflow(job_id)
+-- Contract: every job of the workflow job_id belongs to: the jobs connected to it through
+--   dependencies (pgq.job_deps, in both directions, at most 100,000 jobs), live or finished,
+--   each with its state (scheduled, waiting, queued, running, successful, failed, canceled;
+--   'pruned' when it left history), entrypoint, attempt, finished_at, parents (the jobs it
+--   waits or waited for, with each edge's state: pending, satisfied, failed, and run_anyway)
+--   and children. Ordered by id. Empty when the job has no dependency and no dependent (or does
+--   not exist).
+-- Locking: none (reads only).
+-- Errors: PQ009 NULL job_id.
+CREATE OR REPLACE FUNCTION pgq.workflow(job_id bigint)
+RETURNS TABLE (id bigint, entrypoint text, state text, attempt int, finished_at timestamptz,
+               parents jsonb, children bigint[])
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF workflow.job_id IS NULL THEN
+        RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    RETURN QUERY
+    WITH RECURSIVE members (id) AS (
+        SELECT workflow.job_id
+         WHERE EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = workflow.job_id)
+            OR EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.child_id = workflow.job_id)
+        UNION
+        SELECT x.other
+          FROM members m
+         CROSS JOIN LATERAL (SELECT d.child_id AS other FROM pgq.job_deps d WHERE d.parent_id = m.id
+                             UNION ALL
+                             SELECT d.parent_id FROM pgq.job_deps d WHERE d.child_id = m.id) x
+    ), ids AS (
+        SELECT m.id FROM members m LIMIT 100000
+    )
+    SELECT i.id,
+           coalesce(j.entrypoint, h.entrypoint),
+           coalesce(j.status, h.status, 'pruned'),
+           coalesce(j.attempt, h.attempt),
+           h.finished_at,
+           coalesce((SELECT jsonb_agg(jsonb_build_object('id', d.parent_id, 'state', d.state, 'run_anyway', d.run_anyway)
+                                      ORDER BY d.parent_id)
+                       FROM pgq.job_deps d WHERE d.child_id = i.id), '[]'),
+           coalesce(ARRAY(SELECT d.child_id FROM pgq.job_deps d WHERE d.parent_id = i.id ORDER BY d.child_id), '{}')
+      FROM ids i
+      LEFT JOIN pgq.jobs j ON j.id = i.id
+      LEFT JOIN pgq.job_history h ON h.id = i.id
+     ORDER BY i.id;
+END
+$$;
+COMMENT ON FUNCTION pgq.workflow(bigint) IS
+    'The jobs connected to job_id through dependencies (both ways), live or finished: state, parents (with each edge''s state) and children.';
+
 RESET check_function_bodies;
 -- END FUNCTIONS
 
@@ -7494,6 +7588,9 @@ GRANT EXECUTE ON FUNCTION pgq.key_stats(text[], int) TO pgq_reader, pgq_admin;
 GRANT EXECUTE ON FUNCTION pgq.take_tokens(text, int, text, timestamptz) TO pgq_producer, pgq_worker, pgq_admin;
 GRANT EXECUTE ON FUNCTION pgq.rate_stats(text[], timestamptz) TO pgq_producer, pgq_worker, pgq_reader, pgq_admin;
 GRANT EXECUTE ON FUNCTION pgq.rate_waits(text[], timestamptz) TO pgq_worker;
+-- Workflows: the graph of a job's workflow, and the results its parents passed along.
+GRANT EXECUTE ON FUNCTION pgq.workflow(bigint), pgq.parent_results(bigint)
+    TO pgq_producer, pgq_worker, pgq_reader, pgq_admin;
 
 -- Operators configure entrypoints and read the dead jobs they redrive (pgq_admin is the
 -- operators' role); readers see dead jobs as they see every finished job with its errors.
