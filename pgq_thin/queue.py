@@ -162,7 +162,9 @@ def _many(
         delays=delays,
         timeouts=limits,
         group_keys=[group_keys] * n if isinstance(group_keys, str) else group_keys,
-        depends_on=None if depends_on is None else [None if d is None else list(d) for d in depends_on],
+        depends_on=None
+        if depends_on is None
+        else [None if d is None else list(d) for d in depends_on],
     )
 
 
