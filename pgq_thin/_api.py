@@ -45,7 +45,7 @@ FUNCTIONS: dict[str, Fn] = {
     "delete_history": Fn("pgq.delete_history", (("entrypoint", "text"), ("statuses", "text[]"), ("since", "timestamp with time zone"), ("until", "timestamp with time zone"), ("error", "text"), ("max_jobs", "integer")), 0, True),
     "delete_jobs": Fn("pgq.delete_jobs", (("ids", "bigint[]"),), 1, False),
     "enqueue": Fn("pgq.enqueue", (("entrypoint", "text"), ("payload", "jsonb"), ("priority", "integer"), ("run_at", "timestamp with time zone"), ("dedupe_key", "text"), ("headers", "jsonb"), ("on_conflict", "text"), ("delay", "interval"), ("timeout", "interval"), ("group_key", "text")), 1, True),
-    "enqueue_many": Fn("pgq.enqueue_many", (("entrypoints", "text[]"), ("payloads", "jsonb"), ("priorities", "integer[]"), ("run_ats", "timestamp with time zone[]"), ("dedupe_keys", "text[]"), ("headers", "jsonb"), ("on_conflict", "text"), ("delays", "interval[]"), ("timeouts", "interval[]"), ("group_keys", "text[]")), 1, False),
+    "enqueue_many": Fn("pgq.enqueue_many", (("entrypoints", "text[]"), ("payloads", "jsonb"), ("priorities", "integer[]"), ("run_ats", "timestamp with time zone[]"), ("dedupe_keys", "text[]"), ("headers", "jsonb"), ("on_conflict", "text"), ("delays", "interval[]"), ("timeouts", "interval[]"), ("group_keys", "text[]"), ("depends_on", "jsonb")), 1, False),
     "entrypoint_config": Fn("pgq.entrypoint_config", (("entrypoints", "text[]"),), 0, False),
     "find_by_dedupe_key": Fn("pgq.find_by_dedupe_key", (("dedupe_key", "text"), ("max_rows", "integer")), 1, False),
     "find_history": Fn("pgq.find_history", (("entrypoint", "text"), ("statuses", "text[]"), ("since", "timestamp with time zone"), ("until", "timestamp with time zone"), ("error", "text"), ("after", "text"), ("page_size", "integer")), 0, False),
@@ -62,6 +62,7 @@ FUNCTIONS: dict[str, Fn] = {
     "metrics_series": Fn("pgq.metrics_series", (("entrypoints", "text[]"), ("combined", "boolean"), ("at", "timestamp with time zone")), 0, False),
     "next_run_at": Fn("pgq.next_run_at", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, True),
     "next_schedule_at": Fn("pgq.next_schedule_at", (("worker_id", "uuid"), ("at", "timestamp with time zone")), 0, True),
+    "parent_results": Fn("pgq.parent_results", (("job_id", "bigint"),), 1, False),
     "pause": Fn("pgq.pause", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, False),
     "prune_entrypoints": Fn("pgq.prune_entrypoints", (("older_than", "interval"), ("lock_wait", "interval"), ("at", "timestamp with time zone")), 0, True),
     "prune_history": Fn("pgq.prune_history", (("older_than", "interval"), ("at", "timestamp with time zone"), ("batch", "integer")), 1, True),
@@ -79,6 +80,7 @@ FUNCTIONS: dict[str, Fn] = {
     "take_tokens": Fn("pgq.take_tokens", (("entrypoint", "text"), ("tokens", "integer"), ("rate_key", "text"), ("at", "timestamp with time zone")), 1, False),
     "unregister_worker": Fn("pgq.unregister_worker", (("worker_id", "uuid"),), 1, True),
     "unschedule": Fn("pgq.unschedule", (("name", "text"),), 1, True),
+    "workflow": Fn("pgq.workflow", (("job_id", "bigint"),), 1, False),
 }
 
 #: The result columns of each function, and the columns of each readable relation.
@@ -109,6 +111,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "metrics_series": ("entrypoint", "minute", "successful", "failed", "canceled", "due", "running", "wait_p95_s", "run_p95_s"),
     "next_run_at": ("next_run_at",),
     "next_schedule_at": ("next_schedule_at",),
+    "parent_results": ("parent_id", "status", "result"),
     "pause": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit", "rate_limit", "rate_period", "rate_per_key"),
     "prune_entrypoints": ("prune_entrypoints",),
     "prune_history": ("prune_history",),
@@ -126,6 +129,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "take_tokens": ("granted", "remaining", "retry_at"),
     "unregister_worker": ("unregister_worker",),
     "unschedule": ("unschedule",),
+    "workflow": ("id", "entrypoint", "state", "attempt", "finished_at", "parents", "children"),
     "failed_jobs": ("id", "entrypoint", "attempt", "payload", "headers", "priority", "dedupe_key", "enqueued_at", "started_at", "finished_at", "worker_id", "details", "errors"),
     "queue_stats": ("entrypoint", "queued", "due", "running", "stale", "oldest_queued_age", "concurrency_limit", "max_attempts", "heartbeat_timeout", "paused"),
     "schedules": ("name", "entrypoint", "cron", "timezone", "payload", "headers", "priority", "catch_up", "misfire_grace", "fire_timeout", "next_run_at", "last_run_at", "last_job_id", "state", "worker_id", "lease", "heartbeat_at", "created_at", "updated_at", "retry_at", "last_error"),
@@ -143,7 +147,7 @@ SIGNATURES: dict[str, str] = {
     "delete_history": "pgq.delete_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer)",
     "delete_jobs": "pgq.delete_jobs(bigint[])",
     "enqueue": "pgq.enqueue(text,jsonb,integer,timestamp with time zone,text,jsonb,text,interval,interval,text)",
-    "enqueue_many": "pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[],text[])",
+    "enqueue_many": "pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[],text[],jsonb)",
     "entrypoint_config": "pgq.entrypoint_config(text[])",
     "find_by_dedupe_key": "pgq.find_by_dedupe_key(text,integer)",
     "find_history": "pgq.find_history(text,text[],timestamp with time zone,timestamp with time zone,text,text,integer)",
@@ -160,6 +164,7 @@ SIGNATURES: dict[str, str] = {
     "metrics_series": "pgq.metrics_series(text[],boolean,timestamp with time zone)",
     "next_run_at": "pgq.next_run_at(text[],timestamp with time zone)",
     "next_schedule_at": "pgq.next_schedule_at(uuid,timestamp with time zone)",
+    "parent_results": "pgq.parent_results(bigint)",
     "pause": "pgq.pause(text[],timestamp with time zone)",
     "prune_entrypoints": "pgq.prune_entrypoints(interval,interval,timestamp with time zone)",
     "prune_history": "pgq.prune_history(interval,timestamp with time zone,integer)",
@@ -177,6 +182,7 @@ SIGNATURES: dict[str, str] = {
     "take_tokens": "pgq.take_tokens(text,integer,text,timestamp with time zone)",
     "unregister_worker": "pgq.unregister_worker(uuid)",
     "unschedule": "pgq.unschedule(text)",
+    "workflow": "pgq.workflow(bigint)",
 }
 
 #: What a role must hold to call each function (to read each relation), and the fix a
@@ -209,6 +215,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "metrics_series": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "next_run_at": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "next_schedule_at": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
+    "parent_results": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "pause": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "prune_entrypoints": ("pgq_worker (or pgq_admin)", 'GRANT pgq_worker TO {role}'),
     "prune_history": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
@@ -226,6 +233,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "take_tokens": ("pgq_producer (or pgq_worker or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "unregister_worker": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "unschedule": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
+    "workflow": ("pgq_producer (or pgq_worker or pgq_reader or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "failed_jobs": ("pgq_reader (or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "queue_stats": ("pgq_reader (or pgq_producer or pgq_worker or pgq_admin)", 'GRANT pgq_reader TO {role}'),
     "schedules": ("pgq_reader (or pgq_producer or pgq_worker or pgq_admin)", 'GRANT pgq_reader TO {role}'),
@@ -315,14 +323,15 @@ def enqueue(entrypoint: str, *, payload: Any | None = None, priority: int | None
     return FUNCTIONS["enqueue"].call(value, entrypoint=entrypoint, payload=payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key, headers=headers, on_conflict=on_conflict, delay=delay, timeout=timeout, group_key=group_key)
 
 
-def enqueue_many(entrypoints: Sequence[str | None], *, payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None, timeouts: Sequence[timedelta | None] | None = None, group_keys: Sequence[str | None] | None = None) -> Call[list[int]]:
-    """``pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[],text[])``, ``RETURNS TABLE(id bigint)``.
+def enqueue_many(entrypoints: Sequence[str | None], *, payloads: Any | None = None, priorities: Sequence[int | None] | None = None, run_ats: Sequence[datetime | None] | None = None, dedupe_keys: Sequence[str | None] | None = None, headers: Any | None = None, on_conflict: str | None = None, delays: Sequence[timedelta | None] | None = None, timeouts: Sequence[timedelta | None] | None = None, group_keys: Sequence[str | None] | None = None, depends_on: Any | None = None) -> Call[list[int]]:
+    """``pgq.enqueue_many(text[],jsonb,integer[],timestamp with time zone[],text[],jsonb,text,interval[],interval[],text[],jsonb)``, ``RETURNS TABLE(id bigint)``.
     Adds many jobs in one statement; returns their ids in input order. payloads and headers
     are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays
-    (server clock) per job; timeouts (run time limits) and group_keys per job. on_conflict:
+    (server clock) per job; timeouts (run time limits) and group_keys per job; depends_on (a
+    JSON array: the jobs each waits for, by position in the call or by id). on_conflict:
     raise (PQ007) or existing.
     """
-    return FUNCTIONS["enqueue_many"].call(column, entrypoints=entrypoints, payloads=payloads, priorities=priorities, run_ats=run_ats, dedupe_keys=dedupe_keys, headers=headers, on_conflict=on_conflict, delays=delays, timeouts=timeouts, group_keys=group_keys)
+    return FUNCTIONS["enqueue_many"].call(column, entrypoints=entrypoints, payloads=payloads, priorities=priorities, run_ats=run_ats, dedupe_keys=dedupe_keys, headers=headers, on_conflict=on_conflict, delays=delays, timeouts=timeouts, group_keys=group_keys, depends_on=depends_on)
 
 
 def entrypoint_config(*, entrypoints: Sequence[str | None] | None = None) -> Call[list[EntrypointConfig]]:
@@ -457,6 +466,14 @@ def next_schedule_at(*, worker_id: UUID | None = None, at: datetime | timedelta 
     worker_id, only the schedules it may claim (their entrypoint served); NULL without any.
     """
     return FUNCTIONS["next_schedule_at"].call(value, worker_id=worker_id, at=at)
+
+
+def parent_results(job_id: int) -> Call[list[Row]]:
+    """``pgq.parent_results(bigint)``, ``RETURNS TABLE(parent_id bigint, status text, result jsonb)``.
+    The jobs job_id depends on, with their final status and result (details.result): what a
+    fan-in job merges.
+    """
+    return FUNCTIONS["parent_results"].call(rows, job_id=job_id)
 
 
 def pause(entrypoints: Sequence[str | None], *, at: datetime | timedelta | None = None) -> Call[list[EntrypointConfig]]:
@@ -595,6 +612,14 @@ def unschedule(name: str) -> Call[bool]:
     Removes a schedule; returns true if it existed.
     """
     return FUNCTIONS["unschedule"].call(value, name=name)
+
+
+def workflow(job_id: int) -> Call[list[Row]]:
+    """``pgq.workflow(bigint)``, ``RETURNS TABLE(id bigint, entrypoint text, state text, attempt integer, finished_at timestamp with time zone, parents jsonb, children bigint[])``.
+    The jobs connected to job_id through dependencies (both ways), live or finished: state,
+    parents (with each edge's state) and children.
+    """
+    return FUNCTIONS["workflow"].call(rows, job_id=job_id)
 
 
 #: Each field of :class:`Privileges` and the function (or view) it stands for.

@@ -118,6 +118,7 @@ def _many(
     on_conflict: OnConflict,
     timeouts: Timeout | Sequence[Timeout] = None,
     group_keys: str | Sequence[str | None] | None = None,
+    depends_on: Sequence[Sequence[Any] | None] | None = None,
 ) -> Call[list[int]]:
     """One entrypoint/priority/run_at/headers value applies to every payload."""
     n = len(payloads)
@@ -161,6 +162,9 @@ def _many(
         delays=delays,
         timeouts=limits,
         group_keys=[group_keys] * n if isinstance(group_keys, str) else group_keys,
+        depends_on=None
+        if depends_on is None
+        else [None if d is None else list(d) for d in depends_on],
     )
 
 
@@ -246,17 +250,22 @@ class Queue(SyncHandle):
         on_conflict: OnConflict = "raise",
         timeouts: Timeout | Sequence[Timeout] = None,
         group_keys: str | Sequence[str | None] | None = None,
+        depends_on: Sequence[Sequence[Any] | None] | None = None,
     ) -> list[int]:
         """Add one job per payload in one statement; ids in input order.
 
         A single entrypoint, priority, run_at, headers, timeouts or group_keys value applies to
-        all; sequences must have one element per payload. Any error adds nothing.
+        all; sequences must have one element per payload. ``depends_on`` (workflows): element i
+        lists the jobs job i waits for, each a 1-based position of an earlier job of this call,
+        ``{"job": id}`` for a job enqueued before, or either as ``{"position": n}`` /
+        ``{"job": id}`` with ``"run_anyway": True`` (docs/sql-api.md, "Workflows"). Any error
+        adds nothing.
         """
         if not payloads:
             return []
         call = _many(
             entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts,
-            group_keys,
+            group_keys, depends_on,
         )  # fmt: skip
         with _json_checked(payloads):
             return self.run_call(call)
@@ -267,6 +276,8 @@ class Queue(SyncHandle):
     result = sync_method(result_call)
     results = sync_method(_api.job_results)
     take_tokens = sync_method(_api.take_tokens)
+    parent_results = sync_method(_api.parent_results)
+    workflow = sync_method(_api.workflow)
 
     def wait(self, job_id: int, timeout: float | None = None) -> JobResult:
         """Poll :meth:`result` until the job finished (or is ``unknown``), pausing 10 ms
@@ -320,13 +331,14 @@ class AsyncQueue(AsyncHandle):
         on_conflict: OnConflict = "raise",
         timeouts: Timeout | Sequence[Timeout] = None,
         group_keys: str | Sequence[str | None] | None = None,
+        depends_on: Sequence[Sequence[Any] | None] | None = None,
     ) -> list[int]:
         """As :meth:`Queue.enqueue_many`."""
         if not payloads:
             return []
         call = _many(
             entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict, timeouts,
-            group_keys,
+            group_keys, depends_on,
         )  # fmt: skip
         with _json_checked(payloads):
             return await self.arun_call(call)
@@ -337,6 +349,8 @@ class AsyncQueue(AsyncHandle):
     result = async_method(result_call)
     results = async_method(_api.job_results)
     take_tokens = async_method(_api.take_tokens)
+    parent_results = async_method(_api.parent_results)
+    workflow = async_method(_api.workflow)
 
     async def wait(self, job_id: int, timeout: float | None = None) -> JobResult:
         """As :meth:`Queue.wait`."""

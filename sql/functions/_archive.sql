@@ -20,6 +20,8 @@
 --   the job cannot pass for one that did. A failed or interrupted attempt is appended to the
 --   error list: {attempt, at, lease and worker_id (with leases), outcome ('interrupted', 'snoozed' or 'fatal' for
 --   one), decision (the final status), details}. One statement: no separate locking pass.
+--   Jobs that other jobs wait for (pgq.job_deps) settle their edges in the same transaction
+--   (pgq._settle_deps: waiting children released or canceled).
 -- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
@@ -102,6 +104,12 @@ BEGIN
     )
     -- The attempt that ended (an interrupted one too, though history does not count it).
     SELECT g.id, g.entrypoint, g.final_status, g.attempt FROM gone g;
+    -- Workflows: jobs that others wait for settle their edges now (pgq._settle_deps; not
+    -- again for the children it cancels itself). One index probe when no job has edges.
+    IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
+       AND coalesce(current_setting('pgq.settling', true), 'off') <> 'on' THEN
+        PERFORM pgq._settle_deps(_archive.ids, _archive.at);
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS

@@ -1,5 +1,5 @@
 -- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict,
---   delays, timeouts)
+--   delays, timeouts, group_keys, depends_on)
 -- Contract: adds one job per element of entrypoints in one statement and returns their ids in
 --   input order (one column, id). Every other argument is optional (NULL: defaults for all) and,
 --   when given, must have the same length. payloads and headers are one JSON array each
@@ -16,12 +16,19 @@
 --   timeouts: each job's run time limit (1 second .. 30 days; NULL: the entrypoint's
 --   run_timeout), which wins over the entrypoint's. group_keys: element i is job i's group key
 --   (NULL: none), for the per-key limits and fair share of its entrypoint
---   (key_concurrency_limit, pgq.configure; see pgq.claim).
--- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
+--   (key_concurrency_limit, pgq.configure; see pgq.claim). depends_on (workflows): a JSON array,
+--   element i the jobs job i waits for (pgq._add_deps: earlier jobs of this call by position,
+--   jobs enqueued before by {"job": id}, each optionally with "run_anyway": true). A job with a
+--   dependency not ended yet is 'waiting' (not claimable) until every one has succeeded, then
+--   runs as any job; one whose parent already ended dead or canceled is canceled at once
+--   (unless run_anyway). Not with on_conflict => 'existing'.
+-- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it; live
+--   parents named by id are locked FOR KEY SHARE (pgq._add_deps).
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
 --   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
 --   payloads or headers not a JSON array, a job with both run_at and delay, a timeout out of
---   bounds, a group key over 200 bytes.
+--   bounds, a group key over 200 bytes, bad depends_on (pgq._add_deps), depends_on with
+--   on_conflict => 'existing'.
 --   Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     entrypoints  text[],
@@ -33,7 +40,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     on_conflict  text          DEFAULT 'raise',
     delays       interval[]    DEFAULT NULL,
     timeouts     interval[]    DEFAULT NULL,
-    group_keys   text[]        DEFAULT NULL
+    group_keys   text[]        DEFAULT NULL,
+    depends_on   jsonb         DEFAULT NULL
 )
 RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
@@ -57,6 +65,8 @@ DECLARE
     v_kept_msg text;
     v_payloads jsonb[];
     v_headers  jsonb[];
+    v_waiting  bigint[];
+    v_cancel   bigint[];
 BEGIN
     IF v_n = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(enqueue_many.entrypoints::text, 'NULL')
@@ -219,15 +229,25 @@ BEGIN
         END IF;
     END IF;
 
+    -- Workflows: the edges, and which jobs wait.
+    IF enqueue_many.depends_on IS NOT NULL THEN
+        IF enqueue_many.on_conflict <> 'raise' THEN
+            RAISE EXCEPTION 'depends_on cannot be used with on_conflict => ''existing'' (a job answered by another''s id would not wait)'
+                USING ERRCODE = 'PQ009';
+        END IF;
+        SELECT d.waiting, d.cancel INTO v_waiting, v_cancel FROM pgq._add_deps(v_ids, enqueue_many.depends_on) d;
+    END IF;
+
     -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
-    -- due one enters the ring's current slot with a ready number, behind the fence.
+    -- due one enters the ring's current slot with a ready number, behind the fence; one that
+    -- waits for other jobs is 'waiting' (slot 4) until they succeeded.
     PERFORM pgq._ready_lock(enqueue_many.entrypoints);
     INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
                           status, ready_seq, slot, group_key)
     SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h, u.t,
-           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
-           CASE WHEN d.due > now() THEN NULL ELSE nextval('pgq.ready_seq') END,
-           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END, u.gk
+           CASE WHEN u.id = ANY (v_waiting) THEN 'waiting' WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
+           CASE WHEN d.due > now() OR u.id = ANY (v_waiting) THEN NULL ELSE nextval('pgq.ready_seq') END,
+           CASE WHEN d.due > now() OR u.id = ANY (v_waiting) THEN 4 ELSE pgq._slot() END, u.gk
       FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
                   enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays,
                   enqueue_many.timeouts, enqueue_many.group_keys)
@@ -253,8 +273,14 @@ BEGIN
                 USING ERRCODE = 'PQ007';
         END IF;
     END IF;
+    IF cardinality(v_cancel) > 0 THEN  -- a parent already ended dead or canceled
+        PERFORM 1 FROM pgq._archive(v_cancel, array_fill('canceled'::text, ARRAY[cardinality(v_cancel)]),
+                                    array_fill('{"error": "dependency failed"}'::jsonb, ARRAY[cardinality(v_cancel)]),
+                                    now());
+        DELETE FROM pgq.job_waits w WHERE w.child_id = ANY (v_cancel);
+    END IF;
     RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[]) IS
-    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) and group_keys per job. on_conflict: raise (PQ007) or existing.';
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[], jsonb) IS
+    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) and group_keys per job; depends_on (a JSON array: the jobs each waits for, by position in the call or by id). on_conflict: raise (PQ007) or existing.';

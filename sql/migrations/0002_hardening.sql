@@ -9,23 +9,24 @@
 -- RELEASED.
 
 -- CONTENTS (line numbers; written by scripts/new_migration.py from the '-- ##' headings)
---      31  Roles for dashboards (read only) and operators (actions)
---      46  Operate it: workers registry, metrics rollup, pause/resume, job lookup
---     234  Hostile input and hostile neighbours: schedules that cannot be computed rest
---     245  Policy back in SQL: re-signed functions and the claim answer
---     266  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
---     320  Schedules fire only where their entrypoint is served
---     328  One name rule for entrypoints and schedules
---     361  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
---     538  Comments on the columns of the tables 0.1.0 created
---     573  Views of the live jobs (they read the new pgq.jobs)
---     625  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
---     685  Flow control: unique by period
---     702  Flow control: per-key concurrency and fair share
---     727  Flow control: rate limits
---     775  Functions: the other 79 functions this migration re-creates (generated)
---    7068  The ring, continued: triggers and the copy of the live jobs
---    7100  Grants
+--      32  Roles for dashboards (read only) and operators (actions)
+--      47  Operate it: workers registry, metrics rollup, pause/resume, job lookup
+--     235  Hostile input and hostile neighbours: schedules that cannot be computed rest
+--     246  Policy back in SQL: re-signed functions and the claim answer
+--     267  Functions: pgq._slot, pgq._valid_name (needed by the DDL below) (generated)
+--     321  Schedules fire only where their entrypoint is served
+--     329  One name rule for entrypoints and schedules
+--     362  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
+--     539  Comments on the columns of the tables 0.1.0 created
+--     574  Views of the live jobs (they read the new pgq.jobs)
+--     626  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
+--     686  Flow control: unique by period
+--     703  Flow control: per-key concurrency and fair share
+--     728  Workflows: jobs that wait for other jobs
+--     762  Flow control: rate limits
+--     810  Functions: the other 83 functions this migration re-creates (generated)
+--    7474  The ring, continued: triggers and the copy of the live jobs
+--    7506  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -449,12 +450,12 @@ CREATE TABLE pgq.jobs (
     claim_request     uuid,
     ready_seq         bigint,
     slot              smallint    NOT NULL DEFAULT pgq._slot(),
-    CONSTRAINT jobs_status_check CHECK (status IN ('scheduled', 'queued', 'running')),
+    CONSTRAINT jobs_status_check CHECK (status IN ('scheduled', 'queued', 'running', 'waiting')),
     CONSTRAINT jobs_running_has_lease_check CHECK (
         (status = 'running') = (lease IS NOT NULL AND worker_id IS NOT NULL AND heartbeat_at IS NOT NULL)
     ),
     CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
-    CONSTRAINT jobs_slot_check CHECK ((status = 'scheduled') = (slot = 4)),
+    CONSTRAINT jobs_slot_check CHECK ((status IN ('scheduled', 'waiting')) = (slot = 4)),
     CONSTRAINT jobs_ready_check CHECK (status <> 'queued' OR ready_seq IS NOT NULL)
 ) PARTITION BY LIST (slot);
 -- A job's entrypoint name and priority are checked once per statement rather than per row and
@@ -466,7 +467,7 @@ ALTER SEQUENCE pgq.job_id_seq OWNED BY pgq.jobs.id;
 COMMENT ON TABLE pgq.jobs IS
     'Live jobs (scheduled, queued, running). A ring of partitions jobs_0..jobs_3 emptied by TRUNCATE when drained, and jobs_scheduled for jobs not due yet (docs/decisions/0006).';
 COMMENT ON COLUMN pgq.jobs.status IS
-    'scheduled: not due yet (slot 4); queued: due, with a ready number; running: claimed, with a lease. Finished jobs leave for pgq.job_history.';
+    'scheduled: not due yet (slot 4); waiting: for the jobs it depends on (slot 4, pgq.job_deps); queued: due, with a ready number; running: claimed, with a lease. Finished jobs leave for pgq.job_history.';
 COMMENT ON COLUMN pgq.jobs.priority IS
     'Higher is claimed first. With entrypoint, the lane the job waits in (pgq.lanes).';
 COMMENT ON COLUMN pgq.jobs.run_at IS
@@ -724,6 +725,40 @@ COMMENT ON COLUMN pgq.lanes.turn_seq IS
 CREATE INDEX jobs_key_idx ON pgq.jobs (entrypoint, priority, hashtextextended(group_key, 0), ready_seq)
     WHERE status = 'queued' AND group_key IS NOT NULL;
 
+-- ## Workflows: jobs that wait for other jobs
+
+-- A job may depend on other jobs (pgq.enqueue_many depends_on: earlier jobs by id, or jobs of
+-- the same call by position, so a whole graph is one statement). Until every job it depends on
+-- succeeded it is 'waiting' in jobs_scheduled (slot 4: outside the ring, in no claim or
+-- promotion index). pgq.job_deps holds the edges, kept after they are settled (the graph of a
+-- workflow stays readable: pgq.workflow); pgq.job_waits counts, per waiting job, the edges not
+-- settled yet. A parent's end settles its edges in the same transaction (pgq._archive calls
+-- pgq._settle_deps when the parent has edges): a success (or an edge with run_anyway) counts
+-- one down, and the child whose count reaches 0 becomes scheduled and is promoted at once;
+-- a dead or canceled parent cancels the child (and, through its own edges, its descendants).
+CREATE TABLE pgq.job_deps (
+    parent_id  bigint  NOT NULL,
+    child_id   bigint  NOT NULL,
+    run_anyway boolean NOT NULL DEFAULT false,
+    state      text    NOT NULL DEFAULT 'pending'
+        CONSTRAINT job_deps_state_check CHECK (state IN ('pending', 'satisfied', 'failed')),
+    PRIMARY KEY (parent_id, child_id)
+);
+CREATE INDEX job_deps_child_idx ON pgq.job_deps (child_id);
+COMMENT ON TABLE pgq.job_deps IS
+    'Workflows: child_id waits for parent_id. Kept after the parent ended (the workflow''s graph); removed with the jobs by pgq.prune_history.';
+COMMENT ON COLUMN pgq.job_deps.run_anyway IS
+    'The child runs even when this parent ends dead or canceled (default: it is canceled).';
+COMMENT ON COLUMN pgq.job_deps.state IS
+    'pending: the parent has not ended; satisfied: it succeeded (or ended otherwise with run_anyway); failed: it ended dead or canceled, and the child was canceled.';
+CREATE TABLE pgq.job_waits (
+    child_id bigint PRIMARY KEY,
+    pending  int    NOT NULL CHECK (pending >= 0)
+);
+COMMENT ON TABLE pgq.job_waits IS
+    'Workflows: per waiting job, how many of its edges (pgq.job_deps) are still pending; the job is released when it reaches 0.';
+REVOKE ALL ON pgq.job_deps, pgq.job_waits FROM PUBLIC;
+
 -- ## Flow control: rate limits
 
 -- An entrypoint with a rate_limit starts at most that many jobs per rate_period across all
@@ -774,6 +809,145 @@ REVOKE ALL ON SEQUENCE pgq.rate_pruned_at FROM PUBLIC;
 
 -- BEGIN FUNCTIONS (written by scripts/new_migration.py from sql/functions/; do not edit here)
 SET check_function_bodies = false;
+
+-- sql/functions/_add_deps.sql
+-- pgq._add_deps(ids, depends_on)
+-- Contract: the dependencies of jobs being enqueued by pgq.enqueue_many (ids: their new ids in
+--   input order, not inserted yet). depends_on is a JSON array with one element per job: null
+--   or [] (none), or an array of references, each a number (the 1-based position of an earlier
+--   job of the same call), {"position": n} or {"job": id} (a job enqueued before, live or
+--   finished), with "run_anyway": true to run even when that parent ends dead or canceled.
+--   A job may only depend on jobs before it in the call, so a graph is acyclic by
+--   construction. Writes the edges (pgq.job_deps: pending for a parent not ended, satisfied for
+--   one that succeeded or ended otherwise with run_anyway, failed for a dead or canceled one)
+--   and, per job that waits, its count of pending edges (pgq.job_waits). Answers the jobs that
+--   wait (to be inserted as 'waiting') and those to cancel at once (a parent already dead or
+--   canceled, without run_anyway).
+-- Locking: FOR KEY SHARE on the live parents named by id, to the end of the transaction: a
+--   parent cannot end (its row is deleted when it does) before these edges are committed, so
+--   its end settles them; a parent that ended before is found in pgq.job_history.
+-- Errors: PQ003 depends_on of another length; PQ009 depends_on not a JSON array, an element
+--   not an array, a reference that is not a position before the job or {"job": id}, a job
+--   that does not exist, more than 10,000 references in one call.
+CREATE OR REPLACE FUNCTION pgq._add_deps(ids bigint[], depends_on jsonb,
+                                         OUT waiting bigint[], OUT cancel bigint[])
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n    int := cardinality(_add_deps.ids);
+    v_bad  record;
+BEGIN
+    IF jsonb_typeof(_add_deps.depends_on) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'depends_on must be a JSON array (element i for job i) or NULL, got %',
+            coalesce(jsonb_typeof(_add_deps.depends_on), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF jsonb_array_length(_add_deps.depends_on) <> v_n THEN
+        RAISE EXCEPTION 'depends_on has % elements but entrypoints has %', jsonb_array_length(_add_deps.depends_on), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    IF to_regclass('pg_temp.pgq_deps_in') IS NULL THEN  -- (another call of this transaction made it)
+        CREATE TEMP TABLE pgq_deps_in (
+            pos int, child_id bigint, ref jsonb, parent_pos int, parent_id bigint, run_anyway boolean
+        ) ON COMMIT DROP;
+    END IF;
+    TRUNCATE pgq_deps_in;
+    -- Every reference, parsed: a number or {"position": n} is a job of this call, {"job": id}
+    -- one enqueued before.
+    INSERT INTO pgq_deps_in (pos, child_id, ref, parent_pos, parent_id, run_anyway)
+    SELECT e.pos, _add_deps.ids[e.pos], r.ref,
+           CASE WHEN jsonb_typeof(r.ref) = 'number' AND r.ref::text ~ '^[0-9]{1,9}$' THEN r.ref::text::int
+                WHEN jsonb_typeof(r.ref -> 'position') = 'number' AND (r.ref ->> 'position') ~ '^[0-9]{1,9}$'
+                     THEN (r.ref ->> 'position')::int END,
+           CASE WHEN jsonb_typeof(r.ref -> 'job') = 'number' AND (r.ref ->> 'job') ~ '^[0-9]{1,18}$'
+                     THEN (r.ref ->> 'job')::bigint END,
+           coalesce((r.ref ->> 'run_anyway')::boolean, false)
+      FROM jsonb_array_elements(_add_deps.depends_on) WITH ORDINALITY AS e(deps, pos)
+     CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(e.deps) = 'array' THEN e.deps ELSE '[]' END) AS r(ref);
+    SELECT e.pos, jsonb_typeof(e.deps) AS kind INTO v_bad
+      FROM jsonb_array_elements(_add_deps.depends_on) WITH ORDINALITY AS e(deps, pos)
+     WHERE jsonb_typeof(e.deps) NOT IN ('array', 'null')
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'depends_on at position % must be an array of references or null, got %', v_bad.pos, v_bad.kind
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF (SELECT count(*) FROM pgq_deps_in) > 10000 THEN
+        RAISE EXCEPTION 'depends_on holds % references, over the 10000 of one call', (SELECT count(*) FROM pgq_deps_in)
+            USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT d.pos, d.ref INTO v_bad
+      FROM pgq_deps_in d
+     WHERE num_nonnulls(d.parent_pos, d.parent_id) <> 1
+        OR jsonb_typeof(d.ref -> 'run_anyway') NOT IN ('boolean', 'null')
+     ORDER BY d.pos
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'depends_on at position %: % is not a reference (a position of an earlier job of this call, {"position": n} or {"job": id}, with an optional "run_anyway": true)',
+            v_bad.pos, v_bad.ref
+            USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT d.pos, d.parent_pos INTO v_bad
+      FROM pgq_deps_in d
+     WHERE d.parent_pos IS NOT NULL AND (d.parent_pos < 1 OR d.parent_pos >= d.pos)
+     ORDER BY d.pos
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'job at position % depends on position %: a job may only depend on jobs before it in the call (so no cycle can form)',
+            v_bad.pos, v_bad.parent_pos
+            USING ERRCODE = 'PQ009';
+    END IF;
+    UPDATE pgq_deps_in d SET parent_id = _add_deps.ids[d.parent_pos] WHERE d.parent_pos IS NOT NULL;
+
+    -- Parents named by id: live ones locked (they cannot end before our edges are committed),
+    -- the others read from history.
+    WITH named AS (
+        SELECT DISTINCT d.parent_id FROM pgq_deps_in d WHERE d.parent_pos IS NULL
+    ), live AS (
+        SELECT j.id FROM pgq.jobs j WHERE j.id = ANY (ARRAY(SELECT n.parent_id FROM named n)) ORDER BY j.id FOR KEY SHARE
+    ), states AS (
+        SELECT n.parent_id,
+               CASE WHEN EXISTS (SELECT 1 FROM live l WHERE l.id = n.parent_id) THEN 'pending'
+                    ELSE (SELECT h.status FROM pgq.job_history h WHERE h.id = n.parent_id) END AS state
+          FROM named n
+    )
+    SELECT d.pos, d.parent_id INTO v_bad
+      FROM pgq_deps_in d JOIN states s ON s.parent_id = d.parent_id
+     WHERE s.state IS NULL
+     ORDER BY d.pos
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'job at position % depends on job %, which does not exist (not live, not in history)', v_bad.pos, v_bad.parent_id
+            USING ERRCODE = 'PQ009';
+    END IF;
+    INSERT INTO pgq.job_deps (parent_id, child_id, run_anyway, state)
+    SELECT d.parent_id, d.child_id, bool_or(d.run_anyway),
+           CASE WHEN d.parent_pos IS NOT NULL OR j.id IS NOT NULL THEN 'pending'
+                WHEN h.status = 'successful' OR bool_or(d.run_anyway) THEN 'satisfied'
+                ELSE 'failed' END
+      FROM pgq_deps_in d
+      LEFT JOIN pgq.jobs j ON d.parent_pos IS NULL AND j.id = d.parent_id
+      LEFT JOIN pgq.job_history h ON d.parent_pos IS NULL AND h.id = d.parent_id
+     GROUP BY d.parent_id, d.child_id, d.parent_pos, j.id, h.status;
+    INSERT INTO pgq.job_waits (child_id, pending)
+    SELECT x.child_id, count(*) FILTER (WHERE x.state = 'pending')
+      FROM pgq.job_deps x
+     WHERE x.child_id = ANY (_add_deps.ids)
+     GROUP BY x.child_id
+    HAVING count(*) FILTER (WHERE x.state = 'pending') > 0;
+    waiting := ARRAY(SELECT w.child_id FROM pgq.job_waits w WHERE w.child_id = ANY (_add_deps.ids));
+    cancel := ARRAY(SELECT DISTINCT x.child_id FROM pgq.job_deps x
+                     WHERE x.child_id = ANY (_add_deps.ids) AND x.state = 'failed' ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION pgq._add_deps(bigint[], jsonb) IS
+    'Private. Parses and checks the dependencies of jobs being enqueued, writes their edges and counts; answers the jobs that wait and those to cancel at once.';
 
 -- sql/functions/_add_lanes.sql
 -- pgq._add_lanes(entrypoints, priorities): create the lanes that do not exist yet.
@@ -857,6 +1031,8 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 --   the job cannot pass for one that did. A failed or interrupted attempt is appended to the
 --   error list: {attempt, at, lease and worker_id (with leases), outcome ('interrupted', 'snoozed' or 'fatal' for
 --   one), decision (the final status), details}. One statement: no separate locking pass.
+--   Jobs that other jobs wait for (pgq.job_deps) settle their edges in the same transaction
+--   (pgq._settle_deps: waiting children released or canceled).
 -- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
@@ -939,6 +1115,12 @@ BEGIN
     )
     -- The attempt that ended (an interrupted one too, though history does not count it).
     SELECT g.id, g.entrypoint, g.final_status, g.attempt FROM gone g;
+    -- Workflows: jobs that others wait for settle their edges now (pgq._settle_deps; not
+    -- again for the children it cancels itself). One index probe when no job has edges.
+    IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
+       AND coalesce(current_setting('pgq.settling', true), 'off') <> 'on' THEN
+        PERFORM pgq._settle_deps(_archive.ids, _archive.at);
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS
@@ -2664,6 +2846,112 @@ $$;
 COMMENT ON FUNCTION pgq._schedule_served(text, uuid, timestamptz) IS
     'Private. Whether a claimer may fire a schedule of this entrypoint: it is unregistered, or a live registered worker serves the entrypoint.';
 
+-- sql/functions/_settle_deps.sql
+-- pgq._settle_deps(parent_ids, at)
+-- Contract: settles the pending edges (pgq.job_deps) of jobs that have just ended (they are in
+--   pgq.job_history), each edge once: a successful parent, or an edge with run_anyway, makes
+--   the edge satisfied and counts the child's pgq.job_waits one down; a child whose count
+--   reaches 0 (and is still waiting) becomes scheduled and is promoted into the ring at once
+--   when due (pgq._promote: the insert trigger tells the workers), all in the caller's
+--   transaction. A dead or canceled parent makes the edge failed and cancels the child if it
+--   is still waiting (pgq._archive, details {"error": "dependency failed", "parent_id",
+--   "parent_status"}); the canceled children's own edges are settled the same way, level by
+--   level, so a failure cancels every waiting descendant that does not run anyway.
+-- Locking: the edges it settles (UPDATE: a parent's edges are settled by one caller only), the
+--   children's job rows in id order (FOR UPDATE: two parents of one child ending at once count
+--   it down one after the other; a cancel of the child waits or is waited for), then their
+--   pgq.job_waits rows.
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._settle_deps(parent_ids bigint[], at timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_parents  bigint[] := _settle_deps.parent_ids;
+    v_edges    record;
+    v_ready    bigint[];
+    v_cancel   bigint[];
+    v_eps      text[];
+    v_details  jsonb[];
+    c_waiting  constant text := 'waiting';
+BEGIN
+    -- Canceled children are archived here with the settling switched off in pgq._archive; this
+    -- loop settles their edges in turn (a chain of any length without nesting calls).
+    PERFORM set_config('pgq.settling', 'on', true);
+    WHILE cardinality(v_parents) > 0 LOOP
+        WITH settled AS (
+            UPDATE pgq.job_deps d
+               SET state = CASE WHEN h.status = 'successful' OR d.run_anyway THEN 'satisfied' ELSE 'failed' END
+              FROM pgq.job_history h
+             WHERE d.parent_id = ANY (v_parents)
+               AND d.state = 'pending'
+               AND h.id = d.parent_id
+            RETURNING d.child_id, d.parent_id, d.state, h.status AS parent_status
+        )
+        SELECT array_agg(DISTINCT s.child_id) FILTER (WHERE s.state = 'satisfied') AS ok,
+               array_agg(DISTINCT s.child_id) FILTER (WHERE s.state = 'failed') AS bad,
+               array_agg(s.child_id) FILTER (WHERE s.state = 'satisfied') AS counts,
+               jsonb_object_agg(s.child_id::text, jsonb_build_object('parent_id', s.parent_id,
+                                                                     'parent_status', s.parent_status))
+                   FILTER (WHERE s.state = 'failed') AS why
+          INTO v_edges
+          FROM settled s;
+        -- The children, locked in id order, still waiting.
+        PERFORM 1 FROM pgq.jobs j
+         WHERE j.id = ANY (coalesce(v_edges.ok, '{}') || coalesce(v_edges.bad, '{}'))
+           AND j.status = c_waiting AND j.slot = 4
+         ORDER BY j.id
+           FOR UPDATE;
+        -- Satisfied edges count their children down; those at 0 are released.
+        WITH down AS (
+            UPDATE pgq.job_waits w
+               SET pending = w.pending - c.n
+              FROM (SELECT x.id, count(*)::int AS n FROM unnest(v_edges.counts) AS x(id) GROUP BY x.id) c
+             WHERE w.child_id = c.id
+            RETURNING w.child_id, w.pending
+        )
+        SELECT array_agg(d.child_id) INTO v_ready FROM down d WHERE d.pending = 0;
+        v_cancel := ARRAY(SELECT j.id FROM pgq.jobs j
+                           WHERE j.id = ANY (coalesce(v_edges.bad, '{}'))
+                             AND j.status = c_waiting AND j.slot = 4
+                           ORDER BY j.id);
+        IF v_ready IS NOT NULL THEN
+            -- Not the ones being canceled (a failed edge besides).
+            WITH released AS (
+                UPDATE pgq.jobs j
+                   SET status = 'scheduled'
+                 WHERE j.id = ANY (v_ready)
+                   AND j.id <> ALL (v_cancel)
+                   AND j.status = c_waiting AND j.slot = 4
+                RETURNING j.entrypoint
+            )
+            SELECT array_agg(DISTINCT r.entrypoint) INTO v_eps FROM released r;
+            DELETE FROM pgq.job_waits w WHERE w.child_id = ANY (v_ready);
+            IF v_eps IS NOT NULL THEN
+                PERFORM pgq._promote(v_eps, _settle_deps.at, 100000);
+            END IF;
+        END IF;
+        EXIT WHEN cardinality(v_cancel) = 0;
+        SELECT array_agg(jsonb_build_object('error', 'dependency failed') || (v_edges.why -> x.id::text) ORDER BY x.ord)
+          INTO v_details
+          FROM unnest(v_cancel) WITH ORDINALITY AS x(id, ord);
+        PERFORM 1 FROM pgq._archive(v_cancel, array_fill('canceled'::text, ARRAY[cardinality(v_cancel)]),
+                                    v_details, _settle_deps.at);
+        DELETE FROM pgq.job_waits w WHERE w.child_id = ANY (v_cancel);
+        v_parents := v_cancel;
+    END LOOP;
+    PERFORM set_config('pgq.settling', 'off', true);
+END
+$$;
+COMMENT ON FUNCTION pgq._settle_deps(bigint[], timestamptz) IS
+    'Private. Settles the edges of jobs that just ended: successes count their waiting children down and release those at 0; failures cancel waiting descendants.';
+
 -- sql/functions/_streaks.sql
 -- pgq._streaks(errors): what a job's error list says about its interruptions and snoozes.
 -- Contract: interrupted is the number of entries at the end of the list that are interrupted
@@ -4185,7 +4473,7 @@ COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text
 
 -- sql/functions/enqueue_many.sql
 -- pgq.enqueue_many(entrypoints, payloads, priorities, run_ats, dedupe_keys, headers, on_conflict,
---   delays, timeouts)
+--   delays, timeouts, group_keys, depends_on)
 -- Contract: adds one job per element of entrypoints in one statement and returns their ids in
 --   input order (one column, id). Every other argument is optional (NULL: defaults for all) and,
 --   when given, must have the same length. payloads and headers are one JSON array each
@@ -4202,12 +4490,19 @@ COMMENT ON FUNCTION pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text
 --   timeouts: each job's run time limit (1 second .. 30 days; NULL: the entrypoint's
 --   run_timeout), which wins over the entrypoint's. group_keys: element i is job i's group key
 --   (NULL: none), for the per-key limits and fair share of its entrypoint
---   (key_concurrency_limit, pgq.configure; see pgq.claim).
--- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it.
+--   (key_concurrency_limit, pgq.configure; see pgq.claim). depends_on (workflows): a JSON array,
+--   element i the jobs job i waits for (pgq._add_deps: earlier jobs of this call by position,
+--   jobs enqueued before by {"job": id}, each optionally with "run_anyway": true). A job with a
+--   dependency not ended yet is 'waiting' (not claimable) until every one has succeeded, then
+--   runs as any job; one whose parent already ended dead or canceled is canceled at once
+--   (unless run_anyway). Not with on_conflict => 'existing'.
+-- Locking: inserts only; a clashing dedupe key waits for the transaction that holds it; live
+--   parents named by id are locked FOR KEY SHARE (pgq._add_deps).
 -- Errors: PQ001 bad entrypoint, PQ003 arrays of unequal length, PQ005 priority out of range,
 --   PQ006 payload over 1 MiB, PQ007 dedupe key taken, PQ009 bad headers or on_conflict,
 --   payloads or headers not a JSON array, a job with both run_at and delay, a timeout out of
---   bounds, a group key over 200 bytes.
+--   bounds, a group key over 200 bytes, bad depends_on (pgq._add_deps), depends_on with
+--   on_conflict => 'existing'.
 --   Any error adds nothing.
 CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     entrypoints  text[],
@@ -4219,7 +4514,8 @@ CREATE OR REPLACE FUNCTION pgq.enqueue_many(
     on_conflict  text          DEFAULT 'raise',
     delays       interval[]    DEFAULT NULL,
     timeouts     interval[]    DEFAULT NULL,
-    group_keys   text[]        DEFAULT NULL
+    group_keys   text[]        DEFAULT NULL,
+    depends_on   jsonb         DEFAULT NULL
 )
 RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
@@ -4243,6 +4539,8 @@ DECLARE
     v_kept_msg text;
     v_payloads jsonb[];
     v_headers  jsonb[];
+    v_waiting  bigint[];
+    v_cancel   bigint[];
 BEGIN
     IF v_n = 0 THEN
         RAISE EXCEPTION 'entrypoints must be a non-empty array, got %', coalesce(enqueue_many.entrypoints::text, 'NULL')
@@ -4405,15 +4703,25 @@ BEGIN
         END IF;
     END IF;
 
+    -- Workflows: the edges, and which jobs wait.
+    IF enqueue_many.depends_on IS NOT NULL THEN
+        IF enqueue_many.on_conflict <> 'raise' THEN
+            RAISE EXCEPTION 'depends_on cannot be used with on_conflict => ''existing'' (a job answered by another''s id would not wait)'
+                USING ERRCODE = 'PQ009';
+        END IF;
+        SELECT d.waiting, d.cancel INTO v_waiting, v_cancel FROM pgq._add_deps(v_ids, enqueue_many.depends_on) d;
+    END IF;
+
     -- A job not due yet is 'scheduled' (slot 4) until a claim promotes it (see pgq.claim); a
-    -- due one enters the ring's current slot with a ready number, behind the fence.
+    -- due one enters the ring's current slot with a ready number, behind the fence; one that
+    -- waits for other jobs is 'waiting' (slot 4) until they succeeded.
     PERFORM pgq._ready_lock(enqueue_many.entrypoints);
     INSERT INTO pgq.jobs (id, entrypoint, payload, priority, run_at, dedupe_key, headers, timeout,
                           status, ready_seq, slot, group_key)
     SELECT u.id, u.e, u.p, coalesce(u.pr, 0), d.due, u.dk, u.h, u.t,
-           CASE WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
-           CASE WHEN d.due > now() THEN NULL ELSE nextval('pgq.ready_seq') END,
-           CASE WHEN d.due > now() THEN 4 ELSE pgq._slot() END, u.gk
+           CASE WHEN u.id = ANY (v_waiting) THEN 'waiting' WHEN d.due > now() THEN 'scheduled' ELSE 'queued' END,
+           CASE WHEN d.due > now() OR u.id = ANY (v_waiting) THEN NULL ELSE nextval('pgq.ready_seq') END,
+           CASE WHEN d.due > now() OR u.id = ANY (v_waiting) THEN 4 ELSE pgq._slot() END, u.gk
       FROM unnest(v_ids, enqueue_many.entrypoints, v_payloads, enqueue_many.priorities,
                   enqueue_many.run_ats, enqueue_many.dedupe_keys, v_headers, enqueue_many.delays,
                   enqueue_many.timeouts, enqueue_many.group_keys)
@@ -4439,11 +4747,17 @@ BEGIN
                 USING ERRCODE = 'PQ007';
         END IF;
     END IF;
+    IF cardinality(v_cancel) > 0 THEN  -- a parent already ended dead or canceled
+        PERFORM 1 FROM pgq._archive(v_cancel, array_fill('canceled'::text, ARRAY[cardinality(v_cancel)]),
+                                    array_fill('{"error": "dependency failed"}'::jsonb, ARRAY[cardinality(v_cancel)]),
+                                    now());
+        DELETE FROM pgq.job_waits w WHERE w.child_id = ANY (v_cancel);
+    END IF;
     RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
-COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[]) IS
-    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) and group_keys per job. on_conflict: raise (PQ007) or existing.';
+COMMENT ON FUNCTION pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[], jsonb) IS
+    'Adds many jobs in one statement; returns their ids in input order. payloads and headers are JSON arrays; optional arguments must match entrypoints in length; run_ats or delays (server clock) per job; timeouts (run time limits) and group_keys per job; depends_on (a JSON array: the jobs each waits for, by position in the call or by id). on_conflict: raise (PQ007) or existing.';
 
 -- sql/functions/entrypoint_config.sql
 -- pgq.entrypoint_config(entrypoints)
@@ -5861,6 +6175,41 @@ $$;
 COMMENT ON FUNCTION pgq.next_schedule_at(uuid, timestamptz) IS
     'Earliest time a schedule becomes due (or a silent claimer may be taken over); with a worker_id, only the schedules it may claim (their entrypoint served); NULL without any.';
 
+-- sql/functions/parent_results.sql
+-- pgq.parent_results(job_id)
+-- Contract: the jobs job_id depends on (pgq.job_deps), each with its final status and result
+--   (what a successful handler returned, details -> 'result' of its history row, as
+--   pgq.job_results reads it; NULL while it has not ended, when it did not succeed, or when it
+--   returned nothing), ordered by parent id: what a fan-in job merges, in one
+--   call.
+-- Locking: none (reads only).
+-- Errors: PQ009 NULL job_id.
+CREATE OR REPLACE FUNCTION pgq.parent_results(job_id bigint)
+RETURNS TABLE (parent_id bigint, status text, result jsonb)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF parent_results.job_id IS NULL THEN
+        RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    RETURN QUERY
+    SELECT d.parent_id, coalesce(h.status, j.status),
+           CASE WHEN h.status = 'successful' AND jsonb_typeof(h.details) = 'object' THEN h.details -> 'result' END
+      FROM pgq.job_deps d
+      LEFT JOIN pgq.job_history h ON h.id = d.parent_id
+      LEFT JOIN pgq.jobs j ON j.id = d.parent_id
+     WHERE d.child_id = parent_results.job_id
+     ORDER BY d.parent_id;
+END
+$$;
+COMMENT ON FUNCTION pgq.parent_results(bigint) IS
+    'The jobs job_id depends on, with their final status and result (details.result): what a fan-in job merges.';
+
 -- sql/functions/pause.sql
 -- pgq.pause(entrypoints, at)
 -- Contract: pauses entrypoints for every worker: from the next claim on, no job of a paused
@@ -7062,6 +7411,63 @@ $$;
 COMMENT ON FUNCTION pgq.unregister_worker(uuid) IS
     'Removes a worker from the registry (clean stop); returns true if it was registered.';
 
+-- sql/functions/workflow.sql
+-- pgq.workflow(job_id)
+-- Contract: every job of the workflow job_id belongs to: the jobs connected to it through
+--   dependencies (pgq.job_deps, in both directions, at most 100,000 jobs), live or finished,
+--   each with its state (scheduled, waiting, queued, running, successful, failed, canceled;
+--   'pruned' when it left history), entrypoint, attempt, finished_at, parents (the jobs it
+--   waits or waited for, with each edge's state: pending, satisfied, failed, and run_anyway)
+--   and children. Ordered by id. Empty when the job has no dependency and no dependent (or does
+--   not exist).
+-- Locking: none (reads only).
+-- Errors: PQ009 NULL job_id.
+CREATE OR REPLACE FUNCTION pgq.workflow(job_id bigint)
+RETURNS TABLE (id bigint, entrypoint text, state text, attempt int, finished_at timestamptz,
+               parents jsonb, children bigint[])
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF workflow.job_id IS NULL THEN
+        RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'PQ009';
+    END IF;
+    RETURN QUERY
+    WITH RECURSIVE members (id) AS (
+        SELECT workflow.job_id
+         WHERE EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = workflow.job_id)
+            OR EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.child_id = workflow.job_id)
+        UNION
+        SELECT x.other
+          FROM members m
+         CROSS JOIN LATERAL (SELECT d.child_id AS other FROM pgq.job_deps d WHERE d.parent_id = m.id
+                             UNION ALL
+                             SELECT d.parent_id FROM pgq.job_deps d WHERE d.child_id = m.id) x
+    ), ids AS (
+        SELECT m.id FROM members m LIMIT 100000
+    )
+    SELECT i.id,
+           coalesce(j.entrypoint, h.entrypoint),
+           coalesce(j.status, h.status, 'pruned'),
+           coalesce(j.attempt, h.attempt),
+           h.finished_at,
+           coalesce((SELECT jsonb_agg(jsonb_build_object('id', d.parent_id, 'state', d.state, 'run_anyway', d.run_anyway)
+                                      ORDER BY d.parent_id)
+                       FROM pgq.job_deps d WHERE d.child_id = i.id), '[]'),
+           coalesce(ARRAY(SELECT d.child_id FROM pgq.job_deps d WHERE d.parent_id = i.id ORDER BY d.child_id), '{}')
+      FROM ids i
+      LEFT JOIN pgq.jobs j ON j.id = i.id
+      LEFT JOIN pgq.job_history h ON h.id = i.id
+     ORDER BY i.id;
+END
+$$;
+COMMENT ON FUNCTION pgq.workflow(bigint) IS
+    'The jobs connected to job_id through dependencies (both ways), live or finished: state, parents (with each edge''s state) and children.';
+
 RESET check_function_bodies;
 -- END FUNCTIONS
 
@@ -7163,7 +7569,7 @@ GRANT EXECUTE ON FUNCTION pgq.prune_entrypoints(interval, interval, timestamptz)
 -- Re-signed functions (policy back in SQL): their grants again.
 GRANT EXECUTE ON FUNCTION
     pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text),
-    pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[]),
+    pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[], jsonb),
     pgq.cancel(bigint[], timestamptz)
     TO pgq_producer;
 GRANT EXECUTE ON FUNCTION
@@ -7182,6 +7588,9 @@ GRANT EXECUTE ON FUNCTION pgq.key_stats(text[], int) TO pgq_reader, pgq_admin;
 GRANT EXECUTE ON FUNCTION pgq.take_tokens(text, int, text, timestamptz) TO pgq_producer, pgq_worker, pgq_admin;
 GRANT EXECUTE ON FUNCTION pgq.rate_stats(text[], timestamptz) TO pgq_producer, pgq_worker, pgq_reader, pgq_admin;
 GRANT EXECUTE ON FUNCTION pgq.rate_waits(text[], timestamptz) TO pgq_worker;
+-- Workflows: the graph of a job's workflow, and the results its parents passed along.
+GRANT EXECUTE ON FUNCTION pgq.workflow(bigint), pgq.parent_results(bigint)
+    TO pgq_producer, pgq_worker, pgq_reader, pgq_admin;
 
 -- Operators configure entrypoints and read the dead jobs they redrive (pgq_admin is the
 -- operators' role); readers see dead jobs as they see every finished job with its errors.

@@ -189,13 +189,14 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
           NULL, 'the functions that pair input arrays with jobs join them by hash only (a nested loop probed every partition once per job: ADR 0007)');
 -- Look twice (docs/architecture.md#look-twice): a function that writes pgq.jobs waits for row
 -- locks unless it locks with SKIP LOCKED; one that waits must look twice for a row carried
--- meanwhile. pgq._archive is called inside its callers' loops.
+-- meanwhile. pgq._archive is called inside its callers' loops; pgq._settle_deps writes only
+-- waiting jobs (jobs_scheduled, which the ring's carry never moves).
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.prosrc ~ '(UPDATE|DELETE FROM) pgq\.jobs\M'
               AND p.prosrc NOT LIKE '%FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice%'
               AND (p.prosrc NOT LIKE '%SKIP LOCKED%' OR p.proname = 'claim')
-              AND p.proname <> '_archive'),
+              AND p.proname NOT IN ('_archive', '_settle_deps')),
           NULL, 'every function that writes pgq.jobs and waits for row locks looks twice (and a replayed claim)');
 SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
@@ -232,7 +233,7 @@ SELECT has_role('pgq_producer');
 SELECT has_role('pgq_worker');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
               'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text)',
-              'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[])',
+              'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[], jsonb)',
               'pgq.cancel(bigint[], timestamptz)',
               'pgq.claim(uuid, text[], int, timestamptz, uuid)',
               'pgq.heartbeat(uuid, bigint[], bigint[], timestamptz)',
@@ -243,7 +244,7 @@ SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
             WHERE has_function_privilege('pgq_producer', f, 'EXECUTE')),
           ARRAY['pgq.cancel(bigint[], timestamptz)',
                 'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text)',
-                'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[])'],
+                'pgq.enqueue_many(text[], jsonb, int[], timestamptz[], text[], jsonb, text, interval[], interval[], text[], jsonb)'],
           'pgq_producer executes enqueue, enqueue_many and cancel, nothing else of the API');
 SELECT is((SELECT array_agg(f ORDER BY f) FROM unnest(ARRAY[
               'pgq.enqueue(text, jsonb, int, timestamptz, text, jsonb, text, interval, interval, text)',

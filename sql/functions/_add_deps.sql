@@ -1,0 +1,137 @@
+-- pgq._add_deps(ids, depends_on)
+-- Contract: the dependencies of jobs being enqueued by pgq.enqueue_many (ids: their new ids in
+--   input order, not inserted yet). depends_on is a JSON array with one element per job: null
+--   or [] (none), or an array of references, each a number (the 1-based position of an earlier
+--   job of the same call), {"position": n} or {"job": id} (a job enqueued before, live or
+--   finished), with "run_anyway": true to run even when that parent ends dead or canceled.
+--   A job may only depend on jobs before it in the call, so a graph is acyclic by
+--   construction. Writes the edges (pgq.job_deps: pending for a parent not ended, satisfied for
+--   one that succeeded or ended otherwise with run_anyway, failed for a dead or canceled one)
+--   and, per job that waits, its count of pending edges (pgq.job_waits). Answers the jobs that
+--   wait (to be inserted as 'waiting') and those to cancel at once (a parent already dead or
+--   canceled, without run_anyway).
+-- Locking: FOR KEY SHARE on the live parents named by id, to the end of the transaction: a
+--   parent cannot end (its row is deleted when it does) before these edges are committed, so
+--   its end settles them; a parent that ended before is found in pgq.job_history.
+-- Errors: PQ003 depends_on of another length; PQ009 depends_on not a JSON array, an element
+--   not an array, a reference that is not a position before the job or {"job": id}, a job
+--   that does not exist, more than 10,000 references in one call.
+CREATE OR REPLACE FUNCTION pgq._add_deps(ids bigint[], depends_on jsonb,
+                                         OUT waiting bigint[], OUT cancel bigint[])
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n    int := cardinality(_add_deps.ids);
+    v_bad  record;
+BEGIN
+    IF jsonb_typeof(_add_deps.depends_on) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'depends_on must be a JSON array (element i for job i) or NULL, got %',
+            coalesce(jsonb_typeof(_add_deps.depends_on), 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF jsonb_array_length(_add_deps.depends_on) <> v_n THEN
+        RAISE EXCEPTION 'depends_on has % elements but entrypoints has %', jsonb_array_length(_add_deps.depends_on), v_n
+            USING ERRCODE = 'PQ003';
+    END IF;
+    IF to_regclass('pg_temp.pgq_deps_in') IS NULL THEN  -- (another call of this transaction made it)
+        CREATE TEMP TABLE pgq_deps_in (
+            pos int, child_id bigint, ref jsonb, parent_pos int, parent_id bigint, run_anyway boolean
+        ) ON COMMIT DROP;
+    END IF;
+    TRUNCATE pgq_deps_in;
+    -- Every reference, parsed: a number or {"position": n} is a job of this call, {"job": id}
+    -- one enqueued before.
+    INSERT INTO pgq_deps_in (pos, child_id, ref, parent_pos, parent_id, run_anyway)
+    SELECT e.pos, _add_deps.ids[e.pos], r.ref,
+           CASE WHEN jsonb_typeof(r.ref) = 'number' AND r.ref::text ~ '^[0-9]{1,9}$' THEN r.ref::text::int
+                WHEN jsonb_typeof(r.ref -> 'position') = 'number' AND (r.ref ->> 'position') ~ '^[0-9]{1,9}$'
+                     THEN (r.ref ->> 'position')::int END,
+           CASE WHEN jsonb_typeof(r.ref -> 'job') = 'number' AND (r.ref ->> 'job') ~ '^[0-9]{1,18}$'
+                     THEN (r.ref ->> 'job')::bigint END,
+           coalesce((r.ref ->> 'run_anyway')::boolean, false)
+      FROM jsonb_array_elements(_add_deps.depends_on) WITH ORDINALITY AS e(deps, pos)
+     CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(e.deps) = 'array' THEN e.deps ELSE '[]' END) AS r(ref);
+    SELECT e.pos, jsonb_typeof(e.deps) AS kind INTO v_bad
+      FROM jsonb_array_elements(_add_deps.depends_on) WITH ORDINALITY AS e(deps, pos)
+     WHERE jsonb_typeof(e.deps) NOT IN ('array', 'null')
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'depends_on at position % must be an array of references or null, got %', v_bad.pos, v_bad.kind
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF (SELECT count(*) FROM pgq_deps_in) > 10000 THEN
+        RAISE EXCEPTION 'depends_on holds % references, over the 10000 of one call', (SELECT count(*) FROM pgq_deps_in)
+            USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT d.pos, d.ref INTO v_bad
+      FROM pgq_deps_in d
+     WHERE num_nonnulls(d.parent_pos, d.parent_id) <> 1
+        OR jsonb_typeof(d.ref -> 'run_anyway') NOT IN ('boolean', 'null')
+     ORDER BY d.pos
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'depends_on at position %: % is not a reference (a position of an earlier job of this call, {"position": n} or {"job": id}, with an optional "run_anyway": true)',
+            v_bad.pos, v_bad.ref
+            USING ERRCODE = 'PQ009';
+    END IF;
+    SELECT d.pos, d.parent_pos INTO v_bad
+      FROM pgq_deps_in d
+     WHERE d.parent_pos IS NOT NULL AND (d.parent_pos < 1 OR d.parent_pos >= d.pos)
+     ORDER BY d.pos
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'job at position % depends on position %: a job may only depend on jobs before it in the call (so no cycle can form)',
+            v_bad.pos, v_bad.parent_pos
+            USING ERRCODE = 'PQ009';
+    END IF;
+    UPDATE pgq_deps_in d SET parent_id = _add_deps.ids[d.parent_pos] WHERE d.parent_pos IS NOT NULL;
+
+    -- Parents named by id: live ones locked (they cannot end before our edges are committed),
+    -- the others read from history.
+    WITH named AS (
+        SELECT DISTINCT d.parent_id FROM pgq_deps_in d WHERE d.parent_pos IS NULL
+    ), live AS (
+        SELECT j.id FROM pgq.jobs j WHERE j.id = ANY (ARRAY(SELECT n.parent_id FROM named n)) ORDER BY j.id FOR KEY SHARE
+    ), states AS (
+        SELECT n.parent_id,
+               CASE WHEN EXISTS (SELECT 1 FROM live l WHERE l.id = n.parent_id) THEN 'pending'
+                    ELSE (SELECT h.status FROM pgq.job_history h WHERE h.id = n.parent_id) END AS state
+          FROM named n
+    )
+    SELECT d.pos, d.parent_id INTO v_bad
+      FROM pgq_deps_in d JOIN states s ON s.parent_id = d.parent_id
+     WHERE s.state IS NULL
+     ORDER BY d.pos
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'job at position % depends on job %, which does not exist (not live, not in history)', v_bad.pos, v_bad.parent_id
+            USING ERRCODE = 'PQ009';
+    END IF;
+    INSERT INTO pgq.job_deps (parent_id, child_id, run_anyway, state)
+    SELECT d.parent_id, d.child_id, bool_or(d.run_anyway),
+           CASE WHEN d.parent_pos IS NOT NULL OR j.id IS NOT NULL THEN 'pending'
+                WHEN h.status = 'successful' OR bool_or(d.run_anyway) THEN 'satisfied'
+                ELSE 'failed' END
+      FROM pgq_deps_in d
+      LEFT JOIN pgq.jobs j ON d.parent_pos IS NULL AND j.id = d.parent_id
+      LEFT JOIN pgq.job_history h ON d.parent_pos IS NULL AND h.id = d.parent_id
+     GROUP BY d.parent_id, d.child_id, d.parent_pos, j.id, h.status;
+    INSERT INTO pgq.job_waits (child_id, pending)
+    SELECT x.child_id, count(*) FILTER (WHERE x.state = 'pending')
+      FROM pgq.job_deps x
+     WHERE x.child_id = ANY (_add_deps.ids)
+     GROUP BY x.child_id
+    HAVING count(*) FILTER (WHERE x.state = 'pending') > 0;
+    waiting := ARRAY(SELECT w.child_id FROM pgq.job_waits w WHERE w.child_id = ANY (_add_deps.ids));
+    cancel := ARRAY(SELECT DISTINCT x.child_id FROM pgq.job_deps x
+                     WHERE x.child_id = ANY (_add_deps.ids) AND x.state = 'failed' ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION pgq._add_deps(bigint[], jsonb) IS
+    'Private. Parses and checks the dependencies of jobs being enqueued, writes their edges and counts; answers the jobs that wait and those to cancel at once.';

@@ -1,0 +1,267 @@
+"""Workflows against a real server: a fan-out/fan-in run by real workers, the releases and
+cancellations that race a parent's end (deterministic: one session holds its transaction open
+while the other is seen waiting on its lock), and graphs at their documented sizes.
+
+Nothing sleeps as synchronisation: sessions are lined up by a held transaction and by polling
+pg_stat_activity for the waiting one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from typing import Any
+
+import psycopg
+from helpers.wait import wait_for
+
+from pgq_thin import Queue
+from pgq_thin.job import Job
+from pgq_thin.worker import ThinWorker
+
+WORKER = uuid.UUID("00000000-0000-0000-0000-0000000000f7")
+
+
+def connect(dsn: str) -> psycopg.Connection[Any]:
+    return psycopg.connect(dsn, autocommit=True)
+
+
+def claim_all(
+    conn: psycopg.Connection[Any], entrypoint: str, n: int = 100
+) -> list[tuple[int, int]]:
+    rows = conn.execute(
+        "SELECT id, lease FROM pgq.claim(%s, ARRAY[%s], %s) ORDER BY id", (WORKER, entrypoint, n)
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def complete(
+    conn: psycopg.Connection[Any], jobs: list[tuple[int, int]], outcome: str = "successful"
+) -> None:
+    conn.execute(
+        "SELECT pgq.complete(%s, %s, %s, array_fill(%s::text, ARRAY[%s]))",
+        (WORKER, [j[0] for j in jobs], [j[1] for j in jobs], outcome, len(jobs)),
+    )
+
+
+def status(conn: psycopg.Connection[Any], job_id: int) -> str:
+    row = conn.execute(
+        "SELECT coalesce((SELECT status FROM pgq.jobs WHERE id = %s),"
+        " (SELECT status FROM pgq.job_history WHERE id = %s))",
+        (job_id, job_id),
+    ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def waiting_on_lock(dsn: str, pid: int) -> bool:
+    with connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
+        ).fetchone()
+    return row is not None and row[0] == "Lock"
+
+
+def test_fan_out_fan_in_with_real_workers(pgq_dsn: str) -> None:
+    """Split a text into 8 chunks, count each chunk's words, merge: one enqueue_many for the
+    whole graph; the merge reads its parents' results (pgq.parent_results) and starts after
+    every chunk ended."""
+    text = " ".join(f"word{i}" for i in range(1000))
+    chunks = [text.split()[i::8] for i in range(8)]
+    entrypoints = ["wf.count"] * 8 + ["wf.merge"]
+    payloads: list[Any] = [{"words": c} for c in chunks] + [None]
+    depends_on: list[list[int] | None] = [None] * 8 + [list(range(1, 9))]
+    with Queue(pgq_dsn) as queue:
+        ids = queue.enqueue_many(entrypoints, payloads, depends_on=depends_on)
+    merged: dict[str, Any] = {}
+    done = threading.Event()
+    worker = ThinWorker(pgq_dsn, concurrency=8, batch_size=4, run_schedules=False)
+
+    @worker.entrypoint("wf.count")
+    async def count(job: Job[Any]) -> int:
+        return len(job.payload["words"])
+
+    @worker.entrypoint("wf.merge")
+    async def merge(job: Job[Any]) -> int:
+        with Queue(pgq_dsn) as q:
+            parents = q.parent_results(job.id)
+        merged["parents"] = [(p["status"], p["result"]) for p in parents]
+        merged["total"] = sum(p["result"] for p in parents)
+        done.set()
+        return int(merged["total"])
+
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        assert done.wait(60), "the merge did not run"
+    finally:
+        worker.stop()
+        thread.join(30)
+    assert merged["total"] == 1000
+    assert [s for s, _ in merged["parents"]] == ["successful"] * 8
+    with connect(pgq_dsn) as conn:
+        rows = conn.execute(
+            "SELECT id, started_at, finished_at FROM pgq.job_history WHERE id = ANY (%s)", (ids,)
+        ).fetchall()
+        graph = conn.execute(
+            "SELECT id, state, children FROM pgq.workflow(%s)", (ids[0],)
+        ).fetchall()
+    by_id = {r[0]: r for r in rows}
+    assert len(by_id) == 9
+    assert by_id[ids[8]][1] >= max(by_id[i][2] for i in ids[:8]), (
+        "the merge started after every chunk"
+    )
+    assert [g[1] for g in graph] == ["successful"] * 9
+    assert graph[0][2] == [ids[8]] and graph[8][2] == []
+
+
+def test_two_parents_ending_at_once_release_the_child_exactly_once(pgq_dsn: str) -> None:
+    """Session A completes parent 1 and holds its transaction; session B completes parent 2 and
+    waits on the child's row lock; A commits, B counts the child down to 0 and releases it:
+    queued once, with one ready number, no count left."""
+    with connect(pgq_dsn) as conn:
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM pgq.enqueue_many('{wf.p,wf.p,wf.c}', depends_on => '[null,null,[1,2]]')"
+        ).fetchall()]  # fmt: skip
+        jobs = claim_all(conn, "wf.p")
+    a = psycopg.connect(pgq_dsn)
+    try:
+        complete(a, [jobs[0]])  # open transaction: its settlement holds the child's row
+        b_pid: list[int] = []
+
+        def second() -> None:
+            with connect(pgq_dsn) as b:
+                row = b.execute("SELECT pg_backend_pid()").fetchone()
+                assert row is not None
+                b_pid.append(row[0])
+                complete(b, [jobs[1]])
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        wait_for(lambda: b_pid and waiting_on_lock(pgq_dsn, b_pid[0]), 20, "B waiting on A's lock")
+        a.commit()
+        thread.join(30)
+        assert not thread.is_alive()
+    finally:
+        a.close()
+    with connect(pgq_dsn) as conn:
+        assert status(conn, ids[2]) == "queued"
+        assert conn.execute(
+            "SELECT count(*) FROM pgq.jobs WHERE id = %s", (ids[2],)
+        ).fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM pgq.job_waits").fetchone() == (0,)
+        states = conn.execute(
+            "SELECT state FROM pgq.job_deps WHERE child_id = %s", (ids[2],)
+        ).fetchall()
+        assert sorted(s[0] for s in states) == ["satisfied", "satisfied"]
+
+
+def test_a_cancel_of_the_child_racing_its_parents_end(pgq_dsn: str) -> None:
+    """The child is canceled in a transaction held open; the parent's completion waits on the
+    child's row, then finds it gone: the child ends canceled, never queued, the parent
+    successful."""
+    with connect(pgq_dsn) as conn:
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM pgq.enqueue_many('{wf.p2,wf.c2}', depends_on => '[null,[1]]')"
+        ).fetchall()]  # fmt: skip
+        jobs = claim_all(conn, "wf.p2")
+    a = psycopg.connect(pgq_dsn)
+    try:
+        a.execute("SELECT pgq.cancel(%s)", ([ids[1]],))
+        pid: list[int] = []
+
+        def finish_parent() -> None:
+            with connect(pgq_dsn) as b:
+                row = b.execute("SELECT pg_backend_pid()").fetchone()
+                assert row is not None
+                pid.append(row[0])
+                complete(b, jobs)
+
+        thread = threading.Thread(target=finish_parent)
+        thread.start()
+        wait_for(lambda: pid and waiting_on_lock(pgq_dsn, pid[0]), 20, "the completion waiting")
+        a.commit()
+        thread.join(30)
+    finally:
+        a.close()
+    with connect(pgq_dsn) as conn:
+        assert status(conn, ids[0]) == "successful"
+        assert status(conn, ids[1]) == "canceled"
+        assert conn.execute("SELECT count(*) FROM pgq.jobs").fetchone() == (0,)
+
+
+def test_an_enqueue_naming_a_live_parent_that_ends_meanwhile(pgq_dsn: str) -> None:
+    """The enqueue of a child of a running parent holds its transaction: the parent's completion
+    waits for it (the parent row is key-share locked), then settles the new edge: the child is
+    released, not left waiting forever."""
+    with connect(pgq_dsn) as conn:
+        [(parent,)] = conn.execute("SELECT id FROM pgq.enqueue_many('{wf.p3}')").fetchall()
+        jobs = claim_all(conn, "wf.p3")
+    a = psycopg.connect(pgq_dsn)
+    try:
+        row = a.execute(
+            "SELECT id FROM pgq.enqueue_many('{wf.c3}', depends_on => %s::jsonb)",
+            (json.dumps([[{"job": parent}]]),),
+        ).fetchone()
+        assert row is not None
+        child = row[0]
+        pid: list[int] = []
+
+        def finish_parent() -> None:
+            with connect(pgq_dsn) as b:
+                r = b.execute("SELECT pg_backend_pid()").fetchone()
+                assert r is not None
+                pid.append(r[0])
+                complete(b, jobs)
+
+        thread = threading.Thread(target=finish_parent)
+        thread.start()
+        wait_for(lambda: pid and waiting_on_lock(pgq_dsn, pid[0]), 20, "the completion waiting")
+        a.commit()
+        thread.join(30)
+    finally:
+        a.close()
+    with connect(pgq_dsn) as conn:
+        assert status(conn, parent) == "successful"
+        assert status(conn, child) == "queued"
+
+
+def test_ten_thousand_children_of_one_parent_and_a_chain_of_a_thousand(pgq_dsn: str) -> None:
+    """The documented sizes: one call enqueues a parent and 10,000 children; its completion
+    releases all of them in its own transaction. A chain of 1,000 is one call too; its head
+    failing cancels the 999 others in one settlement."""
+    with connect(pgq_dsn) as conn:
+        conn.execute("SELECT pgq.configure('wf.head', max_attempts => 1)")
+        deps = [None] + [[1]] * 10_000
+        conn.execute(
+            "SELECT count(*) FROM pgq.enqueue_many(%s, depends_on => %s::jsonb)",
+            (["wf.fan"] + ["wf.leaf"] * 10_000, json.dumps(deps)),
+        )
+        began = time.monotonic()
+        complete(conn, claim_all(conn, "wf.fan"))
+        fan_s = time.monotonic() - began
+        assert conn.execute(
+            "SELECT count(*) FROM pgq.jobs WHERE entrypoint = 'wf.leaf' AND status = 'queued'"
+        ).fetchone() == (10_000,)
+        chain = [None] + [[i] for i in range(1, 1000)]
+        conn.execute(
+            "SELECT count(*) FROM pgq.enqueue_many(%s, depends_on => %s::jsonb)",
+            (["wf.head"] + ["wf.link"] * 999, json.dumps(chain)),
+        )
+        began = time.monotonic()
+        complete(conn, claim_all(conn, "wf.head"), "failed")
+        chain_s = time.monotonic() - began
+        assert conn.execute(
+            "SELECT count(*) FROM pgq.job_history"
+            " WHERE entrypoint = 'wf.link' AND status = 'canceled'"
+        ).fetchone() == (999,)
+        assert conn.execute(
+            "SELECT count(*) FROM pgq.jobs WHERE status = 'waiting'"
+        ).fetchone() == (0,)
+    # Bounds stated in docs/sql-api.md ("Workflows"): generous for a shared machine.
+    print(
+        f"10,000 children released in {fan_s:.2f} s, a chain of 1,000 canceled in {chain_s:.2f} s"
+    )
+    assert fan_s < 30 and chain_s < 60, (fan_s, chain_s)
