@@ -65,3 +65,13 @@ export const ENQUEUE_MANY = `
 export const MAINTAIN = 'SELECT state FROM pgq.maintain()';
 
 export const LISTEN = 'LISTEN pgq_events';
+
+// Workflows. $1 entrypoints (text[], one per job), $2 payloads as one JSON array, $3 depends_on
+// as one JSON array (element i: the 1-based positions of the earlier jobs of this call job i
+// waits for, or null): a whole graph in one statement. Answers the ids in input order.
+export const ENQUEUE_GRAPH = `
+  SELECT id FROM pgq.enqueue_many($1::text[], $2::jsonb, depends_on => $3::jsonb)`;
+
+// $1 job id. The jobs it depends on, with their status and what each returned: a fan-in step.
+export const PARENT_RESULTS = `
+  SELECT parent_id, status, result FROM pgq.parent_results($1::bigint)`;

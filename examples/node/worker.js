@@ -38,6 +38,13 @@ const handlers = {
   },
   nap: async (payload) => { throw new Snooze(payload?.s ?? 0.1); },
   doom: async (payload) => { throw new Fatal(`doomed: ${JSON.stringify(payload)}`); },
+  // Workflow steps (workflow.js): a fan-out of squares, then a fan-in that adds what they
+  // returned, read from its parents' results in one call.
+  square: async (payload) => payload.n * payload.n,
+  sum: async (payload, signal, job) => {
+    const { rows } = await db.query(SQL.PARENT_RESULTS, [job.id]);
+    return rows.filter((row) => row.status === 'successful').reduce((total, row) => total + Number(row.result), 0);
+  },
 };
 
 const workerId = process.env.PGQ_WORKER_ID || randomUUID();

@@ -501,3 +501,37 @@ def test_node_workers_keep_a_rate_limit(pgq_dsn: str, spawn: Spawn) -> None:
     assert (starts[-1] - starts[0]).total_seconds() >= 3 * 0.4  # 16 starts: at least 4 windows
     for worker in workers:
         assert worker.stop() == 0, worker.output()
+
+
+# --- a workflow built from Node through plain SQL ------------------------------------------------
+
+
+def test_node_builds_a_workflow_and_node_workers_run_it(
+    pg_server: PgServer, pgq_dsn: str, spawn: Spawn
+) -> None:
+    """examples/node/workflow.js enqueues echo -> 5 squares -> sum in one statement; two Node
+    workers run it: no square before the echo ended, the sum last, adding its parents' results
+    (pgq.parent_results): 1 + 4 + 9 + 16 + 25."""
+    result = subprocess.run(
+        ["node", "workflow.js", "5"],
+        cwd=NODE_DIR,
+        env=example_env(pg_server, pgq_dsn),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    ids = [int(i) for i in json.loads(result.stdout)]
+    assert len(ids) == 7
+    waiting = sql(pgq_dsn, "SELECT count(*) AS n FROM pgq.jobs WHERE status = 'waiting'")
+    assert waiting == [{"n": 6}]
+    workers = [spawn("node", "echo", "square", "sum", PGQ_POLL_MS="600000") for _ in range(2)]
+    wait_for(lambda: finished(pgq_dsn, 7), 60, "the workflow's 7 jobs")
+    done = history(pgq_dsn)
+    assert {done[i]["status"] for i in ids} == {"successful"}
+    assert done[ids[6]]["details"] == {"result": 55}
+    first, squares, last = done[ids[0]], [done[i] for i in ids[1:6]], done[ids[6]]
+    assert min(s["started_at"] for s in squares) >= first["finished_at"]
+    assert last["started_at"] >= max(s["finished_at"] for s in squares)
+    for worker in workers:
+        assert worker.stop() == 0, worker.output()
