@@ -37,6 +37,7 @@ REVISION = "0002"
 #: Each function: its arguments (name, SQL type), how many have no default, a scalar.
 FUNCTIONS: dict[str, Fn] = {
     "cancel": Fn("pgq.cancel", (("ids", "bigint[]"), ("at", "timestamp with time zone")), 1, False),
+    "cancel_workflow": Fn("pgq.cancel_workflow", (("job_id", "bigint"), ("at", "timestamp with time zone")), 1, False),
     "claim": Fn("pgq.claim", (("worker_id", "uuid"), ("entrypoints", "text[]"), ("batch_size", "integer"), ("at", "timestamp with time zone"), ("request_id", "uuid")), 2, False),
     "claim_schedules": Fn("pgq.claim_schedules", (("worker_id", "uuid"), ("batch_size", "integer"), ("at", "timestamp with time zone")), 1, False),
     "compact_jobs": Fn("pgq.compact_jobs", (("max_rows", "integer"), ("max_bytes", "bigint"), ("lock_wait", "interval"), ("at", "timestamp with time zone")), 0, False),
@@ -86,6 +87,7 @@ FUNCTIONS: dict[str, Fn] = {
 #: The result columns of each function, and the columns of each readable relation.
 COLUMNS: dict[str, tuple[str, ...]] = {
     "cancel": ("id",),
+    "cancel_workflow": ("id",),
     "claim": ("id", "lease", "entrypoint", "payload", "headers", "priority", "attempt", "enqueued_at", "run_at", "dedupe_key", "max_attempts", "heartbeat_timeout", "heartbeat_timeout_s", "last_attempt", "run_timeout_s", "taken_over"),
     "claim_schedules": ("name", "lease", "entrypoint", "cron", "timezone", "due_at", "db_now"),
     "compact_jobs": ("compacted", "reason", "rows", "bytes_before", "bytes_after"),
@@ -139,6 +141,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 #: Identity signatures, as has_function_privilege takes them.
 SIGNATURES: dict[str, str] = {
     "cancel": "pgq.cancel(bigint[],timestamp with time zone)",
+    "cancel_workflow": "pgq.cancel_workflow(bigint,timestamp with time zone)",
     "claim": "pgq.claim(uuid,text[],integer,timestamp with time zone,uuid)",
     "claim_schedules": "pgq.claim_schedules(uuid,integer,timestamp with time zone)",
     "compact_jobs": "pgq.compact_jobs(integer,bigint,interval,timestamp with time zone)",
@@ -190,6 +193,7 @@ SIGNATURES: dict[str, str] = {
 OWNER_ONLY = "connect as the owner of schema pgq, or as an operator role with the grants" " in docs/operations.md"
 NEEDS: dict[str, tuple[str, str]] = {
     "cancel": ("pgq_producer (or pgq_admin)", 'GRANT pgq_producer TO {role}'),
+    "cancel_workflow": ("pgq_producer (or pgq_admin)", 'GRANT pgq_producer TO {role}'),
     "claim": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "claim_schedules": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "compact_jobs": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
@@ -247,6 +251,14 @@ def cancel(ids: Sequence[int | None], *, at: datetime | timedelta | None = None)
     worker notified. Returns the ids affected.
     """
     return FUNCTIONS["cancel"].call(column, ids=ids, at=at)
+
+
+def cancel_workflow(job_id: int, *, at: datetime | timedelta | None = None) -> Call[list[int]]:
+    """``pgq.cancel_workflow(bigint,timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
+    Cancels every job of job_id's workflow that has not ended (as pgq.cancel); returns the
+    ids canceled or flagged.
+    """
+    return FUNCTIONS["cancel_workflow"].call(column, job_id=job_id, at=at)
 
 
 def claim(worker_id: UUID, entrypoints: Sequence[str | None], *, batch_size: int | None = None, at: datetime | timedelta | None = None, request_id: UUID | None = None) -> Call[list[Row]]:

@@ -305,6 +305,18 @@ class Build:
         return _api.key_stats(entrypoints=entrypoints, max_keys=max_keys)
 
     @staticmethod
+    def workflow(job_id: int) -> Call[list[Row]]:
+        """Every job of the workflow ``job_id`` belongs to (its dependencies, both ways), with
+        its state, parents and children (``pgq.workflow``); empty for a job without any."""
+        return _api.workflow(job_id)
+
+    @staticmethod
+    def cancel_workflow(job_id: int) -> Call[list[int]]:
+        """Cancel every job of ``job_id``'s workflow that has not ended (``pgq.cancel_workflow``);
+        the ids canceled or asked to stop."""
+        return _api.cancel_workflow(job_id)
+
+    @staticmethod
     def rate_stats(entrypoints: Sequence[str] | None = None) -> Call[list[Row]]:
         """The rate limits of these entrypoints (None: every one): starts in the window, what
         is left, the budgets (keys) used up and when the budget next grows (``pgq.rate_stats``)."""
@@ -362,6 +374,8 @@ class Admin(SyncHandle):
     entrypoint_config = sync_method(Build.entrypoint_config)
     key_stats = sync_method(Build.key_stats)
     rate_stats = sync_method(Build.rate_stats)
+    workflow = sync_method(Build.workflow)
+    cancel_workflow = sync_method(Build.cancel_workflow)
     find_by_dedupe_key = sync_method(Build.find_by_dedupe_key)
     delete_jobs = sync_method(Build.delete_jobs)
     privileges = sync_method(Build.privileges)
@@ -398,6 +412,8 @@ class AsyncAdmin(AsyncHandle):
     entrypoint_config = async_method(Build.entrypoint_config)
     key_stats = async_method(Build.key_stats)
     rate_stats = async_method(Build.rate_stats)
+    workflow = async_method(Build.workflow)
+    cancel_workflow = async_method(Build.cancel_workflow)
     find_by_dedupe_key = async_method(Build.find_by_dedupe_key)
     delete_jobs = async_method(Build.delete_jobs)
     privileges = async_method(Build.privileges)

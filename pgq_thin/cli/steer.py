@@ -122,6 +122,7 @@ def _add_show(parser: argparse.ArgumentParser) -> None:
 def _cmd_show(args: argparse.Namespace) -> int:
     with open_admin(args) as admin:
         job = admin.job(args.id)
+        graph = admin.workflow(args.id) if job is not None else []
     if job is None:
         print(
             f"pgq-thin show: no job {args.id} (never enqueued, or pruned from history)",
@@ -158,7 +159,30 @@ def _cmd_show(args: argparse.Namespace) -> int:
         details = err.get("details") if isinstance(err, dict) else err
         what = details if not isinstance(details, dict) else _error_text(details)
         out(f"error #{err.get('attempt', '?')} at {err.get('at', '?')}: {what}")
+    _show_workflow(graph, job.id)
     return EXIT_OK
+
+
+def _show_workflow(graph: list[Any], job_id: int) -> None:
+    """The workflow the job belongs to (``pgq.workflow``), one line per job: its state, what it
+    waits or waited for (each edge's state) and what waits for it; ``*`` marks this job."""
+    if not graph:
+        return
+    out(f"workflow:       {len(graph)} jobs (pgq.workflow)")
+    width = max(len(str(g["id"])) for g in graph)
+    for g in graph:
+        after = " ".join(
+            f"{p['id']}{'' if p['state'] == 'pending' else ':' + p['state']}"
+            + ("~" if p["run_anyway"] else "")
+            for p in g["parents"]
+        )
+        mark = "*" if g["id"] == job_id else " "
+        line = f"{mark} {g['id']:>{width}} {g['entrypoint']:<20} {g['state']:<10}"
+        if after:
+            line += f" after {after}"
+        if g["children"]:
+            line += f" -> {' '.join(str(c) for c in g['children'])}"
+        out(line.rstrip())
 
 
 def _compact(value: Any) -> str:

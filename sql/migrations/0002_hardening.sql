@@ -24,9 +24,9 @@
 --     703  Flow control: per-key concurrency and fair share
 --     728  Workflows: jobs that wait for other jobs
 --     762  Flow control: rate limits
---     810  Functions: the other 83 functions this migration re-creates (generated)
---    7474  The ring, continued: triggers and the copy of the live jobs
---    7506  Grants
+--     810  Functions: the other 84 functions this migration re-creates (generated)
+--    7503  The ring, continued: triggers and the copy of the live jobs
+--    7535  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -3219,6 +3219,35 @@ END
 $$;
 COMMENT ON FUNCTION pgq.cancel(bigint[], timestamptz) IS
     'Cancels jobs: queued ones go to history as canceled, running ones are flagged and their worker notified. Returns the ids affected.';
+
+-- sql/functions/cancel_workflow.sql
+-- pgq.cancel_workflow(job_id, at)
+-- Contract: cancels every job of the workflow job_id belongs to (pgq.workflow: the jobs
+--   connected to it through dependencies) that has not ended, as pgq.cancel does: waiting,
+--   scheduled and queued jobs move to history as canceled at once, running ones are asked to
+--   stop. Returns the ids canceled or flagged (one column, id). Jobs that ended are left as they
+--   are; a job without dependencies is a workflow of none (nothing is canceled).
+-- Locking: as pgq.cancel (row locks in id order).
+-- Errors: PQ009 NULL job_id, at out of range.
+CREATE OR REPLACE FUNCTION pgq.cancel_workflow(job_id bigint, at timestamptz DEFAULT NULL)
+RETURNS TABLE (id bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT c.id
+      FROM pgq.cancel(ARRAY(SELECT w.id FROM pgq.workflow(cancel_workflow.job_id) w
+                             WHERE w.state IN ('waiting', 'scheduled', 'queued', 'running')
+                             ORDER BY w.id),
+                      cancel_workflow.at) c;
+END
+$$;
+COMMENT ON FUNCTION pgq.cancel_workflow(bigint, timestamptz) IS
+    'Cancels every job of job_id''s workflow that has not ended (as pgq.cancel); returns the ids canceled or flagged.';
 
 -- sql/functions/claim.sql
 -- pgq.claim(worker_id, entrypoints, batch_size, at, request_id)
@@ -7591,6 +7620,7 @@ GRANT EXECUTE ON FUNCTION pgq.rate_waits(text[], timestamptz) TO pgq_worker;
 -- Workflows: the graph of a job's workflow, and the results its parents passed along.
 GRANT EXECUTE ON FUNCTION pgq.workflow(bigint), pgq.parent_results(bigint)
     TO pgq_producer, pgq_worker, pgq_reader, pgq_admin;
+GRANT EXECUTE ON FUNCTION pgq.cancel_workflow(bigint, timestamptz) TO pgq_producer, pgq_admin;
 
 -- Operators configure entrypoints and read the dead jobs they redrive (pgq_admin is the
 -- operators' role); readers see dead jobs as they see every finished job with its errors.

@@ -265,3 +265,37 @@ def test_ten_thousand_children_of_one_parent_and_a_chain_of_a_thousand(pgq_dsn: 
         f"10,000 children released in {fan_s:.2f} s, a chain of 1,000 canceled in {chain_s:.2f} s"
     )
     assert fan_s < 30 and chain_s < 60, (fan_s, chain_s)
+
+
+def test_show_draws_the_workflow_and_cancel_workflow_ends_it(pgq_dsn: str) -> None:
+    """``pgq-thin show`` lists the job's workflow, one line per job with what it waits for and
+    what waits for it; Admin.cancel_workflow cancels every job of it that has not ended."""
+    import os
+    import subprocess
+    import sys
+
+    from pgq_thin import Admin
+
+    with Queue(pgq_dsn) as queue:
+        deps: list[Any] = [None, [1], [{"position": 1, "run_anyway": True}], [2, 3]]
+        ids = queue.enqueue_many(["wf.s1", "wf.s2", "wf.s2", "wf.s3"], [None] * 4, depends_on=deps)
+    result = subprocess.run(
+        [sys.executable, "-m", "pgq_thin", "show", str(ids[1]), "--dsn", pgq_dsn],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "160"},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "workflow:       4 jobs (pgq.workflow)" in lines
+    graph = [x for x in lines if x[:1] in ("*", " ") and x.lstrip("* ")[:1].isdigit()]
+    assert graph[0].split()[:3] == [str(ids[0]), "wf.s1", "queued"]
+    assert graph[0].endswith(f"-> {ids[1]} {ids[2]}")
+    assert graph[1].startswith("*") and f"after {ids[0]} -> {ids[3]}" in graph[1]
+    assert f"after {ids[0]}~" in graph[2]  # run_anyway
+    assert graph[3].split()[2] == "waiting" and f"after {ids[1]} {ids[2]}" in graph[3]
+    with Admin(pgq_dsn) as admin:
+        canceled = admin.cancel_workflow(ids[3])
+        assert sorted(canceled) == sorted(ids)
+        assert {g["state"] for g in admin.workflow(ids[0])} == {"canceled"}

@@ -1,7 +1,7 @@
 -- Workflows: depends_on at enqueue (pgq._add_deps), waiting jobs, settlement at the parent's end
 -- (pgq._settle_deps from pgq._archive), pgq.workflow and pgq.parent_results, bad input.
 BEGIN;
-SELECT plan(24);
+SELECT plan(27);
 
 CREATE TEMP TABLE w AS
 SELECT array_agg(id) AS ids FROM pgq.enqueue_many('{wf.split,wf.chunk,wf.chunk,wf.merge}',
@@ -57,6 +57,13 @@ CREATE TEMP TABLE cw AS SELECT array_agg(id) AS ids FROM pgq.enqueue_many('{wf.a
 SELECT is((SELECT count(*)::int FROM pgq.cancel(ARRAY[(SELECT ids[2] FROM cw)])), 1, 'cancel the middle job');
 SELECT is((SELECT array_agg(status ORDER BY id) FROM pgq.job_history WHERE id IN (SELECT unnest(ids[2:3]) FROM cw)),
           '{canceled,canceled}', 'its child is canceled with it');
+
+-- cancel_workflow: every job of the graph that has not ended, from any of its jobs.
+CREATE TEMP TABLE cwf AS SELECT array_agg(id) AS ids FROM pgq.enqueue_many('{wf.r,wf.s,wf.t}', depends_on => '[null,[1],[1,2]]');
+SELECT is((SELECT count(*)::int FROM pgq.cancel_workflow((SELECT ids[3] FROM cwf))), 3, 'cancel_workflow from the last job: all three');
+SELECT is((SELECT array_agg(status ORDER BY id) FROM pgq.job_history WHERE id IN (SELECT unnest(ids) FROM cwf)),
+          '{canceled,canceled,canceled}', 'every job of the workflow ended canceled');
+SELECT is((SELECT count(*)::int FROM pgq.cancel_workflow((SELECT ids[1] FROM cwf))), 0, 'again: nothing left to cancel');
 
 -- Bad input: nothing is added.
 SELECT throws_ok($$SELECT pgq.enqueue_many('{wf.x,wf.x}', depends_on => '[[2], null]')$$, 'PQ009',
