@@ -91,6 +91,10 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
     UPDATE pgq_deps_in d SET parent_id = _add_deps.ids[d.parent_pos] WHERE d.parent_pos IS NOT NULL;
+    -- From now on pgq._archive looks for edges to settle (not undone by a rollback: harmless).
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NULL THEN
+        PERFORM setval('pgq.job_deps_used', 1);
+    END IF;
 
     -- Parents named by id: live ones locked (they cannot end before our edges are committed),
     -- the others read from history.

@@ -105,10 +105,15 @@ BEGIN
     -- The attempt that ended (an interrupted one too, though history does not count it).
     SELECT g.id, g.entrypoint, g.final_status, g.attempt FROM gone g;
     -- Workflows: jobs that others wait for settle their edges now (pgq._settle_deps; not
-    -- again for the children it cancels itself). One index probe when no job has edges.
-    IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
-       AND coalesce(current_setting('pgq.settling', true), 'off') <> 'on' THEN
-        PERFORM pgq._settle_deps(_archive.ids, _archive.at);
+    -- again for the children it cancels itself). In a database that never used dependencies,
+    -- a read of a sequence (a simple expression: no statement); while no workflow is in
+    -- flight, one probe of the empty job_deps_pending_idx; else one per job.
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
+        IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.state = 'pending')
+           AND EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
+           AND coalesce(current_setting('pgq.settling', true), 'off') <> 'on' THEN
+            PERFORM pgq._settle_deps(_archive.ids, _archive.at);
+        END IF;
     END IF;
 END
 $$;

@@ -23,10 +23,10 @@
 --     686  Flow control: unique by period
 --     703  Flow control: per-key concurrency and fair share
 --     728  Workflows: jobs that wait for other jobs
---     762  Flow control: rate limits
---     810  Functions: the other 84 functions this migration re-creates (generated)
---    7503  The ring, continued: triggers and the copy of the live jobs
---    7535  Grants
+--     771  Flow control: rate limits
+--     819  Functions: the other 84 functions this migration re-creates (generated)
+--    7521  The ring, continued: triggers and the copy of the live jobs
+--    7553  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -745,6 +745,15 @@ CREATE TABLE pgq.job_deps (
     PRIMARY KEY (parent_id, child_id)
 );
 CREATE INDEX job_deps_child_idx ON pgq.job_deps (child_id);
+-- The edges not settled yet: what pgq._archive looks for (empty while no workflow is in flight,
+-- so a completion of jobs nobody waits for costs one probe of an empty index).
+CREATE INDEX job_deps_pending_idx ON pgq.job_deps (parent_id) WHERE state = 'pending';
+-- Set (never called before) by the first enqueue with dependencies: until then pgq._archive
+-- does not look at job_deps at all (one read of this sequence, no statement).
+CREATE SEQUENCE pgq.job_deps_used AS bigint MINVALUE 0 START 0;
+COMMENT ON SEQUENCE pgq.job_deps_used IS
+    'Called once any job of this database was enqueued with dependencies: pgq._archive looks for edges to settle only then.';
+REVOKE ALL ON SEQUENCE pgq.job_deps_used FROM PUBLIC;
 COMMENT ON TABLE pgq.job_deps IS
     'Workflows: child_id waits for parent_id. Kept after the parent ended (the workflow''s graph); removed with the jobs by pgq.prune_history.';
 COMMENT ON COLUMN pgq.job_deps.run_anyway IS
@@ -904,6 +913,10 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
     UPDATE pgq_deps_in d SET parent_id = _add_deps.ids[d.parent_pos] WHERE d.parent_pos IS NOT NULL;
+    -- From now on pgq._archive looks for edges to settle (not undone by a rollback: harmless).
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NULL THEN
+        PERFORM setval('pgq.job_deps_used', 1);
+    END IF;
 
     -- Parents named by id: live ones locked (they cannot end before our edges are committed),
     -- the others read from history.
@@ -1116,10 +1129,15 @@ BEGIN
     -- The attempt that ended (an interrupted one too, though history does not count it).
     SELECT g.id, g.entrypoint, g.final_status, g.attempt FROM gone g;
     -- Workflows: jobs that others wait for settle their edges now (pgq._settle_deps; not
-    -- again for the children it cancels itself). One index probe when no job has edges.
-    IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
-       AND coalesce(current_setting('pgq.settling', true), 'off') <> 'on' THEN
-        PERFORM pgq._settle_deps(_archive.ids, _archive.at);
+    -- again for the children it cancels itself). In a database that never used dependencies,
+    -- a read of a sequence (a simple expression: no statement); while no workflow is in
+    -- flight, one probe of the empty job_deps_pending_idx; else one per job.
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
+        IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.state = 'pending')
+           AND EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
+           AND coalesce(current_setting('pgq.settling', true), 'off') <> 'on' THEN
+            PERFORM pgq._settle_deps(_archive.ids, _archive.at);
+        END IF;
     END IF;
 END
 $$;
