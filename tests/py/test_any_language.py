@@ -445,6 +445,7 @@ def test_any_language_page_states_the_examples_line_counts() -> None:
         "examples/node/worker.js",
         "examples/node/producer.js",
         "examples/node/sql.js",
+        "examples/node/workflow.js",
         "examples/psql/worker.sh",
     }
     for path, lines in rows:
