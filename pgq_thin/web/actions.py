@@ -179,6 +179,12 @@ async def _cancel(admin: AsyncAdmin, form: FormData) -> str:
     return f"canceled {len(done)} of {len(ids)} job(s): {_list(done)}"
 
 
+async def _cancel_workflow(admin: AsyncAdmin, form: FormData) -> str:
+    [job_id] = job_ids(form)[:1] or [0]
+    done = await admin.cancel_workflow(job_id)
+    return f"canceled {len(done)} job(s) of the workflow of job {job_id}: {_list(done)}"
+
+
 async def _requeue(admin: AsyncAdmin, form: FormData) -> str:
     ids = job_ids(form)
     done = await admin.requeue(ids)
@@ -309,6 +315,7 @@ ROUTES = [
     _post("/actions/pause", "pause", "pause", _pause),
     _post("/actions/resume", "resume", "resume", _resume),
     _post("/actions/cancel", "cancel", "cancel", _cancel),
+    _post("/actions/cancel-workflow", "cancel workflow", "cancel", _cancel_workflow),
     _post("/actions/requeue", "requeue", "requeue", _requeue),
     _post("/actions/delete", "delete", "delete_jobs", _delete),
     _post(

@@ -169,9 +169,7 @@ class OverviewCache:
             return
         self._failing = line
         expected = isinstance(err, PgqThinError | psycopg.Error)
-        log.warning(
-            "pgq-thin web: renewing the overview failed: %s", line, exc_info=not expected
-        )
+        log.warning("pgq-thin web: renewing the overview failed: %s", line, exc_info=not expected)
 
     async def close(self) -> None:
         if self._renewal is not None and not self._renewal.done():

@@ -75,9 +75,10 @@ async def job(request: Request) -> Response:
         raise HTTPException(404, f"no job {request.path_params['job_id']!r}") from None
     async with web.pool.admin() as admin:
         info = await admin.job(job_id)
+        graph = await admin.workflow(job_id) if info is not None else []
     if info is None:
         raise HTTPException(404, f"no job {job_id} (never enqueued, or pruned from history)")
-    return await web.render(request, "job.html", job=info, attempts=_attempts(info))
+    return await web.render(request, "job.html", job=info, attempts=_attempts(info), workflow=graph)
 
 
 def _attempts(info: Any) -> list[dict[str, Any]]:

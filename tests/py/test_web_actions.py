@@ -89,3 +89,22 @@ def test_cancel_and_bad_input(pgq_dsn: str) -> None:
             assert not bad["ok"] and reason in bad["message"], (path, bad)
         with Admin(pgq_dsn) as admin:
             assert admin.schedules() == [] and not any(m.paused for m in admin.metrics())
+
+
+def test_a_job_page_shows_its_workflow_and_cancels_it(pgq_dsn: str) -> None:
+    """The job page of a job with dependencies lists its workflow (what each job waits for and
+    feeds, the edge states); the Cancel workflow action ends every unfinished job of it."""
+    with Queue(pgq_dsn) as queue:
+        ids = queue.enqueue_many(["w.a", "w.b", "w.c"], [None] * 3, depends_on=[None, [1], [1, 2]])
+    with serving(pgq_dsn) as web, web.client() as client:
+        page = client.get(f"/jobs/{ids[1]}", headers=BEARER).text
+        assert 'id="workflow"' in page and "3 jobs" in page
+        assert f'<tr data-job="{ids[1]}" class="this">' in page
+        row = page.split(f'<tr data-job="{ids[2]}"')[1].split("</tr>")[0]
+        assert "s-waiting" in row and f"/jobs/{ids[0]}" in row and f"/jobs/{ids[1]}" in row
+        done = act(client, "/actions/cancel-workflow", ids=str(ids[1]))
+        assert done["message"].startswith("canceled 3 job(s) of the workflow of job"), done
+        page = client.get(f"/jobs/{ids[0]}", headers=BEARER).text
+        assert "Cancel workflow" not in page  # nothing left to cancel
+    with Admin(pgq_dsn) as admin:
+        assert {w["state"] for w in admin.workflow(ids[0])} == {"canceled"}
