@@ -3,13 +3,15 @@
 --   leaves pgq.job_history and becomes a queued job again with the same id, payload, headers,
 --   priority and dedupe key, attempt 0, due at `at`, and its error list kept. Due now: queued
 --   with a new ready number (the back of its lane); due later: scheduled. Successful jobs
---   and unknown ids are ignored. Returns the ids requeued. at NULL means now().
+--   and unknown ids are ignored. Returns the ids requeued. at NULL means now(). A requeued job
+--   whose failure canceled jobs waiting for it (workflows) brings them back as waiting
+--   (pgq._rearm_deps): they run again once it (and their other parents) succeeded.
 -- Locking: row locks on the history rows (in id order, by one read that also decides which
 --   jobs come back); inserts into pgq.jobs (fires the enqueue notice) and
 --   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
 --   (pgq._ready_lock) of their entrypoints until commit.
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
---   (nothing is requeued).
+--   of a job to requeue or to bring back (nothing is requeued).
 CREATE OR REPLACE FUNCTION pgq.requeue(ids bigint[], at timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint)
 LANGUAGE plpgsql
@@ -90,6 +92,10 @@ BEGIN
         -- Raising undoes the whole call: no history row is lost, nothing is requeued.
         RAISE EXCEPTION 'cannot requeue: dedupe key % is held by a live job', quote_literal(v_clash)
             USING ERRCODE = 'PQ007';
+    END IF;
+    -- Workflows: what these jobs' failure canceled comes back, waiting for them again.
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL AND v_ids IS NOT NULL THEN
+        PERFORM pgq._rearm_deps(v_ids, coalesce(requeue.at, now()));
     END IF;
     RETURN QUERY SELECT unnest(v_ids);
 END

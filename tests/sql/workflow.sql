@@ -1,7 +1,7 @@
 -- Workflows: depends_on at enqueue (pgq._add_deps), waiting jobs, settlement at the parent's end
 -- (pgq._settle_deps from pgq._archive), pgq.workflow and pgq.parent_results, bad input.
 BEGIN;
-SELECT plan(27);
+SELECT plan(31);
 
 CREATE TEMP TABLE w AS
 SELECT array_agg(id) AS ids FROM pgq.enqueue_many('{wf.split,wf.chunk,wf.chunk,wf.merge}',
@@ -51,6 +51,15 @@ SELECT array_agg(id) AS ids FROM pgq.enqueue_many('{wf.after,wf.after,wf.after}'
 SELECT is((SELECT array_agg(h.status ORDER BY h.id) FROM pgq.job_history h WHERE h.id IN (SELECT unnest(ids[1:1] || ids[3:3]) FROM after_dead)),
           '{canceled,canceled}', 'a dead parent cancels its child at once, and that child''s child');
 SELECT is((SELECT status FROM pgq.jobs WHERE id = (SELECT ids[2] FROM after_dead)), 'queued', 'run_anyway: it runs');
+
+-- A requeued parent brings back what its failure canceled, waiting for it again.
+SELECT is((SELECT count(*)::int FROM pgq.requeue(ARRAY[(SELECT id FROM d)])), 1, 'requeue the dead parent');
+SELECT is((SELECT array_agg(status ORDER BY id) FROM pgq.jobs WHERE id IN (SELECT unnest(ids[1:1] || ids[3:3]) FROM after_dead)),
+          '{waiting,waiting}', 'its canceled child and grandchild wait again');
+CREATE TEMP TABLE dc2 AS SELECT * FROM pgq.claim('00000000-0000-0000-0000-00000000aaaa', '{wf.dead}', 1);
+SELECT pgq.complete('00000000-0000-0000-0000-00000000aaaa', (SELECT array_agg(id) FROM dc2), (SELECT array_agg(lease) FROM dc2), '{successful}');
+SELECT is((SELECT status FROM pgq.jobs WHERE id = (SELECT ids[1] FROM after_dead)), 'queued', 'the parent succeeded: the child is released');
+SELECT is((SELECT status FROM pgq.jobs WHERE id = (SELECT ids[3] FROM after_dead)), 'waiting', 'the grandchild waits for the child');
 
 -- Canceling a waiting job cancels what waits for it.
 CREATE TEMP TABLE cw AS SELECT array_agg(id) AS ids FROM pgq.enqueue_many('{wf.a,wf.b,wf.c}', depends_on => '[null,[1],[2]]');

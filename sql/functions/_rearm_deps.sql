@@ -1,0 +1,85 @@
+-- pgq._rearm_deps(ids, at)
+-- Contract: for pgq.requeue: the jobs just requeued (ids) whose failure canceled waiting jobs
+--   (edges in state 'failed') get that part of their workflow back: each job that was canceled
+--   because of them (in history as canceled with details.error 'dependency failed', and every
+--   failed edge into it from a job requeued or brought back here) returns from history as
+--   'waiting' (same id, payload, dedupe key; attempt 0, errors kept), level by level through
+--   its own failed edges; the edges from requeued or returned jobs are pending again, and each
+--   returned job counts its pending edges (pgq.job_waits). When the requeued parents succeed,
+--   the children are released as on a first run. Returns the ids brought back.
+-- Locking: the history rows it moves (FOR UPDATE, id order); the dedupe keys it takes back.
+-- Errors: PQ007 when a live job holds a returned job's dedupe key (the caller's whole call is
+--   undone).
+CREATE OR REPLACE FUNCTION pgq._rearm_deps(ids bigint[], at timestamptz)
+RETURNS bigint[]
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_set   bigint[] := _rearm_deps.ids;   -- requeued or brought back
+    v_more  bigint[];
+    v_back  bigint[] := '{}';
+    v_clash text;
+BEGIN
+    LOOP
+        v_more := ARRAY(
+            SELECT DISTINCT d.child_id
+              FROM pgq.job_deps d
+              JOIN pgq.job_history h ON h.id = d.child_id
+             WHERE d.parent_id = ANY (v_set)
+               AND d.state = 'failed'
+               AND d.child_id <> ALL (v_set)
+               AND h.status = 'canceled'
+               AND h.details ->> 'error' = 'dependency failed'
+               AND NOT EXISTS (SELECT 1 FROM pgq.job_deps o
+                                WHERE o.child_id = d.child_id AND o.state = 'failed'
+                                  AND o.parent_id <> ALL (v_set))
+             ORDER BY 1);
+        EXIT WHEN cardinality(v_more) = 0;
+        v_set := v_set || v_more;
+        v_back := v_back || v_more;
+    END LOOP;
+    IF cardinality(v_back) = 0 THEN
+        RETURN v_back;
+    END IF;
+    PERFORM 1 FROM pgq.job_history h WHERE h.id = ANY (v_back) ORDER BY h.id FOR UPDATE;
+    WITH back AS (
+        DELETE FROM pgq.job_history h WHERE h.id = ANY (v_back) RETURNING h.*
+    ), keys AS (
+        INSERT INTO pgq.live_keys (dedupe_key, job_id)
+        SELECT b.dedupe_key, b.id FROM back b WHERE b.dedupe_key IS NOT NULL ORDER BY b.id
+            ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING job_id
+    ), ins AS (
+        INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
+                              dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
+        SELECT b.id, b.entrypoint, b.priority, _rearm_deps.at, b.enqueued_at, b.payload, b.headers,
+               b.dedupe_key, b.errors, b.timeout, 'waiting', NULL, 4, b.group_key
+          FROM (SELECT b.* FROM back b
+                 WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
+                 ORDER BY b.id) AS b
+        RETURNING id
+    )
+    SELECT (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1] INTO v_clash
+      FROM back b LEFT JOIN ins ON ins.id = b.id;
+    IF v_clash IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot requeue: dedupe key % of a job its workflow brings back is held by a live job',
+            quote_literal(v_clash)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    UPDATE pgq.job_deps d SET state = 'pending'
+     WHERE d.child_id = ANY (v_back) AND d.parent_id = ANY (v_set) AND d.state = 'failed';
+    INSERT INTO pgq.job_waits (child_id, pending)
+    SELECT d.child_id, count(*) FILTER (WHERE d.state = 'pending')
+      FROM pgq.job_deps d
+     WHERE d.child_id = ANY (v_back)
+     GROUP BY d.child_id
+        ON CONFLICT (child_id) DO UPDATE SET pending = excluded.pending;
+    RETURN v_back;
+END
+$$;
+COMMENT ON FUNCTION pgq._rearm_deps(bigint[], timestamptz) IS
+    'Private. For pgq.requeue: brings back as waiting the jobs a requeued job''s failure canceled, with their edges pending again.';
