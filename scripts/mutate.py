@@ -580,6 +580,35 @@ MUTANTS: tuple[Mutant, ...] = (
         "    IF true THEN",
         "take_tokens grants whatever the window holds",
     ),
+    # --- Workflows (docs/decisions/0009) ---
+    m(
+        "settle_without_child_lock",
+        "_settle_deps.sql",
+        "         ORDER BY j.id\n           FOR UPDATE;\n",
+        "         ORDER BY j.id;\n",
+        "two parents ending at once count their child down without its row lock",
+    ),
+    m(
+        "archive_never_settles",
+        "_archive.sql",
+        "            PERFORM pgq._settle_deps(_archive.ids, _archive.at);",
+        "            NULL;",
+        "a parent's end releases and cancels nothing: children wait forever",
+    ),
+    m(
+        "add_deps_no_parent_lock",
+        "_add_deps.sql",
+        "ORDER BY j.id FOR KEY SHARE",
+        "ORDER BY j.id",
+        "an enqueue naming a live parent does not hold it: the parent can end unseen",
+    ),
+    m(
+        "settle_ignores_run_anyway",
+        "_settle_deps.sql",
+        "SET state = CASE WHEN h.status = 'successful' OR d.run_anyway THEN 'satisfied' ELSE 'failed' END",
+        "SET state = CASE WHEN h.status = 'successful' THEN 'satisfied' ELSE 'failed' END",
+        "run_anyway edges cancel their child like the others",
+    ),
     m(
         "next_run_at_ignores_rate",
         "next_run_at.sql",

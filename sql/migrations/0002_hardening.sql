@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     771  Flow control: rate limits
 --     819  Functions: the other 85 functions this migration re-creates (generated)
---    7614  The ring, continued: triggers and the copy of the live jobs
---    7646  Grants
+--    7619  The ring, continued: triggers and the copy of the live jobs
+--    7651  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -3302,6 +3302,11 @@ BEGIN
                            FROM pgq._archive(v_queued, array_fill('canceled'::text, ARRAY[cardinality(v_queued)]),
                                              NULL, coalesce(cancel.at, now())) AS a;
             v_done := v_done || v_queued;
+            -- Workflows: a waiting job canceled here has no count left to keep (its row is
+            -- locked by the read above, as a parent's settlement locks it before its count).
+            IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
+                DELETE FROM pgq.job_waits w WHERE w.child_id = ANY (v_queued);
+            END IF;
         END IF;
 
         IF v_running IS NOT NULL THEN
