@@ -299,3 +299,44 @@ def test_show_draws_the_workflow_and_cancel_workflow_ends_it(pgq_dsn: str) -> No
         canceled = admin.cancel_workflow(ids[3])
         assert sorted(canceled) == sorted(ids)
         assert {g["state"] for g in admin.workflow(ids[0])} == {"canceled"}
+
+
+def test_a_parents_end_takes_the_childs_row_before_its_count(pgq_dsn: str) -> None:
+    """The lock order of a cancel (the child's job row, then its count in pgq.job_waits) is the
+    settlement's too: session A holds the child's row as a cancel's first read does; the parent's
+    completion (B) waits for it before touching the count, so A can remove the count (a cancel's
+    next step) and commit; no deadlock, and B then finds nothing left to release."""
+    with connect(pgq_dsn) as conn:
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM pgq.enqueue_many('{wf.p4,wf.c4}', depends_on => '[null,[1]]')"
+        ).fetchall()]  # fmt: skip
+        jobs = claim_all(conn, "wf.p4")
+    a = psycopg.connect(pgq_dsn)
+    errors: list[BaseException] = []
+    try:
+        a.execute("SELECT 1 FROM pgq.jobs WHERE id = %s FOR UPDATE", (ids[1],))
+        pid: list[int] = []
+
+        def finish_parent() -> None:
+            try:
+                with connect(pgq_dsn) as b:
+                    r = b.execute("SELECT pg_backend_pid()").fetchone()
+                    assert r is not None
+                    pid.append(r[0])
+                    complete(b, jobs)
+            except BaseException as err:
+                errors.append(err)
+
+        thread = threading.Thread(target=finish_parent)
+        thread.start()
+        wait_for(lambda: pid and waiting_on_lock(pgq_dsn, pid[0]), 20, "the completion waiting")
+        a.execute("DELETE FROM pgq.job_waits WHERE child_id = %s", (ids[1],))
+        a.execute("DELETE FROM pgq.jobs WHERE id = %s", (ids[1],))  # as the cancel archives it
+        a.commit()
+        thread.join(30)
+    finally:
+        a.close()
+    assert not errors, errors  # a deadlock would abort one of the two
+    with connect(pgq_dsn) as conn:
+        assert status(conn, ids[0]) == "successful"
+        assert conn.execute("SELECT count(*) FROM pgq.jobs").fetchone() == (0,)
