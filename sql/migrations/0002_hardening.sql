@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     771  Flow control: rate limits
 --     819  Functions: the other 85 functions this migration re-creates (generated)
---    7619  The ring, continued: triggers and the copy of the live jobs
---    7651  Grants
+--    7620  The ring, continued: triggers and the copy of the live jobs
+--    7652  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -4311,6 +4311,8 @@ BEGIN
 
     INSERT INTO pgq.entrypoints (entrypoint) VALUES (configure.entrypoint)
         ON CONFLICT (entrypoint) DO NOTHING;
+    -- The policy before this call (a reset included): its rate budgets may end below.
+    SELECT * INTO v_was FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
     IF configure.reset THEN
         -- Column defaults are the one place the default policy is written down.
         UPDATE pgq.entrypoints e
@@ -4322,7 +4324,6 @@ BEGIN
          WHERE e.entrypoint = configure.entrypoint;
     END IF;
     SELECT * INTO v_row FROM pgq.entrypoints e WHERE e.entrypoint = configure.entrypoint FOR UPDATE;
-    v_was := v_row;
 
     v_row.concurrency_limit := coalesce(configure.concurrency_limit, v_row.concurrency_limit);
     v_row.max_attempts := coalesce(configure.max_attempts, v_row.max_attempts);

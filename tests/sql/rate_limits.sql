@@ -2,7 +2,7 @@
 -- what a claim takes and records (pgq._quota, pgq._keyed_candidates, pgq.rate_starts), what
 -- maintain removes. Times are passed as `at`; the window is (at - rate_period, ...].
 BEGIN;
-SELECT plan(35);
+SELECT plan(36);
 
 -- configure: bounds, pairs, removal.
 SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => -1, rate_period => '1 second')$$, 'PQ008',
@@ -111,6 +111,8 @@ SELECT is((SELECT array_agg(entrypoint || '@' || to_char(started_at, 'MI:SS') OR
           'rl.mail''s starts (all before 00:00:40) are gone; rl.api''s minute is not over');
 SELECT pgq.configure('rl.api', rate_limit => 0);
 SELECT is((SELECT count(*)::int FROM pgq.rate_starts WHERE entrypoint = 'rl.api'), 0, 'rate_limit 0 removes the limit and its starts');
+SELECT pgq.configure('rl.late2', reset => true);
+SELECT is((SELECT count(*)::int FROM pgq.rate_starts WHERE entrypoint = 'rl.late2'), 0, 'a reset removes them too');
 
 SELECT * FROM finish();
 ROLLBACK;

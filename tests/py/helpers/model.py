@@ -598,7 +598,9 @@ class Runner:
                 self.fail("claim-row", f"job {j.id}: claimed row {got}, model {exp}")
         for ep, n in Counter(j.ep for j in taken).items():
             if m.pol(ep)["rate"] is not None:
-                m.starts.setdefault(ep, []).append((at, n))
+                # recorded at the later of the claim's time and the budget's last recorded one
+                log = m.starts.setdefault(ep, [])
+                log.append((max([at] + [t for t, _ in log[-1:]]), n))
                 m.bump("rate_starts", n)
         m.bump("claimed", len(rows))
 
