@@ -41,8 +41,9 @@ def alembic_upgrade(conn: sqlalchemy.Connection, revision: str) -> None:
     def steps(current: Any, context: MigrationContext) -> list[RevisionStep]:
         return script._upgrade_revs(revision, current)
 
-    with _outer_alembic_kept(), EnvironmentContext(
-        config, script, fn=steps, destination_rev=revision
+    with (
+        _outer_alembic_kept(),
+        EnvironmentContext(config, script, fn=steps, destination_rev=revision),
     ):
         script.run_env()
 
@@ -78,9 +79,7 @@ def connection(target: Target) -> Iterator[sqlalchemy.Connection]:
     """A SQLAlchemy connection over ``target``; database errors surface as psycopg errors."""
     if isinstance(target, str):
         # named like every connection of the client; a name in the DSN or PGAPPNAME wins
-        owned = psycopg.connect(
-            target, autocommit=True, fallback_application_name=APPLICATION_NAME
-        )
+        owned = psycopg.connect(target, autocommit=True, fallback_application_name=APPLICATION_NAME)
         try:
             with borrowed(owned) as conn:
                 yield conn

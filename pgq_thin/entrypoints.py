@@ -86,9 +86,7 @@ class Entrypoint(Generic[P, R]):
         """:meth:`enqueue` through an :class:`~pgq_thin.AsyncQueue`."""
         return int(await queue.enqueue(self.name, self.checked(payload), **options))
 
-    async def aenqueue_many(
-        self, queue: Any, payloads: Sequence[P], **options: Any
-    ) -> list[int]:
+    async def aenqueue_many(self, queue: Any, payloads: Sequence[P], **options: Any) -> list[int]:
         """:meth:`enqueue_many` through an :class:`~pgq_thin.AsyncQueue`."""
         ids = await queue.enqueue_many(self.name, [self.checked(p) for p in payloads], **options)
         return list(ids)

@@ -86,8 +86,7 @@ def setup_error(
         )
     else:
         mapped = SchemaNotInstalled(
-            f"schema pgq is not installed or is older than this client ({detail}): "
-            + INSTALL_FIX,
+            f"schema pgq is not installed or is older than this client ({detail}): " + INSTALL_FIX,
             sqlstate=sqlstate,
         )
     mapped.__cause__ = err

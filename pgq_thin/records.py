@@ -61,6 +61,7 @@ __all__ = [
     "to_json",
 ]
 
+
 def to_json(record: Any) -> Any:
     """A record (or a list of them, or any value of their fields) as JSON data."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):

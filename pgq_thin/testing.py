@@ -196,9 +196,7 @@ class Jobs:
     def enqueued(self, entrypoint: str | None = None) -> list[JobInfo]:
         """The live jobs (queued, scheduled, running), of one entrypoint or all, by id."""
         names = (
-            [entrypoint]
-            if entrypoint is not None
-            else [s.entrypoint for s in self._admin.stats()]
+            [entrypoint] if entrypoint is not None else [s.entrypoint for s in self._admin.stats()]
         )
         ids: list[int] = []
         for name in names:

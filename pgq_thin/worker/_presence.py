@@ -17,9 +17,7 @@ from pgq_thin.records import WorkerRegistration
 from pgq_thin.worker._settings import WorkerSettings
 
 
-def registration(
-    settings: WorkerSettings, entrypoints: list[str]
-) -> Call[WorkerRegistration]:
+def registration(settings: WorkerSettings, entrypoints: list[str]) -> Call[WorkerRegistration]:
     """The ``pgq.register_worker`` call of this worker (the timeout: the SQL default)."""
     return _api.register_worker(
         settings.worker_id,

@@ -507,9 +507,7 @@ def test_one_duration_format_in_every_table(
     assert capsys.readouterr().out == "deleted 0 finished job(s) older than 30d00h\n"
 
 
-def test_an_import_error_in_the_handler_module_is_one_line(
-    pgq_dsn: str, tmp_path: Path
-) -> None:
+def test_an_import_error_in_the_handler_module_is_one_line(pgq_dsn: str, tmp_path: Path) -> None:
     (tmp_path / "brokenapp.py").write_text("import os\nimport no_such_package_here\n")
     (tmp_path / "raisingapp.py").write_text("CONFIG = {}\nURL = CONFIG['url']\n")
     result = run_cli("run", "brokenapp:worker", "--dsn", pgq_dsn, cwd=tmp_path)

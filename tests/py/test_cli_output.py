@@ -99,9 +99,7 @@ def test_plain_table_keeps_one_line_per_row(
         (["embedded", "stop", "--dsn", "x"], "usage: pgq-thin embedded stop", "--dsn x"),
     ],
 )
-def test_usage_errors_show_the_subcommands_usage(
-    args: list[str], usage: str, message: str
-) -> None:
+def test_usage_errors_show_the_subcommands_usage(args: list[str], usage: str, message: str) -> None:
     result = run_cli(*args)
     assert result.returncode == 2
     assert result.stderr.startswith(usage), result.stderr

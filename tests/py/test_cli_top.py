@@ -100,7 +100,7 @@ def test_top_shows_what_sql_reports_refreshes_and_quits_on_q(
         conn.execute("SELECT pgq.configure('top.dead', max_attempts => 1)")
         conn.execute(
             "SELECT pgq.complete(c.worker, ARRAY[c.id], ARRAY[c.lease], ARRAY['failed'],"
-            " '[{\"error\": \"OSError\", \"message\": \"disk full\"}]'::jsonb)"
+            ' \'[{"error": "OSError", "message": "disk full"}]\'::jsonb)'
             " FROM (SELECT gen_random_uuid() AS worker) w,"
             " LATERAL (SELECT w.worker, j.id, j.lease"
             "          FROM pgq.claim(w.worker, ARRAY['top.dead'], 1) j) c"
@@ -113,9 +113,7 @@ def test_top_shows_what_sql_reports_refreshes_and_quits_on_q(
         sql = {m.entrypoint: m for m in admin.metrics()}["top.a"]
     assert (sql.due, sql.delayed, sql.running, sql.stale) == (7, 3, 0, 0)
 
-    top = Terminal(
-        [sys.executable, "-m", "pgq_thin", "top", "--dsn", pgq_dsn], tmp_path / "status"
-    )
+    top = Terminal([sys.executable, "-m", "pgq_thin", "top", "--dsn", pgq_dsn], tmp_path / "status")
     terminal.append(top)
     screen = wait_for(lambda: _showing(top, "top.a"), 20, "the screen")
     assert "pgq-thin top" in screen and "q quits" in screen
@@ -142,9 +140,7 @@ def test_top_quits_cleanly_on_ctrl_c(
 ) -> None:
     with Queue(pgq_dsn) as queue:
         queue.enqueue("top.c")
-    top = Terminal(
-        [sys.executable, "-m", "pgq_thin", "top", "--dsn", pgq_dsn], tmp_path / "status"
-    )
+    top = Terminal([sys.executable, "-m", "pgq_thin", "top", "--dsn", pgq_dsn], tmp_path / "status")
     terminal.append(top)
     wait_for(lambda: row(top.screen(), "top.c"), 20, "the screen")
     top.press("C-c")

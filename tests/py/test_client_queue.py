@@ -155,4 +155,3 @@ def test_delays_are_resolved_on_the_server_clock(pgq_dsn: str) -> None:
         many[1]: timedelta(0),
         shared[0]: timedelta(seconds=7),
     }
-

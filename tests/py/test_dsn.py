@@ -188,9 +188,7 @@ def test_library_classes_never_start_a_server_behind_the_users_back(
 
 
 @pytest.mark.parametrize("command", ["run", "metrics", "web"])
-def test_the_clis_services_refuse_to_run_without_a_database(
-    tmp_path: Path, command: str
-) -> None:
+def test_the_clis_services_refuse_to_run_without_a_database(tmp_path: Path, command: str) -> None:
     folder = tmp_path / "pgdata"
     args = {"run": ["tests.py.client_app:worker"], "metrics": ["--port", "0"], "web": []}[command]
     result = subprocess.run(

@@ -112,4 +112,4 @@ def test_mypy_checks_the_payload_against_the_handler(tmp_path: Path) -> None:
     lines = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert len(lines) == 2, result.stdout
     assert "producer.py:11: error: Argument 2" in lines[0] and '"int"' in lines[0]
-    assert "producer.py:12: error: Name \"send_emial\" is not defined" in lines[1]
+    assert 'producer.py:12: error: Name "send_emial" is not defined' in lines[1]

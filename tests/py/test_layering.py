@@ -246,8 +246,10 @@ def _status_words(module: str, tree: ast.AST) -> list[str]:
         ):
             status = node.args[:1] if node.func.id == "Ending" else None
             passed_through = isinstance(status[0], ast.Attribute) if status else False
-            if status and not passed_through and not (
-                isinstance(status[0], ast.Name) and status[0].id in OUTCOME_CONSTANTS
+            if (
+                status
+                and not passed_through
+                and not (isinstance(status[0], ast.Name) and status[0].id in OUTCOME_CONSTANTS)
             ):
                 offenders.append(f"{module}:{node.lineno}: {node.func.id} status chosen")
     return offenders

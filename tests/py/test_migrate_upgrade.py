@@ -67,12 +67,8 @@ def seed(dsn: str) -> dict[str, Any]:
     """Live work at the installed (old) revision, through its SQL API (as of 0001)."""
     w = OLD_WORKER
     with psycopg.connect(dsn, autocommit=True) as conn:
-        queued = column(
-            conn, "SELECT * FROM pgq.enqueue_many(ARRAY['up.q', 'up.q', 'up.q'])"
-        )
-        delayed = scalar(
-            conn, "SELECT pgq.enqueue('up.d', run_at => now() + interval '2 seconds')"
-        )
+        queued = column(conn, "SELECT * FROM pgq.enqueue_many(ARRAY['up.q', 'up.q', 'up.q'])")
+        delayed = scalar(conn, "SELECT pgq.enqueue('up.d', run_at => now() + interval '2 seconds')")
         running = column(conn, "SELECT * FROM pgq.enqueue_many(ARRAY['up.r', 'up.r'])")
         claimed = conn.execute(
             "SELECT id, lease FROM pgq.claim(%s, ARRAY['up.r'], 2)", (w,)
@@ -80,9 +76,7 @@ def seed(dsn: str) -> dict[str, Any]:
         leases = dict(claimed)
         assert sorted(leases) == sorted(running)
         # Claimed an hour ago and silent since: stale, re-claimed by the next worker.
-        stale = scalar(
-            conn, "SELECT pgq.enqueue('up.stale', run_at => now() - interval '2 hours')"
-        )
+        stale = scalar(conn, "SELECT pgq.enqueue('up.stale', run_at => now() - interval '2 hours')")
         stale_lease = scalar(
             conn,
             "SELECT lease FROM pgq.claim(%s, ARRAY['up.stale'], 1, now() - interval '1 hour')",
@@ -233,14 +227,17 @@ def test_upgrade_with_live_jobs_and_schedules(
             "every seeded job finished and the schedule firing again",
         )
     with psycopg.connect(dsn, autocommit=True) as conn:
-        assert column(
-            conn,
-            "SELECT id FROM pgq.complete(%s, %s, %s, %s)",
-            w,
-            [seeded["stale"]],
-            [seeded["stale_lease"]],
-            ["successful"],
-        ) == [], "the stale job's old lease must be fenced out after its re-claim"
+        assert (
+            column(
+                conn,
+                "SELECT id FROM pgq.complete(%s, %s, %s, %s)",
+                w,
+                [seeded["stale"]],
+                [seeded["stale_lease"]],
+                ["successful"],
+            )
+            == []
+        ), "the stale job's old lease must be fenced out after its re-claim"
         left = column(conn, "SELECT id FROM pgq.jobs WHERE entrypoint <> 'up.s'")
     assert left == []
 

@@ -145,8 +145,11 @@ def test_contents_lists_the_headings_with_their_line_numbers() -> None:
     lines = newest.read_text().splitlines()
     entries = [
         re.match(r"^--\s+(\d+)  (.*)$", line)
-        for line in lines[lines.index(next(x for x in lines if x.startswith(nm.CONTENTS))) + 1 :
-                          lines.index(nm.END_CONTENTS)]
+        for line in lines[
+            lines.index(next(x for x in lines if x.startswith(nm.CONTENTS))) + 1 : lines.index(
+                nm.END_CONTENTS
+            )
+        ]
     ]
     assert entries and all(entries)
     headings = [i + 1 for i, line in enumerate(lines) if line.startswith(nm.HEADING)]

@@ -264,8 +264,7 @@ def test_without_pydantic_the_builtin_converter_round_trips(pgq_dsn: str) -> Non
     assert result.stdout.strip() == "ok"
     with psycopg.connect(pgq_dsn) as conn:
         rows = conn.execute(
-            "SELECT status, details->>'error', details->>'message' FROM pgq.job_history"
-            " ORDER BY id"
+            "SELECT status, details->>'error', details->>'message' FROM pgq.job_history ORDER BY id"
         ).fetchall()
     assert rows[0][0] == "successful"
     assert rows[1][:2] == ("failed", "PayloadValidationError")

@@ -207,7 +207,7 @@ def test_node_modules_installed_by_hand_is_up_to_date_offline(tmp_path: Path) ->
 
 # --- no silent skips ----------------------------------------------------------------------------
 
-SKIPPING = '''
+SKIPPING = """
 import pytest
 
 def test_needs_a_tool():
@@ -223,7 +223,7 @@ def test_fixture_skips(tool):
 @pytest.mark.xfail(reason="known")
 def test_expected_failure():
     assert False
-'''
+"""
 
 
 def run_inner_suite(tmp_path: Path, allow: bool) -> subprocess.CompletedProcess[str]:

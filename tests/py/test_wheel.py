@@ -54,9 +54,7 @@ print("helpers ok")
 
 
 def run(*command: str | Path, cwd: Path, timeout: float = 600) -> str:
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PGQ_DSN", "VIRTUAL_ENV")
-    }
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PGQ_DSN", "VIRTUAL_ENV")}
     result = subprocess.run(
         [str(c) for c in command],
         cwd=cwd,

@@ -179,6 +179,7 @@ ROW_COUNTS = """
      WHERE c.relnamespace = 'pgq'::regnamespace AND c.relname !~ '^lane_(cursor|turn)_[0-9]+$'
        AND c.relkind IN ('r', 'p')"""
 
+
 def rows(conn: psycopg.Connection[Any], section: str) -> list[dict[str, Any]]:
     """The rows of one section of :data:`QUERIES`, as dicts by column name."""
     with conn.cursor(row_factory=dict_row) as cur:
@@ -322,8 +323,10 @@ def readable(conn: psycopg.Connection[Any], header: str = "") -> str:
 
     constraints = by_relation(
         "constraints",
-        lambda c: f"{c['name']} {_CONTYPE.get(c['kind'], c['kind'])}: {c['definition']}"
-        + (f"  -- {c['comment']}" if c["comment"] else ""),
+        lambda c: (
+            f"{c['name']} {_CONTYPE.get(c['kind'], c['kind'])}: {c['definition']}"
+            + (f"  -- {c['comment']}" if c["comment"] else "")
+        ),
     )
     indexes = by_relation("indexes", lambda i: i["definition"])
     triggers = by_relation(
@@ -497,7 +500,9 @@ def api_manifest(conn: psycopg.Connection[Any]) -> dict[str, Any]:
             texts = iter(_split_arguments(f["arguments"]))
             arguments, columns = [], []
             for name, mode, type_ in zip(
-                f["arg_names"] or [""] * len(f["arg_types"]), f["arg_modes"], f["arg_types"],
+                f["arg_names"] or [""] * len(f["arg_types"]),
+                f["arg_modes"],
+                f["arg_types"],
                 strict=True,
             ):
                 if mode in ("o", "t"):
