@@ -75,6 +75,7 @@ FUNCTIONS: dict[str, Fn] = {
     "release_schedule": Fn("pgq.release_schedule", (("worker_id", "uuid"), ("name", "text"), ("lease", "bigint"), ("error", "text"), ("retry_after", "interval"), ("at", "timestamp with time zone")), 3, True),
     "requeue": Fn("pgq.requeue", (("ids", "bigint[]"), ("at", "timestamp with time zone")), 1, False),
     "requeue_history": Fn("pgq.requeue_history", (("entrypoint", "text"), ("statuses", "text[]"), ("since", "timestamp with time zone"), ("until", "timestamp with time zone"), ("error", "text"), ("max_jobs", "integer"), ("at", "timestamp with time zone")), 0, False),
+    "requeue_workflow": Fn("pgq.requeue_workflow", (("job_id", "bigint"), ("at", "timestamp with time zone")), 1, False),
     "resume": Fn("pgq.resume", (("entrypoints", "text[]"),), 1, False),
     "rollup_metrics": Fn("pgq.rollup_metrics", (("max_rows", "integer"), ("at", "timestamp with time zone")), 0, False),
     "schedule": Fn("pgq.schedule", (("name", "text"), ("entrypoint", "text"), ("cron", "text"), ("next_run_at", "timestamp with time zone"), ("timezone", "text"), ("payload", "jsonb"), ("priority", "integer"), ("headers", "jsonb"), ("catch_up", "text"), ("misfire_grace", "interval"), ("fire_timeout", "interval")), 4, False),
@@ -125,13 +126,14 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "release_schedule": ("release_schedule",),
     "requeue": ("id",),
     "requeue_history": ("id",),
+    "requeue_workflow": ("id",),
     "resume": ("entrypoint", "concurrency_limit", "max_attempts", "backoff_base", "backoff_max", "heartbeat_timeout", "updated_at", "paused_at", "paused_by", "run_timeout", "max_interruptions", "max_snoozes", "dedupe_period", "dedupe_states", "key_concurrency_limit", "rate_limit", "rate_period", "rate_per_key"),
     "rollup_metrics": ("rolled", "caught_up", "busy"),
     "schedule": ("name", "entrypoint", "cron", "timezone", "payload", "headers", "priority", "catch_up", "misfire_grace", "fire_timeout", "next_run_at", "last_run_at", "last_job_id", "state", "worker_id", "lease", "heartbeat_at", "created_at", "updated_at", "retry_at", "last_error"),
     "take_tokens": ("granted", "remaining", "retry_at"),
     "unregister_worker": ("unregister_worker",),
     "unschedule": ("unschedule",),
-    "workflow": ("id", "entrypoint", "state", "attempt", "finished_at", "parents", "children"),
+    "workflow": ("id", "entrypoint", "state", "attempt", "finished_at", "parents", "children", "workflow_id"),
     "failed_jobs": ("id", "entrypoint", "attempt", "payload", "headers", "priority", "dedupe_key", "enqueued_at", "started_at", "finished_at", "worker_id", "details", "errors"),
     "queue_stats": ("entrypoint", "queued", "due", "running", "stale", "oldest_queued_age", "concurrency_limit", "max_attempts", "heartbeat_timeout", "paused"),
     "schedules": ("name", "entrypoint", "cron", "timezone", "payload", "headers", "priority", "catch_up", "misfire_grace", "fire_timeout", "next_run_at", "last_run_at", "last_job_id", "state", "worker_id", "lease", "heartbeat_at", "created_at", "updated_at", "retry_at", "last_error"),
@@ -179,6 +181,7 @@ SIGNATURES: dict[str, str] = {
     "release_schedule": "pgq.release_schedule(uuid,text,bigint,text,interval,timestamp with time zone)",
     "requeue": "pgq.requeue(bigint[],timestamp with time zone)",
     "requeue_history": "pgq.requeue_history(text,text[],timestamp with time zone,timestamp with time zone,text,integer,timestamp with time zone)",
+    "requeue_workflow": "pgq.requeue_workflow(bigint,timestamp with time zone)",
     "resume": "pgq.resume(text[])",
     "rollup_metrics": "pgq.rollup_metrics(integer,timestamp with time zone)",
     "schedule": "pgq.schedule(text,text,text,timestamp with time zone,text,jsonb,integer,jsonb,text,interval,interval)",
@@ -231,6 +234,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "release_schedule": ("pgq_worker", 'GRANT pgq_worker TO {role}'),
     "requeue": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "requeue_history": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
+    "requeue_workflow": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "resume": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
     "rollup_metrics": ("pgq_worker (or pgq_admin)", 'GRANT pgq_worker TO {role}'),
     "schedule": ("pgq_admin (or the owner)", 'GRANT pgq_admin TO {role}'),
@@ -578,6 +582,15 @@ def requeue_history(*, entrypoint: str | None = None, statuses: Sequence[str | N
     return FUNCTIONS["requeue_history"].call(column, entrypoint=entrypoint, statuses=statuses, since=since, until=until, error=error, max_jobs=max_jobs, at=at)
 
 
+def requeue_workflow(job_id: int, *, at: datetime | timedelta | None = None) -> Call[list[int]]:
+    """``pgq.requeue_workflow(bigint,timestamp with time zone)``, ``RETURNS TABLE(id bigint)``.
+    Requeues every job of job_id's workflow that ended failed or canceled (as pgq.requeue,
+    in one call: a job comes back waiting for a parent that comes back with it); returns the
+    ids requeued.
+    """
+    return FUNCTIONS["requeue_workflow"].call(column, job_id=job_id, at=at)
+
+
 def resume(entrypoints: Sequence[str | None]) -> Call[list[EntrypointConfig]]:
     """``pgq.resume(text[])``, ``RETURNS SETOF pgq.entrypoints``.
     Resumes paused entrypoints with their policy as configured, and wakes idle workers;
@@ -627,9 +640,9 @@ def unschedule(name: str) -> Call[bool]:
 
 
 def workflow(job_id: int) -> Call[list[Row]]:
-    """``pgq.workflow(bigint)``, ``RETURNS TABLE(id bigint, entrypoint text, state text, attempt integer, finished_at timestamp with time zone, parents jsonb, children bigint[])``.
-    The jobs connected to job_id through dependencies (both ways), live or finished: state,
-    parents (with each edge's state) and children.
+    """``pgq.workflow(bigint)``, ``RETURNS TABLE(id bigint, entrypoint text, state text, attempt integer, finished_at timestamp with time zone, parents jsonb, children bigint[], workflow_id bigint)``.
+    Every job of a workflow (given its id or any of its jobs), live or finished: state,
+    parents (with each edge's state), children and the workflow id.
     """
     return FUNCTIONS["workflow"].call(rows, job_id=job_id)
 

@@ -317,6 +317,13 @@ class Build:
         return _api.cancel_workflow(job_id)
 
     @staticmethod
+    def requeue_workflow(job_id: int) -> Call[list[int]]:
+        """Requeue the failed part of ``job_id``'s workflow: every job of it that ended dead or
+        canceled, in one call, so a job whose parent comes back waits for it again
+        (``pgq.requeue_workflow``); the ids requeued."""
+        return _api.requeue_workflow(job_id)
+
+    @staticmethod
     def rate_stats(entrypoints: Sequence[str] | None = None) -> Call[list[Row]]:
         """The rate limits of these entrypoints (None: every one): starts in the window, what
         is left, the budgets (keys) used up and when the budget next grows (``pgq.rate_stats``)."""
@@ -376,6 +383,7 @@ class Admin(SyncHandle):
     rate_stats = sync_method(Build.rate_stats)
     workflow = sync_method(Build.workflow)
     cancel_workflow = sync_method(Build.cancel_workflow)
+    requeue_workflow = sync_method(Build.requeue_workflow)
     find_by_dedupe_key = sync_method(Build.find_by_dedupe_key)
     delete_jobs = sync_method(Build.delete_jobs)
     privileges = sync_method(Build.privileges)
@@ -414,6 +422,7 @@ class AsyncAdmin(AsyncHandle):
     rate_stats = async_method(Build.rate_stats)
     workflow = async_method(Build.workflow)
     cancel_workflow = async_method(Build.cancel_workflow)
+    requeue_workflow = async_method(Build.requeue_workflow)
     find_by_dedupe_key = async_method(Build.find_by_dedupe_key)
     delete_jobs = async_method(Build.delete_jobs)
     privileges = async_method(Build.privileges)

@@ -162,6 +162,15 @@ async def arelease(
     return [int(r["id"]) for r in await arun(conn, _api.release(worker_id, ids, leases))]
 
 
+async def aparent_results(conn: AConn, job_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
+    """``pgq.parent_results`` of each job, in one transaction: {job id: its parents' rows}."""
+    answer: dict[int, list[dict[str, Any]]] = {}
+    for job_id in job_ids:
+        rows = await arun(conn, _api.parent_results(job_id))
+        answer[job_id] = [dict(r) for r in rows]
+    return answer
+
+
 PRUNE_BATCH = 10000
 
 

@@ -113,6 +113,10 @@ class Job(Generic[P]):
     #: heartbeat_at, attempt, swept_at, error); None otherwise
     taken_over: dict[str, Any] | None = None
     raw_payload: Any = None
+    #: the jobs this one depends on (workflows), each ``{"parent_id", "status", "result"}`` in
+    #: id order, as ``pgq.parent_results`` answers; read before the handler starts for an
+    #: entrypoint registered with ``parent_results=True``, None otherwise
+    parent_results: list[dict[str, Any]] | None = None
     _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
 
     @property

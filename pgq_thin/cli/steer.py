@@ -333,28 +333,41 @@ def _add_requeue(parser: argparse.ArgumentParser) -> None:
     by.add_argument(
         "--all-failed", action="store_true", default=False, help="every dead job (no filter)"
     )
+    by.add_argument(
+        "--workflow",
+        type=int,
+        default=None,
+        metavar="ID",
+        help="the failed part of the workflow of job ID: its dead and canceled jobs, each "
+        "waiting again for a parent that comes back with it",
+    )
     parser.add_argument("--json", action="store_true", help='{"requeued": [...], ...}')
 
 
 def _cmd_requeue(args: argparse.Namespace) -> int:
     filtered = any(v is not None for v in (args.entrypoint, args.since, args.until, args.error))
-    if args.ids and (filtered or args.all_failed or args.canceled):
-        raise UsageError("give job ids or a filter, not both")
-    if not args.ids and not (filtered or args.all_failed):
+    workflow = args.workflow is not None
+    if sum((bool(args.ids), filtered or args.all_failed or args.canceled, workflow)) > 1:
+        raise UsageError("give job ids, a filter or --workflow, not more than one")
+    if not args.ids and not (filtered or args.all_failed or workflow):
         raise UsageError(
-            "give job ids, a filter (--entrypoint, --since, --until, --error) or --all-failed"
+            "give job ids, a filter (--entrypoint, --since, --until, --error), --all-failed"
+            " or --workflow ID"
         )
     with open_admin(args) as admin:
         if args.ids:
             return _done(args, "requeued", args.ids, admin.requeue(args.ids))
-        done = admin.requeue_history(
-            args.entrypoint,
-            statuses=["failed", "canceled"] if args.canceled else None,
-            since=args.since,
-            until=args.until,
-            error=args.error,
-            every=True,
-        )
+        if workflow:
+            done = admin.requeue_workflow(args.workflow)
+        else:
+            done = admin.requeue_history(
+                args.entrypoint,
+                statuses=["failed", "canceled"] if args.canceled else None,
+                since=args.since,
+                until=args.until,
+                error=args.error,
+                every=True,
+            )
     if wants_json(args):
         print_json({"requeued": done})
     else:

@@ -185,6 +185,12 @@ async def _cancel_workflow(admin: AsyncAdmin, form: FormData) -> str:
     return f"canceled {len(done)} job(s) of the workflow of job {job_id}: {_list(done)}"
 
 
+async def _requeue_workflow(admin: AsyncAdmin, form: FormData) -> str:
+    [job_id] = job_ids(form)[:1] or [0]
+    done = await admin.requeue_workflow(job_id)
+    return f"requeued {len(done)} job(s) of the workflow of job {job_id}: {_list(done)}"
+
+
 async def _requeue(admin: AsyncAdmin, form: FormData) -> str:
     ids = job_ids(form)
     done = await admin.requeue(ids)
@@ -316,6 +322,7 @@ ROUTES = [
     _post("/actions/resume", "resume", "resume", _resume),
     _post("/actions/cancel", "cancel", "cancel", _cancel),
     _post("/actions/cancel-workflow", "cancel workflow", "cancel", _cancel_workflow),
+    _post("/actions/requeue-workflow", "requeue workflow", "requeue", _requeue_workflow),
     _post("/actions/requeue", "requeue", "requeue", _requeue),
     _post("/actions/delete", "delete", "delete_jobs", _delete),
     _post(

@@ -18,6 +18,7 @@ from starlette.routing import Route
 from pgq_thin.errors import PgqError, PrivilegeMissing, SetupError, one_line
 from pgq_thin.web.charts import charts
 from pgq_thin.web.forms import BadInput, failed_filter, parse_time
+from pgq_thin.web.graph import MAX_DRAWN, draw
 from pgq_thin.web.state import web_of
 
 __all__ = ["EXCEPTION_HANDLERS", "ROUTES", "parse_time"]
@@ -78,7 +79,15 @@ async def job(request: Request) -> Response:
         graph = await admin.workflow(job_id) if info is not None else []
     if info is None:
         raise HTTPException(404, f"no job {job_id} (never enqueued, or pruned from history)")
-    return await web.render(request, "job.html", job=info, attempts=_attempts(info), workflow=graph)
+    return await web.render(
+        request,
+        "job.html",
+        job=info,
+        attempts=_attempts(info),
+        workflow=graph,
+        drawing=draw(graph, job_id),
+        max_drawn=MAX_DRAWN,
+    )
 
 
 def _attempts(info: Any) -> list[dict[str, Any]]:

@@ -56,6 +56,7 @@ class Claimer:
         stopping: asyncio.Event,
         tick: asyncio.Event,
         telemetry: Telemetry,
+        with_parent_results: frozenset[str] = frozenset(),
     ) -> None:
         self._settings = settings
         self._tel = telemetry
@@ -67,6 +68,7 @@ class Claimer:
         self._sync = bool(entrypoints - async_entrypoints)
         self._async = sorted(entrypoints & async_entrypoints)
         self._attempts = attempts
+        self._with_parents = with_parent_results  # read their parents' results first
         self._results = results
         self._call = call
         self._stopping = stopping
@@ -165,8 +167,9 @@ class Claimer:
             return rows
 
     async def _take_in(self, rows: Rows, *, start: bool) -> list[Job[Any]]:
-        """Own the claimed rows: jobs started (or, when stopping, released at once). A row that
-        cannot be decoded is completed as failed at once."""
+        """Own the claimed rows: jobs started (or, when stopping, released at once), those of
+        entrypoints registered with ``parent_results`` once their parents' results are read. A
+        row that cannot be decoded is completed as failed at once."""
         jobs: list[Job[Any]] = []
         for row in rows:
             try:
@@ -175,7 +178,13 @@ class Claimer:
                 self._fail_undecodable(err)
         self._stats.claimed += len(rows)
         self._stats.taken_over += self._tel.claimed(jobs)
-        new = self._attempts.take_in(jobs)
+        new = self._attempts.take_in(jobs)  # owned (heartbeats cover them) from here
+        fan_in = [job for job in jobs if job.entrypoint in self._with_parents]
+        if fan_in and not self._stopping.is_set():
+            ids = [job.id for job in fan_in]
+            parents = await self._call(lambda conn: calls.aparent_results(conn, ids))
+            for job in fan_in:
+                job.parent_results = parents[job.id]
         if self._stopping.is_set():
             await self.release_unstarted()
         elif start:

@@ -30,6 +30,8 @@ class Handler:
     fn: HandlerFn
     is_async: bool
     payload_type: type | None
+    #: the worker reads the job's parents' results (pgq.parent_results) before it starts
+    parent_results: bool = False
 
 
 class Registry:
@@ -41,7 +43,7 @@ class Registry:
         self._only: frozenset[str] | None = None
 
     def entrypoint(
-        self, name: str, *, payload_type: type | None = None
+        self, name: str, *, payload_type: type | None = None, parent_results: bool = False
     ) -> Callable[[Callable[[Job[P]], R]], Entrypoint[P, R]]:
         if not name:
             raise ValueError("an entrypoint needs a non-empty name")
@@ -63,6 +65,7 @@ class Registry:
                 fn=fn,
                 is_async=inspect.iscoroutinefunction(fn),
                 payload_type=payload_type or payload_type_of(fn),
+                parent_results=parent_results,
             )
             self.handlers[name] = handler
             return Entrypoint(name, fn, handler.payload_type)
@@ -118,6 +121,11 @@ class Registry:
     def claimed_async(self) -> frozenset[str]:
         """The claimed entrypoints whose handlers are async (they need a slot, no thread)."""
         return frozenset(name for name in self.claimed if self.handlers[name].is_async)
+
+    @property
+    def with_parent_results(self) -> frozenset[str]:
+        """The claimed entrypoints whose jobs get their parents' results before they start."""
+        return frozenset(name for name in self.claimed if self.handlers[name].parent_results)
 
     @property
     def claims_sync(self) -> bool:

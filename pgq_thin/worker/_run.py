@@ -99,6 +99,7 @@ class Run:
             self.stopping,
             claimer_tick,
             telemetry,
+            registry.with_parent_results,
         )
         self.heartbeat = Heartbeat(settings.worker_id, self.attempts, self.call, self.log)
         self.scheduler = Scheduler(settings.worker_id, registry.schedules, logger=self.log)

@@ -107,20 +107,25 @@ class ThinWorker(WorkerView, WorkerSteps):
     # --- registration -------------------------------------------------------------------------
 
     def entrypoint(
-        self, name: str, *, payload_type: type | None = None
+        self, name: str, *, payload_type: type | None = None, parent_results: bool = False
     ) -> Callable[[Callable[[Job[P]], R]], Entrypoint[P, R]]:
         """Register the decorated function as the handler of ``name``.
 
         The handler takes one :class:`~pgq_thin.job.Job`. ``async def`` handlers run on the
         event loop, plain functions on the thread pool. With ``payload_type`` (or an
         annotation ``job: Job[T]``) naming a dataclass or pydantic model, the payload is
-        validated into it first; a mismatch fails the attempt.
+        validated into it first; a mismatch fails the attempt. With ``parent_results=True``
+        (the fan-in of a workflow), the worker reads the results of the jobs each job depends
+        on (``pgq.parent_results``, one round trip per claimed batch that has such jobs) into
+        :attr:`Job.parent_results` before the handler starts.
 
         Returns a typed handle (:class:`~pgq_thin.entrypoints.Entrypoint`): still the
         handler when called, and ``send_email.enqueue(queue, Email(...))`` or
         ``queue.enqueue(send_email, ...)`` for producers, checked against the payload type.
         """
-        return self._registry.entrypoint(name, payload_type=payload_type)
+        return self._registry.entrypoint(
+            name, payload_type=payload_type, parent_results=parent_results
+        )
 
     def schedule(
         self,

@@ -6,7 +6,9 @@
 --   finished), with "run_anyway": true to run even when that parent ends dead or canceled.
 --   A job may only depend on jobs before it in the call, so a graph is acyclic by
 --   construction. Writes the edges (pgq.job_deps: pending for a parent not ended, satisfied for
---   one that succeeded or ended otherwise with run_anyway, failed for a dead or canceled one)
+--   one that succeeded or ended otherwise with run_anyway, failed for a dead or canceled one),
+--   all in one workflow: the oldest workflow of the jobs named by id (a named job in none
+--   counts as one of its own, its id), else the id of the call's first job that has an edge
 --   and, per job that waits, its count of pending edges (pgq.job_waits). Answers the jobs that
 --   wait (to be inserted as 'waiting') and those to cancel at once (a parent already dead or
 --   canceled, without run_anyway).
@@ -29,6 +31,7 @@ AS $$
 DECLARE
     v_n    int := cardinality(_add_deps.ids);
     v_bad  record;
+    v_wf   bigint;
 BEGIN
     IF jsonb_typeof(_add_deps.depends_on) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'depends_on must be a JSON array (element i for job i) or NULL, got %',
@@ -117,8 +120,13 @@ BEGIN
         RAISE EXCEPTION 'job at position % depends on job %, which does not exist (not live, not in history)', v_bad.pos, v_bad.parent_id
             USING ERRCODE = 'PQ009';
     END IF;
-    INSERT INTO pgq.job_deps (parent_id, child_id, run_anyway, state)
-    SELECT d.parent_id, d.child_id, bool_or(d.run_anyway),
+    -- One call, one workflow: the oldest workflow of the jobs it names (or the oldest job named
+    -- that is in none), else the call's first job with an edge. A workflow id is therefore the
+    -- id of its first job, and no larger than any of its jobs' ids.
+    v_wf := (SELECT min(coalesce(pgq._workflow_of(n.parent_id), n.parent_id))
+               FROM (SELECT DISTINCT d.parent_id FROM pgq_deps_in d) n);
+    INSERT INTO pgq.job_deps (parent_id, child_id, workflow_id, run_anyway, state)
+    SELECT d.parent_id, d.child_id, v_wf, bool_or(d.run_anyway),
            CASE WHEN d.parent_pos IS NOT NULL OR j.id IS NOT NULL THEN 'pending'
                 WHEN h.status = 'successful' OR bool_or(d.run_anyway) THEN 'satisfied'
                 ELSE 'failed' END

@@ -5,7 +5,9 @@
 --   failed edge into it from a job requeued or brought back here) returns from history as
 --   'waiting' (same id, payload, dedupe key; attempt 0, errors kept), level by level through
 --   its own failed edges; the edges from requeued or returned jobs are pending again, and each
---   returned job counts its pending edges (pgq.job_waits). When the requeued parents succeed,
+--   returned job counts its pending edges (pgq.job_waits); so do the requeued jobs that
+--   pgq.requeue made wait (requeued with a parent whose failure canceled them), their failed
+--   edges from requeued jobs pending again. When the requeued parents succeed,
 --   the children are released as on a first run. Returns the ids brought back.
 -- Locking: the history rows it moves (FOR UPDATE, id order); the dedupe keys it takes back.
 -- Errors: PQ007 when a live job holds a returned job's dedupe key (the caller's whole call is
@@ -23,7 +25,11 @@ DECLARE
     v_more  bigint[];
     v_back  bigint[] := '{}';
     v_clash text;
+    v_wait  bigint[];
 BEGIN
+    -- Requeued jobs that pgq.requeue made wait (a parent of theirs was requeued with them).
+    v_wait := ARRAY(SELECT j.id FROM pgq.jobs j
+                     WHERE j.id = ANY (_rearm_deps.ids) AND j.status = 'waiting' AND j.slot = 4);
     LOOP
         v_more := ARRAY(
             SELECT DISTINCT d.child_id
@@ -42,7 +48,7 @@ BEGIN
         v_set := v_set || v_more;
         v_back := v_back || v_more;
     END LOOP;
-    IF cardinality(v_back) = 0 THEN
+    IF cardinality(v_back) + cardinality(v_wait) = 0 THEN
         RETURN v_back;
     END IF;
     PERFORM 1 FROM pgq.job_history h WHERE h.id = ANY (v_back) ORDER BY h.id FOR UPDATE;
@@ -71,11 +77,11 @@ BEGIN
             USING ERRCODE = 'PQ007';
     END IF;
     UPDATE pgq.job_deps d SET state = 'pending'
-     WHERE d.child_id = ANY (v_back) AND d.parent_id = ANY (v_set) AND d.state = 'failed';
+     WHERE d.child_id = ANY (v_back || v_wait) AND d.parent_id = ANY (v_set) AND d.state = 'failed';
     INSERT INTO pgq.job_waits (child_id, pending)
     SELECT d.child_id, count(*) FILTER (WHERE d.state = 'pending')
       FROM pgq.job_deps d
-     WHERE d.child_id = ANY (v_back)
+     WHERE d.child_id = ANY (v_back || v_wait)
      GROUP BY d.child_id
         ON CONFLICT (child_id) DO UPDATE SET pending = excluded.pending;
     RETURN v_back;

@@ -5,7 +5,10 @@
 --   with a new ready number (the back of its lane); due later: scheduled. Successful jobs
 --   and unknown ids are ignored. Returns the ids requeued. at NULL means now(). A requeued job
 --   whose failure canceled jobs waiting for it (workflows) brings them back as waiting
---   (pgq._rearm_deps): they run again once it (and their other parents) succeeded.
+--   (pgq._rearm_deps): they run again once it (and their other parents) succeeded. A job
+--   requeued in the same call as a parent whose failure canceled it is 'waiting' for that
+--   parent again (not queued); requeued without it, it runs (an explicit requeue overrides a
+--   failed parent).
 -- Locking: row locks on the history rows (in id order, by one read that also decides which
 --   jobs come back); inserts into pgq.jobs (fires the enqueue notice) and
 --   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
@@ -26,6 +29,7 @@ DECLARE
     v_eps   text[];
     v_clash text;
     v_due   boolean;
+    v_wait  bigint[] := '{}';
 BEGIN
     PERFORM pgq._check_dims(requeue.ids, 'ids');
     PERFORM pgq._check_time(requeue.at, 'at');
@@ -52,6 +56,11 @@ BEGIN
     -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
     -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
     v_due := requeue.at IS NULL OR requeue.at <= now();
+    -- Workflows: a job requeued with a parent whose failure canceled it waits for it again.
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
+        v_wait := ARRAY(SELECT DISTINCT d.child_id FROM pgq.job_deps d
+                         WHERE d.child_id = ANY (v_back) AND d.parent_id = ANY (v_back) AND d.state = 'failed');
+    END IF;
     IF v_due THEN
         PERFORM pgq._ready_lock(v_eps);
     END IF;
@@ -74,9 +83,9 @@ BEGIN
                               dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
                b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
-               CASE WHEN v_due THEN 'queued' ELSE 'scheduled' END,
-               CASE WHEN v_due THEN nextval('pgq.ready_seq') END,
-               CASE WHEN v_due THEN pgq._slot() ELSE 4 END, b.group_key
+               CASE WHEN b.id = ANY (v_wait) THEN 'waiting' WHEN v_due THEN 'queued' ELSE 'scheduled' END,
+               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN nextval('pgq.ready_seq') END,
+               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN pgq._slot() ELSE 4 END, b.group_key
           FROM (SELECT b.* FROM back b
                  WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
                  ORDER BY b.id) AS b

@@ -23,10 +23,10 @@
 --     686  Flow control: unique by period
 --     703  Flow control: per-key concurrency and fair share
 --     728  Workflows: jobs that wait for other jobs
---     771  Flow control: rate limits
---     819  Functions: the other 85 functions this migration re-creates (generated)
---    7620  The ring, continued: triggers and the copy of the live jobs
---    7652  Grants
+--     776  Flow control: rate limits
+--     824  Functions: the other 87 functions this migration re-creates (generated)
+--    7725  The ring, continued: triggers and the copy of the live jobs
+--    7757  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -737,14 +737,17 @@ CREATE INDEX jobs_key_idx ON pgq.jobs (entrypoint, priority, hashtextextended(gr
 -- one down, and the child whose count reaches 0 becomes scheduled and is promoted at once;
 -- a dead or canceled parent cancels the child (and, through its own edges, its descendants).
 CREATE TABLE pgq.job_deps (
-    parent_id  bigint  NOT NULL,
-    child_id   bigint  NOT NULL,
-    run_anyway boolean NOT NULL DEFAULT false,
+    parent_id   bigint  NOT NULL,
+    child_id    bigint  NOT NULL,
+    workflow_id bigint  NOT NULL,
+    run_anyway  boolean NOT NULL DEFAULT false,
     state      text    NOT NULL DEFAULT 'pending'
         CONSTRAINT job_deps_state_check CHECK (state IN ('pending', 'satisfied', 'failed')),
     PRIMARY KEY (parent_id, child_id)
 );
 CREATE INDEX job_deps_child_idx ON pgq.job_deps (child_id);
+-- A workflow's edges, read as a whole (pgq.workflow, pgq.workflows, pruning).
+CREATE INDEX job_deps_workflow_idx ON pgq.job_deps (workflow_id);
 -- The edges not settled yet: what pgq._archive looks for (empty while no workflow is in flight,
 -- so a completion of jobs nobody waits for costs one probe of an empty index).
 CREATE INDEX job_deps_pending_idx ON pgq.job_deps (parent_id) WHERE state = 'pending';
@@ -755,7 +758,9 @@ COMMENT ON SEQUENCE pgq.job_deps_used IS
     'Called once any job of this database was enqueued with dependencies: pgq._archive looks for edges to settle only then.';
 REVOKE ALL ON SEQUENCE pgq.job_deps_used FROM PUBLIC;
 COMMENT ON TABLE pgq.job_deps IS
-    'Workflows: child_id waits for parent_id. Kept after the parent ended (the workflow''s graph); removed with the jobs by pgq.prune_history.';
+    'Workflows: child_id waits for parent_id. Kept after the parent ended (the workflow''s graph); removed with the last job of its workflow by pgq.prune_history.';
+COMMENT ON COLUMN pgq.job_deps.workflow_id IS
+    'The workflow the edge belongs to: the id of the first job of the pgq.enqueue_many call that started the graph; a call whose jobs depend on jobs of a workflow joins it (the oldest of several).';
 COMMENT ON COLUMN pgq.job_deps.run_anyway IS
     'The child runs even when this parent ends dead or canceled (default: it is canceled).';
 COMMENT ON COLUMN pgq.job_deps.state IS
@@ -828,7 +833,9 @@ SET check_function_bodies = false;
 --   finished), with "run_anyway": true to run even when that parent ends dead or canceled.
 --   A job may only depend on jobs before it in the call, so a graph is acyclic by
 --   construction. Writes the edges (pgq.job_deps: pending for a parent not ended, satisfied for
---   one that succeeded or ended otherwise with run_anyway, failed for a dead or canceled one)
+--   one that succeeded or ended otherwise with run_anyway, failed for a dead or canceled one),
+--   all in one workflow: the oldest workflow of the jobs named by id (a named job in none
+--   counts as one of its own, its id), else the id of the call's first job that has an edge
 --   and, per job that waits, its count of pending edges (pgq.job_waits). Answers the jobs that
 --   wait (to be inserted as 'waiting') and those to cancel at once (a parent already dead or
 --   canceled, without run_anyway).
@@ -851,6 +858,7 @@ AS $$
 DECLARE
     v_n    int := cardinality(_add_deps.ids);
     v_bad  record;
+    v_wf   bigint;
 BEGIN
     IF jsonb_typeof(_add_deps.depends_on) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'depends_on must be a JSON array (element i for job i) or NULL, got %',
@@ -939,8 +947,13 @@ BEGIN
         RAISE EXCEPTION 'job at position % depends on job %, which does not exist (not live, not in history)', v_bad.pos, v_bad.parent_id
             USING ERRCODE = 'PQ009';
     END IF;
-    INSERT INTO pgq.job_deps (parent_id, child_id, run_anyway, state)
-    SELECT d.parent_id, d.child_id, bool_or(d.run_anyway),
+    -- One call, one workflow: the oldest workflow of the jobs it names (or the oldest job named
+    -- that is in none), else the call's first job with an edge. A workflow id is therefore the
+    -- id of its first job, and no larger than any of its jobs' ids.
+    v_wf := (SELECT min(coalesce(pgq._workflow_of(n.parent_id), n.parent_id))
+               FROM (SELECT DISTINCT d.parent_id FROM pgq_deps_in d) n);
+    INSERT INTO pgq.job_deps (parent_id, child_id, workflow_id, run_anyway, state)
+    SELECT d.parent_id, d.child_id, v_wf, bool_or(d.run_anyway),
            CASE WHEN d.parent_pos IS NOT NULL OR j.id IS NOT NULL THEN 'pending'
                 WHEN h.status = 'successful' OR bool_or(d.run_anyway) THEN 'satisfied'
                 ELSE 'failed' END
@@ -2763,7 +2776,9 @@ COMMENT ON FUNCTION pgq._ready_lock(text[]) IS
 --   failed edge into it from a job requeued or brought back here) returns from history as
 --   'waiting' (same id, payload, dedupe key; attempt 0, errors kept), level by level through
 --   its own failed edges; the edges from requeued or returned jobs are pending again, and each
---   returned job counts its pending edges (pgq.job_waits). When the requeued parents succeed,
+--   returned job counts its pending edges (pgq.job_waits); so do the requeued jobs that
+--   pgq.requeue made wait (requeued with a parent whose failure canceled them), their failed
+--   edges from requeued jobs pending again. When the requeued parents succeed,
 --   the children are released as on a first run. Returns the ids brought back.
 -- Locking: the history rows it moves (FOR UPDATE, id order); the dedupe keys it takes back.
 -- Errors: PQ007 when a live job holds a returned job's dedupe key (the caller's whole call is
@@ -2781,7 +2796,11 @@ DECLARE
     v_more  bigint[];
     v_back  bigint[] := '{}';
     v_clash text;
+    v_wait  bigint[];
 BEGIN
+    -- Requeued jobs that pgq.requeue made wait (a parent of theirs was requeued with them).
+    v_wait := ARRAY(SELECT j.id FROM pgq.jobs j
+                     WHERE j.id = ANY (_rearm_deps.ids) AND j.status = 'waiting' AND j.slot = 4);
     LOOP
         v_more := ARRAY(
             SELECT DISTINCT d.child_id
@@ -2800,7 +2819,7 @@ BEGIN
         v_set := v_set || v_more;
         v_back := v_back || v_more;
     END LOOP;
-    IF cardinality(v_back) = 0 THEN
+    IF cardinality(v_back) + cardinality(v_wait) = 0 THEN
         RETURN v_back;
     END IF;
     PERFORM 1 FROM pgq.job_history h WHERE h.id = ANY (v_back) ORDER BY h.id FOR UPDATE;
@@ -2829,11 +2848,11 @@ BEGIN
             USING ERRCODE = 'PQ007';
     END IF;
     UPDATE pgq.job_deps d SET state = 'pending'
-     WHERE d.child_id = ANY (v_back) AND d.parent_id = ANY (v_set) AND d.state = 'failed';
+     WHERE d.child_id = ANY (v_back || v_wait) AND d.parent_id = ANY (v_set) AND d.state = 'failed';
     INSERT INTO pgq.job_waits (child_id, pending)
     SELECT d.child_id, count(*) FILTER (WHERE d.state = 'pending')
       FROM pgq.job_deps d
-     WHERE d.child_id = ANY (v_back)
+     WHERE d.child_id = ANY (v_back || v_wait)
      GROUP BY d.child_id
         ON CONFLICT (child_id) DO UPDATE SET pending = excluded.pending;
     RETURN v_back;
@@ -3240,6 +3259,25 @@ END
 $$;
 COMMENT ON FUNCTION pgq._time_out(bigint[], timestamptz) IS
     'Private. Ends running attempts past their deadline as failed attempts (timed out after N s), through pgq.complete: the retry policy applies. Returns the ids ended.';
+
+-- sql/functions/_workflow_of.sql
+-- pgq._workflow_of(job_id)
+-- Contract: the workflow job_id belongs to: the workflow id of its edges in pgq.job_deps (as
+--   parent or as child; the oldest, i.e. smallest, when a later call joined it to another
+--   workflow), NULL for a job without dependencies or dependents.
+-- Locking: none (reads only).
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._workflow_of(job_id bigint)
+RETURNS bigint
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+    SELECT least((SELECT min(d.workflow_id) FROM pgq.job_deps d WHERE d.parent_id = _workflow_of.job_id),
+                 (SELECT min(d.workflow_id) FROM pgq.job_deps d WHERE d.child_id = _workflow_of.job_id));
+$$;
+COMMENT ON FUNCTION pgq._workflow_of(bigint) IS
+    'Private. The workflow id of a job''s edges (the smallest of several); NULL for a job outside any workflow.';
 
 -- sql/functions/cancel.sql
 -- pgq.cancel(ids, at)
@@ -6492,8 +6530,11 @@ COMMENT ON FUNCTION pgq.prune_entrypoints(interval, interval, timestamptz) IS
 -- pgq.prune_history(older_than, at, batch)
 -- Contract: deletes up to `batch` history rows that finished before at - older_than and returns
 --   how many it deleted; call it until it returns less than `batch` (the worker's maintenance
---   step does). Keeps the history table bounded. at NULL means now().
--- Locking: row locks on the deleted history rows (SKIP LOCKED: two pruners never wait).
+--   step does). Keeps the history table bounded. at NULL means now(). A workflow's edges
+--   (pgq.job_deps) are deleted with the last of its jobs (none live, none left in history):
+--   until then pgq.workflow shows the pruned ones as 'pruned'.
+-- Locking: row locks on the deleted history rows (SKIP LOCKED: two pruners never wait) and on
+--   the edges of the workflows that ended with them.
 -- Errors: PQ008 older_than negative or NULL, batch outside 1..100000.
 CREATE OR REPLACE FUNCTION pgq.prune_history(
     older_than  interval,
@@ -6508,7 +6549,8 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_n bigint;
+    v_n    bigint;
+    v_gone bigint[];
 BEGIN
     IF prune_history.older_than IS NULL OR prune_history.older_than < interval '0' THEN
         RAISE EXCEPTION 'older_than must be a non-negative interval, got %', coalesce(prune_history.older_than::text, 'NULL')
@@ -6520,14 +6562,33 @@ BEGIN
         RAISE EXCEPTION 'batch must be between 1 and 100000, got %', coalesce(prune_history.batch::text, 'NULL')
             USING ERRCODE = 'PQ008';
     END IF;
-    DELETE FROM pgq.job_history h
-     WHERE h.id IN (SELECT o.id
-                      FROM pgq.job_history o
-                     WHERE o.finished_at < coalesce(prune_history.at, now()) - prune_history.older_than
-                     ORDER BY o.finished_at
-                     LIMIT prune_history.batch
-                       FOR UPDATE SKIP LOCKED);
-    GET DIAGNOSTICS v_n = ROW_COUNT;
+    WITH gone AS (
+        DELETE FROM pgq.job_history h
+         WHERE h.id IN (SELECT o.id
+                          FROM pgq.job_history o
+                         WHERE o.finished_at < coalesce(prune_history.at, now()) - prune_history.older_than
+                         ORDER BY o.finished_at
+                         LIMIT prune_history.batch
+                           FOR UPDATE SKIP LOCKED)
+        RETURNING h.id
+    )
+    SELECT count(*), array_agg(g.id) INTO v_n, v_gone FROM gone g;
+    -- Workflows: a workflow's edges go with the last of its jobs.
+    IF v_n > 0 AND pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
+        DELETE FROM pgq.job_deps d
+         WHERE d.workflow_id = ANY (ARRAY(
+                   SELECT w.workflow_id
+                     FROM (SELECT e.workflow_id FROM pgq.job_deps e WHERE e.child_id = ANY (v_gone)
+                           UNION
+                           SELECT e.workflow_id FROM pgq.job_deps e WHERE e.parent_id = ANY (v_gone)) w
+                    WHERE NOT EXISTS (
+                              SELECT 1 FROM pgq.job_deps e
+                               WHERE e.workflow_id = w.workflow_id
+                                 AND (EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.id = e.child_id)
+                                      OR EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.id = e.parent_id)
+                                      OR EXISTS (SELECT 1 FROM pgq.job_history o WHERE o.id = e.child_id)
+                                      OR EXISTS (SELECT 1 FROM pgq.job_history o WHERE o.id = e.parent_id)))));
+    END IF;
     RETURN v_n;
 END
 $$;
@@ -6931,7 +6992,10 @@ COMMENT ON FUNCTION pgq.release_schedule(uuid, text, bigint, text, interval, tim
 --   with a new ready number (the back of its lane); due later: scheduled. Successful jobs
 --   and unknown ids are ignored. Returns the ids requeued. at NULL means now(). A requeued job
 --   whose failure canceled jobs waiting for it (workflows) brings them back as waiting
---   (pgq._rearm_deps): they run again once it (and their other parents) succeeded.
+--   (pgq._rearm_deps): they run again once it (and their other parents) succeeded. A job
+--   requeued in the same call as a parent whose failure canceled it is 'waiting' for that
+--   parent again (not queued); requeued without it, it runs (an explicit requeue overrides a
+--   failed parent).
 -- Locking: row locks on the history rows (in id order, by one read that also decides which
 --   jobs come back); inserts into pgq.jobs (fires the enqueue notice) and
 --   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
@@ -6952,6 +7016,7 @@ DECLARE
     v_eps   text[];
     v_clash text;
     v_due   boolean;
+    v_wait  bigint[] := '{}';
 BEGIN
     PERFORM pgq._check_dims(requeue.ids, 'ids');
     PERFORM pgq._check_time(requeue.at, 'at');
@@ -6978,6 +7043,11 @@ BEGIN
     -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
     -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
     v_due := requeue.at IS NULL OR requeue.at <= now();
+    -- Workflows: a job requeued with a parent whose failure canceled it waits for it again.
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
+        v_wait := ARRAY(SELECT DISTINCT d.child_id FROM pgq.job_deps d
+                         WHERE d.child_id = ANY (v_back) AND d.parent_id = ANY (v_back) AND d.state = 'failed');
+    END IF;
     IF v_due THEN
         PERFORM pgq._ready_lock(v_eps);
     END IF;
@@ -7000,9 +7070,9 @@ BEGIN
                               dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
         SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
                b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
-               CASE WHEN v_due THEN 'queued' ELSE 'scheduled' END,
-               CASE WHEN v_due THEN nextval('pgq.ready_seq') END,
-               CASE WHEN v_due THEN pgq._slot() ELSE 4 END, b.group_key
+               CASE WHEN b.id = ANY (v_wait) THEN 'waiting' WHEN v_due THEN 'queued' ELSE 'scheduled' END,
+               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN nextval('pgq.ready_seq') END,
+               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN pgq._slot() ELSE 4 END, b.group_key
           FROM (SELECT b.* FROM back b
                  WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
                  ORDER BY b.id) AS b
@@ -7079,6 +7149,37 @@ END
 $$;
 COMMENT ON FUNCTION pgq.requeue_history(text, text[], timestamptz, timestamptz, text, int, timestamptz) IS
     'Bulk requeue of failed (or canceled) jobs matching entrypoint, finish time and error text, up to max_jobs per call, skipping jobs whose dedupe key is held; returns the ids requeued.';
+
+-- sql/functions/requeue_workflow.sql
+-- pgq.requeue_workflow(job_id, at)
+-- Contract: requeues the failed part of the workflow job_id belongs to (pgq.workflow: its id or
+--   any of its jobs): every job of it that ended failed (dead) or canceled goes back as
+--   pgq.requeue does, in one call, so each job whose parent comes back with it waits for that
+--   parent again ('waiting') and the others are queued (due at `at`). Returns the ids requeued.
+--   Successful and live jobs are left as they are; a job outside any workflow is a workflow of
+--   none (nothing is requeued).
+-- Locking: as pgq.requeue.
+-- Errors: PQ009 NULL job_id, at out of range; PQ007 when a live job holds the dedupe key of a
+--   job to requeue (nothing is requeued).
+CREATE OR REPLACE FUNCTION pgq.requeue_workflow(job_id bigint, at timestamptz DEFAULT NULL)
+RETURNS TABLE (id bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT r.id
+      FROM pgq.requeue(ARRAY(SELECT w.id FROM pgq.workflow(requeue_workflow.job_id) w
+                              WHERE w.state IN ('failed', 'canceled')
+                              ORDER BY w.id),
+                       requeue_workflow.at) r;
+END
+$$;
+COMMENT ON FUNCTION pgq.requeue_workflow(bigint, timestamptz) IS
+    'Requeues every job of job_id''s workflow that ended failed or canceled (as pgq.requeue, in one call: a job comes back waiting for a parent that comes back with it); returns the ids requeued.';
 
 -- sql/functions/resume.sql
 -- pgq.resume(entrypoints)
@@ -7559,18 +7660,20 @@ COMMENT ON FUNCTION pgq.unregister_worker(uuid) IS
 
 -- sql/functions/workflow.sql
 -- pgq.workflow(job_id)
--- Contract: every job of the workflow job_id belongs to: the jobs connected to it through
---   dependencies (pgq.job_deps, in both directions, at most 100,000 jobs), live or finished,
---   each with its state (scheduled, waiting, queued, running, successful, failed, canceled;
+-- Contract: every job of a workflow, given its workflow id or any of its jobs: the jobs on its
+--   edges (pgq.job_deps with that workflow_id; at most 100,000 jobs), live or finished, each
+--   with its state (scheduled, waiting, queued, running, successful, failed, canceled;
 --   'pruned' when it left history), entrypoint, attempt, finished_at, parents (the jobs it
---   waits or waited for, with each edge's state: pending, satisfied, failed, and run_anyway)
---   and children. Ordered by id. Empty when the job has no dependency and no dependent (or does
---   not exist).
+--   waits or waited for in this workflow, with each edge's state: pending, satisfied, failed,
+--   and run_anyway), children (in this workflow) and the workflow id. A workflow id is the id
+--   of the first job of the pgq.enqueue_many call that started the graph; given a job that is
+--   not one, the job's workflow (the oldest, when a later call joined it to another). Ordered
+--   by id. Empty when the job has no dependency and no dependent (or does not exist).
 -- Locking: none (reads only).
 -- Errors: PQ009 NULL job_id.
 CREATE OR REPLACE FUNCTION pgq.workflow(job_id bigint)
 RETURNS TABLE (id bigint, entrypoint text, state text, attempt int, finished_at timestamptz,
-               parents jsonb, children bigint[])
+               parents jsonb, children bigint[], workflow_id bigint)
 LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
@@ -7578,23 +7681,23 @@ SET search_path = pg_catalog, pgq, pg_temp
 SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_wf bigint;
 BEGIN
     IF workflow.job_id IS NULL THEN
         RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = 'PQ009';
     END IF;
+    v_wf := CASE WHEN EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.workflow_id = workflow.job_id)
+                 THEN workflow.job_id
+                 ELSE pgq._workflow_of(workflow.job_id) END;
     RETURN QUERY
-    WITH RECURSIVE members (id) AS (
-        SELECT workflow.job_id
-         WHERE EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = workflow.job_id)
-            OR EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.child_id = workflow.job_id)
-        UNION
-        SELECT x.other
-          FROM members m
-         CROSS JOIN LATERAL (SELECT d.child_id AS other FROM pgq.job_deps d WHERE d.parent_id = m.id
-                             UNION ALL
-                             SELECT d.parent_id FROM pgq.job_deps d WHERE d.child_id = m.id) x
-    ), ids AS (
-        SELECT m.id FROM members m LIMIT 100000
+    WITH ids AS (
+        SELECT m.id
+          FROM (SELECT d.parent_id AS id FROM pgq.job_deps d WHERE d.workflow_id = v_wf
+                UNION
+                SELECT d.child_id FROM pgq.job_deps d WHERE d.workflow_id = v_wf) m
+         ORDER BY m.id
+         LIMIT 100000
     )
     SELECT i.id,
            coalesce(j.entrypoint, h.entrypoint),
@@ -7603,8 +7706,10 @@ BEGIN
            h.finished_at,
            coalesce((SELECT jsonb_agg(jsonb_build_object('id', d.parent_id, 'state', d.state, 'run_anyway', d.run_anyway)
                                       ORDER BY d.parent_id)
-                       FROM pgq.job_deps d WHERE d.child_id = i.id), '[]'),
-           coalesce(ARRAY(SELECT d.child_id FROM pgq.job_deps d WHERE d.parent_id = i.id ORDER BY d.child_id), '{}')
+                       FROM pgq.job_deps d WHERE d.child_id = i.id AND d.workflow_id = v_wf), '[]'),
+           coalesce(ARRAY(SELECT d.child_id FROM pgq.job_deps d
+                           WHERE d.parent_id = i.id AND d.workflow_id = v_wf ORDER BY d.child_id), '{}'),
+           v_wf
       FROM ids i
       LEFT JOIN pgq.jobs j ON j.id = i.id
       LEFT JOIN pgq.job_history h ON h.id = i.id
@@ -7612,7 +7717,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq.workflow(bigint) IS
-    'The jobs connected to job_id through dependencies (both ways), live or finished: state, parents (with each edge''s state) and children.';
+    'Every job of a workflow (given its id or any of its jobs), live or finished: state, parents (with each edge''s state), children and the workflow id.';
 
 RESET check_function_bodies;
 -- END FUNCTIONS
@@ -7738,6 +7843,8 @@ GRANT EXECUTE ON FUNCTION pgq.rate_waits(text[], timestamptz) TO pgq_worker;
 GRANT EXECUTE ON FUNCTION pgq.workflow(bigint), pgq.parent_results(bigint)
     TO pgq_producer, pgq_worker, pgq_reader, pgq_admin;
 GRANT EXECUTE ON FUNCTION pgq.cancel_workflow(bigint, timestamptz) TO pgq_producer, pgq_admin;
+-- Operators requeue the failed part of a workflow, as they requeue jobs.
+GRANT EXECUTE ON FUNCTION pgq.requeue_workflow(bigint, timestamptz) TO pgq_admin;
 
 -- Operators configure entrypoints and read the dead jobs they redrive (pgq_admin is the
 -- operators' role); readers see dead jobs as they see every finished job with its errors.

@@ -108,3 +108,28 @@ def test_a_job_page_shows_its_workflow_and_cancels_it(pgq_dsn: str) -> None:
         assert "Cancel workflow" not in page  # nothing left to cancel
     with Admin(pgq_dsn) as admin:
         assert {w["state"] for w in admin.workflow(ids[0])} == {"canceled"}
+
+
+def test_a_job_page_draws_its_workflow_and_requeues_the_failed_part(pgq_dsn: str) -> None:
+    """The job page draws the workflow (a box per job, an arrow per edge, each styled by its
+    state); after a parent died and canceled its children, Requeue failed part brings the three
+    back, the children waiting for it again, and the button goes."""
+    with Queue(pgq_dsn) as queue:
+        ids = queue.enqueue_many(
+            ["w.d", "w.e", "w.f", "w.g"], [None] * 4, depends_on=[None, [1], [1], [2, 3]]
+        )
+    kill(pgq_dsn, "w.d")
+    with serving(pgq_dsn) as web, web.client() as client:
+        page = client.get(f"/jobs/{ids[3]}", headers=BEARER).text
+        svg = page.split('<svg class="wf-graph"')[1].split("</svg>")[0]
+        assert svg.count('class="wf-node"') == 4
+        assert f'data-job="{ids[0]}" data-state="failed"' in svg
+        assert f'data-job="{ids[3]}" data-state="canceled"' in svg
+        assert svg.count('class="wf-edge e-failed"') == 4  # from d, and from e and f canceled
+        done = act(client, "/actions/requeue-workflow", ids=str(ids[3]))
+        assert done["message"].startswith("requeued 4 job(s) of the workflow of job"), done
+        page = client.get(f"/jobs/{ids[0]}", headers=BEARER).text
+        assert "Requeue failed part" not in page
+        svg = page.split('<svg class="wf-graph"')[1].split("</svg>")[0]
+        assert svg.count('class="wf-edge e-pending"') == 4
+    assert statuses(pgq_dsn, ids) == ["queued", "waiting", "waiting", "waiting"]

@@ -264,6 +264,55 @@ def test_requeue_a_dead_job_from_its_page_and_it_finishes(
         expect(page.locator("#result")).to_contain_text('"handled_by": "test worker"')
 
 
+def test_a_workflow_is_drawn_and_its_failed_part_requeued_runs_to_the_end(
+    pgq_dsn: str, new_page: Callable[[], Page], tmp_path: Path
+) -> None:
+    """A fan-out/fan-in whose split died: the job page draws six boxes that do not overlap, the
+    split red and the rest canceled; Requeue failed part brings the workflow back and a worker
+    runs it in order to the merge."""
+    names = [
+        "report.split",
+        "report.part",
+        "report.part",
+        "report.part",
+        "report.part",
+        "report.merge",
+    ]
+    with Queue(pgq_dsn) as queue:
+        ids = queue.enqueue_many(
+            names, [None] * 6, depends_on=[None, [1], [1], [1], [1], [2, 3, 4, 5]]
+        )
+    fail_with_traceback(pgq_dsn, "report.split", "the input file was empty")
+    with serving(pgq_dsn) as web:
+        page = new_page()
+        sign_in(page, web.url)
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.goto(f"{web.url}/jobs/{ids[5]}")
+        nodes = page.locator("#workflow-graph a.wf-node")
+        expect(nodes).to_have_count(6)
+        expect(page.locator(f'#workflow-graph a[data-job="{ids[0]}"]')).to_have_attribute(
+            "data-state", "failed"
+        )
+        boxes = [nodes.nth(i).bounding_box() for i in range(6)]
+        for i, a in enumerate(boxes):
+            assert a is not None and a["width"] > 100 and a["height"] > 20
+            for b in boxes[i + 1 :]:
+                assert b is not None
+                apart_x = a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
+                apart_y = a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"]
+                assert apart_x or apart_y, (a, b)
+        expect(page.locator("#workflow-graph path.wf-edge")).to_have_count(8)
+        page.screenshot(path=str(screenshot_dir(tmp_path) / "workflow.png"), full_page=True)
+
+        with RunningWorker(pgq_dsn, "report.split", "report.part", "report.merge") as worker:
+            page.get_by_role("button", name="Requeue failed part").click()
+            expect(page.locator("#flash")).to_contain_text("requeued 6 job(s) of the workflow")
+            wait_for(lambda: status_of(pgq_dsn, ids[5]) == "successful", 30, "the merge to run")
+        assert worker.ran[0][1] == ids[0] and worker.ran[-1][1] == ids[5]
+        page.reload()
+        expect(page.locator('#workflow-graph a[data-state="successful"]')).to_have_count(6)
+
+
 def test_html_in_payloads_errors_and_names_renders_as_text(
     pgq_dsn: str, new_page: Callable[[], Page]
 ) -> None:

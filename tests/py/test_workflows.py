@@ -66,7 +66,8 @@ def waiting_on_lock(dsn: str, pid: int) -> bool:
 
 def test_fan_out_fan_in_with_real_workers(pgq_dsn: str) -> None:
     """Split a text into 8 chunks, count each chunk's words, merge: one enqueue_many for the
-    whole graph; the merge reads its parents' results (pgq.parent_results) and starts after
+    whole graph; the merge, registered with parent_results=True, gets its parents' results
+    with the job (job.parent_results, read by the worker before it starts) and starts after
     every chunk ended."""
     text = " ".join(f"word{i}" for i in range(1000))
     chunks = [text.split()[i::8] for i in range(8)]
@@ -81,12 +82,13 @@ def test_fan_out_fan_in_with_real_workers(pgq_dsn: str) -> None:
 
     @worker.entrypoint("wf.count")
     async def count(job: Job[Any]) -> int:
+        assert job.parent_results is None  # not asked for
         return len(job.payload["words"])
 
-    @worker.entrypoint("wf.merge")
+    @worker.entrypoint("wf.merge", parent_results=True)
     async def merge(job: Job[Any]) -> int:
-        with Queue(pgq_dsn) as q:
-            parents = q.parent_results(job.id)
+        parents = job.parent_results
+        assert parents is not None
         merged["parents"] = [(p["status"], p["result"]) for p in parents]
         merged["total"] = sum(p["result"] for p in parents)
         done.set()
@@ -340,3 +342,120 @@ def test_a_parents_end_takes_the_childs_row_before_its_count(pgq_dsn: str) -> No
     with connect(pgq_dsn) as conn:
         assert status(conn, ids[0]) == "successful"
         assert conn.execute("SELECT count(*) FROM pgq.jobs").fetchone() == (0,)
+
+
+def workflow_rows(conn: psycopg.Connection[Any], job_id: int) -> dict[int, tuple[str, int]]:
+    """pgq.workflow(job_id) as {id: (state, workflow_id)}."""
+    rows = conn.execute("SELECT id, state, workflow_id FROM pgq.workflow(%s)", (job_id,)).fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def enqueue_graph(
+    conn: psycopg.Connection[Any], entrypoints: list[str], deps: list[Any]
+) -> list[int]:
+    rows = conn.execute(
+        "SELECT id FROM pgq.enqueue_many(%s, depends_on => %s::jsonb)",
+        (entrypoints, json.dumps(deps)),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_a_workflow_id_names_the_graph_a_call_started_and_the_calls_that_joined_it(
+    pgq_dsn: str,
+) -> None:
+    """One enqueue_many call, one workflow: its id is the call's first job with an edge (a job of
+    the call without any edge is in none). A later call naming its jobs joins it; a call naming
+    jobs of two workflows joins the older; a plain job named by a call starts a workflow under its
+    own id. pgq.workflow takes the workflow id or any of its jobs."""
+    with connect(pgq_dsn) as conn:
+        a = enqueue_graph(conn, ["wf.i1", "wf.i1", "wf.i1", "wf.i1"], [None, None, [2], [2, 3]])
+        assert workflow_rows(conn, a[0]) == {}  # no edge: no workflow
+        assert {w for _, w in workflow_rows(conn, a[3]).values()} == {a[1]}
+        assert set(workflow_rows(conn, a[1])) == {a[1], a[2], a[3]}
+        joined = enqueue_graph(conn, ["wf.i1"], [[{"job": a[3]}]])
+        rows = workflow_rows(conn, a[1])
+        assert set(rows) == {a[1], a[2], a[3], joined[0]}
+        assert rows[joined[0]] == ("waiting", a[1])
+        b = enqueue_graph(conn, ["wf.i1", "wf.i1"], [None, [1]])
+        assert {w for _, w in workflow_rows(conn, b[1]).values()} == {b[0]}
+        both = enqueue_graph(conn, ["wf.i1"], [[{"job": b[1]}, {"job": a[2]}]])
+        assert workflow_rows(conn, both[0])[both[0]] == ("waiting", a[1])
+        # b keeps its id and its jobs; the edge from b's job into the joining call is a[1]'s.
+        assert set(workflow_rows(conn, b[0])) == {b[0], b[1]}
+        assert b[1] in workflow_rows(conn, a[1])
+        (plain,) = enqueue_graph(conn, ["wf.i1"], [None])
+        (child,) = enqueue_graph(conn, ["wf.i1"], [[{"job": plain}]])
+        assert workflow_rows(conn, child) == {plain: ("queued", plain), child: ("waiting", plain)}
+
+
+def test_requeue_workflow_brings_back_the_failed_part_waiting_for_its_parents(
+    pgq_dsn: str,
+) -> None:
+    """A dead parent cancels its chain; pgq.requeue_workflow requeues every job of the workflow
+    that ended failed or canceled in one call: the parent is queued, the jobs after it wait for
+    it again and run in order. After pgq.cancel_workflow, the same call brings back every
+    canceled job, each waiting for what it waited for before."""
+    with connect(pgq_dsn) as conn:
+        ids = enqueue_graph(conn, ["wf.r1", "wf.r2", "wf.r3", "wf.r2"], [None, [1], [2], None])
+        complete(conn, claim_all(conn, "wf.r1"), "fatal")
+        assert [status(conn, i) for i in ids[:3]] == ["failed", "canceled", "canceled"]
+        back = [r[0] for r in conn.execute("SELECT id FROM pgq.requeue_workflow(%s)", (ids[2],))]
+        assert sorted(back) == ids[:3]
+        assert [status(conn, i) for i in ids] == ["queued", "waiting", "waiting", "queued"]
+        got = claim_all(conn, "wf.r2")  # the waiting one is not claimable
+        assert [g[0] for g in got] == [ids[3]]
+        complete(conn, claim_all(conn, "wf.r1"))
+        assert status(conn, ids[1]) == "queued"
+        complete(conn, claim_all(conn, "wf.r2"))
+        complete(conn, claim_all(conn, "wf.r3"))
+        assert [status(conn, i) for i in ids] == ["successful"] * 3 + ["running"]
+        assert conn.execute(
+            "SELECT count(*) FROM pgq.job_waits WHERE child_id = ANY (%s)", (ids,)
+        ).fetchone() == (0,)
+
+        # Canceled as a whole, requeued as a whole.
+        g = enqueue_graph(conn, ["wf.r4", "wf.r5", "wf.r5", "wf.r6"], [None, [1], [1], [2, 3]])
+        conn.execute("SELECT pgq.cancel_workflow(%s)", (g[0],))
+        back = [r[0] for r in conn.execute("SELECT id FROM pgq.requeue_workflow(%s)", (g[0],))]
+        assert sorted(back) == g
+        assert [status(conn, i) for i in g] == ["queued", "waiting", "waiting", "waiting"]
+        assert dict(conn.execute(
+            "SELECT child_id, pending FROM pgq.job_waits WHERE child_id = ANY (%s)", (g,)
+        ).fetchall()) == {g[1]: 1, g[2]: 1, g[3]: 2}  # fmt: skip
+        # Nothing failed: nothing to requeue.
+        assert conn.execute(
+            "SELECT count(*) FROM pgq.requeue_workflow(%s)", (ids[0],)
+        ).fetchone() == (0,)
+
+
+def test_a_job_requeued_without_its_failed_parent_runs(pgq_dsn: str) -> None:
+    """pgq.requeue of a job canceled for a dead parent, without that parent, is an operator's
+    override: it is queued at once; with the parent in the same call, it waits for it."""
+    with connect(pgq_dsn) as conn:
+        ids = enqueue_graph(conn, ["wf.o1", "wf.o2"], [None, [1]])
+        complete(conn, claim_all(conn, "wf.o1"), "fatal")
+        conn.execute("SELECT pgq.requeue(%s)", ([ids[1]],))
+        assert status(conn, ids[1]) == "queued"
+        complete(conn, claim_all(conn, "wf.o2"), "fatal")
+        conn.execute("SELECT pgq.requeue(%s)", ([ids[1], ids[0]],))
+        assert [status(conn, i) for i in ids] == ["queued", "waiting"]
+
+
+def test_a_workflows_edges_go_with_its_last_job(pgq_dsn: str) -> None:
+    """pgq.prune_history keeps a workflow's edges while any of its jobs is live or in history
+    (pgq.workflow shows the others as pruned) and deletes them with the last one."""
+    with connect(pgq_dsn) as conn:
+        ids = enqueue_graph(conn, ["wf.p1", "wf.p2", "wf.p3"], [None, [1], [2]])
+        other = enqueue_graph(conn, ["wf.p9", "wf.p9"], [None, [1]])
+        for ep in ("wf.p1", "wf.p2"):
+            complete(conn, claim_all(conn, ep))
+        conn.execute("SELECT pgq.prune_history(interval '0')")
+        rows = workflow_rows(conn, ids[2])
+        assert [rows[i][0] for i in ids] == ["pruned", "pruned", "queued"]
+        complete(conn, claim_all(conn, "wf.p3"))
+        assert conn.execute("SELECT pgq.prune_history(interval '0')").fetchone() == (1,)
+        assert conn.execute(
+            "SELECT count(*) FROM pgq.job_deps WHERE workflow_id = %s", (ids[0],)
+        ).fetchone() == (0,)
+        assert workflow_rows(conn, ids[2]) == {}
+        assert set(workflow_rows(conn, other[0])) == set(other)  # another workflow untouched
