@@ -1,6 +1,6 @@
 -- pgq.prune_history: deletes history rows older than at - older_than, oldest first, at most batch.
 BEGIN;
-SELECT plan(17);
+SELECT plan(21);
 
 -- Six finished jobs, finished 1..6 days ago.
 CREATE TEMP TABLE fin (id bigint, days int);
@@ -31,6 +31,15 @@ SELECT throws_ok($$SELECT pgq.prune_history(interval '0', batch => 100001)$$, 'P
 SELECT throws_ok($$SELECT pgq.prune_history(interval '0', batch => NULL)$$, 'PQ008', NULL, 'NULL batch: PQ008');
 SELECT is((SELECT count(*)::int FROM pgq.job_history), 1, 'failed calls deleted nothing');
 SELECT is(pgq.prune_history(interval '0', now() + interval '1 second'), 1::bigint, 'older_than 0 prunes everything finished before at');
+
+-- A workflow's edges go with its last job: a canceled chain of two, pruned one job at a time.
+CREATE TEMP TABLE wf AS SELECT array_agg(id) AS ids FROM pgq.enqueue_many('{ph.a,ph.b}', depends_on => '[null,[1]]');
+SELECT count(*) FROM pgq.cancel((SELECT ids[2:2] FROM wf), now() - interval '2 days');
+SELECT count(*) FROM pgq.cancel((SELECT ids[1:1] FROM wf), now() - interval '1 day');
+SELECT is(pgq.prune_history(interval '36 hours'), 1::bigint, 'the child, finished first, is pruned');
+SELECT is((SELECT count(*)::int FROM pgq.job_deps WHERE workflow_id = (SELECT ids[1] FROM wf)), 1, 'the edge stays while the parent is in history');
+SELECT is(pgq.prune_history(interval '0'), 1::bigint, 'then the parent');
+SELECT is((SELECT count(*)::int FROM pgq.job_deps WHERE workflow_id = (SELECT ids[1] FROM wf)), 0, 'and the edge with it');
 
 SELECT * FROM finish();
 ROLLBACK;

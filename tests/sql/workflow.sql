@@ -1,7 +1,7 @@
 -- Workflows: depends_on at enqueue (pgq._add_deps), waiting jobs, settlement at the parent's end
 -- (pgq._settle_deps from pgq._archive), pgq.workflow and pgq.parent_results, bad input.
 BEGIN;
-SELECT plan(31);
+SELECT plan(38);
 
 CREATE TEMP TABLE w AS
 SELECT array_agg(id) AS ids FROM pgq.enqueue_many('{wf.split,wf.chunk,wf.chunk,wf.merge}',
@@ -73,6 +73,20 @@ SELECT is((SELECT count(*)::int FROM pgq.cancel_workflow((SELECT ids[3] FROM cwf
 SELECT is((SELECT array_agg(status ORDER BY id) FROM pgq.job_history WHERE id IN (SELECT unnest(ids) FROM cwf)),
           '{canceled,canceled,canceled}', 'every job of the workflow ended canceled');
 SELECT is((SELECT count(*)::int FROM pgq.cancel_workflow((SELECT ids[1] FROM cwf))), 0, 'again: nothing left to cancel');
+
+-- requeue_workflow: the failed part of the graph in one call, each job waiting again for a
+-- parent that comes back with it; the workflow id is the call's first job.
+SELECT is((SELECT array_agg(DISTINCT workflow_id) FROM pgq.workflow((SELECT ids[3] FROM cwf))), (SELECT ids[1:1] FROM cwf),
+          'the workflow id is the id of the call''s first job');
+SELECT is((SELECT array_agg(id ORDER BY id) FROM pgq.requeue_workflow((SELECT ids[2] FROM cwf))), (SELECT ids FROM cwf),
+          'requeue_workflow: every canceled job of it');
+SELECT is((SELECT array_agg(status ORDER BY id) FROM pgq.jobs WHERE id IN (SELECT unnest(ids) FROM cwf)), '{queued,waiting,waiting}',
+          'the first is queued, the others wait for their parents again');
+SELECT is((SELECT array_agg(pending ORDER BY child_id) FROM pgq.job_waits WHERE child_id IN (SELECT unnest(ids) FROM cwf)), '{1,2}',
+          'each counts its parents again');
+SELECT is((SELECT count(*)::int FROM pgq.requeue_workflow((SELECT ids[1] FROM cwf))), 0, 'nothing failed: nothing requeued');
+SELECT is((SELECT count(*)::int FROM pgq.requeue_workflow((SELECT max(id) + 1000 FROM pgq.jobs))), 0, 'a job outside any workflow: nothing');
+SELECT throws_ok($$SELECT pgq.requeue_workflow(NULL)$$, 'PQ009', 'job_id must not be NULL', 'requeue_workflow of NULL: PQ009');
 
 -- Bad input: nothing is added.
 SELECT throws_ok($$SELECT pgq.enqueue_many('{wf.x,wf.x}', depends_on => '[[2], null]')$$, 'PQ009',
