@@ -9,7 +9,8 @@
 --   pgq.requeue made wait (requeued with a parent whose failure canceled them), their failed
 --   edges from requeued jobs pending again. When the requeued parents succeed,
 --   the children are released as on a first run. Returns the ids brought back.
--- Locking: the history rows it moves (FOR UPDATE, id order); the dedupe keys it takes back.
+-- Locking: the history rows it moves (FOR UPDATE, id order); the dedupe keys it takes back;
+--   the edges into the jobs it brings back (FOR UPDATE, before they are counted).
 -- Errors: PQ007 when a live job holds a returned job's dedupe key (the caller's whole call is
 --   undone).
 CREATE OR REPLACE FUNCTION pgq._rearm_deps(ids bigint[], at timestamptz)
@@ -76,6 +77,11 @@ BEGIN
             quote_literal(v_clash)
             USING ERRCODE = 'PQ007';
     END IF;
+    -- The edges into the returned jobs, locked before they are counted: a parent ending
+    -- meanwhile settles its edge before (read as settled here) or after this commits (and then
+    -- counts the returned job down).
+    PERFORM 1 FROM pgq.job_deps d WHERE d.child_id = ANY (v_back)
+     ORDER BY d.parent_id, d.child_id FOR UPDATE;
     UPDATE pgq.job_deps d SET state = 'pending'
      WHERE d.child_id = ANY (v_back || v_wait) AND d.parent_id = ANY (v_set) AND d.state = 'failed';
     INSERT INTO pgq.job_waits (child_id, pending)

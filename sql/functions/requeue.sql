@@ -7,10 +7,11 @@
 --   whose failure canceled jobs waiting for it (workflows) brings them back as waiting
 --   (pgq._rearm_deps): they run again once it (and their other parents) succeeded. A job
 --   requeued in the same call as a parent whose failure canceled it is 'waiting' for that
---   parent again (not queued); requeued without it, it runs (an explicit requeue overrides a
+--   parent again (not queued), as is one with a parent that has not ended (canceled while it
+--   waited); requeued without its failed parent, it runs (an explicit requeue overrides a
 --   failed parent).
 -- Locking: row locks on the history rows (in id order, by one read that also decides which
---   jobs come back); inserts into pgq.jobs (fires the enqueue notice) and
+--   jobs come back), then on the workflow edges into them (pgq.job_deps, FOR UPDATE); inserts into pgq.jobs (fires the enqueue notice) and
 --   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
 --   (pgq._ready_lock) of their entrypoints until commit.
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
@@ -56,10 +57,17 @@ BEGIN
     -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
     -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
     v_due := requeue.at IS NULL OR requeue.at <= now();
-    -- Workflows: a job requeued with a parent whose failure canceled it waits for it again.
+    -- Workflows: a job requeued with a parent whose failure canceled it waits for it again, and
+    -- so does one whose parent has not ended (it was canceled while it waited). The edges into
+    -- the requeued jobs are locked first: a parent ending meanwhile has settled its edge (and
+    -- found no waiting child to count down) before they are read, or settles it after this
+    -- commits (and counts the child down).
     IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
+        PERFORM 1 FROM pgq.job_deps d WHERE d.child_id = ANY (v_back)
+         ORDER BY d.parent_id, d.child_id FOR UPDATE;
         v_wait := ARRAY(SELECT DISTINCT d.child_id FROM pgq.job_deps d
-                         WHERE d.child_id = ANY (v_back) AND d.parent_id = ANY (v_back) AND d.state = 'failed');
+                         WHERE d.child_id = ANY (v_back)
+                           AND (d.state = 'pending' OR (d.state = 'failed' AND d.parent_id = ANY (v_back))));
     END IF;
     IF v_due THEN
         PERFORM pgq._ready_lock(v_eps);

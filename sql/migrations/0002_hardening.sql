@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
 --     824  Functions: the other 87 functions this migration re-creates (generated)
---    7725  The ring, continued: triggers and the copy of the live jobs
---    7757  Grants
+--    7739  The ring, continued: triggers and the copy of the live jobs
+--    7771  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -2780,7 +2780,8 @@ COMMENT ON FUNCTION pgq._ready_lock(text[]) IS
 --   pgq.requeue made wait (requeued with a parent whose failure canceled them), their failed
 --   edges from requeued jobs pending again. When the requeued parents succeed,
 --   the children are released as on a first run. Returns the ids brought back.
--- Locking: the history rows it moves (FOR UPDATE, id order); the dedupe keys it takes back.
+-- Locking: the history rows it moves (FOR UPDATE, id order); the dedupe keys it takes back;
+--   the edges into the jobs it brings back (FOR UPDATE, before they are counted).
 -- Errors: PQ007 when a live job holds a returned job's dedupe key (the caller's whole call is
 --   undone).
 CREATE OR REPLACE FUNCTION pgq._rearm_deps(ids bigint[], at timestamptz)
@@ -2847,6 +2848,11 @@ BEGIN
             quote_literal(v_clash)
             USING ERRCODE = 'PQ007';
     END IF;
+    -- The edges into the returned jobs, locked before they are counted: a parent ending
+    -- meanwhile settles its edge before (read as settled here) or after this commits (and then
+    -- counts the returned job down).
+    PERFORM 1 FROM pgq.job_deps d WHERE d.child_id = ANY (v_back)
+     ORDER BY d.parent_id, d.child_id FOR UPDATE;
     UPDATE pgq.job_deps d SET state = 'pending'
      WHERE d.child_id = ANY (v_back || v_wait) AND d.parent_id = ANY (v_set) AND d.state = 'failed';
     INSERT INTO pgq.job_waits (child_id, pending)
@@ -6994,10 +7000,11 @@ COMMENT ON FUNCTION pgq.release_schedule(uuid, text, bigint, text, interval, tim
 --   whose failure canceled jobs waiting for it (workflows) brings them back as waiting
 --   (pgq._rearm_deps): they run again once it (and their other parents) succeeded. A job
 --   requeued in the same call as a parent whose failure canceled it is 'waiting' for that
---   parent again (not queued); requeued without it, it runs (an explicit requeue overrides a
+--   parent again (not queued), as is one with a parent that has not ended (canceled while it
+--   waited); requeued without its failed parent, it runs (an explicit requeue overrides a
 --   failed parent).
 -- Locking: row locks on the history rows (in id order, by one read that also decides which
---   jobs come back); inserts into pgq.jobs (fires the enqueue notice) and
+--   jobs come back), then on the workflow edges into them (pgq.job_deps, FOR UPDATE); inserts into pgq.jobs (fires the enqueue notice) and
 --   the jobs' dedupe keys into pgq.live_keys; when due, the ready-number fence
 --   (pgq._ready_lock) of their entrypoints until commit.
 -- Errors: PQ009 NULL ids or NULL element; PQ007 when a live job already holds the dedupe key
@@ -7043,10 +7050,17 @@ BEGIN
     -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
     -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
     v_due := requeue.at IS NULL OR requeue.at <= now();
-    -- Workflows: a job requeued with a parent whose failure canceled it waits for it again.
+    -- Workflows: a job requeued with a parent whose failure canceled it waits for it again, and
+    -- so does one whose parent has not ended (it was canceled while it waited). The edges into
+    -- the requeued jobs are locked first: a parent ending meanwhile has settled its edge (and
+    -- found no waiting child to count down) before they are read, or settles it after this
+    -- commits (and counts the child down).
     IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
+        PERFORM 1 FROM pgq.job_deps d WHERE d.child_id = ANY (v_back)
+         ORDER BY d.parent_id, d.child_id FOR UPDATE;
         v_wait := ARRAY(SELECT DISTINCT d.child_id FROM pgq.job_deps d
-                         WHERE d.child_id = ANY (v_back) AND d.parent_id = ANY (v_back) AND d.state = 'failed');
+                         WHERE d.child_id = ANY (v_back)
+                           AND (d.state = 'pending' OR (d.state = 'failed' AND d.parent_id = ANY (v_back))));
     END IF;
     IF v_due THEN
         PERFORM pgq._ready_lock(v_eps);

@@ -459,3 +459,66 @@ def test_a_workflows_edges_go_with_its_last_job(pgq_dsn: str) -> None:
         ).fetchone() == (0,)
         assert workflow_rows(conn, ids[2]) == {}
         assert set(workflow_rows(conn, other[0])) == set(other)  # another workflow untouched
+
+
+def test_a_requeue_racing_the_end_of_another_parent_counts_it_once(pgq_dsn: str) -> None:
+    """C waits for P1 and P2. P1 dies and cancels C. While P2's completion is uncommitted
+    (session A), a requeue of P1 brings C back (session B): B waits for the edge P2 -> C that A
+    settled, then counts it as settled, so C waits for P1 alone and runs once P1 succeeds.
+    Without the lock B counted the edge as pending (A had found no waiting C to count down)
+    and C waited for P2 forever."""
+    with connect(pgq_dsn) as conn:
+        ids = enqueue_graph(conn, ["wf.q1", "wf.q2", "wf.q3"], [None, None, [1, 2]])
+        p2 = claim_all(conn, "wf.q2")
+        complete(conn, claim_all(conn, "wf.q1"), "fatal")
+        assert status(conn, ids[2]) == "canceled"
+    a = psycopg.connect(pgq_dsn)
+    errors: list[BaseException] = []
+    try:
+        complete(a, p2)  # in A's open transaction
+        pid: list[int] = []
+
+        def requeue_p1() -> None:
+            try:
+                with connect(pgq_dsn) as b:
+                    r = b.execute("SELECT pg_backend_pid()").fetchone()
+                    assert r is not None
+                    pid.append(r[0])
+                    b.execute("SELECT pgq.requeue(%s)", ([ids[0]],))
+            except BaseException as err:
+                errors.append(err)
+
+        thread = threading.Thread(target=requeue_p1)
+        thread.start()
+        wait_for(
+            lambda: not thread.is_alive() or (pid and waiting_on_lock(pgq_dsn, pid[0])),
+            20,
+            "the requeue waiting (or done: then the count below is wrong)",
+        )
+        a.commit()
+        thread.join(30)
+    finally:
+        a.close()
+    assert not errors, errors
+    with connect(pgq_dsn) as conn:
+        assert [status(conn, i) for i in ids] == ["queued", "successful", "waiting"]
+        assert conn.execute(
+            "SELECT pending FROM pgq.job_waits WHERE child_id = %s", (ids[2],)
+        ).fetchone() == (1,)
+        complete(conn, claim_all(conn, "wf.q1"))
+        assert status(conn, ids[2]) == "queued"
+
+
+def test_a_job_canceled_while_waiting_and_requeued_waits_for_its_live_parent(
+    pgq_dsn: str,
+) -> None:
+    """A waiting job canceled by hand and requeued while its parent still runs waits for it
+    again (it is not queued ahead of it)."""
+    with connect(pgq_dsn) as conn:
+        ids = enqueue_graph(conn, ["wf.v1", "wf.v2"], [None, [1]])
+        parent = claim_all(conn, "wf.v1")
+        conn.execute("SELECT pgq.cancel(%s)", ([ids[1]],))
+        conn.execute("SELECT pgq.requeue(%s)", ([ids[1]],))
+        assert status(conn, ids[1]) == "waiting"
+        complete(conn, parent)
+        assert status(conn, ids[1]) == "queued"
