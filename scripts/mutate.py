@@ -164,7 +164,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     m(
         "requeue_fence_removed",
-        "requeue.sql",
+        "_requeue.sql",
         "        PERFORM pgq._ready_lock(v_eps);\n",
         "        NULL;\n",
         "requeue draws ready numbers without the fence",
@@ -496,9 +496,9 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     m(
         "requeue_second_read",
-        "requeue.sql",
+        "_requeue.sql",
         "         WHERE h.id = ANY (v_back)\n",
-        "         WHERE h.id = ANY (requeue.ids) AND h.status IN ('failed', 'canceled')\n",
+        "         WHERE h.id = ANY (_requeue.ids) AND h.status IN ('failed', 'canceled')\n",
         "requeue takes a job that ended after its locked read, without that entrypoint's fence",
     ),
     m(
@@ -608,6 +608,27 @@ MUTANTS: tuple[Mutant, ...] = (
         "SET state = CASE WHEN h.status = 'successful' OR d.run_anyway THEN 'satisfied' ELSE 'failed' END",
         "SET state = CASE WHEN h.status = 'successful' THEN 'satisfied' ELSE 'failed' END",
         "run_anyway edges cancel their child like the others",
+    ),
+    m(
+        "settle_level_by_level",
+        "_settle_deps.sql",
+        "        IF v_edges.bad IS NOT NULL AND v_below IS NULL THEN",
+        "        IF false THEN",
+        "two failures canceling overlapping descendants lock them level by level and deadlock",
+    ),
+    m(
+        "requeue_edges_unlocked",
+        "_requeue.sql",
+        "         ORDER BY d.parent_id, d.child_id\n           FOR UPDATE;\n",
+        "         ORDER BY d.parent_id, d.child_id;\n",
+        "a requeue counts an edge its other parent is settling as pending: the job waits forever",
+    ),
+    m(
+        "rearm_leaves_stale_failures",
+        "_rearm_deps.sql",
+        "     WHERE d.parent_id = ANY (v_set) AND d.state = 'failed';",
+        "     WHERE d.parent_id = ANY (v_set) AND d.state = 'failed' AND d.child_id = ANY (v_back || v_wait);",
+        "a requeued parent's edge into a job left in history stays failed after it succeeds",
     ),
     m(
         "next_run_at_ignores_rate",

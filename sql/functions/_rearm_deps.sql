@@ -4,13 +4,13 @@
 --   because of them (in history as canceled with details.error 'dependency failed', and every
 --   failed edge into it from a job requeued or brought back here) returns from history as
 --   'waiting' (same id, payload, dedupe key; attempt 0, errors kept), level by level through
---   its own failed edges; the edges from requeued or returned jobs are pending again, and each
---   returned job counts its pending edges (pgq.job_waits); so do the requeued jobs that
---   pgq.requeue made wait (requeued with a parent whose failure canceled them), their failed
---   edges from requeued jobs pending again. When the requeued parents succeed,
+--   its own failed edges; every failed edge from a requeued or returned job is pending again
+--   (its next end settles it), and each returned job counts its pending edges
+--   (pgq.job_waits); so do the requeued jobs that pgq.requeue made wait (requeued with a
+--   parent whose failure canceled them). When the requeued parents succeed,
 --   the children are released as on a first run. Returns the ids brought back.
 -- Locking: the history rows it moves (FOR UPDATE, id order); the dedupe keys it takes back;
---   the edges into the jobs it brings back (FOR UPDATE, before they are counted).
+--   the edges into the jobs it brings back are already locked by pgq._requeue (its caller).
 -- Errors: PQ007 when a live job holds a returned job's dedupe key (the caller's whole call is
 --   undone).
 CREATE OR REPLACE FUNCTION pgq._rearm_deps(ids bigint[], at timestamptz)
@@ -49,6 +49,12 @@ BEGIN
         v_set := v_set || v_more;
         v_back := v_back || v_more;
     END LOOP;
+    -- The requeued and returned jobs are live again: every edge their failure marked failed is
+    -- pending, so that their next end settles it (into the returned and waiting jobs: counted
+    -- below; into a job left in history: a later requeue of it sees the parent's new end, not
+    -- a stale failure).
+    UPDATE pgq.job_deps d SET state = 'pending'
+     WHERE d.parent_id = ANY (v_set) AND d.state = 'failed';
     IF cardinality(v_back) + cardinality(v_wait) = 0 THEN
         RETURN v_back;
     END IF;
@@ -77,13 +83,6 @@ BEGIN
             quote_literal(v_clash)
             USING ERRCODE = 'PQ007';
     END IF;
-    -- The edges into the returned jobs, locked before they are counted: a parent ending
-    -- meanwhile settles its edge before (read as settled here) or after this commits (and then
-    -- counts the returned job down).
-    PERFORM 1 FROM pgq.job_deps d WHERE d.child_id = ANY (v_back)
-     ORDER BY d.parent_id, d.child_id FOR UPDATE;
-    UPDATE pgq.job_deps d SET state = 'pending'
-     WHERE d.child_id = ANY (v_back || v_wait) AND d.parent_id = ANY (v_set) AND d.state = 'failed';
     INSERT INTO pgq.job_waits (child_id, pending)
     SELECT d.child_id, count(*) FILTER (WHERE d.state = 'pending')
       FROM pgq.job_deps d

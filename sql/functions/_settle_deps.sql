@@ -8,9 +8,11 @@
 --   is still waiting (pgq._archive, details {"error": "dependency failed", "parent_id",
 --   "parent_status"}); the canceled children's own edges are settled the same way, level by
 --   level, so a failure cancels every waiting descendant that does not run anyway.
--- Locking: the edges it settles (UPDATE: a parent's edges are settled by one caller only), the
+-- Locking: the edges it settles, in (parent, child) order (a parent's edges are settled by one
+--   caller only; pgq._requeue locks edges in the same order), the
 --   children's job rows in id order (FOR UPDATE: two parents of one child ending at once count
---   it down one after the other; a cancel of the child waits or is waited for), then their
+--   it down one after the other; a cancel of the child waits or is waited for), with, when a
+--   child is to be canceled, every waiting job below it in the same ordered pass; then their
 --   pgq.job_waits rows.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._settle_deps(parent_ids bigint[], at timestamptz)
@@ -30,12 +32,18 @@ DECLARE
     v_cancel   bigint[];
     v_eps      text[];
     v_details  jsonb[];
+    v_below    bigint[];
     c_waiting  constant text := 'waiting';
 BEGIN
     -- Canceled children are archived here with the settling switched off in pgq._archive; this
     -- loop settles their edges in turn (a chain of any length without nesting calls).
     PERFORM set_config('pgq.settling', 'on', true);
     WHILE cardinality(v_parents) > 0 LOOP
+        -- The edges, locked in (parent, child) order first (as pgq._requeue locks them).
+        PERFORM 1 FROM pgq.job_deps d
+         WHERE d.parent_id = ANY (v_parents) AND d.state = 'pending'
+         ORDER BY d.parent_id, d.child_id
+           FOR UPDATE;
         WITH settled AS (
             UPDATE pgq.job_deps d
                SET state = CASE WHEN h.status = 'successful' OR d.run_anyway THEN 'satisfied' ELSE 'failed' END
@@ -53,9 +61,21 @@ BEGIN
                    FILTER (WHERE s.state = 'failed') AS why
           INTO v_edges
           FROM settled s;
-        -- The children, locked in id order, still waiting.
+        -- The children, locked in id order, still waiting. The first time some are to be canceled,
+        -- every waiting job below them too (through pending edges), in the same ordered pass:
+        -- locking level by level, two settlements could each hold a job of one level that the
+        -- other wants at the next, and deadlock.
+        IF v_edges.bad IS NOT NULL AND v_below IS NULL THEN
+            v_below := ARRAY(
+                WITH RECURSIVE below (id) AS (
+                    SELECT unnest(v_edges.bad)
+                    UNION
+                    SELECT d.child_id FROM below b JOIN pgq.job_deps d ON d.parent_id = b.id AND d.state = 'pending'
+                )
+                SELECT b.id FROM below b);
+        END IF;
         PERFORM 1 FROM pgq.jobs j
-         WHERE j.id = ANY (coalesce(v_edges.ok, '{}') || coalesce(v_edges.bad, '{}'))
+         WHERE j.id = ANY (coalesce(v_edges.ok, '{}') || coalesce(v_edges.bad, '{}') || coalesce(v_below, '{}'))
            AND j.status = c_waiting AND j.slot = 4
          ORDER BY j.id
            FOR UPDATE;

@@ -1,8 +1,10 @@
 -- pgq.requeue_workflow(job_id, at)
 -- Contract: requeues the failed part of the workflow job_id belongs to (pgq.workflow: its id or
 --   any of its jobs): every job of it that ended failed (dead) or canceled goes back as
---   pgq.requeue does, in one call, so each job whose parent comes back with it waits for that
---   parent again ('waiting') and the others are queued (due at `at`). Returns the ids requeued.
+--   pgq.requeue does, in one call, except that a job never runs ahead of a failed parent: each
+--   job with a parent that failed or has not ended waits for it ('waiting'), and the others are
+--   queued (due at `at`). Returns the ids requeued. A job of it that ends failed while this
+--   runs is not requeued, and neither is what depends on it (left as it is): requeue again.
 --   Successful and live jobs are left as they are; a job outside any workflow is a workflow of
 --   none (nothing is requeued).
 -- Locking: as pgq.requeue.
@@ -17,12 +19,13 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_time(requeue_workflow.at, 'at');
     RETURN QUERY
-    SELECT r.id
-      FROM pgq.requeue(ARRAY(SELECT w.id FROM pgq.workflow(requeue_workflow.job_id) w
-                              WHERE w.state IN ('failed', 'canceled')
-                              ORDER BY w.id),
-                       requeue_workflow.at) r;
+    SELECT unnest(pgq._requeue(ARRAY(SELECT w.id FROM pgq.workflow(requeue_workflow.job_id) w
+                                      WHERE w.state IN ('failed', 'canceled')
+                                      ORDER BY w.id),
+                               requeue_workflow.at, true)) AS id
+     ORDER BY 1;
 END
 $$;
 COMMENT ON FUNCTION pgq.requeue_workflow(bigint, timestamptz) IS

@@ -24,9 +24,9 @@
 --     703  Flow control: per-key concurrency and fair share
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
---     824  Functions: the other 87 functions this migration re-creates (generated)
---    7739  The ring, continued: triggers and the copy of the live jobs
---    7771  Grants
+--     824  Functions: the other 88 functions this migration re-creates (generated)
+--    7813  The ring, continued: triggers and the copy of the live jobs
+--    7845  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -2775,13 +2775,13 @@ COMMENT ON FUNCTION pgq._ready_lock(text[]) IS
 --   because of them (in history as canceled with details.error 'dependency failed', and every
 --   failed edge into it from a job requeued or brought back here) returns from history as
 --   'waiting' (same id, payload, dedupe key; attempt 0, errors kept), level by level through
---   its own failed edges; the edges from requeued or returned jobs are pending again, and each
---   returned job counts its pending edges (pgq.job_waits); so do the requeued jobs that
---   pgq.requeue made wait (requeued with a parent whose failure canceled them), their failed
---   edges from requeued jobs pending again. When the requeued parents succeed,
+--   its own failed edges; every failed edge from a requeued or returned job is pending again
+--   (its next end settles it), and each returned job counts its pending edges
+--   (pgq.job_waits); so do the requeued jobs that pgq.requeue made wait (requeued with a
+--   parent whose failure canceled them). When the requeued parents succeed,
 --   the children are released as on a first run. Returns the ids brought back.
 -- Locking: the history rows it moves (FOR UPDATE, id order); the dedupe keys it takes back;
---   the edges into the jobs it brings back (FOR UPDATE, before they are counted).
+--   the edges into the jobs it brings back are already locked by pgq._requeue (its caller).
 -- Errors: PQ007 when a live job holds a returned job's dedupe key (the caller's whole call is
 --   undone).
 CREATE OR REPLACE FUNCTION pgq._rearm_deps(ids bigint[], at timestamptz)
@@ -2820,6 +2820,12 @@ BEGIN
         v_set := v_set || v_more;
         v_back := v_back || v_more;
     END LOOP;
+    -- The requeued and returned jobs are live again: every edge their failure marked failed is
+    -- pending, so that their next end settles it (into the returned and waiting jobs: counted
+    -- below; into a job left in history: a later requeue of it sees the parent's new end, not
+    -- a stale failure).
+    UPDATE pgq.job_deps d SET state = 'pending'
+     WHERE d.parent_id = ANY (v_set) AND d.state = 'failed';
     IF cardinality(v_back) + cardinality(v_wait) = 0 THEN
         RETURN v_back;
     END IF;
@@ -2848,13 +2854,6 @@ BEGIN
             quote_literal(v_clash)
             USING ERRCODE = 'PQ007';
     END IF;
-    -- The edges into the returned jobs, locked before they are counted: a parent ending
-    -- meanwhile settles its edge before (read as settled here) or after this commits (and then
-    -- counts the returned job down).
-    PERFORM 1 FROM pgq.job_deps d WHERE d.child_id = ANY (v_back)
-     ORDER BY d.parent_id, d.child_id FOR UPDATE;
-    UPDATE pgq.job_deps d SET state = 'pending'
-     WHERE d.child_id = ANY (v_back || v_wait) AND d.parent_id = ANY (v_set) AND d.state = 'failed';
     INSERT INTO pgq.job_waits (child_id, pending)
     SELECT d.child_id, count(*) FILTER (WHERE d.state = 'pending')
       FROM pgq.job_deps d
@@ -2866,6 +2865,147 @@ END
 $$;
 COMMENT ON FUNCTION pgq._rearm_deps(bigint[], timestamptz) IS
     'Private. For pgq.requeue: brings back as waiting the jobs a requeued job''s failure canceled, with their edges pending again.';
+
+-- sql/functions/_requeue.sql
+-- pgq._requeue(ids, at, hold)
+-- Contract: pgq.requeue (see there), returning the ids requeued as an array. With hold (for
+--   pgq.requeue_workflow), a job with a failed parent that is not requeued in the same call
+--   (it ended after the caller read the workflow) is left in history, and so is every job that
+--   would wait for one left: it never runs ahead of a failed parent nor waits for one that
+--   will not end. Without hold (pgq.requeue), such a parent is overridden: the job runs.
+-- Locking: as pgq.requeue: the history rows (id order), the fence, then the workflow edges into
+--   the requeued jobs and the jobs below them through failed edges (one pass, in (parent,
+--   child) order, as pgq._settle_deps locks them).
+-- Errors: as pgq.requeue.
+CREATE OR REPLACE FUNCTION pgq._requeue(ids bigint[], at timestamptz, hold boolean)
+RETURNS bigint[]
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids   bigint[];
+    v_back  bigint[];
+    v_eps   text[];
+    v_clash text;
+    v_due   boolean;
+    v_wait  bigint[] := '{}';
+    v_skip  bigint[];
+BEGIN
+    PERFORM pgq._check_dims(_requeue.ids, 'ids');
+    PERFORM pgq._check_time(_requeue.at, 'at');
+    IF _requeue.ids IS NULL OR array_position(_requeue.ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(_requeue.ids::text, 'NULL')
+            USING ERRCODE = 'PQ009';
+    END IF;
+
+    -- One locked read decides which jobs come back: only those are deleted below, so every
+    -- job that gets a ready number is one whose entrypoint's fence was taken first (a job that
+    -- failed or was canceled after this read stays in history: a claim may already have moved
+    -- its lane's cursor past a number drawn without the fence). Locked in id order.
+    SELECT array_agg(h.id ORDER BY h.id), array_agg(DISTINCT h.entrypoint)
+      INTO v_back, v_eps
+      FROM (SELECT h.id, h.entrypoint
+              FROM pgq.job_history h
+             WHERE h.id = ANY (_requeue.ids)
+               AND h.status IN ('failed', 'canceled')
+             ORDER BY h.id
+               FOR UPDATE) AS h;
+    IF v_back IS NULL THEN
+        RETURN '{}';
+    END IF;
+    -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
+    -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
+    v_due := _requeue.at IS NULL OR _requeue.at <= now();
+    IF v_due THEN
+        PERFORM pgq._ready_lock(v_eps);
+    END IF;
+
+    -- Workflows: a job requeued with a parent whose failure canceled it waits for it again, and
+    -- so does one whose parent has not ended (it was canceled while it waited). The edges into
+    -- the requeued jobs and into every job below them through failed edges (what
+    -- pgq._rearm_deps may bring back) are locked first, in one ordered pass (a settlement
+    -- locks its edges in the same order): a parent ending meanwhile has settled its edge (and
+    -- found no waiting child to count down) before they are read, or settles it after this
+    -- commits (and counts the child down).
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
+        PERFORM 1 FROM pgq.job_deps d
+         WHERE d.child_id = ANY (ARRAY(
+                   WITH RECURSIVE below (id) AS (
+                       SELECT unnest(v_back)
+                       UNION
+                       SELECT e.child_id FROM below b JOIN pgq.job_deps e ON e.parent_id = b.id AND e.state = 'failed'
+                   )
+                   SELECT b.id FROM below b))
+         ORDER BY d.parent_id, d.child_id
+           FOR UPDATE;
+        -- With hold, a job whose failed parent does not come back (it ended after the caller
+        -- read the workflow) is not requeued either, nor what would wait for it: it stays as
+        -- it is (never waiting for a parent that will not end, never ahead of it).
+        IF _requeue.hold THEN
+            LOOP
+                v_skip := ARRAY(SELECT DISTINCT d.child_id FROM pgq.job_deps d
+                                 WHERE d.child_id = ANY (v_back) AND d.state = 'failed'
+                                   AND d.parent_id <> ALL (v_back));
+                EXIT WHEN cardinality(v_skip) = 0;
+                v_back := ARRAY(SELECT b FROM unnest(v_back) AS b WHERE b <> ALL (v_skip) ORDER BY b);
+            END LOOP;
+            IF cardinality(v_back) = 0 THEN
+                RETURN '{}';
+            END IF;
+        END IF;
+        v_wait := ARRAY(SELECT DISTINCT d.child_id FROM pgq.job_deps d
+                         WHERE d.child_id = ANY (v_back)
+                           AND (d.state = 'pending' OR (d.state = 'failed' AND d.parent_id = ANY (v_back))));
+    END IF;
+
+    -- Dedupe keys are taken in pgq.live_keys first; a job whose key is held is not inserted.
+    WITH back AS (
+        DELETE FROM pgq.job_history h
+         WHERE h.id = ANY (v_back)
+        RETURNING h.*
+    ), keys AS (
+        INSERT INTO pgq.live_keys (dedupe_key, job_id)
+        SELECT b.dedupe_key, b.id
+          FROM back b
+         WHERE b.dedupe_key IS NOT NULL
+         ORDER BY b.id
+            ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING job_id
+    ), ins AS (
+        INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
+                              dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
+        SELECT b.id, b.entrypoint, b.priority, coalesce(_requeue.at, now()), b.enqueued_at,
+               b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
+               CASE WHEN b.id = ANY (v_wait) THEN 'waiting' WHEN v_due THEN 'queued' ELSE 'scheduled' END,
+               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN nextval('pgq.ready_seq') END,
+               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN pgq._slot() ELSE 4 END, b.group_key
+          FROM (SELECT b.* FROM back b
+                 WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
+                 ORDER BY b.id) AS b
+        RETURNING id
+    )
+    SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),
+           (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1]
+      INTO v_ids, v_clash
+      FROM back b
+      LEFT JOIN ins ON ins.id = b.id;
+
+    IF v_clash IS NOT NULL THEN
+        -- Raising undoes the whole call: no history row is lost, nothing is requeued.
+        RAISE EXCEPTION 'cannot requeue: dedupe key % is held by a live job', quote_literal(v_clash)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    -- Workflows: what these jobs' failure canceled comes back, waiting for them again.
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL AND v_ids IS NOT NULL THEN
+        PERFORM pgq._rearm_deps(v_ids, coalesce(_requeue.at, now()));
+    END IF;
+    RETURN coalesce(v_ids, '{}');
+END
+$$;
+COMMENT ON FUNCTION pgq._requeue(bigint[], timestamptz, boolean) IS
+    'Private. pgq.requeue''s body; with hold, a requeued job with a failed parent waits for it (pgq.requeue_workflow).';
 
 -- sql/functions/_retry_delay.sql
 -- pgq._retry_delay(attempt, backoff_base, backoff_max, details): the retry policy, in seconds.
@@ -2987,9 +3127,11 @@ COMMENT ON FUNCTION pgq._schedule_served(text, uuid, timestamptz) IS
 --   is still waiting (pgq._archive, details {"error": "dependency failed", "parent_id",
 --   "parent_status"}); the canceled children's own edges are settled the same way, level by
 --   level, so a failure cancels every waiting descendant that does not run anyway.
--- Locking: the edges it settles (UPDATE: a parent's edges are settled by one caller only), the
+-- Locking: the edges it settles, in (parent, child) order (a parent's edges are settled by one
+--   caller only; pgq._requeue locks edges in the same order), the
 --   children's job rows in id order (FOR UPDATE: two parents of one child ending at once count
---   it down one after the other; a cancel of the child waits or is waited for), then their
+--   it down one after the other; a cancel of the child waits or is waited for), with, when a
+--   child is to be canceled, every waiting job below it in the same ordered pass; then their
 --   pgq.job_waits rows.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._settle_deps(parent_ids bigint[], at timestamptz)
@@ -3009,12 +3151,18 @@ DECLARE
     v_cancel   bigint[];
     v_eps      text[];
     v_details  jsonb[];
+    v_below    bigint[];
     c_waiting  constant text := 'waiting';
 BEGIN
     -- Canceled children are archived here with the settling switched off in pgq._archive; this
     -- loop settles their edges in turn (a chain of any length without nesting calls).
     PERFORM set_config('pgq.settling', 'on', true);
     WHILE cardinality(v_parents) > 0 LOOP
+        -- The edges, locked in (parent, child) order first (as pgq._requeue locks them).
+        PERFORM 1 FROM pgq.job_deps d
+         WHERE d.parent_id = ANY (v_parents) AND d.state = 'pending'
+         ORDER BY d.parent_id, d.child_id
+           FOR UPDATE;
         WITH settled AS (
             UPDATE pgq.job_deps d
                SET state = CASE WHEN h.status = 'successful' OR d.run_anyway THEN 'satisfied' ELSE 'failed' END
@@ -3032,9 +3180,21 @@ BEGIN
                    FILTER (WHERE s.state = 'failed') AS why
           INTO v_edges
           FROM settled s;
-        -- The children, locked in id order, still waiting.
+        -- The children, locked in id order, still waiting. The first time some are to be canceled,
+        -- every waiting job below them too (through pending edges), in the same ordered pass:
+        -- locking level by level, two settlements could each hold a job of one level that the
+        -- other wants at the next, and deadlock.
+        IF v_edges.bad IS NOT NULL AND v_below IS NULL THEN
+            v_below := ARRAY(
+                WITH RECURSIVE below (id) AS (
+                    SELECT unnest(v_edges.bad)
+                    UNION
+                    SELECT d.child_id FROM below b JOIN pgq.job_deps d ON d.parent_id = b.id AND d.state = 'pending'
+                )
+                SELECT b.id FROM below b);
+        END IF;
         PERFORM 1 FROM pgq.jobs j
-         WHERE j.id = ANY (coalesce(v_edges.ok, '{}') || coalesce(v_edges.bad, '{}'))
+         WHERE j.id = ANY (coalesce(v_edges.ok, '{}') || coalesce(v_edges.bad, '{}') || coalesce(v_below, '{}'))
            AND j.status = c_waiting AND j.slot = 4
          ORDER BY j.id
            FOR UPDATE;
@@ -7017,97 +7177,8 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
-DECLARE
-    v_ids   bigint[];
-    v_back  bigint[];
-    v_eps   text[];
-    v_clash text;
-    v_due   boolean;
-    v_wait  bigint[] := '{}';
 BEGIN
-    PERFORM pgq._check_dims(requeue.ids, 'ids');
-    PERFORM pgq._check_time(requeue.at, 'at');
-    IF requeue.ids IS NULL OR array_position(requeue.ids, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'ids must be an array without NULLs, got %', coalesce(requeue.ids::text, 'NULL')
-            USING ERRCODE = 'PQ009';
-    END IF;
-
-    -- One locked read decides which jobs come back: only those are deleted below, so every
-    -- job that gets a ready number is one whose entrypoint's fence was taken first (a job that
-    -- failed or was canceled after this read stays in history: a claim may already have moved
-    -- its lane's cursor past a number drawn without the fence). Locked in id order.
-    SELECT array_agg(h.id ORDER BY h.id), array_agg(DISTINCT h.entrypoint)
-      INTO v_back, v_eps
-      FROM (SELECT h.id, h.entrypoint
-              FROM pgq.job_history h
-             WHERE h.id = ANY (requeue.ids)
-               AND h.status IN ('failed', 'canceled')
-             ORDER BY h.id
-               FOR UPDATE) AS h;
-    IF v_back IS NULL THEN
-        RETURN;
-    END IF;
-    -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
-    -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
-    v_due := requeue.at IS NULL OR requeue.at <= now();
-    -- Workflows: a job requeued with a parent whose failure canceled it waits for it again, and
-    -- so does one whose parent has not ended (it was canceled while it waited). The edges into
-    -- the requeued jobs are locked first: a parent ending meanwhile has settled its edge (and
-    -- found no waiting child to count down) before they are read, or settles it after this
-    -- commits (and counts the child down).
-    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
-        PERFORM 1 FROM pgq.job_deps d WHERE d.child_id = ANY (v_back)
-         ORDER BY d.parent_id, d.child_id FOR UPDATE;
-        v_wait := ARRAY(SELECT DISTINCT d.child_id FROM pgq.job_deps d
-                         WHERE d.child_id = ANY (v_back)
-                           AND (d.state = 'pending' OR (d.state = 'failed' AND d.parent_id = ANY (v_back))));
-    END IF;
-    IF v_due THEN
-        PERFORM pgq._ready_lock(v_eps);
-    END IF;
-
-    -- Dedupe keys are taken in pgq.live_keys first; a job whose key is held is not inserted.
-    WITH back AS (
-        DELETE FROM pgq.job_history h
-         WHERE h.id = ANY (v_back)
-        RETURNING h.*
-    ), keys AS (
-        INSERT INTO pgq.live_keys (dedupe_key, job_id)
-        SELECT b.dedupe_key, b.id
-          FROM back b
-         WHERE b.dedupe_key IS NOT NULL
-         ORDER BY b.id
-            ON CONFLICT (dedupe_key) DO NOTHING
-        RETURNING job_id
-    ), ins AS (
-        INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
-        SELECT b.id, b.entrypoint, b.priority, coalesce(requeue.at, now()), b.enqueued_at,
-               b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
-               CASE WHEN b.id = ANY (v_wait) THEN 'waiting' WHEN v_due THEN 'queued' ELSE 'scheduled' END,
-               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN nextval('pgq.ready_seq') END,
-               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN pgq._slot() ELSE 4 END, b.group_key
-          FROM (SELECT b.* FROM back b
-                 WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
-                 ORDER BY b.id) AS b
-        RETURNING id
-    )
-    SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),
-           (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1]
-      INTO v_ids, v_clash
-      FROM back b
-      LEFT JOIN ins ON ins.id = b.id;
-
-    IF v_clash IS NOT NULL THEN
-        -- Raising undoes the whole call: no history row is lost, nothing is requeued.
-        RAISE EXCEPTION 'cannot requeue: dedupe key % is held by a live job', quote_literal(v_clash)
-            USING ERRCODE = 'PQ007';
-    END IF;
-    -- Workflows: what these jobs' failure canceled comes back, waiting for them again.
-    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL AND v_ids IS NOT NULL THEN
-        PERFORM pgq._rearm_deps(v_ids, coalesce(requeue.at, now()));
-    END IF;
-    RETURN QUERY SELECT unnest(v_ids);
+    RETURN QUERY SELECT unnest(pgq._requeue(requeue.ids, requeue.at, false));
 END
 $$;
 COMMENT ON FUNCTION pgq.requeue(bigint[], timestamptz) IS
@@ -7168,8 +7239,10 @@ COMMENT ON FUNCTION pgq.requeue_history(text, text[], timestamptz, timestamptz, 
 -- pgq.requeue_workflow(job_id, at)
 -- Contract: requeues the failed part of the workflow job_id belongs to (pgq.workflow: its id or
 --   any of its jobs): every job of it that ended failed (dead) or canceled goes back as
---   pgq.requeue does, in one call, so each job whose parent comes back with it waits for that
---   parent again ('waiting') and the others are queued (due at `at`). Returns the ids requeued.
+--   pgq.requeue does, in one call, except that a job never runs ahead of a failed parent: each
+--   job with a parent that failed or has not ended waits for it ('waiting'), and the others are
+--   queued (due at `at`). Returns the ids requeued. A job of it that ends failed while this
+--   runs is not requeued, and neither is what depends on it (left as it is): requeue again.
 --   Successful and live jobs are left as they are; a job outside any workflow is a workflow of
 --   none (nothing is requeued).
 -- Locking: as pgq.requeue.
@@ -7184,12 +7257,13 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_time(requeue_workflow.at, 'at');
     RETURN QUERY
-    SELECT r.id
-      FROM pgq.requeue(ARRAY(SELECT w.id FROM pgq.workflow(requeue_workflow.job_id) w
-                              WHERE w.state IN ('failed', 'canceled')
-                              ORDER BY w.id),
-                       requeue_workflow.at) r;
+    SELECT unnest(pgq._requeue(ARRAY(SELECT w.id FROM pgq.workflow(requeue_workflow.job_id) w
+                                      WHERE w.state IN ('failed', 'canceled')
+                                      ORDER BY w.id),
+                               requeue_workflow.at, true)) AS id
+     ORDER BY 1;
 END
 $$;
 COMMENT ON FUNCTION pgq.requeue_workflow(bigint, timestamptz) IS

@@ -13,6 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from pgq_thin import Admin, Queue
 from pgq_thin.cli import main
 
 APP_DIR = Path(__file__).resolve().parent
@@ -375,12 +376,31 @@ def test_requeue_by_filter_and_by_id(pgq_dsn: str, capsys: pytest.CaptureFixture
         "requeued": [timeouts[0]],
         "not_requeued": [5],
     }
-    assert "give job ids or a filter" in one_line_error(
+    assert "give job ids, a filter or --workflow, not more than one" in one_line_error(
         run_cli("requeue", "1", "--entrypoint", "x", "--dsn", pgq_dsn)
+    )
+    assert "not more than one" in one_line_error(
+        run_cli("requeue", "--workflow", "1", "--all-failed", "--dsn", pgq_dsn)
     )
     assert "--all-failed" in one_line_error(run_cli("requeue", "--dsn", pgq_dsn))
     bad = run_cli("requeue", "--since", "yesterday", "--dsn", pgq_dsn)
     assert bad.returncode == 2 and "not a time: 'yesterday'" in bad.stderr
+
+
+def test_requeue_the_failed_part_of_a_workflow(
+    pgq_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``requeue --workflow ID``: the dead first job and the two it canceled come back, those
+    two waiting for it again (pgq.requeue_workflow)."""
+    d = ("--dsn", pgq_dsn)
+    with Queue(pgq_dsn) as queue:
+        ids = queue.enqueue_many(["rw.a", "rw.b", "rw.c"], [None] * 3, depends_on=[None, [1], [2]])
+    fail_all(pgq_dsn, "rw.a", "Boom", "it broke")
+    assert cli_json(capsys, "requeue", "--workflow", str(ids[2]), *d) == {"requeued": ids}
+    with Admin(pgq_dsn) as admin:
+        assert [w["state"] for w in admin.workflow(ids[0])] == ["queued", "waiting", "waiting"]
+    assert main(["requeue", "--workflow", str(ids[0]), *d]) == 0
+    assert "requeued 0 job(s)" in capsys.readouterr().out
 
 
 def test_prune_and_workers(pgq_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -522,3 +522,77 @@ def test_a_job_canceled_while_waiting_and_requeued_waits_for_its_live_parent(
         assert status(conn, ids[1]) == "waiting"
         complete(conn, parent)
         assert status(conn, ids[1]) == "queued"
+
+
+def test_two_failures_canceling_overlapping_descendants_do_not_deadlock(pgq_dsn: str) -> None:
+    """P1 -> A -> D -> X, P2 -> D, P1 -> X. P2 dies (session S2): it cancels D, then stops at D's
+    edge to X, held by a third session. P1 dies (S1): it cancels A and X, and D below A. Locking
+    level by level, S1 held X and waited for D while S2 held D and would wait for X; S1 locks
+    every waiting job below the ones it cancels in one ordered pass (A, D, X) instead, so it
+    waits for D holding only A, and both end."""
+    with connect(pgq_dsn) as conn:
+        ids = enqueue_graph(
+            conn,
+            ["wf.dl1", "wf.dl2", "wf.dl3", "wf.dl3", "wf.dl3"],
+            [None, None, [1], [3, 2], [1, 4]],
+        )
+        p1, p2 = claim_all(conn, "wf.dl1"), claim_all(conn, "wf.dl2")
+    a_, d_, x_ = ids[2], ids[3], ids[4]
+    t = psycopg.connect(pgq_dsn)
+    errors: list[BaseException] = []
+    pids: dict[str, int] = {}
+
+    def fail(name: str, jobs: list[tuple[int, int]]) -> None:
+        try:
+            with connect(pgq_dsn) as s:
+                r = s.execute("SELECT pg_backend_pid()").fetchone()
+                assert r is not None
+                pids[name] = r[0]
+                complete(s, jobs, "fatal")
+        except BaseException as err:
+            errors.append(err)
+
+    try:
+        t.execute(
+            "SELECT 1 FROM pgq.job_deps WHERE parent_id = %s AND child_id = %s FOR UPDATE",
+            (d_, x_),
+        )
+        s2 = threading.Thread(target=fail, args=("s2", p2))
+        s2.start()
+        wait_for(lambda: "s2" in pids and waiting_on_lock(pgq_dsn, pids["s2"]), 20, "S2 at D->X")
+        s1 = threading.Thread(target=fail, args=("s1", p1))
+        s1.start()
+        wait_for(lambda: "s1" in pids and waiting_on_lock(pgq_dsn, pids["s1"]), 20, "S1 waiting")
+        t.commit()
+        s1.join(30)
+        s2.join(30)
+    finally:
+        t.close()
+    assert not errors, errors  # a deadlock aborts one of them
+    with connect(pgq_dsn) as conn:
+        assert [status(conn, i) for i in ids] == ["failed", "failed"] + ["canceled"] * 3
+        assert status(conn, a_) == "canceled"
+
+
+def test_a_requeued_parents_edges_follow_its_new_end(pgq_dsn: str) -> None:
+    """C waits for P and Q; both die, C is canceled. Requeuing P alone does not bring C back (Q
+    still failed), but P's edge to C is pending again and settles at P's new end (satisfied).
+    requeue_workflow later brings back Q and C, C waiting for Q alone; without that, C's edge
+    from P stayed failed and C was left canceled for good."""
+    with connect(pgq_dsn) as conn:
+        ids = enqueue_graph(conn, ["wf.s1", "wf.s2", "wf.s3"], [None, None, [1, 2]])
+        complete(conn, claim_all(conn, "wf.s1"), "fatal")
+        complete(conn, claim_all(conn, "wf.s2"), "fatal")
+        conn.execute("SELECT pgq.requeue(%s)", ([ids[0]],))
+        assert [status(conn, i) for i in ids] == ["queued", "failed", "canceled"]
+        complete(conn, claim_all(conn, "wf.s1"))
+        edge = conn.execute(
+            "SELECT state FROM pgq.job_deps WHERE parent_id = %s AND child_id = %s",
+            (ids[0], ids[2]),
+        ).fetchone()
+        assert edge == ("satisfied",)
+        back = [r[0] for r in conn.execute("SELECT id FROM pgq.requeue_workflow(%s)", (ids[0],))]
+        assert back == ids[1:]
+        assert [status(conn, i) for i in ids] == ["successful", "queued", "waiting"]
+        complete(conn, claim_all(conn, "wf.s2"))
+        assert status(conn, ids[2]) == "queued"
