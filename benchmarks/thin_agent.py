@@ -16,8 +16,10 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
   steady-producer --dsn D --rates R1,R2 --seconds S --tick-ms T --pause P
         Queue.enqueue_many every tick-ms, so that each phase offers its rate for S seconds
         (the grid of benchmarks/grid.py).
-  horizon-producer --dsn D --schedule R:S,R:S --start-ns T [--keys K]   the same grid, phases
-                                                  back to back (jobs given K group keys in turn)
+  horizon-producer --dsn D --schedule R:S,R:S --start-ns T [--keys K] [--workflow W]   the same
+                                                  grid, phases back to back (jobs given K group
+                                                  keys in turn; W: each call's jobs as fan-outs of
+                                                  W, one parent and W-1 children waiting for it)
   horizon-worker   --dsn D --schedule R:S,R:S --start-ns T --until-ns U
         ThinWorker(dsn) with its defaults; pickup latency per phase (held_horizon.py).
   scale-worker --dsn D --batch B --concurrency C --handler-ms H --timeout S
@@ -305,7 +307,10 @@ def horizon_producer(args: argparse.Namespace) -> dict[str, Any]:
         for p, k in g.steps():
             t = time.time_ns()
             keys = [f"key-{(n + i) % args.keys}" for i in range(k)] if args.keys else None
-            q.enqueue_many(ENTRYPOINT, [{"t": t, "p": p}] * k, group_keys=keys)
+            w = args.workflow
+            # Fan-outs of w jobs: the first of each w waits for nothing, the others for it.
+            deps = [None if i % w == 0 else [i - i % w + 1] for i in range(k)] if w else None
+            q.enqueue_many(ENTRYPOINT, [{"t": t, "p": p}] * k, group_keys=keys, depends_on=deps)
             g.sent(p, k, time.time_ns() - t)
             n += k
     return {"phases": g.report()}
@@ -373,6 +378,9 @@ def main() -> None:
     p.add_argument("--handler-ms", type=float, default=10.0, help="scale-worker: handler time")
     p.add_argument("--grace", type=float, default=1.0, help="horizon-worker: in time = by end+G")
     p.add_argument("--keys", type=int, default=0, help="horizon-producer: group keys in turn")
+    p.add_argument(
+        "--workflow", type=int, default=0, help="horizon-producer: fan-outs of W jobs (1 + W-1)"
+    )
     p.add_argument(
         "--compact-interval", default="5", help="seconds, or off (default 5, the worker's)"
     )
