@@ -596,3 +596,31 @@ def test_a_requeued_parents_edges_follow_its_new_end(pgq_dsn: str) -> None:
         assert [status(conn, i) for i in ids] == ["successful", "queued", "waiting"]
         complete(conn, claim_all(conn, "wf.s2"))
         assert status(conn, ids[2]) == "queued"
+
+
+def test_the_python_example_counts_a_file_in_chunks(pgq_dsn: str, tmp_path: Any) -> None:
+    """examples/python/workflow.py: a file's words counted in 4 chunks, merged by a job that
+    gets its parents' results with the claim; the workflow printed after."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    text = tmp_path / "words.txt"
+    lines = [" ".join(["alpha"] * (i % 5) + ["beta", f"w{i}"]) for i in range(101)]
+    text.write_text("\n".join(lines) + "\n")
+    words = sum(len(x.split()) for x in lines)
+    example = Path(__file__).resolve().parents[2] / "examples" / "python" / "workflow.py"
+    done = subprocess.run(
+        [sys.executable, str(example), str(text), "--chunks", "4", "--dsn", pgq_dsn],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert out[0] == f"words: {words}"
+    assert out[1].startswith("top: alpha 200, beta 101")
+    jobs = [x.split() for x in out[2:]]
+    assert [j[2] for j in jobs] == ["wordcount.chunk"] * 4 + ["wordcount.merge"]
+    assert {j[3] for j in jobs} == {"successful"}
+    assert jobs[-1][5] == ",".join(j[1] for j in jobs[:4])
