@@ -306,8 +306,9 @@ class Build:
 
     @staticmethod
     def workflow(job_id: int) -> Call[list[Row]]:
-        """Every job of the workflow ``job_id`` belongs to (its dependencies, both ways), with
-        its state, parents and children (``pgq.workflow``); empty for a job without any."""
+        """Every job of a workflow, given its id (its first job's) or any of its jobs, with its
+        state, parents, children and the workflow id (``pgq.workflow``); empty for a job without
+        dependencies or dependents."""
         return _api.workflow(job_id)
 
     @staticmethod

@@ -168,7 +168,7 @@ def _show_workflow(graph: list[Any], job_id: int) -> None:
     waits or waited for (each edge's state) and what waits for it; ``*`` marks this job."""
     if not graph:
         return
-    out(f"workflow:       {len(graph)} jobs (pgq.workflow)")
+    out(f"workflow:       {graph[0]['workflow_id']}, {len(graph)} jobs (pgq.workflow)")
     width = max(len(str(g["id"])) for g in graph)
     for g in graph:
         after = " ".join(

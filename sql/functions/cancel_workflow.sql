@@ -1,6 +1,6 @@
 -- pgq.cancel_workflow(job_id, at)
--- Contract: cancels every job of the workflow job_id belongs to (pgq.workflow: the jobs
---   connected to it through dependencies) that has not ended, as pgq.cancel does: waiting,
+-- Contract: cancels every job of a workflow (pgq.workflow: job_id is its id or any of its
+--   jobs) that has not ended, as pgq.cancel does: waiting,
 --   scheduled and queued jobs move to history as canceled at once, running ones are asked to
 --   stop. Returns the ids canceled or flagged (one column, id). Jobs that ended are left as they
 --   are; a job without dependencies is a workflow of none (nothing is canceled).

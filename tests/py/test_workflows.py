@@ -290,7 +290,7 @@ def test_show_draws_the_workflow_and_cancel_workflow_ends_it(pgq_dsn: str) -> No
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert "workflow:       4 jobs (pgq.workflow)" in lines
+    assert f"workflow:       {ids[0]}, 4 jobs (pgq.workflow)" in lines
     graph = [x for x in lines if x[:1] in ("*", " ") and x.lstrip("* ")[:1].isdigit()]
     assert graph[0].split()[:3] == [str(ids[0]), "wf.s1", "queued"]
     assert graph[0].endswith(f"-> {ids[1]} {ids[2]}")
