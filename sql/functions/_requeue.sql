@@ -136,4 +136,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pgq._requeue(bigint[], timestamptz, boolean) IS
-    'Private. pgq.requeue''s body; with hold, a requeued job with a failed parent waits for it (pgq.requeue_workflow).';
+    'Private. pgq.requeue''s body; with hold (pgq.requeue_workflow), a job whose failed parent is not requeued with it is left in history.';
