@@ -10,8 +10,12 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
-    SELECT least((SELECT min(d.workflow_id) FROM pgq.job_deps d WHERE d.parent_id = _workflow_of.job_id),
-                 (SELECT min(d.workflow_id) FROM pgq.job_deps d WHERE d.child_id = _workflow_of.job_id));
+    -- OFFSET 0: the edges of this job first (its index), then their least workflow id; else
+    -- min() walks job_deps_workflow_idx from the smallest id, filtering on the job.
+    SELECT least((SELECT min(e.w) FROM (SELECT d.workflow_id AS w FROM pgq.job_deps d
+                                         WHERE d.parent_id = _workflow_of.job_id OFFSET 0) e),
+                 (SELECT min(e.w) FROM (SELECT d.workflow_id AS w FROM pgq.job_deps d
+                                         WHERE d.child_id = _workflow_of.job_id OFFSET 0) e));
 $$;
 COMMENT ON FUNCTION pgq._workflow_of(bigint) IS
     'Private. The workflow id of a job''s edges (the smallest of several); NULL for a job outside any workflow.';

@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
 --     824  Functions: the other 88 functions this migration re-creates (generated)
---    7813  The ring, continued: triggers and the copy of the live jobs
---    7845  Grants
+--    7821  The ring, continued: triggers and the copy of the live jobs
+--    7853  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -857,8 +857,16 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_n    int := cardinality(_add_deps.ids);
-    v_bad  record;
-    v_wf   bigint;
+    v_bad    record;
+    v_wf     bigint;
+    v_pos    int[];      -- per reference: the position of the job that depends
+    v_ref    jsonb[];    --   the reference as given
+    v_ppos   int[];      --   the parent's position in this call, or
+    v_named  bigint[];   --   the parent's id (a job enqueued before)
+    v_any    boolean[];  --   run_anyway
+    v_parent bigint[];   --   the parent's id, either way
+    v_child  bigint[];   --   the child's id
+    v_live   bigint[];   -- named parents that are live (locked)
 BEGIN
     IF jsonb_typeof(_add_deps.depends_on) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'depends_on must be a JSON array (element i for job i) or NULL, got %',
@@ -869,24 +877,22 @@ BEGIN
         RAISE EXCEPTION 'depends_on has % elements but entrypoints has %', jsonb_array_length(_add_deps.depends_on), v_n
             USING ERRCODE = 'PQ003';
     END IF;
-    IF to_regclass('pg_temp.pgq_deps_in') IS NULL THEN  -- (another call of this transaction made it)
-        CREATE TEMP TABLE pgq_deps_in (
-            pos int, child_id bigint, ref jsonb, parent_pos int, parent_id bigint, run_anyway boolean
-        ) ON COMMIT DROP;
-    END IF;
-    TRUNCATE pgq_deps_in;
-    -- Every reference, parsed: a number or {"position": n} is a job of this call, {"job": id}
-    -- one enqueued before.
-    INSERT INTO pgq_deps_in (pos, child_id, ref, parent_pos, parent_id, run_anyway)
-    SELECT e.pos, _add_deps.ids[e.pos], r.ref,
-           CASE WHEN jsonb_typeof(r.ref) = 'number' AND r.ref::text ~ '^[0-9]{1,9}$' THEN r.ref::text::int
-                WHEN jsonb_typeof(r.ref -> 'position') = 'number' AND (r.ref ->> 'position') ~ '^[0-9]{1,9}$'
-                     THEN (r.ref ->> 'position')::int END,
-           CASE WHEN jsonb_typeof(r.ref -> 'job') = 'number' AND (r.ref ->> 'job') ~ '^[0-9]{1,18}$'
-                     THEN (r.ref ->> 'job')::bigint END,
-           coalesce((r.ref ->> 'run_anyway')::boolean, false)
+    -- Every reference, parsed into parallel arrays (one element per reference; no temporary
+    -- table: creating one per call writes the catalogs, which bloat under a held horizon): a
+    -- number or {"position": n} is a job of this call, {"job": id} one enqueued before.
+    SELECT coalesce(array_agg(e.pos ORDER BY e.pos, r.ord), '{}'),
+           coalesce(array_agg(r.ref ORDER BY e.pos, r.ord), '{}'),
+           coalesce(array_agg(CASE WHEN jsonb_typeof(r.ref) = 'number' AND r.ref::text ~ '^[0-9]{1,9}$' THEN r.ref::text::int
+                                   WHEN jsonb_typeof(r.ref -> 'position') = 'number' AND (r.ref ->> 'position') ~ '^[0-9]{1,9}$'
+                                        THEN (r.ref ->> 'position')::int END ORDER BY e.pos, r.ord), '{}'),
+           coalesce(array_agg(CASE WHEN jsonb_typeof(r.ref -> 'job') = 'number' AND (r.ref ->> 'job') ~ '^[0-9]{1,18}$'
+                                   THEN (r.ref ->> 'job')::bigint END ORDER BY e.pos, r.ord), '{}'),
+           coalesce(array_agg(coalesce(jsonb_typeof(r.ref -> 'run_anyway') = 'boolean' AND (r.ref ->> 'run_anyway')::boolean, false)
+                              ORDER BY e.pos, r.ord), '{}')
+      INTO v_pos, v_ref, v_ppos, v_named, v_any
       FROM jsonb_array_elements(_add_deps.depends_on) WITH ORDINALITY AS e(deps, pos)
-     CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(e.deps) = 'array' THEN e.deps ELSE '[]' END) AS r(ref);
+     CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(e.deps) = 'array' THEN e.deps ELSE '[]' END)
+                        WITH ORDINALITY AS r(ref, ord);
     SELECT e.pos, jsonb_typeof(e.deps) AS kind INTO v_bad
       FROM jsonb_array_elements(_add_deps.depends_on) WITH ORDINALITY AS e(deps, pos)
      WHERE jsonb_typeof(e.deps) NOT IN ('array', 'null')
@@ -895,13 +901,13 @@ BEGIN
         RAISE EXCEPTION 'depends_on at position % must be an array of references or null, got %', v_bad.pos, v_bad.kind
             USING ERRCODE = 'PQ009';
     END IF;
-    IF (SELECT count(*) FROM pgq_deps_in) > 10000 THEN
-        RAISE EXCEPTION 'depends_on holds % references, over the 10000 of one call', (SELECT count(*) FROM pgq_deps_in)
+    IF cardinality(v_pos) > 10000 THEN
+        RAISE EXCEPTION 'depends_on holds % references, over the 10000 of one call', cardinality(v_pos)
             USING ERRCODE = 'PQ009';
     END IF;
     SELECT d.pos, d.ref INTO v_bad
-      FROM pgq_deps_in d
-     WHERE num_nonnulls(d.parent_pos, d.parent_id) <> 1
+      FROM unnest(v_pos, v_ref, v_ppos, v_named) AS d(pos, ref, parent_pos, named)
+     WHERE num_nonnulls(d.parent_pos, d.named) <> 1
         OR jsonb_typeof(d.ref -> 'run_anyway') NOT IN ('boolean', 'null')
      ORDER BY d.pos
      LIMIT 1;
@@ -911,7 +917,7 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
     SELECT d.pos, d.parent_pos INTO v_bad
-      FROM pgq_deps_in d
+      FROM unnest(v_pos, v_ppos) AS d(pos, parent_pos)
      WHERE d.parent_pos IS NOT NULL AND (d.parent_pos < 1 OR d.parent_pos >= d.pos)
      ORDER BY d.pos
      LIMIT 1;
@@ -920,7 +926,10 @@ BEGIN
             v_bad.pos, v_bad.parent_pos
             USING ERRCODE = 'PQ009';
     END IF;
-    UPDATE pgq_deps_in d SET parent_id = _add_deps.ids[d.parent_pos] WHERE d.parent_pos IS NOT NULL;
+    -- Each reference's parent id and child id (a position is a job of this call).
+    v_parent := ARRAY(SELECT coalesce(_add_deps.ids[d.parent_pos], d.named)
+                        FROM unnest(v_ppos, v_named) WITH ORDINALITY AS d(parent_pos, named, n) ORDER BY d.n);
+    v_child := ARRAY(SELECT _add_deps.ids[d.pos] FROM unnest(v_pos) WITH ORDINALITY AS d(pos, n) ORDER BY d.n);
     -- From now on pgq._archive looks for edges to settle (not undone by a rollback: harmless).
     IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NULL THEN
         PERFORM setval('pgq.job_deps_used', 1);
@@ -928,19 +937,14 @@ BEGIN
 
     -- Parents named by id: live ones locked (they cannot end before our edges are committed),
     -- the others read from history.
-    WITH named AS (
-        SELECT DISTINCT d.parent_id FROM pgq_deps_in d WHERE d.parent_pos IS NULL
-    ), live AS (
-        SELECT j.id FROM pgq.jobs j WHERE j.id = ANY (ARRAY(SELECT n.parent_id FROM named n)) ORDER BY j.id FOR KEY SHARE
-    ), states AS (
-        SELECT n.parent_id,
-               CASE WHEN EXISTS (SELECT 1 FROM live l WHERE l.id = n.parent_id) THEN 'pending'
-                    ELSE (SELECT h.status FROM pgq.job_history h WHERE h.id = n.parent_id) END AS state
-          FROM named n
-    )
-    SELECT d.pos, d.parent_id INTO v_bad
-      FROM pgq_deps_in d JOIN states s ON s.parent_id = d.parent_id
-     WHERE s.state IS NULL
+    v_live := ARRAY(SELECT j.id FROM pgq.jobs j
+                     WHERE j.id = ANY (ARRAY(SELECT DISTINCT n FROM unnest(v_named) AS n WHERE n IS NOT NULL))
+                     ORDER BY j.id FOR KEY SHARE);
+    SELECT d.pos, d.named AS parent_id INTO v_bad
+      FROM unnest(v_pos, v_named) AS d(pos, named)
+     WHERE d.named IS NOT NULL
+       AND d.named <> ALL (v_live)
+       AND NOT EXISTS (SELECT 1 FROM pgq.job_history h WHERE h.id = d.named)
      ORDER BY d.pos
      LIMIT 1;
     IF FOUND THEN
@@ -950,17 +954,17 @@ BEGIN
     -- One call, one workflow: the oldest workflow of the jobs it names (or the oldest job named
     -- that is in none), else the call's first job with an edge. A workflow id is therefore the
     -- id of its first job, and no larger than any of its jobs' ids.
-    v_wf := (SELECT min(coalesce(pgq._workflow_of(n.parent_id), n.parent_id))
-               FROM (SELECT DISTINCT d.parent_id FROM pgq_deps_in d) n);
+    v_wf := least((SELECT min(coalesce(pgq._workflow_of(n.p), n.p))
+                     FROM (SELECT DISTINCT p FROM unnest(v_named) AS p WHERE p IS NOT NULL) n),
+                  (SELECT min(_add_deps.ids[pp]) FROM unnest(v_ppos) AS pp));
     INSERT INTO pgq.job_deps (parent_id, child_id, workflow_id, run_anyway, state)
     SELECT d.parent_id, d.child_id, v_wf, bool_or(d.run_anyway),
-           CASE WHEN d.parent_pos IS NOT NULL OR j.id IS NOT NULL THEN 'pending'
+           CASE WHEN d.named IS NULL OR d.named = ANY (v_live) THEN 'pending'
                 WHEN h.status = 'successful' OR bool_or(d.run_anyway) THEN 'satisfied'
                 ELSE 'failed' END
-      FROM pgq_deps_in d
-      LEFT JOIN pgq.jobs j ON d.parent_pos IS NULL AND j.id = d.parent_id
-      LEFT JOIN pgq.job_history h ON d.parent_pos IS NULL AND h.id = d.parent_id
-     GROUP BY d.parent_id, d.child_id, d.parent_pos, j.id, h.status;
+      FROM unnest(v_parent, v_child, v_named, v_any) AS d(parent_id, child_id, named, run_anyway)
+      LEFT JOIN pgq.job_history h ON d.named IS NOT NULL AND h.id = d.named
+     GROUP BY d.parent_id, d.child_id, d.named, h.status;
     INSERT INTO pgq.job_waits (child_id, pending)
     SELECT x.child_id, count(*) FILTER (WHERE x.state = 'pending')
       FROM pgq.job_deps x
@@ -3439,8 +3443,12 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pgq, pg_temp
 AS $$
-    SELECT least((SELECT min(d.workflow_id) FROM pgq.job_deps d WHERE d.parent_id = _workflow_of.job_id),
-                 (SELECT min(d.workflow_id) FROM pgq.job_deps d WHERE d.child_id = _workflow_of.job_id));
+    -- OFFSET 0: the edges of this job first (its index), then their least workflow id; else
+    -- min() walks job_deps_workflow_idx from the smallest id, filtering on the job.
+    SELECT least((SELECT min(e.w) FROM (SELECT d.workflow_id AS w FROM pgq.job_deps d
+                                         WHERE d.parent_id = _workflow_of.job_id OFFSET 0) e),
+                 (SELECT min(e.w) FROM (SELECT d.workflow_id AS w FROM pgq.job_deps d
+                                         WHERE d.child_id = _workflow_of.job_id OFFSET 0) e));
 $$;
 COMMENT ON FUNCTION pgq._workflow_of(bigint) IS
     'Private. The workflow id of a job''s edges (the smallest of several); NULL for a job outside any workflow.';

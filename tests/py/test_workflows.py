@@ -624,3 +624,20 @@ def test_the_python_example_counts_a_file_in_chunks(pgq_dsn: str, tmp_path: Any)
     assert [j[2] for j in jobs] == ["wordcount.chunk"] * 4 + ["wordcount.merge"]
     assert {j[3] for j in jobs} == {"successful"}
     assert jobs[-1][5] == ",".join(j[1] for j in jobs[:4])
+
+
+def test_an_enqueue_with_dependencies_writes_no_catalog_row(pgq_dsn: str) -> None:
+    """Each call used to create a temporary table: catalog rows that a held horizon keeps dead
+    slowed every later call (4 ms, then 8 ms, per call of 20 jobs; now 1.6 ms against 1.1 ms
+    without dependencies). Counted in one transaction of its own, after the lane exists."""
+    with psycopg.connect(pgq_dsn) as conn:
+        conn.execute("SELECT pgq.enqueue('wf.cat')")
+        conn.commit()
+        count = (
+            "SELECT coalesce(sum(n_tup_ins), 0) FROM pg_stat_xact_sys_tables"
+            " WHERE relname IN ('pg_class', 'pg_attribute', 'pg_type')"
+        )
+        before = conn.execute(count).fetchone()
+        enqueue_graph(conn, ["wf.cat"] * 3, [None, [1], [1, 2]])
+        assert conn.execute(count).fetchone() == before
+        conn.rollback()

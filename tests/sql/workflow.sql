@@ -1,7 +1,7 @@
 -- Workflows: depends_on at enqueue (pgq._add_deps), waiting jobs, settlement at the parent's end
 -- (pgq._settle_deps from pgq._archive), pgq.workflow and pgq.parent_results, bad input.
 BEGIN;
-SELECT plan(38);
+SELECT plan(39);
 
 CREATE TEMP TABLE w AS
 SELECT array_agg(id) AS ids FROM pgq.enqueue_many('{wf.split,wf.chunk,wf.chunk,wf.merge}',
@@ -96,6 +96,9 @@ SELECT throws_ok($$SELECT pgq.enqueue_many('{wf.x}', depends_on => '[[{"job": 99
                  'job at position 1 depends on job 999999999, which does not exist (not live, not in history)', 'an unknown job: PQ009');
 SELECT throws_ok($$SELECT pgq.enqueue_many('{wf.x,wf.x}', depends_on => '[null]')$$, 'PQ003', NULL, 'another length: PQ003');
 SELECT throws_ok($$SELECT pgq.enqueue_many('{wf.x,wf.x}', depends_on => '[null, ["1"]]')$$, 'PQ009', NULL, 'not a reference: PQ009');
+SELECT throws_ok($$SELECT pgq.enqueue_many('{wf.x,wf.x}', depends_on => '[null, [{"position": 1, "run_anyway": "yes"}]]')$$, 'PQ009',
+                 'depends_on at position 2: {"position": 1, "run_anyway": "yes"} is not a reference (a position of an earlier job of this call, {"position": n} or {"job": id}, with an optional "run_anyway": true)',
+                 'run_anyway not a boolean: PQ009 naming it');
 SELECT throws_ok($$SELECT pgq.enqueue_many('{wf.x,wf.x}', dedupe_keys => '{k1,k2}', on_conflict => 'existing', depends_on => '[null,[1]]')$$,
                  'PQ009', NULL, 'with on_conflict existing: PQ009');
 
