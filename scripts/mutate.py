@@ -157,10 +157,10 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     m(
         "promote_fence_removed",
-        "_promote.sql",
-        "    PERFORM pgq._ready_lock(v_due.eps);\n",
+        "_enter_ring.sql",
+        "    PERFORM pgq._ready_lock(_enter_ring.entrypoints);\n",
         "",
-        "promotion draws ready numbers without the fence",
+        "promotion (and a workflow's release) draws ready numbers without the fence",
     ),
     m(
         "requeue_fence_removed",

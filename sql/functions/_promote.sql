@@ -2,11 +2,9 @@
 -- Contract: moves at most max_rows jobs of the given entrypoints (NULL: every entrypoint) with
 --   status 'scheduled' and run_at <= at, earliest first, from jobs_scheduled into the ring's
 --   current slot as 'queued', each with a new ready number (behind the fence,
---   pgq._ready_lock), in run_at order. Every other column is kept (id, attempt, errors,
---   dedupe key). A move is DELETE ... RETURNING + INSERT in one statement (an UPDATE that
---   changes the partition would make a concurrent waiter fail; a waiter here finds the row
---   gone and looks again, see pgq.cancel). Rows locked by someone are skipped (SKIP LOCKED).
---   The insert trigger tells idle workers. Returns the number of jobs promoted.
+--   pgq._ready_lock), in run_at order (pgq._enter_ring: every other column kept, a move per
+--   row). Rows locked by someone are skipped (SKIP LOCKED). The insert trigger tells idle
+--   workers. Returns the number of jobs promoted.
 -- Locking: row locks on the moved jobs.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._promote(entrypoints text[], at timestamptz, max_rows int)
@@ -42,19 +40,7 @@ BEGIN
     IF v_due.ids IS NULL THEN
         RETURN 0;
     END IF;
-    PERFORM pgq._ready_lock(v_due.eps);
-    WITH moved AS (
-        DELETE FROM pgq.jobs j
-         WHERE j.id = ANY (v_due.ids)
-           AND j.status = c_scheduled AND j.slot = 4
-        RETURNING j.*
-    )
-    INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
-                          headers, dedupe_key, cancel_requested, errors, timeout, ready_seq, slot, group_key)
-    SELECT m.id, m.entrypoint, 'queued', m.priority, m.run_at, m.enqueued_at, m.attempt, m.payload,
-           m.headers, m.dedupe_key, m.cancel_requested, m.errors, m.timeout, nextval('pgq.ready_seq'), pgq._slot(), m.group_key
-      FROM (SELECT * FROM moved ORDER BY run_at, id) m;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_n := pgq._enter_ring(v_due.ids, c_scheduled, v_due.eps);
     RETURN v_n;
 END
 $$;

@@ -2,9 +2,9 @@
 -- Contract: settles the pending edges (pgq.job_deps) of jobs that have just ended (they are in
 --   pgq.job_history), each edge once: a successful parent, or an edge with run_anyway, makes
 --   the edge satisfied and counts the child's pgq.job_waits one down; a child whose count
---   reaches 0 (and is still waiting) becomes scheduled and is promoted into the ring at once
---   when due (pgq._promote: the insert trigger tells the workers), all in the caller's
---   transaction. A dead or canceled parent makes the edge failed and cancels the child if it
+--   reaches 0 (and is still waiting) moves into the ring as queued when due (pgq._enter_ring,
+--   by id, behind the fence: the insert trigger tells the workers), or becomes
+--   scheduled when its run_at is later, all in the caller's transaction. A dead or canceled parent makes the edge failed and cancels the child if it
 --   is still waiting (pgq._archive, details {"error": "dependency failed", "parent_id",
 --   "parent_status"}); the canceled children's own edges are settled the same way, level by
 --   level, so a failure cancels every waiting descendant that does not run anyway.
@@ -30,7 +30,7 @@ DECLARE
     v_edges    record;
     v_ready    bigint[];
     v_cancel   bigint[];
-    v_eps      text[];
+    v_due      record;
     v_details  jsonb[];
     v_below    bigint[];
     c_waiting  constant text := 'waiting';
@@ -93,20 +93,24 @@ BEGIN
                              AND j.status = c_waiting AND j.slot = 4
                            ORDER BY j.id);
         IF v_ready IS NOT NULL THEN
-            -- Not the ones being canceled (a failed edge besides).
-            WITH released AS (
-                UPDATE pgq.jobs j
-                   SET status = 'scheduled'
-                 WHERE j.id = ANY (v_ready)
-                   AND j.id <> ALL (v_cancel)
-                   AND j.status = c_waiting AND j.slot = 4
-                RETURNING j.entrypoint
-            )
-            SELECT array_agg(DISTINCT r.entrypoint) INTO v_eps FROM released r;
-            DELETE FROM pgq.job_waits w WHERE w.child_id = ANY (v_ready);
-            IF v_eps IS NOT NULL THEN
-                PERFORM pgq._promote(v_eps, _settle_deps.at, 100000);
+            -- Not the ones being canceled (a failed edge besides). Those due move straight into
+            -- the ring as queued, found by id (a scan of the promotion index would walk the
+            -- dead entries of every job promoted before, which a held horizon keeps), behind
+            -- the fence of their entrypoints; those not due yet become scheduled (promoted
+            -- when due, as any delayed job).
+            SELECT array_agg(j.id) AS ids, array_agg(DISTINCT j.entrypoint) AS eps INTO v_due
+              FROM pgq.jobs j
+             WHERE j.id = ANY (v_ready) AND j.id <> ALL (v_cancel)
+               AND j.status = c_waiting AND j.slot = 4
+               AND j.run_at <= _settle_deps.at;
+            IF v_due.ids IS NOT NULL THEN
+                PERFORM pgq._enter_ring(v_due.ids, c_waiting, v_due.eps);
             END IF;
+            UPDATE pgq.jobs j
+               SET status = 'scheduled'
+             WHERE j.id = ANY (v_ready) AND j.id <> ALL (v_cancel)
+               AND j.status = c_waiting AND j.slot = 4;
+            DELETE FROM pgq.job_waits w WHERE w.child_id = ANY (v_ready);
         END IF;
         EXIT WHEN cardinality(v_cancel) = 0;
         SELECT array_agg(jsonb_build_object('error', 'dependency failed') || (v_edges.why -> x.id::text) ORDER BY x.ord)

@@ -24,9 +24,9 @@
 --     703  Flow control: per-key concurrency and fair share
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
---     824  Functions: the other 88 functions this migration re-creates (generated)
---    7821  The ring, continued: triggers and the copy of the live jobs
---    7853  Grants
+--     824  Functions: the other 89 functions this migration re-creates (generated)
+--    7858  The ring, continued: triggers and the copy of the live jobs
+--    7890  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1820,6 +1820,53 @@ $$;
 COMMENT ON FUNCTION pgq._cursor(text, text) IS
     'Private. Decodes a paging cursor (q: priority, ready number; r: id; h: finished_at, id; s: run_at, id); PQ009 when it does not parse.';
 
+-- sql/functions/_enter_ring.sql
+-- pgq._enter_ring(ids, from_status, entrypoints)
+-- Contract: moves the jobs ids that are in jobs_scheduled (slot 4) with status from_status
+--   ('scheduled': pgq._promote; 'waiting': a workflow's released children, pgq._settle_deps)
+--   into the ring's current slot as 'queued', each with a new ready number, in run_at order
+--   (then id), behind the fence of their entrypoints (pgq._ready_lock(entrypoints): the caller
+--   names them). Every other column is kept (id, attempt, errors, dedupe key). A move is
+--   DELETE ... RETURNING + INSERT in one statement (an UPDATE that changes the partition would
+--   make a concurrent waiter fail; a waiter here finds the row gone and looks again, see
+--   pgq.cancel). The jobs are found by id: no scan of an index that a held horizon fills with
+--   dead entries. The insert trigger tells idle workers. Returns the number of jobs moved.
+-- Locking: the fence of the entrypoints (shared, to the end of the transaction); the caller
+--   holds the moved rows (FOR UPDATE).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._enter_ring(ids bigint[], from_status text, entrypoints text[])
+RETURNS int
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_n int;
+BEGIN
+    PERFORM pgq._ready_lock(_enter_ring.entrypoints);
+    -- slot = 4 stays a literal: it leaves the ring's partitions out of the plan.
+    WITH moved AS (
+        DELETE FROM pgq.jobs j
+         WHERE j.id = ANY (_enter_ring.ids)
+           AND j.status = _enter_ring.from_status AND j.slot = 4
+        RETURNING j.*
+    )
+    INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
+                          headers, dedupe_key, cancel_requested, errors, timeout, ready_seq, slot, group_key)
+    SELECT m.id, m.entrypoint, 'queued', m.priority, m.run_at, m.enqueued_at, m.attempt, m.payload,
+           m.headers, m.dedupe_key, m.cancel_requested, m.errors, m.timeout, nextval('pgq.ready_seq'), pgq._slot(), m.group_key
+      FROM (SELECT * FROM moved ORDER BY run_at, id) m;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$$;
+COMMENT ON FUNCTION pgq._enter_ring(bigint[], text, text[]) IS
+    'Private. Moves jobs of jobs_scheduled (by id, with the given status) into the ring as queued, with ready numbers in run_at order behind the fence; the caller holds them.';
+
 -- sql/functions/_find_history.sql
 -- pgq._find_history(entrypoint, statuses, since, until, error, after_at, after_id, n,
 --                   requeueable)
@@ -2472,11 +2519,9 @@ COMMENT ON FUNCTION pgq._notify(text, text, jsonb) IS
 -- Contract: moves at most max_rows jobs of the given entrypoints (NULL: every entrypoint) with
 --   status 'scheduled' and run_at <= at, earliest first, from jobs_scheduled into the ring's
 --   current slot as 'queued', each with a new ready number (behind the fence,
---   pgq._ready_lock), in run_at order. Every other column is kept (id, attempt, errors,
---   dedupe key). A move is DELETE ... RETURNING + INSERT in one statement (an UPDATE that
---   changes the partition would make a concurrent waiter fail; a waiter here finds the row
---   gone and looks again, see pgq.cancel). Rows locked by someone are skipped (SKIP LOCKED).
---   The insert trigger tells idle workers. Returns the number of jobs promoted.
+--   pgq._ready_lock), in run_at order (pgq._enter_ring: every other column kept, a move per
+--   row). Rows locked by someone are skipped (SKIP LOCKED). The insert trigger tells idle
+--   workers. Returns the number of jobs promoted.
 -- Locking: row locks on the moved jobs.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._promote(entrypoints text[], at timestamptz, max_rows int)
@@ -2512,19 +2557,7 @@ BEGIN
     IF v_due.ids IS NULL THEN
         RETURN 0;
     END IF;
-    PERFORM pgq._ready_lock(v_due.eps);
-    WITH moved AS (
-        DELETE FROM pgq.jobs j
-         WHERE j.id = ANY (v_due.ids)
-           AND j.status = c_scheduled AND j.slot = 4
-        RETURNING j.*
-    )
-    INSERT INTO pgq.jobs (id, entrypoint, status, priority, run_at, enqueued_at, attempt, payload,
-                          headers, dedupe_key, cancel_requested, errors, timeout, ready_seq, slot, group_key)
-    SELECT m.id, m.entrypoint, 'queued', m.priority, m.run_at, m.enqueued_at, m.attempt, m.payload,
-           m.headers, m.dedupe_key, m.cancel_requested, m.errors, m.timeout, nextval('pgq.ready_seq'), pgq._slot(), m.group_key
-      FROM (SELECT * FROM moved ORDER BY run_at, id) m;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_n := pgq._enter_ring(v_due.ids, c_scheduled, v_due.eps);
     RETURN v_n;
 END
 $$;
@@ -3125,9 +3158,9 @@ COMMENT ON FUNCTION pgq._schedule_served(text, uuid, timestamptz) IS
 -- Contract: settles the pending edges (pgq.job_deps) of jobs that have just ended (they are in
 --   pgq.job_history), each edge once: a successful parent, or an edge with run_anyway, makes
 --   the edge satisfied and counts the child's pgq.job_waits one down; a child whose count
---   reaches 0 (and is still waiting) becomes scheduled and is promoted into the ring at once
---   when due (pgq._promote: the insert trigger tells the workers), all in the caller's
---   transaction. A dead or canceled parent makes the edge failed and cancels the child if it
+--   reaches 0 (and is still waiting) moves into the ring as queued when due (pgq._enter_ring,
+--   by id, behind the fence: the insert trigger tells the workers), or becomes
+--   scheduled when its run_at is later, all in the caller's transaction. A dead or canceled parent makes the edge failed and cancels the child if it
 --   is still waiting (pgq._archive, details {"error": "dependency failed", "parent_id",
 --   "parent_status"}); the canceled children's own edges are settled the same way, level by
 --   level, so a failure cancels every waiting descendant that does not run anyway.
@@ -3153,7 +3186,7 @@ DECLARE
     v_edges    record;
     v_ready    bigint[];
     v_cancel   bigint[];
-    v_eps      text[];
+    v_due      record;
     v_details  jsonb[];
     v_below    bigint[];
     c_waiting  constant text := 'waiting';
@@ -3216,20 +3249,24 @@ BEGIN
                              AND j.status = c_waiting AND j.slot = 4
                            ORDER BY j.id);
         IF v_ready IS NOT NULL THEN
-            -- Not the ones being canceled (a failed edge besides).
-            WITH released AS (
-                UPDATE pgq.jobs j
-                   SET status = 'scheduled'
-                 WHERE j.id = ANY (v_ready)
-                   AND j.id <> ALL (v_cancel)
-                   AND j.status = c_waiting AND j.slot = 4
-                RETURNING j.entrypoint
-            )
-            SELECT array_agg(DISTINCT r.entrypoint) INTO v_eps FROM released r;
-            DELETE FROM pgq.job_waits w WHERE w.child_id = ANY (v_ready);
-            IF v_eps IS NOT NULL THEN
-                PERFORM pgq._promote(v_eps, _settle_deps.at, 100000);
+            -- Not the ones being canceled (a failed edge besides). Those due move straight into
+            -- the ring as queued, found by id (a scan of the promotion index would walk the
+            -- dead entries of every job promoted before, which a held horizon keeps), behind
+            -- the fence of their entrypoints; those not due yet become scheduled (promoted
+            -- when due, as any delayed job).
+            SELECT array_agg(j.id) AS ids, array_agg(DISTINCT j.entrypoint) AS eps INTO v_due
+              FROM pgq.jobs j
+             WHERE j.id = ANY (v_ready) AND j.id <> ALL (v_cancel)
+               AND j.status = c_waiting AND j.slot = 4
+               AND j.run_at <= _settle_deps.at;
+            IF v_due.ids IS NOT NULL THEN
+                PERFORM pgq._enter_ring(v_due.ids, c_waiting, v_due.eps);
             END IF;
+            UPDATE pgq.jobs j
+               SET status = 'scheduled'
+             WHERE j.id = ANY (v_ready) AND j.id <> ALL (v_cancel)
+               AND j.status = c_waiting AND j.slot = 4;
+            DELETE FROM pgq.job_waits w WHERE w.child_id = ANY (v_ready);
         END IF;
         EXIT WHEN cardinality(v_cancel) = 0;
         SELECT array_agg(jsonb_build_object('error', 'dependency failed') || (v_edges.why -> x.id::text) ORDER BY x.ord)

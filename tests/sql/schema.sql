@@ -190,13 +190,14 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
 -- Look twice (docs/architecture.md#look-twice): a function that writes pgq.jobs waits for row
 -- locks unless it locks with SKIP LOCKED; one that waits must look twice for a row carried
 -- meanwhile. pgq._archive is called inside its callers' loops; pgq._settle_deps writes only
--- waiting jobs (jobs_scheduled, which the ring's carry never moves).
+-- waiting jobs and pgq._enter_ring only rows its caller holds (jobs_scheduled, which the ring's
+-- carry never moves).
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.prosrc ~ '(UPDATE|DELETE FROM) pgq\.jobs\M'
               AND p.prosrc NOT LIKE '%FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice%'
               AND (p.prosrc NOT LIKE '%SKIP LOCKED%' OR p.proname = 'claim')
-              AND p.proname NOT IN ('_archive', '_settle_deps')),
+              AND p.proname NOT IN ('_archive', '_settle_deps', '_enter_ring')),
           NULL, 'every function that writes pgq.jobs and waits for row locks looks twice (and a replayed claim)');
 SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
