@@ -106,11 +106,11 @@ BEGIN
     SELECT g.id, g.entrypoint, g.final_status, g.attempt FROM gone g;
     -- Workflows: jobs that others wait for settle their edges now (pgq._settle_deps; not
     -- again for the children it cancels itself). In a database that never used dependencies,
-    -- a read of a sequence (a simple expression: no statement); while no workflow is in
-    -- flight, one probe of the empty job_deps_pending_idx; else one per job.
+    -- a read of a sequence (a simple expression: no statement); else one probe of
+    -- job_deps_pending_idx per job, by its id (not a probe for any pending edge at all: under
+    -- a held horizon that walks the dead entries of every edge settled since).
     IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
-        IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.state = 'pending')
-           AND EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
+        IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
            AND coalesce(current_setting('pgq.settling', true), 'off') <> 'on' THEN
             PERFORM pgq._settle_deps(_archive.ids, _archive.at);
         END IF;

@@ -44,10 +44,14 @@ BEGIN
          WHERE d.parent_id = ANY (v_parents) AND d.state = 'pending'
          ORDER BY d.parent_id, d.child_id
            FOR UPDATE;
-        WITH settled AS (
+        -- The parents' ends, read by id first (a join with pgq.job_history could hash the whole
+        -- history: a settlement's cost grew with it).
+        WITH ended AS MATERIALIZED (
+            SELECT h.id, h.status FROM pgq.job_history h WHERE h.id = ANY (v_parents)
+        ), settled AS (
             UPDATE pgq.job_deps d
                SET state = CASE WHEN h.status = 'successful' OR d.run_anyway THEN 'satisfied' ELSE 'failed' END
-              FROM pgq.job_history h
+              FROM ended h
              WHERE d.parent_id = ANY (v_parents)
                AND d.state = 'pending'
                AND h.id = d.parent_id

@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
 --     824  Functions: the other 89 functions this migration re-creates (generated)
---    7858  The ring, continued: triggers and the copy of the live jobs
---    7890  Grants
+--    7862  The ring, continued: triggers and the copy of the live jobs
+--    7894  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1147,11 +1147,11 @@ BEGIN
     SELECT g.id, g.entrypoint, g.final_status, g.attempt FROM gone g;
     -- Workflows: jobs that others wait for settle their edges now (pgq._settle_deps; not
     -- again for the children it cancels itself). In a database that never used dependencies,
-    -- a read of a sequence (a simple expression: no statement); while no workflow is in
-    -- flight, one probe of the empty job_deps_pending_idx; else one per job.
+    -- a read of a sequence (a simple expression: no statement); else one probe of
+    -- job_deps_pending_idx per job, by its id (not a probe for any pending edge at all: under
+    -- a held horizon that walks the dead entries of every edge settled since).
     IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL THEN
-        IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.state = 'pending')
-           AND EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
+        IF EXISTS (SELECT 1 FROM pgq.job_deps d WHERE d.parent_id = ANY (_archive.ids) AND d.state = 'pending')
            AND coalesce(current_setting('pgq.settling', true), 'off') <> 'on' THEN
             PERFORM pgq._settle_deps(_archive.ids, _archive.at);
         END IF;
@@ -3200,10 +3200,14 @@ BEGIN
          WHERE d.parent_id = ANY (v_parents) AND d.state = 'pending'
          ORDER BY d.parent_id, d.child_id
            FOR UPDATE;
-        WITH settled AS (
+        -- The parents' ends, read by id first (a join with pgq.job_history could hash the whole
+        -- history: a settlement's cost grew with it).
+        WITH ended AS MATERIALIZED (
+            SELECT h.id, h.status FROM pgq.job_history h WHERE h.id = ANY (v_parents)
+        ), settled AS (
             UPDATE pgq.job_deps d
                SET state = CASE WHEN h.status = 'successful' OR d.run_anyway THEN 'satisfied' ELSE 'failed' END
-              FROM pgq.job_history h
+              FROM ended h
              WHERE d.parent_id = ANY (v_parents)
                AND d.state = 'pending'
                AND h.id = d.parent_id
