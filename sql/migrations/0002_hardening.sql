@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
 --     824  Functions: the other 89 functions this migration re-creates (generated)
---    7862  The ring, continued: triggers and the copy of the live jobs
---    7894  Grants
+--    7863  The ring, continued: triggers and the copy of the live jobs
+--    7895  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -3244,7 +3244,8 @@ BEGIN
             UPDATE pgq.job_waits w
                SET pending = w.pending - c.n
               FROM (SELECT x.id, count(*)::int AS n FROM unnest(v_edges.counts) AS x(id) GROUP BY x.id) c
-             WHERE w.child_id = c.id
+             WHERE w.child_id = ANY (v_edges.counts)  -- probed by id: a join could walk the whole
+               AND w.child_id = c.id                  -- index, dead entries of every count included
             RETURNING w.child_id, w.pending
         )
         SELECT array_agg(d.child_id) INTO v_ready FROM down d WHERE d.pending = 0;
