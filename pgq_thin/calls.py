@@ -5,12 +5,14 @@ Every call of a ``pgq`` function is built by the generated :mod:`pgq_thin._api` 
 into :mod:`pgq_thin.errors` exceptions. Written here by hand are only the measured hot path of
 the worker (:data:`CLAIM` and :data:`COMPLETE`: projection, casts, comma-joined arrays, tuples
 instead of dicts; ``tests/py/test_calls.py`` pins their columns to the manifest) and what is
-not one function call: the server-clock deltas, ``LISTEN``, the health check, the recovery
-probe. SQL text lives only in the statement modules (``tests/py/test_layering.py``).
+not one function call: the server-clock deltas, the parents' results of several jobs,
+``LISTEN``, the health check, the recovery probe. SQL text lives only in the statement
+modules (``tests/py/test_layering.py``).
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -162,12 +164,29 @@ async def arelease(
     return [int(r["id"]) for r in await arun(conn, _api.release(worker_id, ids, leases))]
 
 
+# pgq.parent_results of several jobs in one statement (a fan-in job's parents, read by the
+# worker before its handler starts), each row with the job it is for.
+PARENT_RESULTS = (
+    "SELECT j.id, r.parent_id, r.status, r.result::text"
+    " FROM unnest(%s::bigint[]) AS j(id) CROSS JOIN LATERAL pgq.parent_results(j.id) r"
+)
+
+
 async def aparent_results(conn: AConn, job_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
-    """``pgq.parent_results`` of each job, in one transaction: {job id: its parents' rows}."""
-    answer: dict[int, list[dict[str, Any]]] = {}
-    for job_id in job_ids:
-        rows = await arun(conn, _api.parent_results(job_id))
-        answer[job_id] = [dict(r) for r in rows]
+    """``pgq.parent_results`` of each job, in one round trip: {job id: its parents' rows, each
+    ``{"parent_id", "status", "result"}``}."""
+    answer: dict[int, list[dict[str, Any]]] = {job_id: [] for job_id in job_ids}
+    with translated(conn, PARENT_RESULTS):
+        async with conn.cursor() as cur:
+            await cur.execute(PARENT_RESULTS, (list(job_ids),))
+            for job_id, parent_id, status, result in await cur.fetchall():
+                answer[job_id].append(
+                    {
+                        "parent_id": parent_id,
+                        "status": status,
+                        "result": None if result is None else json.loads(result),
+                    }
+                )
     return answer
 
 
