@@ -25,6 +25,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_time(requeue.at, 'at');
     RETURN QUERY SELECT unnest(pgq._requeue(requeue.ids, requeue.at, false));
 END
 $$;

@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
 --     824  Functions: the other 89 functions this migration re-creates (generated)
---    7867  The ring, continued: triggers and the copy of the live jobs
---    7899  Grants
+--    7868  The ring, continued: triggers and the copy of the live jobs
+--    7900  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -7232,6 +7232,7 @@ SET search_path = pg_catalog, pgq, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM pgq._check_time(requeue.at, 'at');
     RETURN QUERY SELECT unnest(pgq._requeue(requeue.ids, requeue.at, false));
 END
 $$;
