@@ -126,10 +126,15 @@ BEGIN
                   AND j.status = 'queued'
                   AND j.group_key IS NOT NULL
                   AND j.slot <> 4
-                  AND hashtextextended(j.group_key, 0) = m.h
+                  -- The key as a range of one value, in the key index's order: with "= m.h" the
+                  -- order reduced to ready_seq, and a plan made while the slot looked empty
+                  -- walked the lane's ready index with the key as a filter (hundreds of jobs
+                  -- per key).
+                  AND hashtextextended(j.group_key, 0) >= m.h
+                  AND hashtextextended(j.group_key, 0) <= m.h
                   AND j.ready_seq > _keyed_candidates.cursor
                   AND j.run_at <= _keyed_candidates.at
-                ORDER BY j.ready_seq
+                ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
                 LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS j
          WHERE m.h IS NOT NULL AND m.room > 0
@@ -201,11 +206,12 @@ BEGIN
                           AND j.status = 'queued'
                           AND j.group_key IS NOT NULL
                           AND j.slot <> 4
-                          AND hashtextextended(j.group_key, 0) = k.h
+                          AND hashtextextended(j.group_key, 0) >= k.h  -- (as in round 1)
+                          AND hashtextextended(j.group_key, 0) <= k.h
                           AND j.ready_seq > _keyed_candidates.cursor
                           AND j.run_at <= _keyed_candidates.at
                           AND j.id <> ALL (v_ids)  -- our own row locks are not skipped
-                        ORDER BY j.ready_seq
+                        ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
                         LIMIT least(k.room - 1, v_left)
                           FOR UPDATE SKIP LOCKED) AS j
                  WHERE k.room > 1

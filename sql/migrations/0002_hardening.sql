@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
 --     824  Functions: the other 89 functions this migration re-creates (generated)
---    7868  The ring, continued: triggers and the copy of the live jobs
---    7900  Grants
+--    7878  The ring, continued: triggers and the copy of the live jobs
+--    7910  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1707,7 +1707,11 @@ LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
 -- Called only by pgq.claim, whose settings (generic plans, no JIT, no sequential scans) are in
--- force here too: setting them again would cost every call.
+-- force here too: setting them again would cost every call. No bitmap scans either (here and in
+-- pgq._keyed_candidates, which it calls): with a ring slot's statistics saying it is nearly
+-- empty, the key walk's step ("the next key after this one") was planned as a bitmap scan of
+-- the lane's whole ready index, the key a filter, instead of one probe of jobs_key_idx.
+SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -2317,10 +2321,15 @@ BEGIN
                   AND j.status = 'queued'
                   AND j.group_key IS NOT NULL
                   AND j.slot <> 4
-                  AND hashtextextended(j.group_key, 0) = m.h
+                  -- The key as a range of one value, in the key index's order: with "= m.h" the
+                  -- order reduced to ready_seq, and a plan made while the slot looked empty
+                  -- walked the lane's ready index with the key as a filter (hundreds of jobs
+                  -- per key).
+                  AND hashtextextended(j.group_key, 0) >= m.h
+                  AND hashtextextended(j.group_key, 0) <= m.h
                   AND j.ready_seq > _keyed_candidates.cursor
                   AND j.run_at <= _keyed_candidates.at
-                ORDER BY j.ready_seq
+                ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
                 LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS j
          WHERE m.h IS NOT NULL AND m.room > 0
@@ -2392,11 +2401,12 @@ BEGIN
                           AND j.status = 'queued'
                           AND j.group_key IS NOT NULL
                           AND j.slot <> 4
-                          AND hashtextextended(j.group_key, 0) = k.h
+                          AND hashtextextended(j.group_key, 0) >= k.h  -- (as in round 1)
+                          AND hashtextextended(j.group_key, 0) <= k.h
                           AND j.ready_seq > _keyed_candidates.cursor
                           AND j.run_at <= _keyed_candidates.at
                           AND j.id <> ALL (v_ids)  -- our own row locks are not skipped
-                        ORDER BY j.ready_seq
+                        ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
                         LIMIT least(k.room - 1, v_left)
                           FOR UPDATE SKIP LOCKED) AS j
                  WHERE k.room > 1
