@@ -2200,11 +2200,13 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
 --   pgq.claim: up to quota queued jobs (due at `at`, ready number above the lane's cursor),
 --   locked FOR UPDATE SKIP LOCKED, taken from the lane's group keys in turn. One statement
 --   walks the keys of the lane that have queued jobs in the order of their hash
---   (hashtextextended(key, 0); one probe of jobs_key_idx per key), starting after the key the
+--   (hashtextextended(key, 0); one probe of jobs_key_idx per key, which finds the key's oldest
+--   job due above the cursor: the index's entries below the cursor, jobs claimed before that a
+--   held vacuum horizon keeps, are passed in the index without a heap visit), starting after the key the
 --   lane's last keyed claim served (turn_seq) and going round the ring at most once, until it
 --   met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys are all full
 --   costs a bounded walk; the next claim goes on from there). Round 1: each key met with room
---   gives one job, its oldest. When the walk passed the end of the ring, the jobs of the lane
+--   gives one job, the oldest the walk found, locked by id in its slot (one partition's probe). When the walk passed the end of the ring, the jobs of the lane
 --   without a key get their turn as one more group (one job; all that is left when no key has
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
@@ -2274,32 +2276,39 @@ BEGIN
                    AND j.group_key IS NOT NULL
                    AND _keyed_candidates.key_limit IS NOT NULL
                  GROUP BY 1) r
-    ), walk (h, n, found, wrapped, first, room) AS (
-        SELECT v_h, 0, 0, false, NULL::bigint, NULL::int
+    ), walk (h, n, found, wrapped, first, room, id, slot) AS (
+        SELECT v_h, 0, 0, false, NULL::bigint, NULL::int, NULL::bigint, NULL::smallint
         UNION ALL
         SELECT nx.h, w.n + 1,
                w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
                w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
-               coalesce(w.first, nx.h), nx.room
+               coalesce(w.first, nx.h), nx.room, nx.id, nx.slot
           FROM walk w
          CROSS JOIN LATERAL (
-               SELECT k.h,
+               SELECT k.h, k.id, k.slot,
                       least(coalesce(_keyed_candidates.key_limit
                                      - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
                             CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
                                  ELSE _keyed_candidates.key_rate
                                       - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
                                                        _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
-                 FROM (SELECT (SELECT hashtextextended(j.group_key, 0)
-                                 FROM pgq.jobs j
-                                WHERE j.entrypoint = _keyed_candidates.entrypoint
-                                  AND j.priority = _keyed_candidates.priority
-                                  AND j.status = 'queued'
-                                  AND j.group_key IS NOT NULL
-                                  AND j.slot <> 4
-                                  AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
-                                ORDER BY hashtextextended(j.group_key, 0)
-                                LIMIT 1) AS h
+                 FROM (SELECT s.h, s.id, s.slot
+                         FROM (SELECT 1) AS one
+                         LEFT JOIN LATERAL (
+                              -- The next key with a job due above the cursor, and that job (its
+                              -- oldest): the first entry of jobs_key_idx after the last key.
+                              SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot
+                                FROM pgq.jobs j
+                               WHERE j.entrypoint = _keyed_candidates.entrypoint
+                                 AND j.priority = _keyed_candidates.priority
+                                 AND j.status = 'queued'
+                                 AND j.group_key IS NOT NULL
+                                 AND j.slot <> 4
+                                 AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
+                                 AND j.ready_seq > _keyed_candidates.cursor
+                                 AND j.run_at <= _keyed_candidates.at
+                               ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
+                               LIMIT 1) AS s ON true
                        OFFSET 0) AS k  -- OFFSET 0: one probe per step, not one per use of k.h
                 OFFSET 0) AS nx                 -- and one room per step, not one per use of nx.room
          WHERE w.n < 100 + 4 * _keyed_candidates.quota
@@ -2307,30 +2316,21 @@ BEGIN
            AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
            AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
     ), met AS MATERIALIZED (
-        SELECT w.n, w.h, w.room
+        SELECT w.n, w.h, w.room, w.id, w.slot
           FROM walk w
          WHERE w.n > 0
     ), picked AS MATERIALIZED (
+        -- Round 1 locks the job the walk found for each key with room, by id in its slot (one
+        -- probe of that partition's jobs_id_idx). A job locked by someone else (a cancel, the
+        -- carry) is skipped: that key waits for the next claim.
         SELECT m.n, m.h, m.room, j.id, j.ready_seq
           FROM met m
          CROSS JOIN LATERAL (
                SELECT j.id, j.ready_seq
                  FROM pgq.jobs j
-                WHERE j.entrypoint = _keyed_candidates.entrypoint
-                  AND j.priority = _keyed_candidates.priority
-                  AND j.status = 'queued'
-                  AND j.group_key IS NOT NULL
-                  AND j.slot <> 4
-                  -- The key as a range of one value, in the key index's order: with "= m.h" the
-                  -- order reduced to ready_seq, and a plan made while the slot looked empty
-                  -- walked the lane's ready index with the key as a filter (hundreds of jobs
-                  -- per key).
-                  AND hashtextextended(j.group_key, 0) >= m.h
-                  AND hashtextextended(j.group_key, 0) <= m.h
-                  AND j.ready_seq > _keyed_candidates.cursor
-                  AND j.run_at <= _keyed_candidates.at
-                ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
-                LIMIT 1
+                WHERE j.id = m.id
+                  AND j.slot = m.slot
+                  AND j.status = c_queued
                   FOR UPDATE SKIP LOCKED) AS j
          WHERE m.h IS NOT NULL AND m.room > 0
          ORDER BY m.n
