@@ -8,7 +8,11 @@
 --   in the rate window per key), and each key is capped again across the lanes of its
 --   entrypoint with the room they reported (a key queued at two priorities). Only called when such a row is held,
 --   so a claim without key limits runs its own statement and pays nothing for this one.
--- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows).
+--   The starts of the chosen jobs of rate-limited entrypoints are recorded here
+--   (pgq._rate_record: it knows each job's budget, so pgq.claim does not read the jobs again);
+--   pgq.claim's UPDATE then takes every job chosen (they are locked), in the same transaction.
+-- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows); inserts
+--   into pgq.rate_starts.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._claim_keyed(
     entrypoints  text[],
@@ -29,12 +33,15 @@ SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_ids bigint[];
+    c_whole constant bigint := -9223372036854775808;  -- pgq.rate_starts.key_hash: no key
+    v_ids   bigint[];
+    v_rec   record;
 BEGIN
     WITH eps AS (
         SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
                c.key_concurrency_limit IS NOT NULL OR (c.rate_per_key AND c.rate_limit IS NOT NULL) AS keyed,
                CASE WHEN c.rate_per_key THEN c.rate_limit END AS key_rate, c.rate_period,
+               c.rate_limit IS NOT NULL AS rated,
                CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL AND c.rate_limit IS NULL
                     THEN _claim_keyed.batch_size
                     WHEN c.entrypoint = ANY (_claim_keyed.limited) THEN
@@ -45,13 +52,15 @@ BEGIN
          WHERE c.entrypoint = ANY (_claim_keyed.entrypoints)
            AND c.paused_at IS NULL
     ), lanes AS MATERIALIZED (
-        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, eps.keyed, eps.key_rate, eps.rate_period, l.turn_seq,
+        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, eps.keyed, eps.key_rate, eps.rate_period, eps.rated,
+               l.turn_seq,
                pgq._lane_cursor(l.entrypoint, l.priority, l.cursor_seq) AS cursor
           FROM eps
           JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
          WHERE eps.quota > 0
     ), candidates AS (
-        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash, NULL::int AS room
+        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash, NULL::int AS room,
+               lanes.rated, false AS per_key, NULL::text AS group_key
           FROM lanes
          CROSS JOIN LATERAL (
                SELECT j.id, j.entrypoint, j.priority, j.ready_seq
@@ -68,25 +77,44 @@ BEGIN
          WHERE NOT lanes.keyed
         UNION ALL
         -- Per-key limits and fair share (pgq._keyed_candidates): keys in turn, each within its room.
-        SELECT k.id, lanes.entrypoint, lanes.priority, k.ready_seq, lanes.quota, k.key_hash, k.room
+        SELECT k.id, lanes.entrypoint, lanes.priority, k.ready_seq, lanes.quota, k.key_hash, k.room,
+               lanes.rated, lanes.key_rate IS NOT NULL, k.group_key
           FROM lanes
          CROSS JOIN LATERAL pgq._keyed_candidates(lanes.entrypoint, lanes.priority, lanes.cursor, lanes.turn_seq,
                                                   least(lanes.quota, _claim_keyed.batch_size)::int, lanes.key_limit,
                                                   lanes.key_rate, lanes.rate_period, _claim_keyed.at) AS k
          WHERE lanes.keyed
+    ), chosen AS MATERIALIZED (
+        SELECT r.id, r.entrypoint, r.rated,
+               CASE WHEN r.per_key AND r.group_key IS NOT NULL THEN r.key_hash ELSE c_whole END AS h,
+               CASE WHEN r.per_key THEN r.group_key END AS k
+          FROM (SELECT c.id, c.entrypoint, c.priority, c.ready_seq, c.quota, c.room, c.rated, c.per_key,
+                       c.key_hash, c.group_key,
+                       row_number() OVER (PARTITION BY c.entrypoint
+                                          ORDER BY c.priority DESC, c.ready_seq) AS n,
+                       row_number() OVER (PARTITION BY c.entrypoint, c.key_hash
+                                          ORDER BY c.priority DESC, c.ready_seq) AS kn
+                  FROM candidates c) r
+         WHERE r.n <= r.quota
+           AND (r.room IS NULL OR r.kn <= r.room)
+         ORDER BY r.priority DESC, r.ready_seq
+         LIMIT _claim_keyed.batch_size
     )
-    SELECT array_agg(p.id) INTO v_ids
-      FROM (SELECT r.id
-              FROM (SELECT c.id, c.priority, c.ready_seq, c.quota, c.room,
-                           row_number() OVER (PARTITION BY c.entrypoint
-                                              ORDER BY c.priority DESC, c.ready_seq) AS n,
-                           row_number() OVER (PARTITION BY c.entrypoint, c.key_hash
-                                              ORDER BY c.priority DESC, c.ready_seq) AS kn
-                      FROM candidates c) r
-             WHERE r.n <= r.quota
-               AND (r.room IS NULL OR r.kn <= r.room)
-             ORDER BY r.priority DESC, r.ready_seq
-             LIMIT _claim_keyed.batch_size) AS p;
+    SELECT (SELECT array_agg(c.id) FROM chosen c) AS ids,
+           b.es, b.hs, b.ks, b.ns
+      INTO v_rec
+      FROM (SELECT array_agg(g.entrypoint) AS es, array_agg(g.h) AS hs, array_agg(g.k) AS ks, array_agg(g.n) AS ns
+              FROM (SELECT c.entrypoint, c.h, c.k, count(*)::int AS n
+                      FROM chosen c
+                     WHERE c.rated
+                     GROUP BY 1, 2, 3) g) AS b;
+    v_ids := v_rec.ids;
+    -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
+    -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
+    -- pgq.claim's UPDATE takes every job chosen here (they are locked): they start now.
+    IF v_rec.es IS NOT NULL THEN
+        PERFORM pgq._rate_record(v_rec.es, v_rec.hs, v_rec.ks, v_rec.ns, _claim_keyed.at);
+    END IF;
     RETURN v_ids;
 END
 $$;

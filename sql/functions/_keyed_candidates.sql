@@ -18,8 +18,9 @@
 --   of key_limit minus its running jobs (counted once per call) and key_rate minus its starts in
 --   the rate window (pgq._rate_used, two probes per key; the jobs without a key have one budget
 --   of their own). turn_seq is set to the last key served.
---   Answers (id, ready_seq, key_hash, room): key_hash and room (before this claim) let the
---   claim cap each key across its lanes (priorities); both NULL for a job without a key (with
+--   Answers (id, ready_seq, key_hash, room, group_key): key_hash and room (before this claim)
+--   let the claim cap each key across its lanes (priorities), group_key names the key whose
+--   rate budget a start uses; key_hash and room are NULL for a job without a key (with
 --   key_rate: the whole-entrypoint hash of pgq.rate_starts and that group's room).
 --   Keys whose hashes collide (two keys of 2^64) count as one key: a stricter limit, never
 --   a looser one.
@@ -38,7 +39,7 @@ CREATE OR REPLACE FUNCTION pgq._keyed_candidates(
     rate_period interval,
     at          timestamptz
 )
-RETURNS TABLE (id bigint, ready_seq bigint, key_hash bigint, room int)
+RETURNS TABLE (id bigint, ready_seq bigint, key_hash bigint, room int, group_key text)
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
@@ -61,6 +62,7 @@ DECLARE
     v_seqs    bigint[] := '{}';
     v_hashes  bigint[] := '{}';
     v_kroom   int[] := '{}';
+    v_gkeys   text[] := '{}';
     v_got     record;
 BEGIN
     IF v_left <= 0 THEN
@@ -81,28 +83,28 @@ BEGIN
                    AND j.group_key IS NOT NULL
                    AND _keyed_candidates.key_limit IS NOT NULL
                  GROUP BY 1) r
-    ), walk (h, n, found, wrapped, first, room, id, slot) AS (
-        SELECT v_h, 0, 0, false, NULL::bigint, NULL::int, NULL::bigint, NULL::smallint
+    ), walk (h, n, found, wrapped, first, room, id, slot, k) AS (
+        SELECT v_h, 0, 0, false, NULL::bigint, NULL::int, NULL::bigint, NULL::smallint, NULL::text
         UNION ALL
         SELECT nx.h, w.n + 1,
                w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
                w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
-               coalesce(w.first, nx.h), nx.room, nx.id, nx.slot
+               coalesce(w.first, nx.h), nx.room, nx.id, nx.slot, nx.k
           FROM walk w
          CROSS JOIN LATERAL (
-               SELECT k.h, k.id, k.slot,
+               SELECT k.h, k.id, k.slot, k.k,
                       least(coalesce(_keyed_candidates.key_limit
                                      - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
                             CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
                                  ELSE _keyed_candidates.key_rate
                                       - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
                                                        _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
-                 FROM (SELECT s.h, s.id, s.slot
+                 FROM (SELECT s.h, s.id, s.slot, s.k
                          FROM (SELECT 1) AS one
                          LEFT JOIN LATERAL (
                               -- The next key with a job due above the cursor, and that job (its
                               -- oldest): the first entry of jobs_key_idx after the last key.
-                              SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot
+                              SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot, j.group_key AS k
                                 FROM pgq.jobs j
                                WHERE j.entrypoint = _keyed_candidates.entrypoint
                                  AND j.priority = _keyed_candidates.priority
@@ -121,14 +123,14 @@ BEGIN
            AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
            AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
     ), met AS MATERIALIZED (
-        SELECT w.n, w.h, w.room, w.id, w.slot
+        SELECT w.n, w.h, w.room, w.id, w.slot, w.k
           FROM walk w
          WHERE w.n > 0
     ), picked AS MATERIALIZED (
         -- Round 1 locks the job the walk found for each key with room, by id in its slot (one
         -- probe of that partition's jobs_id_idx). A job locked by someone else (a cancel, the
         -- carry) is skipped: that key waits for the next claim.
-        SELECT m.n, m.h, m.room, j.id, j.ready_seq
+        SELECT m.n, m.h, m.room, m.k, j.id, j.ready_seq
           FROM met m
          CROSS JOIN LATERAL (
                SELECT j.id, j.ready_seq
@@ -149,8 +151,9 @@ BEGIN
            coalesce((SELECT array_agg(p.id ORDER BY p.n) FROM picked p), '{}'),
            coalesce((SELECT array_agg(p.ready_seq ORDER BY p.n) FROM picked p), '{}'),
            coalesce((SELECT array_agg(p.h ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.room ORDER BY p.n) FROM picked p), '{}')
-      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom;
+           coalesce((SELECT array_agg(p.room ORDER BY p.n) FROM picked p), '{}'),
+           coalesce((SELECT array_agg(p.k ORDER BY p.n) FROM picked p), '{}')
+      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom, v_gkeys;
     v_left := v_left - cardinality(v_ids);
     -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.
@@ -186,6 +189,7 @@ BEGIN
                                                ARRAY[cardinality(v_got.ids)]);
             v_kroom := v_kroom || array_fill(CASE WHEN _keyed_candidates.key_rate IS NOT NULL THEN v_free END,
                                              ARRAY[cardinality(v_got.ids)]);
+            v_gkeys := v_gkeys || array_fill(NULL::text, ARRAY[cardinality(v_got.ids)]);
             v_left := v_left - cardinality(v_got.ids);
             v_last := c_min;
         END IF;
@@ -194,12 +198,13 @@ BEGIN
     -- keys in walk order, oldest jobs first.
     IF v_left > 0 AND v_keys IS NOT NULL THEN
         SELECT array_agg(q.id ORDER BY q.n, q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.n, q.ready_seq) AS seqs,
-               array_agg(q.h ORDER BY q.n, q.ready_seq) AS hashes, array_agg(q.room ORDER BY q.n, q.ready_seq) AS rooms
+               array_agg(q.h ORDER BY q.n, q.ready_seq) AS hashes, array_agg(q.room ORDER BY q.n, q.ready_seq) AS rooms,
+               array_agg(q.group_key ORDER BY q.n, q.ready_seq) AS gkeys
           INTO v_got
-          FROM (SELECT k.n, k.h, k.room, j.id, j.ready_seq
+          FROM (SELECT k.n, k.h, k.room, j.id, j.ready_seq, j.group_key
                   FROM unnest(v_keys, v_rooms) WITH ORDINALITY AS k(h, room, n)
                  CROSS JOIN LATERAL (
-                       SELECT j.id, j.ready_seq
+                       SELECT j.id, j.ready_seq, j.group_key
                          FROM pgq.jobs j
                         WHERE j.entrypoint = _keyed_candidates.entrypoint
                           AND j.priority = _keyed_candidates.priority
@@ -222,11 +227,12 @@ BEGIN
             v_seqs := v_seqs || v_got.seqs;
             v_hashes := v_hashes || v_got.hashes;
             v_kroom := v_kroom || v_got.rooms;
+            v_gkeys := v_gkeys || v_got.gkeys;
         END IF;
     END IF;
     -- The next claim goes on after the last key served (or, when none was, the last visited).
     PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));
-    RETURN QUERY SELECT u.id, u.s, u.h, u.r FROM unnest(v_ids, v_seqs, v_hashes, v_kroom) AS u(id, s, h, r);
+    RETURN QUERY SELECT u.id, u.s, u.h, u.r, u.k FROM unnest(v_ids, v_seqs, v_hashes, v_kroom, v_gkeys) AS u(id, s, h, r, k);
 END
 $$;
 COMMENT ON FUNCTION pgq._keyed_candidates(text, int, bigint, regclass, int, int, int, interval, timestamptz) IS

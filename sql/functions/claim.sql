@@ -284,7 +284,8 @@ BEGIN
      ORDER BY c.priority DESC, c.ready_seq;
     -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
     -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
-    IF v_rated THEN
+    -- (pgq._claim_keyed recorded them already: it knows each job's key and budget.)
+    IF v_rated AND NOT coalesce(v_keyed, false) THEN
         PERFORM pgq._rate_record(array_agg(b.entrypoint), array_agg(b.h), array_agg(b.k), array_agg(b.n), v_now)
            FROM (SELECT j.entrypoint,
                         CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0)

@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
 --     824  Functions: the other 89 functions this migration re-creates (generated)
---    7878  The ring, continued: triggers and the copy of the live jobs
---    7910  Grants
+--    7913  The ring, continued: triggers and the copy of the live jobs
+--    7945  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1694,7 +1694,11 @@ COMMENT ON FUNCTION pgq._check_time(timestamptz, text) IS
 --   in the rate window per key), and each key is capped again across the lanes of its
 --   entrypoint with the room they reported (a key queued at two priorities). Only called when such a row is held,
 --   so a claim without key limits runs its own statement and pays nothing for this one.
--- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows).
+--   The starts of the chosen jobs of rate-limited entrypoints are recorded here
+--   (pgq._rate_record: it knows each job's budget, so pgq.claim does not read the jobs again);
+--   pgq.claim's UPDATE then takes every job chosen (they are locked), in the same transaction.
+-- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows); inserts
+--   into pgq.rate_starts.
 -- Errors: none of its own.
 CREATE OR REPLACE FUNCTION pgq._claim_keyed(
     entrypoints  text[],
@@ -1715,12 +1719,15 @@ SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_ids bigint[];
+    c_whole constant bigint := -9223372036854775808;  -- pgq.rate_starts.key_hash: no key
+    v_ids   bigint[];
+    v_rec   record;
 BEGIN
     WITH eps AS (
         SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
                c.key_concurrency_limit IS NOT NULL OR (c.rate_per_key AND c.rate_limit IS NOT NULL) AS keyed,
                CASE WHEN c.rate_per_key THEN c.rate_limit END AS key_rate, c.rate_period,
+               c.rate_limit IS NOT NULL AS rated,
                CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL AND c.rate_limit IS NULL
                     THEN _claim_keyed.batch_size
                     WHEN c.entrypoint = ANY (_claim_keyed.limited) THEN
@@ -1731,13 +1738,15 @@ BEGIN
          WHERE c.entrypoint = ANY (_claim_keyed.entrypoints)
            AND c.paused_at IS NULL
     ), lanes AS MATERIALIZED (
-        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, eps.keyed, eps.key_rate, eps.rate_period, l.turn_seq,
+        SELECT l.entrypoint, l.priority, eps.quota, eps.key_limit, eps.keyed, eps.key_rate, eps.rate_period, eps.rated,
+               l.turn_seq,
                pgq._lane_cursor(l.entrypoint, l.priority, l.cursor_seq) AS cursor
           FROM eps
           JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
          WHERE eps.quota > 0
     ), candidates AS (
-        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash, NULL::int AS room
+        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash, NULL::int AS room,
+               lanes.rated, false AS per_key, NULL::text AS group_key
           FROM lanes
          CROSS JOIN LATERAL (
                SELECT j.id, j.entrypoint, j.priority, j.ready_seq
@@ -1754,25 +1763,44 @@ BEGIN
          WHERE NOT lanes.keyed
         UNION ALL
         -- Per-key limits and fair share (pgq._keyed_candidates): keys in turn, each within its room.
-        SELECT k.id, lanes.entrypoint, lanes.priority, k.ready_seq, lanes.quota, k.key_hash, k.room
+        SELECT k.id, lanes.entrypoint, lanes.priority, k.ready_seq, lanes.quota, k.key_hash, k.room,
+               lanes.rated, lanes.key_rate IS NOT NULL, k.group_key
           FROM lanes
          CROSS JOIN LATERAL pgq._keyed_candidates(lanes.entrypoint, lanes.priority, lanes.cursor, lanes.turn_seq,
                                                   least(lanes.quota, _claim_keyed.batch_size)::int, lanes.key_limit,
                                                   lanes.key_rate, lanes.rate_period, _claim_keyed.at) AS k
          WHERE lanes.keyed
+    ), chosen AS MATERIALIZED (
+        SELECT r.id, r.entrypoint, r.rated,
+               CASE WHEN r.per_key AND r.group_key IS NOT NULL THEN r.key_hash ELSE c_whole END AS h,
+               CASE WHEN r.per_key THEN r.group_key END AS k
+          FROM (SELECT c.id, c.entrypoint, c.priority, c.ready_seq, c.quota, c.room, c.rated, c.per_key,
+                       c.key_hash, c.group_key,
+                       row_number() OVER (PARTITION BY c.entrypoint
+                                          ORDER BY c.priority DESC, c.ready_seq) AS n,
+                       row_number() OVER (PARTITION BY c.entrypoint, c.key_hash
+                                          ORDER BY c.priority DESC, c.ready_seq) AS kn
+                  FROM candidates c) r
+         WHERE r.n <= r.quota
+           AND (r.room IS NULL OR r.kn <= r.room)
+         ORDER BY r.priority DESC, r.ready_seq
+         LIMIT _claim_keyed.batch_size
     )
-    SELECT array_agg(p.id) INTO v_ids
-      FROM (SELECT r.id
-              FROM (SELECT c.id, c.priority, c.ready_seq, c.quota, c.room,
-                           row_number() OVER (PARTITION BY c.entrypoint
-                                              ORDER BY c.priority DESC, c.ready_seq) AS n,
-                           row_number() OVER (PARTITION BY c.entrypoint, c.key_hash
-                                              ORDER BY c.priority DESC, c.ready_seq) AS kn
-                      FROM candidates c) r
-             WHERE r.n <= r.quota
-               AND (r.room IS NULL OR r.kn <= r.room)
-             ORDER BY r.priority DESC, r.ready_seq
-             LIMIT _claim_keyed.batch_size) AS p;
+    SELECT (SELECT array_agg(c.id) FROM chosen c) AS ids,
+           b.es, b.hs, b.ks, b.ns
+      INTO v_rec
+      FROM (SELECT array_agg(g.entrypoint) AS es, array_agg(g.h) AS hs, array_agg(g.k) AS ks, array_agg(g.n) AS ns
+              FROM (SELECT c.entrypoint, c.h, c.k, count(*)::int AS n
+                      FROM chosen c
+                     WHERE c.rated
+                     GROUP BY 1, 2, 3) g) AS b;
+    v_ids := v_rec.ids;
+    -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
+    -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
+    -- pgq.claim's UPDATE takes every job chosen here (they are locked): they start now.
+    IF v_rec.es IS NOT NULL THEN
+        PERFORM pgq._rate_record(v_rec.es, v_rec.hs, v_rec.ks, v_rec.ns, _claim_keyed.at);
+    END IF;
     RETURN v_ids;
 END
 $$;
@@ -2213,8 +2241,9 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
 --   of key_limit minus its running jobs (counted once per call) and key_rate minus its starts in
 --   the rate window (pgq._rate_used, two probes per key; the jobs without a key have one budget
 --   of their own). turn_seq is set to the last key served.
---   Answers (id, ready_seq, key_hash, room): key_hash and room (before this claim) let the
---   claim cap each key across its lanes (priorities); both NULL for a job without a key (with
+--   Answers (id, ready_seq, key_hash, room, group_key): key_hash and room (before this claim)
+--   let the claim cap each key across its lanes (priorities), group_key names the key whose
+--   rate budget a start uses; key_hash and room are NULL for a job without a key (with
 --   key_rate: the whole-entrypoint hash of pgq.rate_starts and that group's room).
 --   Keys whose hashes collide (two keys of 2^64) count as one key: a stricter limit, never
 --   a looser one.
@@ -2233,7 +2262,7 @@ CREATE OR REPLACE FUNCTION pgq._keyed_candidates(
     rate_period interval,
     at          timestamptz
 )
-RETURNS TABLE (id bigint, ready_seq bigint, key_hash bigint, room int)
+RETURNS TABLE (id bigint, ready_seq bigint, key_hash bigint, room int, group_key text)
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
@@ -2256,6 +2285,7 @@ DECLARE
     v_seqs    bigint[] := '{}';
     v_hashes  bigint[] := '{}';
     v_kroom   int[] := '{}';
+    v_gkeys   text[] := '{}';
     v_got     record;
 BEGIN
     IF v_left <= 0 THEN
@@ -2276,28 +2306,28 @@ BEGIN
                    AND j.group_key IS NOT NULL
                    AND _keyed_candidates.key_limit IS NOT NULL
                  GROUP BY 1) r
-    ), walk (h, n, found, wrapped, first, room, id, slot) AS (
-        SELECT v_h, 0, 0, false, NULL::bigint, NULL::int, NULL::bigint, NULL::smallint
+    ), walk (h, n, found, wrapped, first, room, id, slot, k) AS (
+        SELECT v_h, 0, 0, false, NULL::bigint, NULL::int, NULL::bigint, NULL::smallint, NULL::text
         UNION ALL
         SELECT nx.h, w.n + 1,
                w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
                w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
-               coalesce(w.first, nx.h), nx.room, nx.id, nx.slot
+               coalesce(w.first, nx.h), nx.room, nx.id, nx.slot, nx.k
           FROM walk w
          CROSS JOIN LATERAL (
-               SELECT k.h, k.id, k.slot,
+               SELECT k.h, k.id, k.slot, k.k,
                       least(coalesce(_keyed_candidates.key_limit
                                      - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
                             CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
                                  ELSE _keyed_candidates.key_rate
                                       - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
                                                        _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
-                 FROM (SELECT s.h, s.id, s.slot
+                 FROM (SELECT s.h, s.id, s.slot, s.k
                          FROM (SELECT 1) AS one
                          LEFT JOIN LATERAL (
                               -- The next key with a job due above the cursor, and that job (its
                               -- oldest): the first entry of jobs_key_idx after the last key.
-                              SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot
+                              SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot, j.group_key AS k
                                 FROM pgq.jobs j
                                WHERE j.entrypoint = _keyed_candidates.entrypoint
                                  AND j.priority = _keyed_candidates.priority
@@ -2316,14 +2346,14 @@ BEGIN
            AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
            AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
     ), met AS MATERIALIZED (
-        SELECT w.n, w.h, w.room, w.id, w.slot
+        SELECT w.n, w.h, w.room, w.id, w.slot, w.k
           FROM walk w
          WHERE w.n > 0
     ), picked AS MATERIALIZED (
         -- Round 1 locks the job the walk found for each key with room, by id in its slot (one
         -- probe of that partition's jobs_id_idx). A job locked by someone else (a cancel, the
         -- carry) is skipped: that key waits for the next claim.
-        SELECT m.n, m.h, m.room, j.id, j.ready_seq
+        SELECT m.n, m.h, m.room, m.k, j.id, j.ready_seq
           FROM met m
          CROSS JOIN LATERAL (
                SELECT j.id, j.ready_seq
@@ -2344,8 +2374,9 @@ BEGIN
            coalesce((SELECT array_agg(p.id ORDER BY p.n) FROM picked p), '{}'),
            coalesce((SELECT array_agg(p.ready_seq ORDER BY p.n) FROM picked p), '{}'),
            coalesce((SELECT array_agg(p.h ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.room ORDER BY p.n) FROM picked p), '{}')
-      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom;
+           coalesce((SELECT array_agg(p.room ORDER BY p.n) FROM picked p), '{}'),
+           coalesce((SELECT array_agg(p.k ORDER BY p.n) FROM picked p), '{}')
+      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom, v_gkeys;
     v_left := v_left - cardinality(v_ids);
     -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.
@@ -2381,6 +2412,7 @@ BEGIN
                                                ARRAY[cardinality(v_got.ids)]);
             v_kroom := v_kroom || array_fill(CASE WHEN _keyed_candidates.key_rate IS NOT NULL THEN v_free END,
                                              ARRAY[cardinality(v_got.ids)]);
+            v_gkeys := v_gkeys || array_fill(NULL::text, ARRAY[cardinality(v_got.ids)]);
             v_left := v_left - cardinality(v_got.ids);
             v_last := c_min;
         END IF;
@@ -2389,12 +2421,13 @@ BEGIN
     -- keys in walk order, oldest jobs first.
     IF v_left > 0 AND v_keys IS NOT NULL THEN
         SELECT array_agg(q.id ORDER BY q.n, q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.n, q.ready_seq) AS seqs,
-               array_agg(q.h ORDER BY q.n, q.ready_seq) AS hashes, array_agg(q.room ORDER BY q.n, q.ready_seq) AS rooms
+               array_agg(q.h ORDER BY q.n, q.ready_seq) AS hashes, array_agg(q.room ORDER BY q.n, q.ready_seq) AS rooms,
+               array_agg(q.group_key ORDER BY q.n, q.ready_seq) AS gkeys
           INTO v_got
-          FROM (SELECT k.n, k.h, k.room, j.id, j.ready_seq
+          FROM (SELECT k.n, k.h, k.room, j.id, j.ready_seq, j.group_key
                   FROM unnest(v_keys, v_rooms) WITH ORDINALITY AS k(h, room, n)
                  CROSS JOIN LATERAL (
-                       SELECT j.id, j.ready_seq
+                       SELECT j.id, j.ready_seq, j.group_key
                          FROM pgq.jobs j
                         WHERE j.entrypoint = _keyed_candidates.entrypoint
                           AND j.priority = _keyed_candidates.priority
@@ -2417,11 +2450,12 @@ BEGIN
             v_seqs := v_seqs || v_got.seqs;
             v_hashes := v_hashes || v_got.hashes;
             v_kroom := v_kroom || v_got.rooms;
+            v_gkeys := v_gkeys || v_got.gkeys;
         END IF;
     END IF;
     -- The next claim goes on after the last key served (or, when none was, the last visited).
     PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));
-    RETURN QUERY SELECT u.id, u.s, u.h, u.r FROM unnest(v_ids, v_seqs, v_hashes, v_kroom) AS u(id, s, h, r);
+    RETURN QUERY SELECT u.id, u.s, u.h, u.r, u.k FROM unnest(v_ids, v_seqs, v_hashes, v_kroom, v_gkeys) AS u(id, s, h, r, k);
 END
 $$;
 COMMENT ON FUNCTION pgq._keyed_candidates(text, int, bigint, regclass, int, int, int, interval, timestamptz) IS
@@ -3913,7 +3947,8 @@ BEGIN
      ORDER BY c.priority DESC, c.ready_seq;
     -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
     -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
-    IF v_rated THEN
+    -- (pgq._claim_keyed recorded them already: it knows each job's key and budget.)
+    IF v_rated AND NOT coalesce(v_keyed, false) THEN
         PERFORM pgq._rate_record(array_agg(b.entrypoint), array_agg(b.h), array_agg(b.k), array_agg(b.n), v_now)
            FROM (SELECT j.entrypoint,
                         CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0)
