@@ -164,8 +164,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     m(
         "requeue_fence_removed",
-        "_requeue.sql",
-        "        PERFORM pgq._ready_lock(v_eps);\n",
+        "_revive.sql",
+        "        PERFORM pgq._ready_lock(_revive.fence);\n",
         "        NULL;\n",
         "requeue draws ready numbers without the fence",
     ),
@@ -497,8 +497,8 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "requeue_second_read",
         "_requeue.sql",
-        "         WHERE h.id = ANY (v_back)\n",
-        "         WHERE h.id = ANY (_requeue.ids) AND h.status IN ('failed', 'canceled')\n",
+        "    v_ids := pgq._revive(v_back, ",
+        "    v_ids := pgq._revive(ARRAY(SELECT h.id FROM pgq.job_history h WHERE h.id = ANY (_requeue.ids) AND h.status IN ('failed', 'canceled')), ",
         "requeue takes a job that ended after its locked read, without that entrypoint's fence",
     ),
     m(
@@ -562,9 +562,37 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "rate_starts_not_recorded",
         "claim.sql",
-        "    IF v_rated THEN",
-        "    IF false AND v_rated THEN",
+        "    IF v_rated AND NOT coalesce(v_keyed, false) THEN",
+        "    IF false AND v_rated AND NOT coalesce(v_keyed, false) THEN",
         "claims record no starts: the limit never binds",
+    ),
+    m(
+        "keyed_rate_starts_not_recorded",
+        "_claim_keyed.sql",
+        "    IF v_rec.es IS NOT NULL THEN",
+        "    IF false THEN",
+        "keyed claims record no starts: a rate per key (or a whole-entrypoint rate of a key-limited entrypoint) never binds",
+    ),
+    m(
+        "key_walk_room_ignored",
+        "_keyed_candidates.sql",
+        "         WHERE m.h IS NOT NULL AND m.room > 0\n",
+        "         WHERE m.h IS NOT NULL\n",
+        "round 1 takes a job of every key the walk met, also of a key at its limit",
+    ),
+    m(
+        "key_turn_not_kept",
+        "_keyed_candidates.sql",
+        "    PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));",
+        "    PERFORM setval(_keyed_candidates.turn_seq, c_min);",
+        "every keyed claim starts its walk at the first key: keys are not taken in turn",
+    ),
+    m(
+        "key_cap_across_lanes_ignored",
+        "_claim_keyed.sql",
+        "           AND (r.room IS NULL OR r.kn <= r.room)",
+        "           AND true",
+        "a key queued at two priorities gets its room from each lane: more than its limit at once",
     ),
     m(
         "rate_per_key_room_ignored",

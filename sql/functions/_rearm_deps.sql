@@ -25,7 +25,6 @@ DECLARE
     v_set   bigint[] := _rearm_deps.ids;   -- requeued or brought back
     v_more  bigint[];
     v_back  bigint[] := '{}';
-    v_clash text;
     v_wait  bigint[];
 BEGIN
     -- Requeued jobs that pgq.requeue made wait (a parent of theirs was requeued with them).
@@ -60,30 +59,7 @@ BEGIN
     END IF;
     IF cardinality(v_back) > 0 THEN  -- (with none, a plan for an empty list may walk an index)
         PERFORM 1 FROM pgq.job_history h WHERE h.id = ANY (v_back) ORDER BY h.id FOR UPDATE;
-        WITH back AS (
-            DELETE FROM pgq.job_history h WHERE h.id = ANY (v_back) RETURNING h.*
-        ), keys AS (
-            INSERT INTO pgq.live_keys (dedupe_key, job_id)
-            SELECT b.dedupe_key, b.id FROM back b WHERE b.dedupe_key IS NOT NULL ORDER BY b.id
-                ON CONFLICT (dedupe_key) DO NOTHING
-            RETURNING job_id
-        ), ins AS (
-            INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                                  dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
-            SELECT b.id, b.entrypoint, b.priority, _rearm_deps.at, b.enqueued_at, b.payload, b.headers,
-                   b.dedupe_key, b.errors, b.timeout, 'waiting', NULL, 4, b.group_key
-              FROM (SELECT b.* FROM back b
-                     WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
-                     ORDER BY b.id) AS b
-            RETURNING id
-        )
-        SELECT (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1] INTO v_clash
-          FROM back b LEFT JOIN ins ON ins.id = b.id;
-        IF v_clash IS NOT NULL THEN
-            RAISE EXCEPTION 'cannot requeue: dedupe key % of a job its workflow brings back is held by a live job',
-                quote_literal(v_clash)
-                USING ERRCODE = 'PQ007';
-        END IF;
+        PERFORM pgq._revive(v_back, _rearm_deps.at, v_back, NULL);
     END IF;
     INSERT INTO pgq.job_waits (child_id, pending)
     SELECT d.child_id, count(*) FILTER (WHERE d.state = 'pending')

@@ -20,7 +20,6 @@ DECLARE
     v_ids   bigint[];
     v_back  bigint[];
     v_eps   text[];
-    v_clash text;
     v_due   boolean;
     v_wait  bigint[] := '{}';
     v_skip  bigint[];
@@ -47,12 +46,9 @@ BEGIN
     IF v_back IS NULL THEN
         RETURN '{}';
     END IF;
-    -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
-    -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
+    -- Due now: queued with ready numbers, behind the fence of their entrypoints (pgq._revive
+    -- takes it before it draws a number). Not due yet: scheduled, in jobs_scheduled (slot 4).
     v_due := _requeue.at IS NULL OR _requeue.at <= now();
-    IF v_due THEN
-        PERFORM pgq._ready_lock(v_eps);
-    END IF;
 
     -- Workflows: a job requeued with a parent whose failure canceled it waits for it again, and
     -- so does one whose parent has not ended (it was canceled while it waited). The edges into
@@ -92,48 +88,13 @@ BEGIN
                            AND (d.state = 'pending' OR (d.state = 'failed' AND d.parent_id = ANY (v_back))));
     END IF;
 
-    -- Dedupe keys are taken in pgq.live_keys first; a job whose key is held is not inserted.
-    WITH back AS (
-        DELETE FROM pgq.job_history h
-         WHERE h.id = ANY (v_back)
-        RETURNING h.*
-    ), keys AS (
-        INSERT INTO pgq.live_keys (dedupe_key, job_id)
-        SELECT b.dedupe_key, b.id
-          FROM back b
-         WHERE b.dedupe_key IS NOT NULL
-         ORDER BY b.id
-            ON CONFLICT (dedupe_key) DO NOTHING
-        RETURNING job_id
-    ), ins AS (
-        INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
-        SELECT b.id, b.entrypoint, b.priority, coalesce(_requeue.at, now()), b.enqueued_at,
-               b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
-               CASE WHEN b.id = ANY (v_wait) THEN 'waiting' WHEN v_due THEN 'queued' ELSE 'scheduled' END,
-               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN nextval('pgq.ready_seq') END,
-               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN pgq._slot() ELSE 4 END, b.group_key
-          FROM (SELECT b.* FROM back b
-                 WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
-                 ORDER BY b.id) AS b
-        RETURNING id
-    )
-    SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),
-           (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1]
-      INTO v_ids, v_clash
-      FROM back b
-      LEFT JOIN ins ON ins.id = b.id;
-
-    IF v_clash IS NOT NULL THEN
-        -- Raising undoes the whole call: no history row is lost, nothing is requeued.
-        RAISE EXCEPTION 'cannot requeue: dedupe key % is held by a live job', quote_literal(v_clash)
-            USING ERRCODE = 'PQ007';
-    END IF;
+    -- Back into pgq.jobs (dedupe keys taken again first: PQ007 when one is held by a live job).
+    v_ids := pgq._revive(v_back, coalesce(_requeue.at, now()), v_wait, CASE WHEN v_due THEN v_eps END);
     -- Workflows: what these jobs' failure canceled comes back, waiting for them again.
-    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL AND v_ids IS NOT NULL THEN
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL AND cardinality(v_ids) > 0 THEN
         PERFORM pgq._rearm_deps(v_ids, coalesce(_requeue.at, now()));
     END IF;
-    RETURN coalesce(v_ids, '{}');
+    RETURN v_ids;
 END
 $$;
 COMMENT ON FUNCTION pgq._requeue(bigint[], timestamptz, boolean) IS

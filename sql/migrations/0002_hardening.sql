@@ -24,9 +24,9 @@
 --     703  Flow control: per-key concurrency and fair share
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
---     824  Functions: the other 89 functions this migration re-creates (generated)
---    7913  The ring, continued: triggers and the copy of the live jobs
---    7945  Grants
+--     824  Functions: the other 90 functions this migration re-creates (generated)
+--    7920  The ring, continued: triggers and the copy of the live jobs
+--    7952  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -2877,7 +2877,6 @@ DECLARE
     v_set   bigint[] := _rearm_deps.ids;   -- requeued or brought back
     v_more  bigint[];
     v_back  bigint[] := '{}';
-    v_clash text;
     v_wait  bigint[];
 BEGIN
     -- Requeued jobs that pgq.requeue made wait (a parent of theirs was requeued with them).
@@ -2912,30 +2911,7 @@ BEGIN
     END IF;
     IF cardinality(v_back) > 0 THEN  -- (with none, a plan for an empty list may walk an index)
         PERFORM 1 FROM pgq.job_history h WHERE h.id = ANY (v_back) ORDER BY h.id FOR UPDATE;
-        WITH back AS (
-            DELETE FROM pgq.job_history h WHERE h.id = ANY (v_back) RETURNING h.*
-        ), keys AS (
-            INSERT INTO pgq.live_keys (dedupe_key, job_id)
-            SELECT b.dedupe_key, b.id FROM back b WHERE b.dedupe_key IS NOT NULL ORDER BY b.id
-                ON CONFLICT (dedupe_key) DO NOTHING
-            RETURNING job_id
-        ), ins AS (
-            INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                                  dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
-            SELECT b.id, b.entrypoint, b.priority, _rearm_deps.at, b.enqueued_at, b.payload, b.headers,
-                   b.dedupe_key, b.errors, b.timeout, 'waiting', NULL, 4, b.group_key
-              FROM (SELECT b.* FROM back b
-                     WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
-                     ORDER BY b.id) AS b
-            RETURNING id
-        )
-        SELECT (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1] INTO v_clash
-          FROM back b LEFT JOIN ins ON ins.id = b.id;
-        IF v_clash IS NOT NULL THEN
-            RAISE EXCEPTION 'cannot requeue: dedupe key % of a job its workflow brings back is held by a live job',
-                quote_literal(v_clash)
-                USING ERRCODE = 'PQ007';
-        END IF;
+        PERFORM pgq._revive(v_back, _rearm_deps.at, v_back, NULL);
     END IF;
     INSERT INTO pgq.job_waits (child_id, pending)
     SELECT d.child_id, count(*) FILTER (WHERE d.state = 'pending')
@@ -2972,7 +2948,6 @@ DECLARE
     v_ids   bigint[];
     v_back  bigint[];
     v_eps   text[];
-    v_clash text;
     v_due   boolean;
     v_wait  bigint[] := '{}';
     v_skip  bigint[];
@@ -2999,12 +2974,9 @@ BEGIN
     IF v_back IS NULL THEN
         RETURN '{}';
     END IF;
-    -- Due now: queued with ready numbers, behind the fence of their entrypoints (taken before
-    -- any number is drawn). Not due yet: scheduled, in jobs_scheduled (slot 4).
+    -- Due now: queued with ready numbers, behind the fence of their entrypoints (pgq._revive
+    -- takes it before it draws a number). Not due yet: scheduled, in jobs_scheduled (slot 4).
     v_due := _requeue.at IS NULL OR _requeue.at <= now();
-    IF v_due THEN
-        PERFORM pgq._ready_lock(v_eps);
-    END IF;
 
     -- Workflows: a job requeued with a parent whose failure canceled it waits for it again, and
     -- so does one whose parent has not ended (it was canceled while it waited). The edges into
@@ -3044,48 +3016,13 @@ BEGIN
                            AND (d.state = 'pending' OR (d.state = 'failed' AND d.parent_id = ANY (v_back))));
     END IF;
 
-    -- Dedupe keys are taken in pgq.live_keys first; a job whose key is held is not inserted.
-    WITH back AS (
-        DELETE FROM pgq.job_history h
-         WHERE h.id = ANY (v_back)
-        RETURNING h.*
-    ), keys AS (
-        INSERT INTO pgq.live_keys (dedupe_key, job_id)
-        SELECT b.dedupe_key, b.id
-          FROM back b
-         WHERE b.dedupe_key IS NOT NULL
-         ORDER BY b.id
-            ON CONFLICT (dedupe_key) DO NOTHING
-        RETURNING job_id
-    ), ins AS (
-        INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
-                              dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
-        SELECT b.id, b.entrypoint, b.priority, coalesce(_requeue.at, now()), b.enqueued_at,
-               b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
-               CASE WHEN b.id = ANY (v_wait) THEN 'waiting' WHEN v_due THEN 'queued' ELSE 'scheduled' END,
-               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN nextval('pgq.ready_seq') END,
-               CASE WHEN v_due AND b.id <> ALL (v_wait) THEN pgq._slot() ELSE 4 END, b.group_key
-          FROM (SELECT b.* FROM back b
-                 WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
-                 ORDER BY b.id) AS b
-        RETURNING id
-    )
-    SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),
-           (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1]
-      INTO v_ids, v_clash
-      FROM back b
-      LEFT JOIN ins ON ins.id = b.id;
-
-    IF v_clash IS NOT NULL THEN
-        -- Raising undoes the whole call: no history row is lost, nothing is requeued.
-        RAISE EXCEPTION 'cannot requeue: dedupe key % is held by a live job', quote_literal(v_clash)
-            USING ERRCODE = 'PQ007';
-    END IF;
+    -- Back into pgq.jobs (dedupe keys taken again first: PQ007 when one is held by a live job).
+    v_ids := pgq._revive(v_back, coalesce(_requeue.at, now()), v_wait, CASE WHEN v_due THEN v_eps END);
     -- Workflows: what these jobs' failure canceled comes back, waiting for them again.
-    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL AND v_ids IS NOT NULL THEN
+    IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL AND cardinality(v_ids) > 0 THEN
         PERFORM pgq._rearm_deps(v_ids, coalesce(_requeue.at, now()));
     END IF;
-    RETURN coalesce(v_ids, '{}');
+    RETURN v_ids;
 END
 $$;
 COMMENT ON FUNCTION pgq._requeue(bigint[], timestamptz, boolean) IS
@@ -3120,6 +3057,76 @@ AS $$
 $$;
 COMMENT ON FUNCTION pgq._retry_delay(int, interval, interval, jsonb) IS
     'Private. The retry policy: seconds before a failed attempt runs again (retry_after, else backoff with equal jitter). Inlined into pgq.complete.';
+
+-- sql/functions/_revive.sql
+-- pgq._revive(ids, run_at, wait, fence)
+-- Contract: moves the history rows of ids (failed or canceled jobs the caller has locked) back
+--   into pgq.jobs, every column they kept there kept: the jobs in wait become 'waiting' (slot
+--   4: they wait for their parents again), the others, when fence names their entrypoints,
+--   'queued' with a ready number in the current ring slot (behind those entrypoints' fence,
+--   pgq._ready_lock, taken first), else 'scheduled' (slot 4); run_at is the given time. A job's dedupe key is taken again in
+--   pgq.live_keys first. Returns the ids moved, in id order. The one move from history back to
+--   live for pgq._requeue (requeued jobs) and pgq._rearm_deps (the jobs their failure canceled).
+-- Locking: the fence of the entrypoints in fence (shared); the rows it deletes and inserts; an
+--   INSERT into pgq.live_keys per dedupe key.
+-- Errors: PQ007 when a live job holds the dedupe key of one of them (nothing is moved: the
+--   whole call is undone).
+CREATE OR REPLACE FUNCTION pgq._revive(ids bigint[], run_at timestamptz, wait bigint[], fence text[])
+RETURNS bigint[]
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Called only by pgq._requeue and pgq._rearm_deps, whose enable_seqscan = off is in force here.
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids   bigint[];
+    v_clash text;
+    v_due   boolean := _revive.fence IS NOT NULL;
+BEGIN
+    IF v_due THEN
+        PERFORM pgq._ready_lock(_revive.fence);
+    END IF;
+    WITH back AS (
+        DELETE FROM pgq.job_history h
+         WHERE h.id = ANY (_revive.ids)
+        RETURNING h.*
+    ), keys AS (
+        INSERT INTO pgq.live_keys (dedupe_key, job_id)
+        SELECT b.dedupe_key, b.id
+          FROM back b
+         WHERE b.dedupe_key IS NOT NULL
+         ORDER BY b.id
+            ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING job_id
+    ), ins AS (
+        INSERT INTO pgq.jobs (id, entrypoint, priority, run_at, enqueued_at, payload, headers,
+                              dedupe_key, errors, timeout, status, ready_seq, slot, group_key)
+        SELECT b.id, b.entrypoint, b.priority, _revive.run_at, b.enqueued_at,
+               b.payload, b.headers, b.dedupe_key, b.errors, b.timeout,
+               CASE WHEN b.id = ANY (_revive.wait) THEN 'waiting' WHEN v_due THEN 'queued' ELSE 'scheduled' END,
+               CASE WHEN v_due AND b.id <> ALL (_revive.wait) THEN nextval('pgq.ready_seq') END,
+               CASE WHEN v_due AND b.id <> ALL (_revive.wait) THEN pgq._slot() ELSE 4 END, b.group_key
+          FROM (SELECT b.* FROM back b
+                 WHERE b.dedupe_key IS NULL OR b.id IN (SELECT k.job_id FROM keys k)
+                 ORDER BY b.id) AS b
+        RETURNING id
+    )
+    SELECT array_agg(b.id ORDER BY b.id) FILTER (WHERE ins.id IS NOT NULL),
+           (array_agg(b.dedupe_key ORDER BY b.id) FILTER (WHERE ins.id IS NULL))[1]
+      INTO v_ids, v_clash
+      FROM back b
+      LEFT JOIN ins ON ins.id = b.id;
+    IF v_clash IS NOT NULL THEN
+        -- Raising undoes the whole call: no history row is lost, nothing is requeued.
+        RAISE EXCEPTION 'cannot requeue: dedupe key % is held by a live job', quote_literal(v_clash)
+            USING ERRCODE = 'PQ007';
+    END IF;
+    RETURN coalesce(v_ids, '{}');
+END
+$$;
+COMMENT ON FUNCTION pgq._revive(bigint[], timestamptz, bigint[], text[]) IS
+    'Private. Moves failed or canceled jobs from history back into pgq.jobs (waiting, queued or scheduled), their dedupe keys taken again; for pgq._requeue and pgq._rearm_deps.';
 
 -- sql/functions/_sample_backlog.sql
 -- pgq._sample_backlog(at): the charts' backlog sample of the minute `at` falls in.
