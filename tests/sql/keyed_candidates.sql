@@ -2,7 +2,7 @@
 -- enqueue, pgq.claim through pgq._keyed_candidates (keys in turn, each within its limit, the
 -- jobs without a key after the last key), a swept stale job frees its slot, bad input.
 BEGIN;
-SELECT plan(19);
+SELECT plan(22);
 
 -- Policy and input ----------------------------------------------------------------------------
 SELECT is((SELECT key_concurrency_limit FROM pgq.configure('kc', key_concurrency_limit => 2)), 2,
@@ -57,6 +57,30 @@ SELECT is((SELECT count(*) FROM pgq.claim('00000000-0000-0000-0000-0000000000c1'
 SELECT is((SELECT max(n) FROM (SELECT count(*) AS n FROM pgq.jobs WHERE entrypoint = 'kc' AND status = 'running'
                                   AND group_key IS NOT NULL GROUP BY group_key) s), 2::bigint,
           'still no key above its limit');
+
+-- Round 1 passes over a key at its limit; keys in turn; a key capped across its lanes --------------
+-- (hashtextextended order of the keys used here: e < h < c)
+SELECT pgq.configure('kr', key_concurrency_limit => 1);
+SELECT pgq.enqueue('kr', group_key => 'e');
+SELECT count(*) FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kr}', 1);
+SELECT count(*) FROM pgq.enqueue_many('{kr,kr,kr}', group_keys => '{e,h,c}');
+SELECT setval(l.turn_seq, -9223372036854775808) FROM pgq.lanes l WHERE l.entrypoint = 'kr';  -- walk from e again
+SELECT is((SELECT array_agg(j.group_key ORDER BY j.group_key)
+             FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kr}', 2) c JOIN pgq.jobs j USING (id)),
+          '{c,h}'::text[], 'a claim of 2 passes over e (at its limit) and takes h and c, not one job');
+SELECT pgq.configure('kt', key_concurrency_limit => 10);
+SELECT count(*) FROM pgq.enqueue_many(array_fill('kt'::text, ARRAY[6]), group_keys => '{e,e,h,h,c,c}');
+CREATE TEMP TABLE turns (n serial, k text);
+INSERT INTO turns (k) SELECT j.group_key FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kt}', 1) c JOIN pgq.jobs j USING (id);
+INSERT INTO turns (k) SELECT j.group_key FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kt}', 1) c JOIN pgq.jobs j USING (id);
+INSERT INTO turns (k) SELECT j.group_key FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kt}', 1) c JOIN pgq.jobs j USING (id);
+INSERT INTO turns (k) SELECT j.group_key FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kt}', 1) c JOIN pgq.jobs j USING (id);
+SELECT is(ARRAY(SELECT k FROM turns ORDER BY n), '{e,h,c,e}'::text[],
+          'claims of one job take the keys in turn, from where the last one stopped');
+SELECT pgq.configure('kl', key_concurrency_limit => 1);
+SELECT pgq.enqueue('kl', priority => 0, group_key => 'e'), pgq.enqueue('kl', priority => 5, group_key => 'e');
+SELECT is((SELECT array_agg(c.priority) FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kl}', 5) c),
+          '{5}'::int[], 'a key queued at two priorities gets one job in all (its limit), the higher priority''s');
 
 -- Keys survive the moves of a job ---------------------------------------------------------------
 SELECT pgq.enqueue('kc_move', group_key => 'm', delay => '1 hour') AS moved \gset
