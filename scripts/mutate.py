@@ -165,8 +165,8 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "requeue_fence_removed",
         "_revive.sql",
-        "        PERFORM pgq._ready_lock(_revive.fence);\n",
-        "        NULL;\n",
+        "        PERFORM pgq._ready_lock(ARRAY(SELECT DISTINCT h.entrypoint FROM pgq.job_history h\n",
+        "        PERFORM (ARRAY(SELECT DISTINCT h.entrypoint FROM pgq.job_history h\n",
         "requeue draws ready numbers without the fence",
     ),
     # --- Leases and owners ---
@@ -493,13 +493,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "        FOR v_look IN 1..2 LOOP  -- look twice",
         "        FOR v_look IN 1..1 LOOP  -- look twice",
         "a replayed claim falls through to a new claim while its job is being carried",
-    ),
-    m(
-        "requeue_second_read",
-        "_requeue.sql",
-        "    v_ids := pgq._revive(v_back, ",
-        "    v_ids := pgq._revive(ARRAY(SELECT h.id FROM pgq.job_history h WHERE h.id = ANY (_requeue.ids) AND h.status IN ('failed', 'canceled')), ",
-        "requeue takes a job that ended after its locked read, without that entrypoint's fence",
     ),
     m(
         "archive_release_counts_attempt",

@@ -59,7 +59,7 @@ BEGIN
     END IF;
     IF cardinality(v_back) > 0 THEN  -- (with none, a plan for an empty list may walk an index)
         PERFORM 1 FROM pgq.job_history h WHERE h.id = ANY (v_back) ORDER BY h.id FOR UPDATE;
-        PERFORM pgq._revive(v_back, _rearm_deps.at, v_back, NULL);
+        PERFORM pgq._revive(v_back, _rearm_deps.at, v_back, false);
     END IF;
     INSERT INTO pgq.job_waits (child_id, pending)
     SELECT d.child_id, count(*) FILTER (WHERE d.state = 'pending')

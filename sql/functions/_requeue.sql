@@ -19,7 +19,6 @@ AS $$
 DECLARE
     v_ids   bigint[];
     v_back  bigint[];
-    v_eps   text[];
     v_due   boolean;
     v_wait  bigint[] := '{}';
     v_skip  bigint[];
@@ -31,13 +30,12 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- One locked read decides which jobs come back: only those are deleted below, so every
-    -- job that gets a ready number is one whose entrypoint's fence was taken first (a job that
-    -- failed or was canceled after this read stays in history: a claim may already have moved
-    -- its lane's cursor past a number drawn without the fence). Locked in id order.
-    SELECT array_agg(h.id ORDER BY h.id), array_agg(DISTINCT h.entrypoint)
-      INTO v_back, v_eps
-      FROM (SELECT h.id, h.entrypoint
+    -- One locked read decides which jobs come back: only those are moved below (pgq._revive,
+    -- which takes the fence of their entrypoints before it draws a ready number; a job that
+    -- failed or was canceled after this read stays in history). Locked in id order.
+    SELECT array_agg(h.id ORDER BY h.id)
+      INTO v_back
+      FROM (SELECT h.id
               FROM pgq.job_history h
              WHERE h.id = ANY (_requeue.ids)
                AND h.status IN ('failed', 'canceled')
@@ -89,7 +87,7 @@ BEGIN
     END IF;
 
     -- Back into pgq.jobs (dedupe keys taken again first: PQ007 when one is held by a live job).
-    v_ids := pgq._revive(v_back, coalesce(_requeue.at, now()), v_wait, CASE WHEN v_due THEN v_eps END);
+    v_ids := pgq._revive(v_back, coalesce(_requeue.at, now()), v_wait, v_due);
     -- Workflows: what these jobs' failure canceled comes back, waiting for them again.
     IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL AND cardinality(v_ids) > 0 THEN
         PERFORM pgq._rearm_deps(v_ids, coalesce(_requeue.at, now()));

@@ -1,16 +1,17 @@
--- pgq._revive(ids, run_at, wait, fence)
+-- pgq._revive(ids, run_at, wait, due)
 -- Contract: moves the history rows of ids (failed or canceled jobs the caller has locked) back
 --   into pgq.jobs, every column they kept there kept: the jobs in wait become 'waiting' (slot
---   4: they wait for their parents again), the others, when fence names their entrypoints,
---   'queued' with a ready number in the current ring slot (behind those entrypoints' fence,
---   pgq._ready_lock, taken first), else 'scheduled' (slot 4); run_at is the given time. A job's dedupe key is taken again in
+--   4: they wait for their parents again), the others, when due, 'queued' with a ready number
+--   in the current ring slot (behind the fence of their entrypoints, pgq._ready_lock, taken
+--   first for the entrypoints of the rows it moves, whatever the caller read before), else
+--   'scheduled' (slot 4); run_at is the given time. A job's dedupe key is taken again in
 --   pgq.live_keys first. Returns the ids moved, in id order. The one move from history back to
 --   live for pgq._requeue (requeued jobs) and pgq._rearm_deps (the jobs their failure canceled).
--- Locking: the fence of the entrypoints in fence (shared); the rows it deletes and inserts; an
---   INSERT into pgq.live_keys per dedupe key.
+-- Locking: when due, the fence of their entrypoints (shared); the rows it deletes and inserts;
+--   an INSERT into pgq.live_keys per dedupe key.
 -- Errors: PQ007 when a live job holds the dedupe key of one of them (nothing is moved: the
 --   whole call is undone).
-CREATE OR REPLACE FUNCTION pgq._revive(ids bigint[], run_at timestamptz, wait bigint[], fence text[])
+CREATE OR REPLACE FUNCTION pgq._revive(ids bigint[], run_at timestamptz, wait bigint[], due boolean)
 RETURNS bigint[]
 LANGUAGE plpgsql
 VOLATILE
@@ -21,10 +22,11 @@ AS $$
 DECLARE
     v_ids   bigint[];
     v_clash text;
-    v_due   boolean := _revive.fence IS NOT NULL;
+    v_due   boolean := _revive.due;
 BEGIN
     IF v_due THEN
-        PERFORM pgq._ready_lock(_revive.fence);
+        PERFORM pgq._ready_lock(ARRAY(SELECT DISTINCT h.entrypoint FROM pgq.job_history h
+                                        WHERE h.id = ANY (_revive.ids) AND h.id <> ALL (_revive.wait)));
     END IF;
     WITH back AS (
         DELETE FROM pgq.job_history h
@@ -64,5 +66,5 @@ BEGIN
     RETURN coalesce(v_ids, '{}');
 END
 $$;
-COMMENT ON FUNCTION pgq._revive(bigint[], timestamptz, bigint[], text[]) IS
+COMMENT ON FUNCTION pgq._revive(bigint[], timestamptz, bigint[], boolean) IS
     'Private. Moves failed or canceled jobs from history back into pgq.jobs (waiting, queued or scheduled), their dedupe keys taken again; for pgq._requeue and pgq._rearm_deps.';

@@ -2911,7 +2911,7 @@ BEGIN
     END IF;
     IF cardinality(v_back) > 0 THEN  -- (with none, a plan for an empty list may walk an index)
         PERFORM 1 FROM pgq.job_history h WHERE h.id = ANY (v_back) ORDER BY h.id FOR UPDATE;
-        PERFORM pgq._revive(v_back, _rearm_deps.at, v_back, NULL);
+        PERFORM pgq._revive(v_back, _rearm_deps.at, v_back, false);
     END IF;
     INSERT INTO pgq.job_waits (child_id, pending)
     SELECT d.child_id, count(*) FILTER (WHERE d.state = 'pending')
@@ -2947,7 +2947,6 @@ AS $$
 DECLARE
     v_ids   bigint[];
     v_back  bigint[];
-    v_eps   text[];
     v_due   boolean;
     v_wait  bigint[] := '{}';
     v_skip  bigint[];
@@ -2959,13 +2958,12 @@ BEGIN
             USING ERRCODE = 'PQ009';
     END IF;
 
-    -- One locked read decides which jobs come back: only those are deleted below, so every
-    -- job that gets a ready number is one whose entrypoint's fence was taken first (a job that
-    -- failed or was canceled after this read stays in history: a claim may already have moved
-    -- its lane's cursor past a number drawn without the fence). Locked in id order.
-    SELECT array_agg(h.id ORDER BY h.id), array_agg(DISTINCT h.entrypoint)
-      INTO v_back, v_eps
-      FROM (SELECT h.id, h.entrypoint
+    -- One locked read decides which jobs come back: only those are moved below (pgq._revive,
+    -- which takes the fence of their entrypoints before it draws a ready number; a job that
+    -- failed or was canceled after this read stays in history). Locked in id order.
+    SELECT array_agg(h.id ORDER BY h.id)
+      INTO v_back
+      FROM (SELECT h.id
               FROM pgq.job_history h
              WHERE h.id = ANY (_requeue.ids)
                AND h.status IN ('failed', 'canceled')
@@ -3017,7 +3015,7 @@ BEGIN
     END IF;
 
     -- Back into pgq.jobs (dedupe keys taken again first: PQ007 when one is held by a live job).
-    v_ids := pgq._revive(v_back, coalesce(_requeue.at, now()), v_wait, CASE WHEN v_due THEN v_eps END);
+    v_ids := pgq._revive(v_back, coalesce(_requeue.at, now()), v_wait, v_due);
     -- Workflows: what these jobs' failure canceled comes back, waiting for them again.
     IF pg_sequence_last_value('pgq.job_deps_used'::regclass) IS NOT NULL AND cardinality(v_ids) > 0 THEN
         PERFORM pgq._rearm_deps(v_ids, coalesce(_requeue.at, now()));
@@ -3059,19 +3057,20 @@ COMMENT ON FUNCTION pgq._retry_delay(int, interval, interval, jsonb) IS
     'Private. The retry policy: seconds before a failed attempt runs again (retry_after, else backoff with equal jitter). Inlined into pgq.complete.';
 
 -- sql/functions/_revive.sql
--- pgq._revive(ids, run_at, wait, fence)
+-- pgq._revive(ids, run_at, wait, due)
 -- Contract: moves the history rows of ids (failed or canceled jobs the caller has locked) back
 --   into pgq.jobs, every column they kept there kept: the jobs in wait become 'waiting' (slot
---   4: they wait for their parents again), the others, when fence names their entrypoints,
---   'queued' with a ready number in the current ring slot (behind those entrypoints' fence,
---   pgq._ready_lock, taken first), else 'scheduled' (slot 4); run_at is the given time. A job's dedupe key is taken again in
+--   4: they wait for their parents again), the others, when due, 'queued' with a ready number
+--   in the current ring slot (behind the fence of their entrypoints, pgq._ready_lock, taken
+--   first for the entrypoints of the rows it moves, whatever the caller read before), else
+--   'scheduled' (slot 4); run_at is the given time. A job's dedupe key is taken again in
 --   pgq.live_keys first. Returns the ids moved, in id order. The one move from history back to
 --   live for pgq._requeue (requeued jobs) and pgq._rearm_deps (the jobs their failure canceled).
--- Locking: the fence of the entrypoints in fence (shared); the rows it deletes and inserts; an
---   INSERT into pgq.live_keys per dedupe key.
+-- Locking: when due, the fence of their entrypoints (shared); the rows it deletes and inserts;
+--   an INSERT into pgq.live_keys per dedupe key.
 -- Errors: PQ007 when a live job holds the dedupe key of one of them (nothing is moved: the
 --   whole call is undone).
-CREATE OR REPLACE FUNCTION pgq._revive(ids bigint[], run_at timestamptz, wait bigint[], fence text[])
+CREATE OR REPLACE FUNCTION pgq._revive(ids bigint[], run_at timestamptz, wait bigint[], due boolean)
 RETURNS bigint[]
 LANGUAGE plpgsql
 VOLATILE
@@ -3082,10 +3081,11 @@ AS $$
 DECLARE
     v_ids   bigint[];
     v_clash text;
-    v_due   boolean := _revive.fence IS NOT NULL;
+    v_due   boolean := _revive.due;
 BEGIN
     IF v_due THEN
-        PERFORM pgq._ready_lock(_revive.fence);
+        PERFORM pgq._ready_lock(ARRAY(SELECT DISTINCT h.entrypoint FROM pgq.job_history h
+                                        WHERE h.id = ANY (_revive.ids) AND h.id <> ALL (_revive.wait)));
     END IF;
     WITH back AS (
         DELETE FROM pgq.job_history h
@@ -3125,7 +3125,7 @@ BEGIN
     RETURN coalesce(v_ids, '{}');
 END
 $$;
-COMMENT ON FUNCTION pgq._revive(bigint[], timestamptz, bigint[], text[]) IS
+COMMENT ON FUNCTION pgq._revive(bigint[], timestamptz, bigint[], boolean) IS
     'Private. Moves failed or canceled jobs from history back into pgq.jobs (waiting, queued or scheduled), their dedupe keys taken again; for pgq._requeue and pgq._rearm_deps.';
 
 -- sql/functions/_sample_backlog.sql
