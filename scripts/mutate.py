@@ -583,8 +583,8 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "key_cap_across_lanes_ignored",
         "_claim_keyed.sql",
-        "           AND (r.room IS NULL OR r.kn <= r.room)",
-        "           AND true",
+        "                 WHERE k.room IS NULL OR k.kn <= k.room) r",
+        "                 WHERE true) r",
         "a key queued at two priorities gets its room from each lane: more than its limit at once",
     ),
     m(

@@ -88,15 +88,18 @@ BEGIN
         SELECT r.id, r.entrypoint, r.rated,
                CASE WHEN r.per_key AND r.group_key IS NOT NULL THEN r.key_hash ELSE c_whole END AS h,
                CASE WHEN r.per_key THEN r.group_key END AS k
-          FROM (SELECT c.id, c.entrypoint, c.priority, c.ready_seq, c.quota, c.room, c.rated, c.per_key,
-                       c.key_hash, c.group_key,
-                       row_number() OVER (PARTITION BY c.entrypoint
-                                          ORDER BY c.priority DESC, c.ready_seq) AS n,
-                       row_number() OVER (PARTITION BY c.entrypoint, c.key_hash
-                                          ORDER BY c.priority DESC, c.ready_seq) AS kn
-                  FROM candidates c) r
+          FROM (SELECT k.*,
+                       -- numbered within the entrypoint's quota after the cap per key: a
+                       -- candidate the cap drops does not use up the quota
+                       row_number() OVER (PARTITION BY k.entrypoint
+                                          ORDER BY k.priority DESC, k.ready_seq) AS n
+                  FROM (SELECT c.id, c.entrypoint, c.priority, c.ready_seq, c.quota, c.room, c.rated, c.per_key,
+                               c.key_hash, c.group_key,
+                               row_number() OVER (PARTITION BY c.entrypoint, c.key_hash
+                                                  ORDER BY c.priority DESC, c.ready_seq) AS kn
+                          FROM candidates c) k
+                 WHERE k.room IS NULL OR k.kn <= k.room) r
          WHERE r.n <= r.quota
-           AND (r.room IS NULL OR r.kn <= r.room)
          ORDER BY r.priority DESC, r.ready_seq
          LIMIT _claim_keyed.batch_size
     )

@@ -2,7 +2,7 @@
 -- enqueue, pgq.claim through pgq._keyed_candidates (keys in turn, each within its limit, the
 -- jobs without a key after the last key), a swept stale job frees its slot, bad input.
 BEGIN;
-SELECT plan(22);
+SELECT plan(23);
 
 -- Policy and input ----------------------------------------------------------------------------
 SELECT is((SELECT key_concurrency_limit FROM pgq.configure('kc', key_concurrency_limit => 2)), 2,
@@ -81,6 +81,12 @@ SELECT pgq.configure('kl', key_concurrency_limit => 1);
 SELECT pgq.enqueue('kl', priority => 0, group_key => 'e'), pgq.enqueue('kl', priority => 5, group_key => 'e');
 SELECT is((SELECT array_agg(c.priority) FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kl}', 5) c),
           '{5}'::int[], 'a key queued at two priorities gets one job in all (its limit), the higher priority''s');
+SELECT pgq.configure('kq', key_concurrency_limit => 1, concurrency_limit => 2);
+SELECT pgq.enqueue('kq', priority => 5, group_key => 'e'), pgq.enqueue('kq', priority => 0, group_key => 'e'),
+       pgq.enqueue('kq', priority => 0, group_key => 'h');
+SELECT is((SELECT array_agg(j.group_key ORDER BY c.priority DESC)
+             FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kq}', 3) c JOIN pgq.jobs j USING (id)),
+          '{e,h}'::text[], 'a candidate the cap per key drops does not use up the entrypoint''s quota (2: e and h)');
 
 -- Keys survive the moves of a job ---------------------------------------------------------------
 SELECT pgq.enqueue('kc_move', group_key => 'm', delay => '1 hour') AS moved \gset

@@ -33,6 +33,7 @@ WORKERS = [str(uuid.UUID(int=0x5EED0000_0000_4000_8000_000000000000 + i)) for i 
 OTHER_WORKER = str(uuid.UUID(int=0x5EED0000_0000_4000_8000_0000000000FF))
 PRIORITIES = [-1, 0, 0, 0, 5]
 KEYS = [f"k{i}" for i in range(6)]
+GROUPS = ["g0", "g1", "g2"]  # group keys (per-key limits and fair share)
 DEFAULT_POLICY = {
     "limit": None,
     "max_attempts": 5,
@@ -42,6 +43,7 @@ DEFAULT_POLICY = {
     "paused": False,
     "rate": None,  # rate_limit: starts per period (docs/sql-api.md, "Rate limits")
     "period": None,  # rate_period, seconds
+    "key_limit": None,  # key_concurrency_limit: running jobs per group key (docs/sql-api.md)
 }
 TERMINAL = ("successful", "failed", "canceled")
 
@@ -141,6 +143,7 @@ class Job:
     details: Any = None
     details_known: bool = False
     enqueued_at: datetime | None = None
+    group: str | None = None  # its group key
     epoch: int = 0  # bumped at every claim: a retry's stored run_at is only comparable within one
 
 
@@ -349,6 +352,7 @@ class Runner:
                     "run_at": run_at,
                     "due": due,
                     "key": rng.choice(KEYS) if rng.random() < 0.4 else None,
+                    "group": rng.choice(GROUPS) if rng.random() < 0.5 else None,
                 }
             )
         on_conflict = rng.choice(["raise", "existing"])
@@ -358,6 +362,7 @@ class Runner:
                 f"SELECT pgq.enqueue({q(e['ep'])}, {js(e['payload'])}, priority => {e['priority']}"
                 + (f", run_at => {ts(e['run_at'])}" if e["run_at"] else "")
                 + (f", dedupe_key => {q(e['key'])}" if e["key"] else "")
+                + (f", group_key => {q(e['group'])}" if e["group"] else "")
                 + f", on_conflict => {q(on_conflict)})"
             )
         else:
@@ -367,6 +372,7 @@ class Runner:
                 f"priorities => {arr([e['priority'] for e in elems], 'int')}, "
                 f"run_ats => {arr([e['run_at'].isoformat() if e['run_at'] else None for e in elems], 'timestamptz')}, "
                 f"dedupe_keys => {arr([e['key'] for e in elems], 'text')}, "
+                f"group_keys => {arr([e['group'] for e in elems], 'text')}, "
                 f"on_conflict => {q(on_conflict)})"
             )
         # the model's decision, element by element
@@ -420,6 +426,7 @@ class Runner:
                     key=e["key"],
                     status="queued" if e["due"] else "scheduled",
                     run_at=e["run_at"],
+                    group=e["group"],
                 )
                 m.jobs[got] = j
                 if e["due"]:
@@ -529,6 +536,28 @@ class Runner:
                 room[ep] = max(0, p["limit"] - len(m.running(ep)))
             room[ep] = min(room[ep], m.rate_room(ep, at))
         cands = {j.id: j for j in m.jobs.values() if j.status == "queued" and j.ep in room}
+        # Key-limited entrypoints (key_concurrency_limit): each group key within its limit, and
+        # keys taken in turn (fair share), not best-first: the contract checked for them is the
+        # limit per key and that a claim with room takes some job of theirs.
+        keyed = {ep for ep in room if m.pol(ep)["key_limit"] is not None}
+        key_room: dict[tuple[str, str], float] = {}
+
+        def kroom(c: Job) -> float:
+            if c.ep not in keyed or c.group is None:
+                return math.inf
+            if (c.ep, c.group) not in key_room:
+                busy = sum(1 for r in m.running(c.ep) if r.group == c.group)
+                key_room[(c.ep, c.group)] = m.pol(c.ep)["key_limit"] - busy
+            return key_room[(c.ep, c.group)]
+
+        open_keyed = {
+            c.ep for c in cands.values() if c.ep in keyed and room[c.ep] > 0 and kroom(c) > 0
+        }
+        # A claim of one key-limited entrypoint takes a job of every group with room (each key,
+        # and the jobs without one) before any group gets a second: at least this many.
+        one_keyed = len(set(eps)) == 1 and eps[0] in keyed
+        groups = {c.group for c in cands.values() if c.ep in keyed and kroom(c) > 0}
+        at_least = min(batch, room[eps[0]], len(groups)) if one_keyed else 0
         taken: list[Job] = []
         for pos, r in enumerate(rows):
             j = cands.get(r[0])
@@ -543,11 +572,17 @@ class Runner:
                     "claim",
                     f"claimed job {j.id} of {j.ep} beyond its room (limit {m.pol(j.ep)['limit']}, paused {m.pol(j.ep)['paused']})",
                 )
+            if kroom(j) <= 0:
+                self.fail(
+                    "claim-key",
+                    f"claimed job {j.id} of {j.ep}, key {j.group}, beyond its key limit {m.pol(j.ep)['key_limit']}",
+                )
             key = (-j.priority, j.ready)
             better = [
                 c.id
                 for c in cands.values()
                 if room[c.ep] > 0
+                and c.ep not in keyed
                 and c.id not in {t.id for t in taken}
                 and (-c.priority, c.ready) < key
             ]  # type: ignore[operator]
@@ -558,11 +593,28 @@ class Runner:
                 )
             taken.append(j)
             room[j.ep] -= 1
+            if j.ep in keyed and j.group is not None:
+                key_room[(j.ep, j.group)] -= 1
             del cands[j.id]
-        left = [c.id for c in cands.values() if room[c.ep] > 0]
+        left = [c.id for c in cands.values() if room[c.ep] > 0 and c.ep not in keyed]
         if len(rows) < batch and left:
             self.fail(
                 "claim", f"claimed {len(rows)} of batch {batch}, but {left} could still be claimed"
+            )
+        m.bump(
+            "claimed_within_key_limits",
+            sum(1 for t in taken if t.ep in keyed and t.group is not None),
+        )
+        if len(rows) < at_least:
+            self.fail(
+                "claim-key",
+                f"claimed {len(rows)} of batch {batch} from key-limited {eps[0]}, whose groups {sorted(map(str, groups))} each had a job within their limits",
+            )
+        starved = sorted(open_keyed - {t.ep for t in taken})
+        if len(rows) < batch and starved:
+            self.fail(
+                "claim-key",
+                f"claimed {len(rows)} of batch {batch}, none of key-limited {starved}, which had jobs within their limits",
             )
         for r, j in zip(rows, taken, strict=False):
             p = m.pol(j.ep)
@@ -1030,12 +1082,14 @@ class Runner:
             args["backoff_max"] = rng.choice([0, 1, 3, 10, 60])
         if rng.random() < 0.5:
             args["heartbeat_timeout"] = rng.choice([1, 2, 5, 10, 30])
+        if rng.random() < 0.3:  # running jobs per group key (only reset removes it)
+            args["key_concurrency_limit"] = rng.choice([1, 1, 2])
         if rng.random() < 0.5:  # a rate limit (set with its period), or 0: none
             args["rate_limit"] = rng.choice([0, 1, 2, 3])
             if args["rate_limit"]:
                 args["rate_period"] = rng.choice([5, 20, 60])
         reset = rng.random() < 0.15
-        text = f"SELECT entrypoint, concurrency_limit, max_attempts, extract(epoch FROM backoff_base)::float8, extract(epoch FROM backoff_max)::float8, extract(epoch FROM heartbeat_timeout)::float8, rate_limit, extract(epoch FROM rate_period)::float8 FROM pgq.configure({q(ep)}"
+        text = f"SELECT entrypoint, concurrency_limit, max_attempts, extract(epoch FROM backoff_base)::float8, extract(epoch FROM backoff_max)::float8, extract(epoch FROM heartbeat_timeout)::float8, rate_limit, extract(epoch FROM rate_period)::float8, key_concurrency_limit FROM pgq.configure({q(ep)}"
         for k, v in args.items():
             text += (
                 f", {k} => {iv(v) if k.startswith(('backoff', 'heartbeat', 'rate_period')) else v}"
@@ -1051,6 +1105,7 @@ class Runner:
             "heartbeat_timeout": "hb",
             "rate_limit": "rate",
             "rate_period": "period",
+            "key_concurrency_limit": "key_limit",
         }
         for k, v in args.items():
             new[ren[k]] = v
@@ -1067,7 +1122,7 @@ class Runner:
         rows = self.sql(text)
         exp = (
             ep, new["limit"], new["max_attempts"], new["base"], new["max"], new["hb"],
-            new["rate"], None if new["period"] is None else float(new["period"]),
+            new["rate"], None if new["period"] is None else float(new["period"]), new["key_limit"],
         )  # fmt: skip
         if tuple(rows[0]) != exp:
             self.fail("configure", f"row {rows[0]}, model {exp}")
