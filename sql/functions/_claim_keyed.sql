@@ -59,21 +59,13 @@ BEGIN
           JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
          WHERE eps.quota > 0
     ), candidates AS (
-        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash, NULL::int AS room,
-               lanes.rated, false AS per_key, NULL::text AS group_key
+        -- Lanes without per-key limits (pgq._lane_jobs: a claim of keyed lanes only never calls
+        -- it, nor prepares its read).
+        SELECT q.id, lanes.entrypoint, lanes.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash,
+               NULL::int AS room, lanes.rated, false AS per_key, NULL::text AS group_key
           FROM lanes
-         CROSS JOIN LATERAL (
-               SELECT j.id, j.entrypoint, j.priority, j.ready_seq
-                 FROM pgq.jobs j
-                WHERE j.entrypoint = lanes.entrypoint
-                  AND j.priority = lanes.priority
-                  AND j.status = 'queued'
-                  AND j.slot <> 4
-                  AND j.ready_seq > lanes.cursor
-                  AND j.run_at <= _claim_keyed.at
-                ORDER BY j.ready_seq
-                LIMIT least(lanes.quota, _claim_keyed.batch_size)
-                  FOR UPDATE SKIP LOCKED) AS q
+         CROSS JOIN LATERAL pgq._lane_jobs(lanes.entrypoint, lanes.priority, lanes.cursor,
+                                           least(lanes.quota, _claim_keyed.batch_size)::int, _claim_keyed.at) AS q
          WHERE NOT lanes.keyed
         UNION ALL
         -- Per-key limits and fair share (pgq._keyed_candidates): keys in turn, each within its room.

@@ -136,7 +136,7 @@ BEGIN
                SELECT j.id, j.ready_seq
                  FROM pgq.jobs j
                 WHERE j.id = m.id
-                  AND j.slot = m.slot
+                  AND j.slot = m.slot AND j.slot <> 4
                   AND j.status = c_queued
                   FOR UPDATE SKIP LOCKED) AS j
          WHERE m.h IS NOT NULL AND m.room > 0

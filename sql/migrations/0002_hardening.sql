@@ -24,9 +24,9 @@
 --     703  Flow control: per-key concurrency and fair share
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
---     824  Functions: the other 90 functions this migration re-creates (generated)
---    7923  The ring, continued: triggers and the copy of the live jobs
---    7955  Grants
+--     824  Functions: the other 91 functions this migration re-creates (generated)
+--    7951  The ring, continued: triggers and the copy of the live jobs
+--    7983  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1745,21 +1745,13 @@ BEGIN
           JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
          WHERE eps.quota > 0
     ), candidates AS (
-        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash, NULL::int AS room,
-               lanes.rated, false AS per_key, NULL::text AS group_key
+        -- Lanes without per-key limits (pgq._lane_jobs: a claim of keyed lanes only never calls
+        -- it, nor prepares its read).
+        SELECT q.id, lanes.entrypoint, lanes.priority, q.ready_seq, lanes.quota, NULL::bigint AS key_hash,
+               NULL::int AS room, lanes.rated, false AS per_key, NULL::text AS group_key
           FROM lanes
-         CROSS JOIN LATERAL (
-               SELECT j.id, j.entrypoint, j.priority, j.ready_seq
-                 FROM pgq.jobs j
-                WHERE j.entrypoint = lanes.entrypoint
-                  AND j.priority = lanes.priority
-                  AND j.status = 'queued'
-                  AND j.slot <> 4
-                  AND j.ready_seq > lanes.cursor
-                  AND j.run_at <= _claim_keyed.at
-                ORDER BY j.ready_seq
-                LIMIT least(lanes.quota, _claim_keyed.batch_size)
-                  FOR UPDATE SKIP LOCKED) AS q
+         CROSS JOIN LATERAL pgq._lane_jobs(lanes.entrypoint, lanes.priority, lanes.cursor,
+                                           least(lanes.quota, _claim_keyed.batch_size)::int, _claim_keyed.at) AS q
          WHERE NOT lanes.keyed
         UNION ALL
         -- Per-key limits and fair share (pgq._keyed_candidates): keys in turn, each within its room.
@@ -2362,7 +2354,7 @@ BEGIN
                SELECT j.id, j.ready_seq
                  FROM pgq.jobs j
                 WHERE j.id = m.id
-                  AND j.slot = m.slot
+                  AND j.slot = m.slot AND j.slot <> 4
                   AND j.status = c_queued
                   FOR UPDATE SKIP LOCKED) AS j
          WHERE m.h IS NOT NULL AND m.room > 0
@@ -2523,6 +2515,42 @@ END
 $$;
 COMMENT ON FUNCTION pgq._lane_cursor(text, int, regclass) IS
     'Private. The lane''s claim cursor, moved on past settled ready numbers when no producer of the entrypoint is open.';
+
+-- sql/functions/_lane_jobs.sql
+-- pgq._lane_jobs(entrypoint, priority, cursor, n, at)
+-- Contract: the first n queued jobs of one lane (entrypoint, priority) due at `at`, in ready
+--   order from the lane's cursor on, locked FOR UPDATE SKIP LOCKED: the candidates of a lane
+--   without per-key limits in a claim that pgq._claim_keyed makes (pgq.claim's own statement
+--   reads its lanes the same way, inline). A function, so that a keyed claim of no such lane
+--   does not prepare this read at all.
+-- Locking: row locks on the returned jobs (SKIP LOCKED).
+-- Errors: none of its own.
+CREATE OR REPLACE FUNCTION pgq._lane_jobs(entrypoint text, priority int, cursor bigint, n int, at timestamptz)
+RETURNS TABLE (id bigint, ready_seq bigint)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pgq, pg_temp
+-- Called only by pgq._claim_keyed, where pgq.claim's settings (generic plans, no JIT, no
+-- sequential scans) are in force.
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT j.id, j.ready_seq
+      FROM pgq.jobs j
+     WHERE j.entrypoint = _lane_jobs.entrypoint
+       AND j.priority = _lane_jobs.priority
+       AND j.status = 'queued'
+       AND j.slot <> 4
+       AND j.ready_seq > _lane_jobs.cursor
+       AND j.run_at <= _lane_jobs.at
+     ORDER BY j.ready_seq
+     LIMIT _lane_jobs.n
+       FOR UPDATE SKIP LOCKED;
+END
+$$;
+COMMENT ON FUNCTION pgq._lane_jobs(text, int, bigint, int, timestamptz) IS
+    'Private. The first n due queued jobs of one lane from its cursor, locked SKIP LOCKED: the lanes without per-key limits of a keyed claim (pgq._claim_keyed).';
 
 -- sql/functions/_notify.sql
 -- pgq._notify(kind, field, vals): send {"kind": kind, field: [...]} on channel pgq_events.
