@@ -264,6 +264,14 @@ def is_lost(
     return getattr(err, "sqlstate", None) == READ_ONLY_SQLSTATE
 
 
+def is_rolled_back(err: BaseException) -> bool:
+    """Did the server abort the statement's transaction for a deadlock or a serialization
+    failure (SQLSTATE class 40, "transaction rollback": 40001, 40P01, ...)? Then it changed
+    nothing and may be sent again at once. (psycopg files 40P01 under OperationalError, not
+    TransactionRollback: the SQLSTATE decides.)"""
+    return str(getattr(err, "sqlstate", None) or "").startswith("40")
+
+
 class AsyncSession:
     """The worker's one connection for claim, heartbeat, complete and release.
 
@@ -280,7 +288,16 @@ class AsyncSession:
     call (the worker sends its heartbeats there first). After ``reconnect_timeout`` seconds
     without a working connection :class:`ConnectionUnavailable`
     is raised and the worker's supervisor takes over.
+
+    A call the server aborted for a deadlock or a serialization failure (:func:`is_rolled_back`:
+    its transaction was rolled back and changed nothing) is sent again at once on the same
+    connection, up to :attr:`rollback_retries` times: PostgreSQL aborts one transaction of a
+    deadlock and the other goes on, so the next try waits for it instead. After that the error
+    is raised to the loop (which retries with its own backoff).
     """
+
+    #: Immediate retries of a call the server rolled back (deadlock, serialization failure).
+    rollback_retries = 3
 
     def __init__(
         self,
@@ -321,15 +338,22 @@ class AsyncSession:
     async def call(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
         """Run ``fn(conn)``; on a broken connection reconnect and run it again."""
         async with self._lock:
+            rolled_back = 0
             while True:
                 conn = await self._ensure()
                 try:
                     result = await fn(conn)
                 except psycopg.Error as err:
-                    if not is_lost(conn, err):
-                        raise
-                    await self._lost(conn, err)
-                    continue
+                    if is_lost(conn, err):
+                        await self._lost(conn, err)
+                        continue
+                    if is_rolled_back(err) and rolled_back < self.rollback_retries:
+                        rolled_back += 1
+                        log.info("pgq-thin call rolled back (%s); sending it again", _one_line(err))
+                        if not conn.autocommit:
+                            await conn.rollback()
+                        continue
+                    raise
                 self._up()
                 return result
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -86,6 +87,59 @@ async def test_a_read_only_answer_makes_the_session_reconnect(pgq_dsn: str) -> N
         assert session.reconnects == 1
     finally:
         await session.close()
+
+
+@aio
+async def test_a_call_the_server_aborted_in_a_deadlock_is_sent_again_at_once(pgq_dsn: str) -> None:
+    """A real deadlock: the session's call locks row 1 then row 2 while another connection holds
+    row 2 and then asks for row 1. The call's backend detects it (the shorter deadlock_timeout)
+    and is rolled back; the session sends the call again at once on the same connection, which
+    then waits for the other transaction to commit and succeeds. No reconnect, no error raised."""
+    table = f"public.deadlock_probe_{uuid.uuid4().hex[:12]}"
+    async with await aconnect(pgq_dsn) as setup:
+        await setup.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, n int NOT NULL DEFAULT 0)")
+        await setup.execute(f"INSERT INTO {table} (id) VALUES (1), (2)")
+    session = AsyncSession(pgq_dsn)
+    await session.open()
+    other = await aconnect(pgq_dsn, autocommit=False)
+    try:
+        await session.call(lambda conn: conn.execute("SET deadlock_timeout = '20ms'"))
+        pid = session.backend_pid
+        await other.execute("SET deadlock_timeout = '60s'")
+        await other.execute(f"UPDATE {table} SET n = n + 1 WHERE id = 2")  # holds row 2
+        tries: list[int] = []
+
+        async def both_rows(conn: psycopg.AsyncConnection[Any]) -> None:
+            tries.append(conn.info.backend_pid)
+            async with conn.transaction():
+                await conn.execute(f"UPDATE {table} SET n = n + 10 WHERE id = 1")
+                await conn.execute(f"UPDATE {table} SET n = n + 10 WHERE id = 2")
+
+        call = asyncio.create_task(session.call(both_rows))
+        async with await aconnect(pgq_dsn) as probe:
+
+            async def waits_for_a_lock() -> bool:
+                cur = await probe.execute(
+                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", (pid,)
+                )
+                row = await cur.fetchone()
+                return bool(row and row[0])
+
+            await await_for(waits_for_a_lock, what="the call waiting for row 2")
+        # Row 1 is the call's: asking for it closes the cycle; the call's backend gives up first.
+        await other.execute(f"UPDATE {table} SET n = n + 1 WHERE id = 1")
+        await other.commit()
+        await asyncio.wait_for(call, timeout=30)
+        assert tries == [pid, pid]  # aborted once, sent again on the same connection
+        assert session.reconnects == 0
+        async with await aconnect(pgq_dsn) as check:
+            cur = await check.execute(f"SELECT id, n FROM {table} ORDER BY id")
+            assert await cur.fetchall() == [(1, 11), (2, 11)]  # both transactions, once each
+    finally:
+        await other.close()
+        await session.close()
+        async with await aconnect(pgq_dsn) as cleanup:
+            await cleanup.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def test_a_queue_handle_closes_a_connection_that_answered_read_only(pgq_dsn: str) -> None:
