@@ -6,8 +6,9 @@
 --   pgq._quota), except that the lanes of key-limited entrypoints take their candidates from
 --   pgq._keyed_candidates (group keys in turn, each within its room: running jobs and starts
 --   in the rate window per key), and each key is capped again across the lanes of its
---   entrypoint with the room they reported (a key queued at two priorities). Only called when such a row is held,
---   so a claim without key limits runs its own statement and pays nothing for this one.
+--   entrypoint with the room they reported (a key queued at two priorities) before the
+--   entrypoint's quota is counted. Only called when such a row is held, so a claim without key
+--   limits runs its own statement and pays nothing for this one.
 --   The starts of the chosen jobs of rate-limited entrypoints are recorded here
 --   (pgq._rate_record: it knows each job's budget, so pgq.claim does not read the jobs again);
 --   pgq.claim's UPDATE then takes every job chosen (they are locked), in the same transaction.

@@ -7,11 +7,12 @@
 --   walks the keys of the lane that have queued jobs in the order of their hash
 --   (hashtextextended(key, 0); one probe of jobs_key_idx per key, which finds the key's oldest
 --   job due above the cursor: the index's entries below the cursor, jobs claimed before that a
---   held vacuum horizon keeps, are passed in the index without a heap visit), starting after the key the
---   lane's last keyed claim served (turn_seq) and going round the ring at most once, until it
---   met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys are all full
---   costs a bounded walk; the next claim goes on from there). Round 1: each key met with room
---   gives one job, the oldest the walk found, locked by id in its slot (one partition's probe). When the walk passed the end of the ring, the jobs of the lane
+--   held vacuum horizon keeps, are passed in the index without a heap visit), starting after
+--   the key the lane's last keyed claim served (turn_seq) and going round the ring at most
+--   once, until it met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys
+--   are all full costs a bounded walk; the next claim goes on from there). Round 1: each key
+--   met with room gives one job, the oldest the walk found, locked by id in its slot (one
+--   partition's probe). When the walk passed the end of the ring, the jobs of the lane
 --   without a key get their turn as one more group (one job; all that is left when no key has
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least

@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
 --     824  Functions: the other 91 functions this migration re-creates (generated)
---    7951  The ring, continued: triggers and the copy of the live jobs
---    7983  Grants
+--    7953  The ring, continued: triggers and the copy of the live jobs
+--    7985  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1692,8 +1692,9 @@ COMMENT ON FUNCTION pgq._check_time(timestamptz, text) IS
 --   pgq._quota), except that the lanes of key-limited entrypoints take their candidates from
 --   pgq._keyed_candidates (group keys in turn, each within its room: running jobs and starts
 --   in the rate window per key), and each key is capped again across the lanes of its
---   entrypoint with the room they reported (a key queued at two priorities). Only called when such a row is held,
---   so a claim without key limits runs its own statement and pays nothing for this one.
+--   entrypoint with the room they reported (a key queued at two priorities) before the
+--   entrypoint's quota is counted. Only called when such a row is held, so a claim without key
+--   limits runs its own statement and pays nothing for this one.
 --   The starts of the chosen jobs of rate-limited entrypoints are recorded here
 --   (pgq._rate_record: it knows each job's budget, so pgq.claim does not read the jobs again);
 --   pgq.claim's UPDATE then takes every job chosen (they are locked), in the same transaction.
@@ -2225,11 +2226,12 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
 --   walks the keys of the lane that have queued jobs in the order of their hash
 --   (hashtextextended(key, 0); one probe of jobs_key_idx per key, which finds the key's oldest
 --   job due above the cursor: the index's entries below the cursor, jobs claimed before that a
---   held vacuum horizon keeps, are passed in the index without a heap visit), starting after the key the
---   lane's last keyed claim served (turn_seq) and going round the ring at most once, until it
---   met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys are all full
---   costs a bounded walk; the next claim goes on from there). Round 1: each key met with room
---   gives one job, the oldest the walk found, locked by id in its slot (one partition's probe). When the walk passed the end of the ring, the jobs of the lane
+--   held vacuum horizon keeps, are passed in the index without a heap visit), starting after
+--   the key the lane's last keyed claim served (turn_seq) and going round the ring at most
+--   once, until it met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys
+--   are all full costs a bounded walk; the next claim goes on from there). Round 1: each key
+--   met with room gives one job, the oldest the walk found, locked by id in its slot (one
+--   partition's probe). When the walk passed the end of the ring, the jobs of the lane
 --   without a key get their turn as one more group (one job; all that is left when no key has
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
