@@ -38,7 +38,7 @@ DECLARE
     v_ids   bigint[];
     v_rec   record;
 BEGIN
-    WITH eps AS (
+    WITH eps AS MATERIALIZED (  -- (each quota computed once, not again in the filter of lanes)
         SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
                c.key_concurrency_limit IS NOT NULL OR (c.rate_per_key AND c.rate_limit IS NOT NULL) AS keyed,
                CASE WHEN c.rate_per_key THEN c.rate_limit END AS key_rate, c.rate_period,

@@ -144,17 +144,20 @@ BEGIN
          ORDER BY m.n
          LIMIT v_left
     )
-    SELECT (SELECT array_agg(m.h ORDER BY m.n) FROM met m WHERE m.h IS NOT NULL),
-           (SELECT array_agg(m.room ORDER BY m.n) FROM met m WHERE m.h IS NOT NULL),
-           (SELECT bool_or(m.h IS NULL) FROM met m),
-           coalesce((SELECT p.h FROM picked p ORDER BY p.n DESC LIMIT 1),
-                    (SELECT m.h FROM met m ORDER BY m.n DESC LIMIT 1)),
-           coalesce((SELECT array_agg(p.id ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.ready_seq ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.h ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.room ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.k ORDER BY p.n) FROM picked p), '{}')
-      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom, v_gkeys;
+    -- (One pass over each of met and picked: every subquery here is prepared on each call.)
+    SELECT mm.keys, mm.rooms, mm.ends, coalesce(pp.last, mm.last),
+           coalesce(pp.ids, '{}'), coalesce(pp.seqs, '{}'), coalesce(pp.hashes, '{}'),
+           coalesce(pp.rooms, '{}'), coalesce(pp.keys, '{}')
+      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom, v_gkeys
+      FROM (SELECT array_agg(m.h ORDER BY m.n) FILTER (WHERE m.h IS NOT NULL) AS keys,
+                   array_agg(m.room ORDER BY m.n) FILTER (WHERE m.h IS NOT NULL) AS rooms,
+                   bool_or(m.h IS NULL) AS ends,
+                   (array_agg(m.h ORDER BY m.n DESC))[1] AS last
+              FROM met m) AS mm,
+           (SELECT array_agg(p.id ORDER BY p.n) AS ids, array_agg(p.ready_seq ORDER BY p.n) AS seqs,
+                   array_agg(p.h ORDER BY p.n) AS hashes, array_agg(p.room ORDER BY p.n) AS rooms,
+                   array_agg(p.k ORDER BY p.n) AS keys, (array_agg(p.h ORDER BY p.n DESC))[1] AS last
+              FROM picked p) AS pp;
     v_left := v_left - cardinality(v_ids);
     -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.

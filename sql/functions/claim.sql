@@ -202,7 +202,7 @@ BEGIN
     -- ring, jobs_slot_check; the planner leaves jobs_scheduled out), then by priority and ready order
     -- within each entrypoint's quota. (The ids go to an array: the UPDATE below finds them by
     -- id whatever the planner guesses about the LIMITs.)
-    WITH eps AS (
+    WITH eps AS MATERIALIZED (  -- (each quota computed once, not again in the filter of lanes)
         SELECT c.entrypoint,
                CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL AND c.rate_limit IS NULL
                     THEN claim.batch_size

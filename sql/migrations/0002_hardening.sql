@@ -25,8 +25,8 @@
 --     728  Workflows: jobs that wait for other jobs
 --     776  Flow control: rate limits
 --     824  Functions: the other 91 functions this migration re-creates (generated)
---    7953  The ring, continued: triggers and the copy of the live jobs
---    7985  Grants
+--    7956  The ring, continued: triggers and the copy of the live jobs
+--    7988  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1724,7 +1724,7 @@ DECLARE
     v_ids   bigint[];
     v_rec   record;
 BEGIN
-    WITH eps AS (
+    WITH eps AS MATERIALIZED (  -- (each quota computed once, not again in the filter of lanes)
         SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
                c.key_concurrency_limit IS NOT NULL OR (c.rate_per_key AND c.rate_limit IS NOT NULL) AS keyed,
                CASE WHEN c.rate_per_key THEN c.rate_limit END AS key_rate, c.rate_period,
@@ -2363,17 +2363,20 @@ BEGIN
          ORDER BY m.n
          LIMIT v_left
     )
-    SELECT (SELECT array_agg(m.h ORDER BY m.n) FROM met m WHERE m.h IS NOT NULL),
-           (SELECT array_agg(m.room ORDER BY m.n) FROM met m WHERE m.h IS NOT NULL),
-           (SELECT bool_or(m.h IS NULL) FROM met m),
-           coalesce((SELECT p.h FROM picked p ORDER BY p.n DESC LIMIT 1),
-                    (SELECT m.h FROM met m ORDER BY m.n DESC LIMIT 1)),
-           coalesce((SELECT array_agg(p.id ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.ready_seq ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.h ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.room ORDER BY p.n) FROM picked p), '{}'),
-           coalesce((SELECT array_agg(p.k ORDER BY p.n) FROM picked p), '{}')
-      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom, v_gkeys;
+    -- (One pass over each of met and picked: every subquery here is prepared on each call.)
+    SELECT mm.keys, mm.rooms, mm.ends, coalesce(pp.last, mm.last),
+           coalesce(pp.ids, '{}'), coalesce(pp.seqs, '{}'), coalesce(pp.hashes, '{}'),
+           coalesce(pp.rooms, '{}'), coalesce(pp.keys, '{}')
+      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom, v_gkeys
+      FROM (SELECT array_agg(m.h ORDER BY m.n) FILTER (WHERE m.h IS NOT NULL) AS keys,
+                   array_agg(m.room ORDER BY m.n) FILTER (WHERE m.h IS NOT NULL) AS rooms,
+                   bool_or(m.h IS NULL) AS ends,
+                   (array_agg(m.h ORDER BY m.n DESC))[1] AS last
+              FROM met m) AS mm,
+           (SELECT array_agg(p.id ORDER BY p.n) AS ids, array_agg(p.ready_seq ORDER BY p.n) AS seqs,
+                   array_agg(p.h ORDER BY p.n) AS hashes, array_agg(p.room ORDER BY p.n) AS rooms,
+                   array_agg(p.k ORDER BY p.n) AS keys, (array_agg(p.h ORDER BY p.n DESC))[1] AS last
+              FROM picked p) AS pp;
     v_left := v_left - cardinality(v_ids);
     -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.
@@ -3905,7 +3908,7 @@ BEGIN
     -- ring, jobs_slot_check; the planner leaves jobs_scheduled out), then by priority and ready order
     -- within each entrypoint's quota. (The ids go to an array: the UPDATE below finds them by
     -- id whatever the planner guesses about the LIMITs.)
-    WITH eps AS (
+    WITH eps AS MATERIALIZED (  -- (each quota computed once, not again in the filter of lanes)
         SELECT c.entrypoint,
                CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL AND c.rate_limit IS NULL
                     THEN claim.batch_size
