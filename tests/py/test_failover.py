@@ -91,10 +91,11 @@ async def test_a_read_only_answer_makes_the_session_reconnect(pgq_dsn: str) -> N
 
 @aio
 async def test_a_call_the_server_aborted_in_a_deadlock_is_sent_again_at_once(pgq_dsn: str) -> None:
-    """A real deadlock: the session's call locks row 1 then row 2 while another connection holds
-    row 2 and then asks for row 1. The call's backend detects it (the shorter deadlock_timeout)
-    and is rolled back; the session sends the call again at once on the same connection, which
-    then waits for the other transaction to commit and succeeds. No reconnect, no error raised."""
+    """A real deadlock: another connection holds row 2; the session's call locks row 1, and once
+    the other connection waits for row 1, asks for row 2. The call closes the cycle, so its
+    backend (the short deadlock_timeout) finds it and is rolled back; the session sends the call
+    again at once on the same connection, which waits for the other transaction to commit and
+    succeeds. No reconnect, no error raised."""
     table = f"public.deadlock_probe_{uuid.uuid4().hex[:12]}"
     async with await aconnect(pgq_dsn) as setup:
         await setup.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, n int NOT NULL DEFAULT 0)")
@@ -102,44 +103,51 @@ async def test_a_call_the_server_aborted_in_a_deadlock_is_sent_again_at_once(pgq
     session = AsyncSession(pgq_dsn)
     await session.open()
     other = await aconnect(pgq_dsn, autocommit=False)
+    probe = await aconnect(pgq_dsn)
     try:
         await session.call(lambda conn: conn.execute("SET deadlock_timeout = '20ms'"))
         pid = session.backend_pid
         await other.execute("SET deadlock_timeout = '60s'")
         await other.execute(f"UPDATE {table} SET n = n + 1 WHERE id = 2")  # holds row 2
+        other_pid = other.info.backend_pid
+        row1_held = asyncio.Event()
+        other_waits = asyncio.Event()
         tries: list[int] = []
 
         async def both_rows(conn: psycopg.AsyncConnection[Any]) -> None:
             tries.append(conn.info.backend_pid)
             async with conn.transaction():
                 await conn.execute(f"UPDATE {table} SET n = n + 10 WHERE id = 1")
+                row1_held.set()
+                await other_waits.wait()
                 await conn.execute(f"UPDATE {table} SET n = n + 10 WHERE id = 2")
 
+        async def waits_for_a_lock(backend: int) -> bool:
+            cur = await probe.execute(
+                "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", (backend,)
+            )
+            row = await cur.fetchone()
+            return bool(row and row[0])
+
         call = asyncio.create_task(session.call(both_rows))
-        async with await aconnect(pgq_dsn) as probe:
-
-            async def waits_for_a_lock() -> bool:
-                cur = await probe.execute(
-                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", (pid,)
-                )
-                row = await cur.fetchone()
-                return bool(row and row[0])
-
-            await await_for(waits_for_a_lock, what="the call waiting for row 2")
-        # Row 1 is the call's: asking for it closes the cycle; the call's backend gives up first.
-        await other.execute(f"UPDATE {table} SET n = n + 1 WHERE id = 1")
+        await asyncio.wait_for(row1_held.wait(), timeout=10)
+        # The other connection asks for row 1, which the call holds: it waits.
+        ask = asyncio.create_task(other.execute(f"UPDATE {table} SET n = n + 1 WHERE id = 1"))
+        await await_for(lambda: waits_for_a_lock(other_pid), what="the other waiting for row 1")
+        other_waits.set()  # the call now asks for row 2: a cycle, found by the call's backend
+        await asyncio.wait_for(ask, timeout=30)  # row 1 is free once the call was rolled back
+        await await_for(lambda: waits_for_a_lock(pid), what="the call, sent again, waiting")
         await other.commit()
         await asyncio.wait_for(call, timeout=30)
-        assert tries == [pid, pid]  # aborted once, sent again on the same connection
+        assert tries == [pid, pid]  # rolled back once, sent again on the same connection
         assert session.reconnects == 0
-        async with await aconnect(pgq_dsn) as check:
-            cur = await check.execute(f"SELECT id, n FROM {table} ORDER BY id")
-            assert await cur.fetchall() == [(1, 11), (2, 11)]  # both transactions, once each
+        cur = await probe.execute(f"SELECT id, n FROM {table} ORDER BY id")
+        assert await cur.fetchall() == [(1, 11), (2, 11)]  # both transactions, once each
     finally:
         await other.close()
         await session.close()
-        async with await aconnect(pgq_dsn) as cleanup:
-            await cleanup.execute(f"DROP TABLE IF EXISTS {table}")
+        await probe.execute(f"DROP TABLE IF EXISTS {table}")
+        await probe.close()
 
 
 def test_a_queue_handle_closes_a_connection_that_answered_read_only(pgq_dsn: str) -> None:
