@@ -1,7 +1,8 @@
 """What flow control costs a claim, in server instructions: deterministic where time is not.
 
 Usage: python benchmarks/claim_instructions.py [--cycles 100] [--batches 1,10]
-                                               [--backlog 20000] [--keys 10000] [--bindir DIR]
+                                               [--backlog 20000] [--keys 10000]
+                                               [--stats analyzed|none] [--bindir DIR]
 
 benchmarks/rate_claims.py times the same claims, but its ratios move by a third between runs on
 a shared machine. This counts instructions instead, as benchmarks/instructions.py does (its
@@ -30,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from instructions import as_server_user, callgrind_total, default_bindir, free_port, install
+from instructions import as_server_user, default_bindir, free_port, install, measure
 
 SCENARIOS: list[tuple[str, str, str | None]] = [
     ("none", "no limits", None),
@@ -41,6 +42,7 @@ SCENARIOS: list[tuple[str, str, str | None]] = [
 ]  # fmt: skip
 KEYED = {"keyrate", "keylimit"}
 
+CLAIMS = "public.bench_claims"
 CLAIM_PROC = """
 CREATE PROCEDURE public.bench_claims(n int, b int, complete boolean) LANGUAGE plpgsql AS $$
 DECLARE
@@ -66,28 +68,18 @@ $$;
 """
 
 
-def measure(
-    bindir: Path, data: Path, work: Path, db: str, batch: int, cycles: int, complete: bool
-) -> float:
-    c = "true" if complete else "false"
-    warm = f"CALL public.bench_claims(10, {batch}, {c})\n"
-    base = callgrind_total(bindir, data, db, warm, work / f"{db}.{batch}.base.out")
-    full = callgrind_total(
-        bindir,
-        data,
-        db,
-        warm + f"CALL public.bench_claims({cycles}, {batch}, {c})\n",
-        work / f"{db}.{batch}.full.out",
-    )
-    return (full - base) / (cycles * batch)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=100)
     parser.add_argument("--batches", default="1,10")
     parser.add_argument("--backlog", type=int, default=20_000)
     parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument(
+        "--stats",
+        choices=["analyzed", "none"],
+        default="analyzed",
+        help="VACUUM ANALYZE after the backlog is enqueued, or no statistics at all",
+    )
     parser.add_argument("--bindir", type=Path, help="PostgreSQL binaries (default: see --help)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
@@ -113,7 +105,10 @@ def main() -> None:
             capture_output=True,
         )
         pg_ctl = [str(bindir / "pg_ctl"), "-D", str(data), "-w"]
-        opts = f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={work}"
+        opts = (
+            f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={work}"
+            " -c autovacuum=off"
+        )
         subprocess.run(
             as_server_user([*pg_ctl, "-o", opts, "-l", str(work / "log"), "start"]),
             check=True,
@@ -142,15 +137,16 @@ def main() -> None:
                         "        FROM generate_series(1, %s) g) END)",
                         (args.backlog, keys, keys or 1, args.backlog),
                     )
-                    conn.execute("VACUUM ANALYZE")
+                    if args.stats == "analyzed":
+                        conn.execute("VACUUM ANALYZE")
         finally:
             subprocess.run(as_server_user([*pg_ctl, "-m", "fast", "stop"]), capture_output=True)
 
         for batch in batches:
             for key, label, _policy in SCENARIOS:
                 db = f"pgq_flow_{key}"
-                claim = measure(bindir, data, work, db, batch, args.cycles, complete=False)
-                cycle = measure(bindir, data, work, db, batch, args.cycles, complete=True)
+                claim = measure(bindir, data, work, db, batch, args.cycles, CLAIMS, ", false")
+                cycle = measure(bindir, data, work, db, batch, args.cycles, CLAIMS, ", true")
                 rows.append(
                     {
                         "batch": batch,

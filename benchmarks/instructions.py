@@ -154,14 +154,25 @@ def callgrind_total(bindir: Path, data: Path, db: str, script: str, out: Path) -
     raise RuntimeError(f"no instruction total in {out}")
 
 
-def measure(bindir: Path, data: Path, work: Path, db: str, batch: int, cycles: int) -> float:
-    warm = f"CALL public.bench_cycle(10, {batch})\n"
+def measure(
+    bindir: Path,
+    data: Path,
+    work: Path,
+    db: str,
+    batch: int,
+    cycles: int,
+    proc: str = "public.bench_cycle",
+    more: str = "",
+) -> float:
+    """Instructions per job of `CALL proc(cycles, batch more)`: the run with 10 warm-up cycles
+    first, minus a run of the warm-up alone."""
+    warm = f"CALL {proc}(10, {batch}{more})\n"
     base = callgrind_total(bindir, data, db, warm, work / f"{db}.{batch}.base.out")
     full = callgrind_total(
         bindir,
         data,
         db,
-        warm + f"CALL public.bench_cycle({cycles}, {batch})\n",
+        warm + f"CALL {proc}({cycles}, {batch}{more})\n",
         work / f"{db}.{batch}.full.out",
     )
     return (full - base) / (cycles * batch)
