@@ -2,7 +2,8 @@
 
 Usage: python benchmarks/claim_instructions.py [--cycles 100] [--batches 1,10]
                                                [--backlog 20000] [--keys 10000]
-                                               [--stats analyzed|none] [--bindir DIR]
+                                               [--stats analyzed|none] [--running 0]
+                                               [--bindir DIR]
 
 benchmarks/rate_claims.py times the same claims, but its ratios move by a third between runs on
 a shared machine. This counts instructions instead, as benchmarks/instructions.py does (its
@@ -14,7 +15,8 @@ finds the same backlog and no running jobs, and the figure is the claim's alone 
 per claimed job; its rolled-back writes still count). A second figure, each claim followed by
 pgq.complete of its jobs (committed), is a worker's cycle: the completion is the same in every
 scenario. Every limit is set so high that it never binds: every claim is full, and the figure
-is the limit's bookkeeping.
+is the limit's bookkeeping. --running N first claims N jobs for another worker and leaves
+them running, as a worker's own running jobs are while it claims more (a key limit counts them).
 """
 
 from __future__ import annotations
@@ -80,6 +82,12 @@ def main() -> None:
         default="analyzed",
         help="VACUUM ANALYZE after the backlog is enqueued, or no statistics at all",
     )
+    parser.add_argument(
+        "--running",
+        type=int,
+        default=0,
+        help="jobs claimed by another worker first and left running during the measurement",
+    )
     parser.add_argument("--bindir", type=Path, help="PostgreSQL binaries (default: see --help)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
@@ -137,6 +145,16 @@ def main() -> None:
                         "        FROM generate_series(1, %s) g) END)",
                         (args.backlog, keys, keys or 1, args.backlog),
                     )
+                    if args.running:
+                        # (not swept while callgrind runs slowly)
+                        conn.execute(
+                            "SELECT pgq.configure('bench.flow', heartbeat_timeout => '1 day')"
+                        )
+                        conn.execute(
+                            "SELECT count(*) FROM pgq.claim("
+                            " '00000000-0000-0000-0000-00000000b001', '{bench.flow}', %s)",
+                            (args.running,),
+                        )
                     if args.stats == "analyzed":
                         conn.execute("VACUUM ANALYZE")
         finally:
@@ -171,7 +189,7 @@ def main() -> None:
     print(
         f"Server instructions per claimed job: the claim alone (rolled back), and the claim with "
         f"its completion ({version}, {args.backlog} jobs queued, {args.keys} keys where keyed, "
-        f"{args.cycles} cycles after 10 warm-up cycles)"
+        f"{args.running} running, {args.cycles} cycles after 10 warm-up cycles)"
     )
     print()
     print(
