@@ -574,13 +574,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "round 1 takes a job of every key the walk met, also of a key at its limit",
     ),
     m(
-        "key_running_other_key_counted",
-        "_keyed_candidates.sql",
-        "                                            AND hashtextextended(r.group_key, 0) = k.h\n",
-        "                                            AND hashtextextended(r.group_key, 0) <> k.h\n",
-        "a key's room counts the running jobs of every other key of the entrypoint instead of its own",
-    ),
-    m(
         "key_turn_not_kept",
         "_keyed_candidates.sql",
         "    PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));",

@@ -16,8 +16,7 @@
 --   without a key get their turn as one more group (one job; all that is left when no key has
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
---   of key_limit minus its running jobs (a probe of jobs_key_running_idx per key visited: the
---   cost does not grow with the entrypoint's running jobs) and key_rate minus its starts in
+--   of key_limit minus its running jobs (counted once per call) and key_rate minus its starts in
 --   the rate window (pgq._rate_used, two probes per key; the jobs without a key have one budget
 --   of their own). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room, group_key): key_hash and room (before this claim)
@@ -70,12 +69,22 @@ BEGIN
     IF v_left <= 0 THEN
         RETURN;
     END IF;
-    -- One statement: the walk over the keys with queued jobs in hash order after the pointer,
-    -- round the ring at most once (the end of the ring is a NULL step: the jobs without a key),
-    -- one index probe per key and one count of its running jobs (with a key limit), until
-    -- quota keys with room were met or 100 + 4 * quota keys were visited;
+    -- One statement: the running jobs per key (one walk of the entrypoint's running jobs);
+    -- the walk over the keys with queued jobs in hash order after the pointer, round the ring
+    -- at most once (the end of the ring is a NULL step: the jobs without a key), one index
+    -- probe per key, until quota keys with room were met or 100 + 4 * quota keys were visited;
     -- and round 1: one job (its oldest) from each key met with room, in walk order.
-    WITH RECURSIVE walk (h, n, found, wrapped, first, room, id, slot, k) AS (
+    WITH RECURSIVE running AS MATERIALIZED (
+        SELECT coalesce(array_agg(r.h), '{}') AS keys, coalesce(array_agg(r.n), '{}') AS counts
+          FROM (SELECT hashtextextended(j.group_key, 0) AS h, count(*)::int AS n
+                  FROM pgq.jobs j
+                 WHERE j.entrypoint = _keyed_candidates.entrypoint
+                   AND j.status = 'running'
+                   AND j.slot <> 4
+                   AND j.group_key IS NOT NULL
+                   AND _keyed_candidates.key_limit IS NOT NULL
+                 GROUP BY 1) r
+    ), walk (h, n, found, wrapped, first, room, id, slot, k) AS (
         SELECT v_h, 0, 0, false, NULL::bigint, NULL::int, NULL::bigint, NULL::smallint, NULL::text
         UNION ALL
         SELECT nx.h, w.n + 1,
@@ -85,15 +94,8 @@ BEGIN
           FROM walk w
          CROSS JOIN LATERAL (
                SELECT k.h, k.id, k.slot, k.k,
-                      least(CASE WHEN _keyed_candidates.key_limit IS NULL OR k.h IS NULL THEN c_big
-                                 ELSE _keyed_candidates.key_limit
-                                      - (SELECT count(*)::int
-                                           FROM pgq.jobs r
-                                          WHERE r.entrypoint = _keyed_candidates.entrypoint
-                                            AND r.status = 'running'
-                                            AND r.group_key IS NOT NULL
-                                            AND hashtextextended(r.group_key, 0) = k.h
-                                            AND r.slot <> 4) END,
+                      least(coalesce(_keyed_candidates.key_limit
+                                     - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
                             CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
                                  ELSE _keyed_candidates.key_rate
                                       - pgq._rate_used(_keyed_candidates.entrypoint, k.h,

@@ -22,11 +22,11 @@
 --     626  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
 --     686  Flow control: unique by period
 --     703  Flow control: per-key concurrency and fair share
---     732  Workflows: jobs that wait for other jobs
---     780  Flow control: rate limits
---     828  Functions: the other 91 functions this migration re-creates (generated)
---    7958  The ring, continued: triggers and the copy of the live jobs
---    7990  Grants
+--     728  Workflows: jobs that wait for other jobs
+--     776  Flow control: rate limits
+--     824  Functions: the other 91 functions this migration re-creates (generated)
+--    7956  The ring, continued: triggers and the copy of the live jobs
+--    7988  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -724,10 +724,6 @@ COMMENT ON COLUMN pgq.lanes.turn_seq IS
 -- Queued jobs with a key, per lane and key (hash), in ready order.
 CREATE INDEX jobs_key_idx ON pgq.jobs (entrypoint, priority, hashtextextended(group_key, 0), ready_seq)
     WHERE status = 'queued' AND group_key IS NOT NULL;
--- Running jobs with a key, per entrypoint and key (hash): a claim counts the running jobs of
--- each key it meets (a probe per key), not every running job of the entrypoint.
-CREATE INDEX jobs_key_running_idx ON pgq.jobs (entrypoint, hashtextextended(group_key, 0))
-    WHERE status = 'running' AND group_key IS NOT NULL;
 
 -- ## Workflows: jobs that wait for other jobs
 
@@ -2239,8 +2235,7 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
 --   without a key get their turn as one more group (one job; all that is left when no key has
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
---   of key_limit minus its running jobs (a probe of jobs_key_running_idx per key visited: the
---   cost does not grow with the entrypoint's running jobs) and key_rate minus its starts in
+--   of key_limit minus its running jobs (counted once per call) and key_rate minus its starts in
 --   the rate window (pgq._rate_used, two probes per key; the jobs without a key have one budget
 --   of their own). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room, group_key): key_hash and room (before this claim)
@@ -2293,12 +2288,22 @@ BEGIN
     IF v_left <= 0 THEN
         RETURN;
     END IF;
-    -- One statement: the walk over the keys with queued jobs in hash order after the pointer,
-    -- round the ring at most once (the end of the ring is a NULL step: the jobs without a key),
-    -- one index probe per key and one count of its running jobs (with a key limit), until
-    -- quota keys with room were met or 100 + 4 * quota keys were visited;
+    -- One statement: the running jobs per key (one walk of the entrypoint's running jobs);
+    -- the walk over the keys with queued jobs in hash order after the pointer, round the ring
+    -- at most once (the end of the ring is a NULL step: the jobs without a key), one index
+    -- probe per key, until quota keys with room were met or 100 + 4 * quota keys were visited;
     -- and round 1: one job (its oldest) from each key met with room, in walk order.
-    WITH RECURSIVE walk (h, n, found, wrapped, first, room, id, slot, k) AS (
+    WITH RECURSIVE running AS MATERIALIZED (
+        SELECT coalesce(array_agg(r.h), '{}') AS keys, coalesce(array_agg(r.n), '{}') AS counts
+          FROM (SELECT hashtextextended(j.group_key, 0) AS h, count(*)::int AS n
+                  FROM pgq.jobs j
+                 WHERE j.entrypoint = _keyed_candidates.entrypoint
+                   AND j.status = 'running'
+                   AND j.slot <> 4
+                   AND j.group_key IS NOT NULL
+                   AND _keyed_candidates.key_limit IS NOT NULL
+                 GROUP BY 1) r
+    ), walk (h, n, found, wrapped, first, room, id, slot, k) AS (
         SELECT v_h, 0, 0, false, NULL::bigint, NULL::int, NULL::bigint, NULL::smallint, NULL::text
         UNION ALL
         SELECT nx.h, w.n + 1,
@@ -2308,15 +2313,8 @@ BEGIN
           FROM walk w
          CROSS JOIN LATERAL (
                SELECT k.h, k.id, k.slot, k.k,
-                      least(CASE WHEN _keyed_candidates.key_limit IS NULL OR k.h IS NULL THEN c_big
-                                 ELSE _keyed_candidates.key_limit
-                                      - (SELECT count(*)::int
-                                           FROM pgq.jobs r
-                                          WHERE r.entrypoint = _keyed_candidates.entrypoint
-                                            AND r.status = 'running'
-                                            AND r.group_key IS NOT NULL
-                                            AND hashtextextended(r.group_key, 0) = k.h
-                                            AND r.slot <> 4) END,
+                      least(coalesce(_keyed_candidates.key_limit
+                                     - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
                             CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
                                  ELSE _keyed_candidates.key_rate
                                       - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
