@@ -569,9 +569,23 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "key_walk_room_ignored",
         "_keyed_candidates.sql",
-        "         WHERE m.h IS NOT NULL AND m.room > 0\n",
-        "         WHERE m.h IS NOT NULL\n",
+        "             WHERE m.room > 0\n             ORDER BY m.n\n",
+        "             WHERE true\n             ORDER BY m.n\n",
         "round 1 takes a job of every key the walk met, also of a key at its limit",
+    ),
+    m(
+        "key_running_other_key_counted",
+        "_keyed_candidates.sql",
+        "                      AND hashtextextended(r.group_key, 0) >= g.lo\n",
+        "                      AND hashtextextended(r.group_key, 0) > g.lo\n",
+        "the count of running jobs leaves out the lowest key of each range: that key's limit is not kept",
+    ),
+    m(
+        "key_walk_stops_at_full_keys",
+        "_keyed_candidates.sql",
+        "        EXIT WHEN v_got.capped = 0 OR v_need <= 0;",
+        "        EXIT;",
+        "keys met at their concurrency limit end the walk: the claim takes fewer jobs than keys have room",
     ),
     m(
         "key_turn_not_kept",
@@ -590,8 +604,8 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "rate_per_key_room_ignored",
         "_keyed_candidates.sql",
-        "                            CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big",
-        "                            CASE WHEN true THEN c_big",
+        "(CASE WHEN _keyed_candidates.key_rate IS NULL OR k.h IS NULL THEN c_big",
+        "(CASE WHEN true THEN c_big",
         "a key's starts in the window do not limit its room",
     ),
     m(

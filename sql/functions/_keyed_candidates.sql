@@ -3,7 +3,7 @@
 -- Contract: the candidates of one lane of an entrypoint with a key_concurrency_limit or a rate
 --   limit per key (key_rate per rate_period; NULL when the entrypoint has none), for
 --   pgq.claim: up to quota queued jobs (due at `at`, ready number above the lane's cursor),
---   locked FOR UPDATE SKIP LOCKED, taken from the lane's group keys in turn. One statement
+--   locked FOR UPDATE SKIP LOCKED, taken from the lane's group keys in turn. A statement
 --   walks the keys of the lane that have queued jobs in the order of their hash
 --   (hashtextextended(key, 0); one probe of jobs_key_idx per key, which finds the key's oldest
 --   job due above the cursor: the index's entries below the cursor, jobs claimed before that a
@@ -16,7 +16,10 @@
 --   without a key get their turn as one more group (one job; all that is left when no key has
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
---   of key_limit minus its running jobs (counted once per call) and key_rate minus its starts in
+--   of key_limit minus its running jobs (counted after the walk, in one range scan of
+--   jobs_key_running_idx over the hashes of the keys met: the cost follows the keys visited,
+--   not the entrypoint's running jobs; keys met at their limit make the walk go on in another
+--   pass) and key_rate minus its starts in
 --   the rate window (pgq._rate_used, two probes per key; the jobs without a key have one budget
 --   of their own). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room, group_key): key_hash and room (before this claim)
@@ -57,8 +60,13 @@ DECLARE
     v_left    int := _keyed_candidates.quota;
     v_keys    bigint[];
     v_rooms   int[];
-    v_ends    boolean;
-    v_last    bigint;
+    v_ends    boolean := false;
+    v_last    bigint;                       -- the last key visited
+    v_served  bigint;                       -- the last key served
+    v_need    int := _keyed_candidates.quota;  -- keys still to meet with room
+    v_n       int := 0;                     -- keys visited (the walk's state between passes)
+    v_wrapped boolean := false;
+    v_first   bigint;
     v_ids     bigint[] := '{}';
     v_seqs    bigint[] := '{}';
     v_hashes  bigint[] := '{}';
@@ -69,95 +77,141 @@ BEGIN
     IF v_left <= 0 THEN
         RETURN;
     END IF;
-    -- One statement: the running jobs per key (one walk of the entrypoint's running jobs);
-    -- the walk over the keys with queued jobs in hash order after the pointer, round the ring
-    -- at most once (the end of the ring is a NULL step: the jobs without a key), one index
-    -- probe per key, until quota keys with room were met or 100 + 4 * quota keys were visited;
-    -- and round 1: one job (its oldest) from each key met with room, in walk order.
-    WITH RECURSIVE running AS MATERIALIZED (
-        SELECT coalesce(array_agg(r.h), '{}') AS keys, coalesce(array_agg(r.n), '{}') AS counts
-          FROM (SELECT hashtextextended(j.group_key, 0) AS h, count(*)::int AS n
-                  FROM pgq.jobs j
-                 WHERE j.entrypoint = _keyed_candidates.entrypoint
-                   AND j.status = 'running'
-                   AND j.slot <> 4
-                   AND j.group_key IS NOT NULL
-                   AND _keyed_candidates.key_limit IS NOT NULL
-                 GROUP BY 1) r
-    ), walk (h, n, found, wrapped, first, room, id, slot, k) AS (
-        SELECT v_h, 0, 0, false, NULL::bigint, NULL::int, NULL::bigint, NULL::smallint, NULL::text
-        UNION ALL
-        SELECT nx.h, w.n + 1,
-               w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
-               w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
-               coalesce(w.first, nx.h), nx.room, nx.id, nx.slot, nx.k
-          FROM walk w
-         CROSS JOIN LATERAL (
-               SELECT k.h, k.id, k.slot, k.k,
-                      least(coalesce(_keyed_candidates.key_limit
-                                     - coalesce((SELECT r.counts[array_position(r.keys, k.h)] FROM running r), 0), c_big),
-                            CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
-                                 ELSE _keyed_candidates.key_rate
-                                      - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
-                                                       _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
-                 FROM (SELECT s.h, s.id, s.slot, s.k
-                         FROM (SELECT 1) AS one
-                         LEFT JOIN LATERAL (
-                              -- The next key with a job due above the cursor, and that job (its
-                              -- oldest): the first entry of jobs_key_idx after the last key.
-                              SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot, j.group_key AS k
-                                FROM pgq.jobs j
-                               WHERE j.entrypoint = _keyed_candidates.entrypoint
-                                 AND j.priority = _keyed_candidates.priority
-                                 AND j.status = 'queued'
-                                 AND j.group_key IS NOT NULL
-                                 AND j.slot <> 4
-                                 AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
-                                 AND j.ready_seq > _keyed_candidates.cursor
-                                 AND j.run_at <= _keyed_candidates.at
-                               ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
-                               LIMIT 1) AS s ON true
-                       OFFSET 0) AS k  -- OFFSET 0: one probe per step, not one per use of k.h
-                OFFSET 0) AS nx                 -- and one room per step, not one per use of nx.room
-         WHERE w.n < 100 + 4 * _keyed_candidates.quota
-           AND w.found < v_left
-           AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
-           AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
-    ), met AS MATERIALIZED (
-        SELECT w.n, w.h, w.room, w.id, w.slot, w.k
-          FROM walk w
-         WHERE w.n > 0
-    ), picked AS MATERIALIZED (
-        -- Round 1 locks the job the walk found for each key with room, by id in its slot (one
-        -- probe of that partition's jobs_id_idx). A job locked by someone else (a cancel, the
-        -- carry) is skipped: that key waits for the next claim.
-        SELECT m.n, m.h, m.room, m.k, j.id, j.ready_seq
-          FROM met m
-         CROSS JOIN LATERAL (
-               SELECT j.id, j.ready_seq
-                 FROM pgq.jobs j
-                WHERE j.id = m.id
-                  AND j.slot = m.slot AND j.slot <> 4
-                  AND j.status = c_queued
-                  FOR UPDATE SKIP LOCKED) AS j
-         WHERE m.h IS NOT NULL AND m.room > 0
-         ORDER BY m.n
-         LIMIT v_left
-    )
-    -- (One pass over each of met and picked: every subquery here is prepared on each call.)
-    SELECT mm.keys, mm.rooms, mm.ends, coalesce(pp.last, mm.last),
-           coalesce(pp.ids, '{}'), coalesce(pp.seqs, '{}'), coalesce(pp.hashes, '{}'),
-           coalesce(pp.rooms, '{}'), coalesce(pp.keys, '{}')
-      INTO v_keys, v_rooms, v_ends, v_last, v_ids, v_seqs, v_hashes, v_kroom, v_gkeys
-      FROM (SELECT array_agg(m.h ORDER BY m.n) FILTER (WHERE m.h IS NOT NULL) AS keys,
-                   array_agg(m.room ORDER BY m.n) FILTER (WHERE m.h IS NOT NULL) AS rooms,
-                   bool_or(m.h IS NULL) AS ends,
-                   (array_agg(m.h ORDER BY m.n DESC))[1] AS last
-              FROM met m) AS mm,
-           (SELECT array_agg(p.id ORDER BY p.n) AS ids, array_agg(p.ready_seq ORDER BY p.n) AS seqs,
-                   array_agg(p.h ORDER BY p.n) AS hashes, array_agg(p.room ORDER BY p.n) AS rooms,
-                   array_agg(p.k ORDER BY p.n) AS keys, (array_agg(p.h ORDER BY p.n DESC))[1] AS last
-              FROM picked p) AS pp;
+    -- One statement per pass: the walk over the keys with queued jobs in hash order after the
+    -- pointer, round the ring at most once (the end of the ring is a NULL step: the jobs without
+    -- a key), one index probe per key, until v_need keys with rate room were met or 100 + 4 *
+    -- quota keys were visited in all; the running jobs of the keys met, counted in one range
+    -- scan of jobs_key_running_idx over their hashes (the keys visited, not every running job
+    -- of the entrypoint); and round 1: one job (its oldest) from each key met with room, in
+    -- walk order. Keys met at their concurrency limit leave room unused: another pass walks on
+    -- from where this one stopped (only while keys are full).
+    LOOP
+        WITH RECURSIVE walk (h, n, found, wrapped, first, room, id, slot, k) AS (
+            SELECT v_h, v_n, 0, v_wrapped, v_first, NULL::int, NULL::bigint, NULL::smallint, NULL::text
+            UNION ALL
+            SELECT nx.h, w.n + 1,
+                   w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
+                   w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
+                   coalesce(w.first, nx.h), nx.room, nx.id, nx.slot, nx.k
+              FROM walk w
+             CROSS JOIN LATERAL (
+                   SELECT k.h, k.id, k.slot, k.k,
+                          (CASE WHEN _keyed_candidates.key_rate IS NULL OR k.h IS NULL THEN c_big
+                                ELSE _keyed_candidates.key_rate
+                                     - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
+                                                      _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
+                     FROM (SELECT s.h, s.id, s.slot, s.k
+                             FROM (SELECT 1) AS one
+                             LEFT JOIN LATERAL (
+                                  -- The next key with a job due above the cursor, and that job (its
+                                  -- oldest): the first entry of jobs_key_idx after the last key.
+                                  SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot, j.group_key AS k
+                                    FROM pgq.jobs j
+                                   WHERE j.entrypoint = _keyed_candidates.entrypoint
+                                     AND j.priority = _keyed_candidates.priority
+                                     AND j.status = 'queued'
+                                     AND j.group_key IS NOT NULL
+                                     AND j.slot <> 4
+                                     AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
+                                     AND j.ready_seq > _keyed_candidates.cursor
+                                     AND j.run_at <= _keyed_candidates.at
+                                   ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
+                                   LIMIT 1) AS s ON true
+                           OFFSET 0) AS k  -- OFFSET 0: one probe per step, not one per use of k.h
+                    OFFSET 0) AS nx                 -- and one room per step, not one per use of nx.room
+             WHERE w.n < 100 + 4 * _keyed_candidates.quota
+               AND w.found < v_need
+               AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
+               AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
+        ), met AS MATERIALIZED (
+            SELECT w.n, w.h, w.room, w.id, w.slot, w.k, w.wrapped, w.first
+              FROM walk w
+             WHERE w.n > v_n
+        ), running AS MATERIALIZED (
+            -- The running jobs of the keys met with rate room (the only ones whose room is
+            -- used): one range scan of jobs_key_running_idx over their hashes (two when the
+            -- pass went round the end of the ring), so the count reads the running jobs of the
+            -- keys visited, not every running job of the entrypoint.
+            SELECT hashtextextended(r.group_key, 0) AS h, count(*)::int AS n
+              FROM (SELECT min(m.h) AS lo, max(m.h) AS hi
+                      FROM met m
+                     WHERE m.h IS NOT NULL AND m.room > 0
+                       AND _keyed_candidates.key_limit IS NOT NULL
+                     GROUP BY m.wrapped) g
+             CROSS JOIN LATERAL (
+                   SELECT r.group_key
+                     FROM pgq.jobs r
+                    WHERE r.entrypoint = _keyed_candidates.entrypoint
+                      AND r.status = 'running'
+                      AND r.group_key IS NOT NULL
+                      AND r.slot <> 4
+                      AND hashtextextended(r.group_key, 0) >= g.lo
+                      AND hashtextextended(r.group_key, 0) <= g.hi
+                   OFFSET 0) r  -- (a range probe per group, not a join over every running job)
+             GROUP BY 1
+        ), roomed AS MATERIALIZED (
+            SELECT m.n, m.h, m.id, m.slot, m.k,
+                   least(m.room, coalesce(_keyed_candidates.key_limit - coalesce(r.n, 0), c_big)) AS room,
+                   m.room > 0 AND _keyed_candidates.key_limit - coalesce(r.n, 0) <= 0 AS capped
+              FROM met m
+              LEFT JOIN running r ON r.h = m.h
+             WHERE m.h IS NOT NULL
+        ), picked AS MATERIALIZED (
+            -- Round 1 locks the job the walk found for each key with room, by id in its slot (one
+            -- probe of that partition's jobs_id_idx). A job locked by someone else (a cancel, the
+            -- carry) is skipped: that key waits for the next claim.
+            SELECT m.n, m.h, m.room, m.k, j.id, j.ready_seq
+              FROM roomed m
+             CROSS JOIN LATERAL (
+                   SELECT j.id, j.ready_seq
+                     FROM pgq.jobs j
+                    WHERE j.id = m.id
+                      AND j.slot = m.slot AND j.slot <> 4
+                      AND j.status = c_queued
+                      FOR UPDATE SKIP LOCKED) AS j
+             WHERE m.room > 0
+             ORDER BY m.n
+             LIMIT v_need
+        )
+        -- (One pass over each of met, roomed and picked: every subquery here is prepared on each
+        -- call.)
+        SELECT rr.keys, rr.rooms, rr.capped, mm.ends, mm.n, mm.last, mm.wrapped, mm.first,
+               pp.last AS served, coalesce(pp.ids, '{}') AS ids, coalesce(pp.seqs, '{}') AS seqs,
+               coalesce(pp.hashes, '{}') AS hashes, coalesce(pp.rooms, '{}') AS krooms,
+               coalesce(pp.keys, '{}') AS gkeys
+          INTO v_got
+          FROM (SELECT bool_or(m.h IS NULL) AS ends, max(m.n) AS n,
+                       (array_agg(m.h ORDER BY m.n DESC))[1] AS last,
+                       (array_agg(m.wrapped ORDER BY m.n DESC))[1] AS wrapped,
+                       (array_agg(m.first ORDER BY m.n DESC))[1] AS first
+                  FROM met m) AS mm,
+               (SELECT array_agg(m.h ORDER BY m.n) AS keys, array_agg(m.room ORDER BY m.n) AS rooms,
+                       count(*) FILTER (WHERE m.capped) AS capped
+                  FROM roomed m) AS rr,
+               (SELECT array_agg(p.id ORDER BY p.n) AS ids, array_agg(p.ready_seq ORDER BY p.n) AS seqs,
+                       array_agg(p.h ORDER BY p.n) AS hashes, array_agg(p.room ORDER BY p.n) AS rooms,
+                       array_agg(p.k ORDER BY p.n) AS keys, (array_agg(p.h ORDER BY p.n DESC))[1] AS last
+                  FROM picked p) AS pp;
+        EXIT WHEN v_got.n IS NULL;  -- no key visited: the walk is over
+        v_keys := v_keys || v_got.keys;
+        v_rooms := v_rooms || v_got.rooms;
+        v_ends := v_ends OR coalesce(v_got.ends, false);
+        v_ids := v_ids || v_got.ids;
+        v_seqs := v_seqs || v_got.seqs;
+        v_hashes := v_hashes || v_got.hashes;
+        v_kroom := v_kroom || v_got.krooms;
+        v_gkeys := v_gkeys || v_got.gkeys;
+        v_last := v_got.last;
+        v_served := coalesce(v_got.served, v_served);
+        v_need := v_need - cardinality(v_got.ids);
+        -- Another pass only when keys met were at their concurrency limit and room is left.
+        EXIT WHEN v_got.capped = 0 OR v_need <= 0;
+        v_h := v_got.last;
+        v_n := v_got.n;
+        v_wrapped := v_got.wrapped;
+        v_first := v_got.first;
+    END LOOP;
+    v_last := coalesce(v_served, v_last);
     v_left := v_left - cardinality(v_ids);
     -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.

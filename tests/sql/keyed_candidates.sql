@@ -2,7 +2,7 @@
 -- enqueue, pgq.claim through pgq._keyed_candidates (keys in turn, each within its limit, the
 -- jobs without a key after the last key), a swept stale job frees its slot, bad input.
 BEGIN;
-SELECT plan(23);
+SELECT plan(25);
 
 -- Policy and input ----------------------------------------------------------------------------
 SELECT is((SELECT key_concurrency_limit FROM pgq.configure('kc', key_concurrency_limit => 2)), 2,
@@ -87,6 +87,27 @@ SELECT pgq.enqueue('kq', priority => 5, group_key => 'e'), pgq.enqueue('kq', pri
 SELECT is((SELECT array_agg(j.group_key ORDER BY c.priority DESC)
              FROM pgq.claim('00000000-0000-0000-0000-0000000000c2', '{kq}', 3) c JOIN pgq.jobs j USING (id)),
           '{e,h}'::text[], 'a candidate the cap per key drops does not use up the entrypoint''s quota (2: e and h)');
+
+-- Keys met at their limit: the walk goes on in another pass -----------------------------------
+-- Six keys, limit 1, two jobs each; a claim of 6 runs one job of each. The keys at the 4th and
+-- 5th place in hash order finish theirs. The next claim of 2 walks from the last key served (the
+-- 6th): it meets the 1st, 2nd and 3rd at their limit before the 4th and 5th with room, so it
+-- takes its two jobs only by walking on after keys met full (three passes of two keys).
+SELECT pgq.configure('kpass', key_concurrency_limit => 1) IS NOT NULL;
+SELECT count(*) FROM pgq.enqueue_many(array_fill('kpass'::text, ARRAY[12]),
+                                      group_keys => ARRAY(SELECT 'p' || (g % 6) FROM generate_series(1, 12) g));
+CREATE TEMP TABLE pass1 AS
+SELECT c.id, c.lease, j.group_key FROM pgq.claim('00000000-0000-0000-0000-0000000000c3', '{kpass}', 6) c JOIN pgq.jobs j USING (id);
+CREATE TEMP TABLE ranked AS
+SELECT k, row_number() OVER (ORDER BY hashtextextended(k, 0)) AS r FROM (SELECT DISTINCT group_key AS k FROM pass1) s;
+SELECT is((SELECT count(*) FROM ranked), 6::bigint, 'a claim of 6 over six keys at limit 1 takes one job of each');
+SELECT pgq.complete('00000000-0000-0000-0000-0000000000c3', array_agg(p.id), array_agg(p.lease),
+                    array_fill('successful'::text, ARRAY[count(*)::int]))
+  FROM pass1 p JOIN ranked r ON r.k = p.group_key WHERE r.r IN (4, 5);
+SELECT is((SELECT array_agg(r.r ORDER BY r.r)
+             FROM pgq.claim('00000000-0000-0000-0000-0000000000c3', '{kpass}', 2) c
+             JOIN pgq.jobs j USING (id) JOIN ranked r ON r.k = j.group_key),
+          '{4,5}'::bigint[], 'keys met at their limit do not use up the claim: it walks on to the keys with room');
 
 -- Keys survive the moves of a job ---------------------------------------------------------------
 SELECT pgq.enqueue('kc_move', group_key => 'm', delay => '1 hour') AS moved \gset

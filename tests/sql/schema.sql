@@ -117,8 +117,8 @@ SELECT ok(NOT EXISTS (SELECT 1 FROM pg_index i
                                 = ANY (i.indkey::int2[])
                               OR pg_get_indexdef(i.indexrelid) LIKE '%heartbeat_at%')),
           'heartbeat_at is in no index of pgq.jobs (key, expression or predicate): heartbeats stay HOT');
-SELECT is((SELECT count(*)::int FROM pg_index WHERE indrelid = 'pgq.jobs'::regclass), 5,
-          'pgq.jobs has exactly five indexes (every extra one costs on the hot path; jobs_key_idx holds only queued jobs with a group key)');
+SELECT is((SELECT count(*)::int FROM pg_index WHERE indrelid = 'pgq.jobs'::regclass), 6,
+          'pgq.jobs has exactly six indexes (every extra one costs on the hot path; jobs_key_idx and jobs_key_running_idx hold only jobs with a group key)');
 SELECT ok((SELECT bool_and(reloptions @> ARRAY['fillfactor=50']) FROM pg_class
             WHERE oid IN ('pgq.jobs_0'::regclass, 'pgq.jobs_1'::regclass, 'pgq.jobs_2'::regclass, 'pgq.jobs_3'::regclass)),
           'the ring slots have fillfactor 50 (room on each page for HOT heartbeats)');
