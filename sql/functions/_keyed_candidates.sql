@@ -67,6 +67,7 @@ DECLARE
     v_n       int := 0;                     -- keys visited (the walk's state between passes)
     v_wrapped boolean := false;
     v_first   bigint;
+    v_target  int := _keyed_candidates.quota;  -- keys with rate room this pass walks to
     v_ids     bigint[] := '{}';
     v_seqs    bigint[] := '{}';
     v_hashes  bigint[] := '{}';
@@ -79,8 +80,9 @@ BEGIN
     END IF;
     -- One statement per pass: the walk over the keys with queued jobs in hash order after the
     -- pointer, round the ring at most once (the end of the ring is a NULL step: the jobs without
-    -- a key), one index probe per key, until v_need keys with rate room were met or 100 + 4 *
-    -- quota keys were visited in all; the running jobs of the keys met, counted in one range
+    -- a key), one index probe per key, until the pass met its target of keys with rate room
+    -- (the keys still needed; doubled in each further pass) or 100 + 4 * quota keys were
+    -- visited in all; the running jobs of the keys met, counted in one range
     -- scan of jobs_key_running_idx over their hashes (the keys visited, not every running job
     -- of the entrypoint); and round 1: one job (its oldest) from each key met with room, in
     -- walk order. Keys met at their concurrency limit leave room unused: another pass walks on
@@ -120,7 +122,7 @@ BEGIN
                            OFFSET 0) AS k  -- OFFSET 0: one probe per step, not one per use of k.h
                     OFFSET 0) AS nx                 -- and one room per step, not one per use of nx.room
              WHERE w.n < 100 + 4 * _keyed_candidates.quota
-               AND w.found < v_need
+               AND w.found < v_target
                AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
                AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
         ), met AS MATERIALIZED (
@@ -204,8 +206,10 @@ BEGIN
         v_last := v_got.last;
         v_served := coalesce(v_got.served, v_served);
         v_need := v_need - cardinality(v_got.ids);
-        -- Another pass only when keys met were at their concurrency limit and room is left.
+        -- Another pass only when keys met were at their concurrency limit and room is left;
+        -- it walks twice as far as this one (while keys are full, a claim's passes stay few).
         EXIT WHEN v_got.capped = 0 OR v_need <= 0;
+        v_target := least(2 * v_target, 100 + 4 * _keyed_candidates.quota);
         v_h := v_got.last;
         v_n := v_got.n;
         v_wrapped := v_got.wrapped;

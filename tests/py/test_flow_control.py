@@ -406,3 +406,29 @@ def test_the_keyed_claim_counts_the_running_jobs_of_the_keys_it_meets_only(
         if n.get("Relation Name", "").startswith("jobs_") and n.get("Actual Rows")
     }
     assert sum(read.values()) < 20, read
+
+
+def test_a_claim_over_keys_all_at_their_limit_walks_in_few_passes(pgq_dsn: str) -> None:
+    """Keys met at their limit make the key walk go on in another pass; each further pass walks
+    twice as far, so a claim where every key is full costs a few passes (1, 2, 4, ... keys up to
+    the walk's bound of 100 + 4 x quota), not one pass per key."""
+    worker = uuid.uuid4()
+    with connect(pgq_dsn) as conn:
+        conn.execute("SELECT pgq.configure('kf.a', key_concurrency_limit => 1)")
+        conn.execute(
+            "SELECT count(*) FROM pgq.enqueue_many(array_fill('kf.a'::text, ARRAY[600]),"
+            " group_keys => ARRAY(SELECT 'key-' || (g % 300) FROM generate_series(1, 600) g))"
+        )
+        taken = conn.execute(
+            "SELECT count(*) FROM pgq.claim(%s, '{kf.a}', 1000)", (worker,)
+        ).fetchone()
+        assert taken == (300,)  # one job of each key: all at their limit
+        explained = explain_nested(conn)
+        got = conn.execute("SELECT id FROM pgq.claim(%s, '{kf.a}', 1)", (worker,)).fetchall()
+    assert got == []
+    walks = [
+        doc
+        for doc in explained
+        if any(n["Node Type"] == "Recursive Union" for n in plan_nodes(doc["Plan"]))
+    ]
+    assert 1 <= len(walks) <= 8, f"{len(walks)} passes of the key walk"
