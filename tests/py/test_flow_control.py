@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from helpers.plans import explained, plan_nodes
 from helpers.wait import wait_for
 
 from pgq_thin import Admin, Queue
@@ -24,33 +25,6 @@ WORKER = uuid.UUID("00000000-0000-0000-0000-00000000f100")
 
 def connect(dsn: str) -> psycopg.Connection[Any]:
     return psycopg.connect(dsn, autocommit=True)
-
-
-def explain_nested(conn: psycopg.Connection[Any], analyze: bool = False) -> list[dict[str, Any]]:
-    """From now on, every statement of this session, nested ones included, adds its plan (JSON,
-    with actual rows when `analyze`) to the list returned."""
-    explained: list[dict[str, Any]] = []
-
-    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
-        msg = diag.message_primary or ""
-        if msg.startswith("duration:") and "{" in msg:
-            explained.append(json.loads(msg[msg.find("{") :]))
-
-    conn.add_notice_handler(on_notice)
-    for setting in (
-        "LOAD 'auto_explain'",
-        "SET auto_explain.log_min_duration = 0",
-        "SET auto_explain.log_nested_statements = on",
-        "SET auto_explain.log_format = json",
-        "SET auto_explain.log_level = notice",
-        f"SET auto_explain.log_analyze = {'on' if analyze else 'off'}",
-    ):
-        conn.execute(setting)
-    return explained
-
-
-def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    return [plan, *(n for c in plan.get("Plans", []) for n in plan_nodes(c))]
 
 
 def run_to_success(conn: psycopg.Connection[Any], entrypoint: str, at: str = "now()") -> list[int]:
@@ -355,12 +329,12 @@ def test_the_keyed_claim_uses_the_key_index_when_slots_look_empty(
         worker = uuid.uuid4()
         for _ in range(3):  # the function's plans are made here, then reused
             conn.execute("SELECT id FROM pgq.claim(%s, '{kp.a}', 10)", (worker,)).fetchall()
-        explained = explain_nested(conn)
-        got = conn.execute("SELECT id FROM pgq.claim(%s, '{kp.a}', 10)", (worker,)).fetchall()
+        with explained(conn) as plans:
+            got = conn.execute("SELECT id FROM pgq.claim(%s, '{kp.a}', 10)", (worker,)).fetchall()
     assert len(got) == 10
     filtered = [
         f"{n['Relation Name']} via {n.get('Index Name')}: {n['Filter']}"
-        for doc in explained
+        for doc in plans
         for n in plan_nodes(doc["Plan"])
         if n.get("Relation Name", "").startswith("jobs_")
         and "hashtextextended" in n.get("Filter", "")
@@ -391,17 +365,15 @@ def test_the_keyed_claim_counts_the_running_jobs_of_the_keys_it_meets_only(
             "SELECT count(*) FROM pgq.enqueue_many(array_fill('kr.a'::text, ARRAY[20]),"
             " group_keys => ARRAY(SELECT 'key-' || g FROM generate_series(1, 20) g))"
         )
-        explained = explain_nested(conn, analyze=True)
-        got = conn.execute("SELECT id FROM pgq.claim(%s, '{kr.a}', 1)", (worker,)).fetchall()
-        claim_plans = list(explained)
-        conn.execute("SET auto_explain.log_min_duration = -1")
+        with explained(conn, analyze=True) as plans:
+            got = conn.execute("SELECT id FROM pgq.claim(%s, '{kr.a}', 1)", (worker,)).fetchall()
         keys = conn.execute(
             "SELECT group_key FROM pgq.jobs WHERE id = ANY(%s)", ([r[0] for r in got],)
         ).fetchall()
     assert len(keys) == 1 and keys[0][0] != "busy"
     read = {
         f"{n['Relation Name']} via {n.get('Index Name')}": n["Actual Rows"] * n["Actual Loops"]
-        for doc in claim_plans
+        for doc in plans
         for n in plan_nodes(doc["Plan"])
         if n.get("Relation Name", "").startswith("jobs_") and n.get("Actual Rows")
     }
@@ -423,12 +395,12 @@ def test_a_claim_over_keys_all_at_their_limit_walks_in_few_passes(pgq_dsn: str) 
             "SELECT count(*) FROM pgq.claim(%s, '{kf.a}', 1000)", (worker,)
         ).fetchone()
         assert taken == (300,)  # one job of each key: all at their limit
-        explained = explain_nested(conn)
-        got = conn.execute("SELECT id FROM pgq.claim(%s, '{kf.a}', 1)", (worker,)).fetchall()
+        with explained(conn) as plans:
+            got = conn.execute("SELECT id FROM pgq.claim(%s, '{kf.a}', 1)", (worker,)).fetchall()
     assert got == []
     walks = [
         doc
-        for doc in explained
+        for doc in plans
         if any(n["Node Type"] == "Recursive Union" for n in plan_nodes(doc["Plan"]))
     ]
     assert 1 <= len(walks) <= 8, f"{len(walks)} passes of the key walk"

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
+from helpers.plans import explained, plan_nodes
 
 # Statements that read a whole partition or a whole partial index on purpose, by a phrase of
 # their text: every running job (the stale sweep, the running counts of pgq.metrics, the
@@ -46,12 +46,6 @@ WHOLE_SCANS_ALLOWED = (
 )
 
 
-def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from nodes(child)
-
-
 def full_scans(explained: list[dict[str, Any]]) -> list[str]:
     """Scans of a pgq.jobs partition without an index condition, as 'relation via index: the
     statement's first line'."""
@@ -60,7 +54,7 @@ def full_scans(explained: list[dict[str, Any]]) -> list[str]:
         text = doc["Query Text"]
         if any(phrase in " ".join(text.split()) for phrase in WHOLE_SCANS_ALLOWED):
             continue
-        for node in nodes(doc["Plan"]):
+        for node in plan_nodes(doc["Plan"]):
             rel = node.get("Relation Name", "")
             if node.get("Schema") not in (None, "pgq") or not rel.startswith("jobs_"):
                 continue
@@ -106,7 +100,7 @@ def scans_of_jobs(plan: dict[str, Any]) -> set[str]:
 
 def has_input_scan(plan: dict[str, Any]) -> bool:
     """Whether a subtree reads a function's result (the input arrays: unnest)."""
-    return any(n["Node Type"] == "Function Scan" for n in nodes(plan))
+    return any(n["Node Type"] == "Function Scan" for n in plan_nodes(plan))
 
 
 def loops_over_jobs(explained: list[dict[str, Any]]) -> list[str]:
@@ -119,7 +113,7 @@ def loops_over_jobs(explained: list[dict[str, Any]]) -> list[str]:
         text = " ".join(doc["Query Text"].split())
         if any(phrase in text for phrase in LOOPS_ALLOWED):
             continue
-        for node in nodes(doc["Plan"]):
+        for node in plan_nodes(doc["Plan"]):
             if node["Node Type"] != "Nested Loop":
                 continue
             sides = {c.get("Parent Relationship"): c for c in node.get("Plans", [])}
@@ -134,27 +128,10 @@ def loops_over_jobs(explained: list[dict[str, Any]]) -> list[str]:
 
 def explain_every_path(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     """The plans (auto_explain, JSON) of every statement run by :func:`run_every_path`."""
-    explained: list[dict[str, Any]] = []
-
-    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
-        msg = diag.message_primary or ""
-        start = msg.find("{")
-        if msg.startswith("duration:") and start >= 0:
-            explained.append(json.loads(msg[start:]))
-
-    conn.add_notice_handler(on_notice)
-    for setting in (
-        "LOAD 'auto_explain'",
-        "SET auto_explain.log_min_duration = 0",
-        "SET auto_explain.log_nested_statements = on",
-        "SET auto_explain.log_format = json",
-        "SET auto_explain.log_level = notice",
-    ):
-        conn.execute(setting)
-    run_every_path(conn)
-    conn.remove_notice_handler(on_notice)
-    assert len(explained) > 100  # the plans were seen
-    return explained
+    with explained(conn) as plans:
+        run_every_path(conn)
+    assert len(plans) > 100  # the plans were seen
+    return plans
 
 
 def test_jobs_are_found_by_id_when_plans_are_made_on_empty_slots(pgq_dsn: str) -> None:

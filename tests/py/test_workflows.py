@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 import psycopg
+from helpers.plans import explained, plan_nodes
 from helpers.wait import wait_for
 
 from pgq_thin import Queue
@@ -655,47 +656,32 @@ def test_workflow_statements_find_their_rows_by_key(pgq_dsn: str) -> None:
     condition, and none is sequential. Before: the completion's probe for any pending edge, the
     count-down joined with the whole job_waits index, the settlement hash-joined the whole
     history and _workflow_of walked job_deps_workflow_idx from its start."""
-    from test_plans import WHOLE_SCANS_ALLOWED, nodes
-
-    explained: list[dict[str, Any]] = []
-
-    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
-        msg = diag.message_primary or ""
-        start = msg.find("{")
-        if msg.startswith("duration:") and start >= 0:
-            explained.append(json.loads(msg[start:]))
+    from test_plans import WHOLE_SCANS_ALLOWED
 
     with connect(pgq_dsn) as conn:
         old = enqueue_graph(conn, ["wf.k0", "wf.k0"], [None, [1]])
-        conn.add_notice_handler(on_notice)
-        for setting in (
-            "LOAD 'auto_explain'",
-            "SET auto_explain.log_min_duration = 0",
-            "SET auto_explain.log_nested_statements = on",
-            "SET auto_explain.log_format = json",
-            "SET auto_explain.log_level = notice",
-        ):
-            conn.execute(setting)
-        ids = enqueue_graph(
-            conn, ["wf.k1", "wf.k2", "wf.k2", "wf.k3"], [None, [1], [1], [2, 3, {"job": old[1]}]]
-        )
-        complete(conn, claim_all(conn, "wf.k0"))
-        complete(conn, claim_all(conn, "wf.k1"), "fatal")
-        conn.execute("SELECT * FROM pgq.requeue_workflow(%s)", (ids[0],)).fetchall()
-        complete(conn, claim_all(conn, "wf.k1"))
-        conn.execute("SELECT * FROM pgq.workflow(%s)", (ids[3],)).fetchall()
-        conn.execute("SELECT * FROM pgq.parent_results(%s)", (ids[3],)).fetchall()
-        conn.execute("SELECT * FROM pgq.cancel_workflow(%s)", (ids[0],)).fetchall()
-        conn.execute("SELECT * FROM pgq.requeue(%s)", ([ids[1]],)).fetchall()
-        conn.execute("SELECT pgq.prune_history(interval '0')").fetchall()
-        conn.remove_notice_handler(on_notice)
-    assert len(explained) > 50
+        with explained(conn) as plans:
+            ids = enqueue_graph(
+                conn,
+                ["wf.k1", "wf.k2", "wf.k2", "wf.k3"],
+                [None, [1], [1], [2, 3, {"job": old[1]}]],
+            )
+            complete(conn, claim_all(conn, "wf.k0"))
+            complete(conn, claim_all(conn, "wf.k1"), "fatal")
+            conn.execute("SELECT * FROM pgq.requeue_workflow(%s)", (ids[0],)).fetchall()
+            complete(conn, claim_all(conn, "wf.k1"))
+            conn.execute("SELECT * FROM pgq.workflow(%s)", (ids[3],)).fetchall()
+            conn.execute("SELECT * FROM pgq.parent_results(%s)", (ids[3],)).fetchall()
+            conn.execute("SELECT * FROM pgq.cancel_workflow(%s)", (ids[0],)).fetchall()
+            conn.execute("SELECT * FROM pgq.requeue(%s)", ([ids[1]],)).fetchall()
+            conn.execute("SELECT pgq.prune_history(interval '0')").fetchall()
+    assert len(plans) > 50
     found = set()
-    for doc in explained:
+    for doc in plans:
         text = " ".join(doc["Query Text"].split())
         if any(phrase in text for phrase in WHOLE_SCANS_ALLOWED):
             continue
-        for node in nodes(doc["Plan"]):
+        for node in plan_nodes(doc["Plan"]):
             rel = node.get("Relation Name", "")
             if not (rel in KEYED_TABLES or rel.startswith("jobs_")):
                 continue
