@@ -26,9 +26,10 @@ from typing import Any
 
 import psycopg
 import pytest
+from helpers.plans import plan_nodes
 from helpers.server import REPO
 from helpers.wait import wait_for
-from test_plans import explain_every_path, nodes
+from test_plans import explain_every_path
 
 LATER = "now() + interval '1 hour'"
 
@@ -364,7 +365,7 @@ def test_statements_on_queued_or_running_jobs_leave_jobs_scheduled_out(pgq_dsn: 
             continue
         if any(phrase in text for phrase in _ANY_STATE):
             continue
-        if any(n.get("Relation Name") == "jobs_scheduled" for n in nodes(doc["Plan"])):
+        if any(n.get("Relation Name") == "jobs_scheduled" for n in plan_nodes(doc["Plan"])):
             found.add(text[:160])
     assert not found, "\n".join(sorted(found))
 
