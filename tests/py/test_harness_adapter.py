@@ -104,13 +104,16 @@ def test_the_adapter_reports_in_the_harness_contract_and_exits_promptly(
     first = adapter.until(lambda r: r.get("kind") == "descriptor")[-1]
     assert first["system"] == "pgq-thin"
     assert first["db_name"] == psycopg.conninfo.conninfo_to_dict(empty_db_dsn)["dbname"]
-    assert "pgq.jobs_0" in first["event_tables"] and "pgq.job_history" in first["event_tables"]
+    # the harness checks that the tables it was told of (adapter.json) are reported at start
+    manifest = json.loads((ADAPTER.parent / "adapter.json").read_text())
+    assert manifest["system"] == first["system"]
+    assert set(manifest["event_tables"]) <= set(first["event_tables"])
     samples = adapter.until(
         lambda r: r.get("metric") == "completion_rate" and r["value"] > 0, timeout=90
     )
     samples += adapter.until(lambda r: r.get("metric") == "producer_target_rate")  # tick's end
     metrics = {r["metric"] for r in samples if "metric" in r}
-    assert REQUIRED <= metrics
+    assert metrics >= REQUIRED
     for rec in samples:
         assert {"t", "system", "kind", "metric", "value", "window_s", "instance_id"} <= set(rec)
         assert rec["t"].endswith("Z") and rec["instance_id"] == 0

@@ -73,9 +73,7 @@ def emit(record: dict[str, Any]) -> None:
 
 
 def now_iso() -> str:
-    return (
-        dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    )
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class RollingHistogram:
