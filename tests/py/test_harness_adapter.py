@@ -146,3 +146,33 @@ def test_harness_pacing_enqueues_exactly_the_tokens_sent(
     adapter.until(lambda r: r.get("metric") == "completion_rate")
     assert jobs_seen(empty_db_dsn) == 20
     adapter.stop()
+
+
+def test_the_adapter_rides_through_its_connections_being_killed(
+    empty_db_dsn: str, adapters: list[Adapter]
+) -> None:
+    """The harness's chaos cells kill the adapter's backends (pg_terminate_backend): its
+    producer, depth poll and worker reconnect, and jobs flow again."""
+    adapter = Adapter(
+        empty_db_dsn, PRODUCER_MODE="depth-target", TARGET_DEPTH="100", WORKER_COUNT="8"
+    )
+    adapters.append(adapter)
+    adapter.until(lambda r: r.get("metric") == "completion_rate" and r["value"] > 0, timeout=90)
+    with psycopg.connect(empty_db_dsn, autocommit=True) as conn:
+        killed = conn.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert killed is not None and killed[0] >= 3  # producer, depth poll, worker's session
+    before = jobs_seen(empty_db_dsn)
+    # samples after the kill: jobs are enqueued and completed again
+    after = adapter.until(lambda r: r.get("metric") == "producer_target_rate")
+    rates: dict[str, float] = {}
+    deadline = time.monotonic() + 60
+    while not (rates.get("enqueue_rate", 0) > 0 and rates.get("completion_rate", 0) > 0):
+        assert time.monotonic() < deadline, after
+        after = adapter.until(lambda r: r.get("metric") == "producer_target_rate")
+        rates = {r["metric"]: r["value"] for r in after if "metric" in r}
+    assert jobs_seen(empty_db_dsn) > before
+    assert adapter.stop() < 5
+    assert adapter.proc.returncode == 0

@@ -39,7 +39,8 @@ import signal
 import sys
 import time
 from collections import deque
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -52,6 +53,7 @@ SYSTEM = "pgq-thin"
 ENTRYPOINT = "bench"
 WINDOW_S = 30.0
 OBSERVER_METRICS = {"queue_depth", "producer_target_rate"}
+T = TypeVar("T")
 
 
 def env_int(name: str, default: int) -> int:
@@ -176,8 +178,8 @@ class Adapter:
 
     async def produce(self) -> None:
         loop = asyncio.get_running_loop()
-        async with await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as conn:
-            queue = AsyncQueue(conn)
+        # The handle's own connection: one found lost is replaced on the next call.
+        async with AsyncQueue(self.dsn) as queue:
             paced = self.mode == "fixed" and self.pacing == "harness"
             tokens = await self.tokens() if paced else None
             credit, last = 0.0, loop.time()
@@ -188,7 +190,6 @@ class Adapter:
                     if count <= 0:
                         await asyncio.sleep(0.05)
                         continue
-                    self.depth += count  # until the next poll says otherwise
                 elif tokens is not None:
                     self.target_rate = float(self.current_rate())
                     try:
@@ -206,17 +207,29 @@ class Adapter:
                     count = min(self.batch_max, int(credit))
                     credit -= count
                 payload = {"pad": self.padding}
-                await queue.enqueue_many(ENTRYPOINT, [payload] * count)
-                self.enqueued += count
+                if await self.attempt("enqueue", queue.enqueue_many(ENTRYPOINT, [payload] * count)):
+                    self.enqueued += count
+                    if self.mode == "depth-target":
+                        self.depth += count  # until the next poll says otherwise
 
     async def poll_depth(self) -> None:
         """Due jobs, from pgq.metrics (exact up to 10,000), every 0.2 s."""
-        async with await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as conn:
-            admin = AsyncAdmin(conn)
+        async with AsyncAdmin(self.dsn) as admin:
             while not self.stopping.is_set():
-                rows = await admin.metrics(ENTRYPOINT)
-                self.depth = sum(r.due for r in rows)
+                rows = await self.attempt("depth poll", admin.metrics(ENTRYPOINT))
+                if rows is not None:
+                    self.depth = sum(r.due for r in rows)
                 await asyncio.sleep(0.2)
+
+    async def attempt(self, what: str, call: Awaitable[T]) -> T | None:
+        """The call's result; None after an error, logged, with a short pause (the server
+        restarting, a connection killed: the harness's chaos cells)."""
+        try:
+            return await call
+        except psycopg.Error as err:
+            print(f"[pgq-thin] {what} failed: {err}".splitlines()[0], file=sys.stderr)
+            await asyncio.sleep(0.2)
+            return None
 
     async def sample(self) -> None:
         loop = asyncio.get_running_loop()
