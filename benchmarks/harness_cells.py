@@ -123,12 +123,13 @@ class Reader(threading.Thread):
 def run_cell(
     dsn: str, system: str, command: list[str], cell: str, args: argparse.Namespace
 ) -> dict[str, Any]:
-    env = {**os.environ, **COMMON, **CELLS[cell], **dict(kv.split("=", 1) for kv in args.env)}
+    settings = {**COMMON, **CELLS[cell], **dict(kv.split("=", 1) for kv in args.env)}
     if system == "pgq-thin":
-        env.update(dict(kv.split("=", 1) for kv in args.thin_env))
+        settings.update(dict(kv.split("=", 1) for kv in args.thin_env))
+    env = {**os.environ, **settings}
     env["PYTHONPATH"] = str(BENCH.parent) + os.pathsep + env.get("PYTHONPATH", "")
     postmaster = postmaster_pid(dsn)
-    out: dict[str, Any] = {"system": system, "cell": cell, "env": {**COMMON, **CELLS[cell]}}
+    out: dict[str, Any] = {"system": system, "cell": cell, "env": settings}
     with scratch_db(dsn, f"harness_{cell}") as db:
         env["DATABASE_URL"] = db
         proc = subprocess.Popen(
