@@ -108,6 +108,7 @@ def test_the_adapter_reports_in_the_harness_contract_and_exits_promptly(
     manifest = json.loads((ADAPTER.parent / "adapter.json").read_text())
     assert manifest["system"] == first["system"]
     assert set(manifest["event_tables"]) <= set(first["event_tables"])
+    assert len(set(first["event_tables"])) == len(first["event_tables"])
     samples = adapter.until(
         lambda r: r.get("metric") == "completion_rate" and r["value"] > 0, timeout=90
     )

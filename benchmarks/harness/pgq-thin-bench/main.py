@@ -302,13 +302,14 @@ class Adapter:
 
 
 def event_tables(dsn: str) -> list[str]:
-    """The tables a job passes through: the ring's partitions, the scheduled jobs, history."""
+    """The tables a job passes through: the partitions of pgq.jobs (the ring's and
+    jobs_scheduled) and the history."""
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
             "SELECT 'pgq.' || c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
             " WHERE i.inhparent = 'pgq.jobs'::regclass ORDER BY 1"
         ).fetchall()
-    return [r[0] for r in rows] + ["pgq.jobs_scheduled", "pgq.job_history"]
+    return sorted({r[0] for r in rows} | {"pgq.job_history"})
 
 
 def main() -> None:
