@@ -14,7 +14,8 @@ The contract (the harness's CONTRIBUTING_ADAPTERS.md), as this adapter reads it:
 - stdout: one ``descriptor`` record at start, then every SAMPLE_EVERY_S seconds (aligned to
   the wall clock) one record per metric: claim_p50/p95/p99_ms (pickup latency, enqueue to
   handler start, over the last 30 s, from a bounded log histogram), enqueue_rate,
-  completion_rate (results the server accepted), queue_depth (due jobs, replica 0 only),
+  completion_rate (results the server accepted), queue_depth (due jobs from pgq.metrics, polled
+  every 0.2 s in depth-target mode and every second otherwise; replica 0 only),
   producer_target_rate. stderr: logs.
 - SIGTERM or SIGINT: the worker stops claiming, finishes what it runs (grace 3 s) and exits.
 
@@ -213,13 +214,16 @@ class Adapter:
                         self.depth += count  # until the next poll says otherwise
 
     async def poll_depth(self) -> None:
-        """Due jobs, from pgq.metrics (exact up to 10,000), every 0.2 s."""
+        """Due jobs, from pgq.metrics (exact up to 10,000): every 0.2 s when the producer
+        steers by it (depth-target), else every second (the samples report it every
+        SAMPLE_EVERY_S)."""
+        every = 0.2 if self.mode == "depth-target" else 1.0
         async with AsyncAdmin(self.dsn) as admin:
             while not self.stopping.is_set():
                 rows = await self.attempt("depth poll", admin.metrics(ENTRYPOINT))
                 if rows is not None:
                     self.depth = sum(r.due for r in rows)
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(every)
 
     async def attempt(self, what: str, call: Awaitable[T]) -> T | None:
         """The call's result; None after an error, logged, with a short pause (the server
