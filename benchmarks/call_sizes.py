@@ -2,9 +2,11 @@
 part of a call against the part that grows with its jobs.
 
 Usage: python benchmarks/call_sizes.py [--sizes 1,10,32,100,500] [--calls 300] [--rounds 2]
+                                       [--stats analyzed|none]
 
 Per size, a scratch database gets a backlog of (calls + 50) x size no-op jobs (VACUUM ANALYZE
-after), then one session claims `size` jobs and completes them, `calls` times, each call its own
+after; with --stats none, no ANALYZE: the fresh install's statistics, as a new deployment has
+them), then one session claims `size` jobs and completes them, `calls` times, each call its own
 transaction as a worker sends them (the client's own statements, ``pgq_thin.calls.CLAIM`` and
 ``COMPLETE``, one round trip each); the first 50 are warm-up. The figure is the wall time per
 call as the client sees it (the server's work, the commit's WAL flush, the round trip), the
@@ -33,7 +35,7 @@ from pgq_thin import calls
 WARMUP = 50
 
 
-def one(dsn: str, size: int, n: int) -> tuple[float, float]:
+def one(dsn: str, size: int, n: int, analyze: bool = True) -> tuple[float, float]:
     """Seconds per claim and per complete of `size` jobs (after the warm-up calls)."""
     with scratch_db(dsn, "call_sizes") as db:
         install_pgq(db)
@@ -43,7 +45,8 @@ def one(dsn: str, size: int, n: int) -> tuple[float, float]:
                 "SELECT count(*) FROM pgq.enqueue_many(array_fill('noop'::text, ARRAY[%s]))",
                 ((n + WARMUP) * size,),
             )
-            conn.execute("VACUUM ANALYZE")
+            if analyze:
+                conn.execute("VACUUM ANALYZE")
             claim = complete = 0.0
             for i in range(n + WARMUP):
                 t0 = time.perf_counter()
@@ -80,12 +83,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,10,32,100,500")
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--stats", choices=("analyzed", "none"), default="analyzed")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     runs: dict[int, list[tuple[float, float]]] = {s: [] for s in sizes}
     for rnd in range(args.rounds):
         for size in sizes if rnd % 2 == 0 else sizes[::-1]:
-            runs[size].append(one(args.dsn, size, args.calls))
+            runs[size].append(one(args.dsn, size, args.calls, args.stats == "analyzed"))
             c, f = runs[size][-1]
             print(f"  [{rnd + 1}/{args.rounds}] {size}: claim {c * 1e3:.3f} ms, "
                   f"complete {f * 1e3:.3f} ms", flush=True)  # fmt: skip
