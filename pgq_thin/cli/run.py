@@ -61,6 +61,13 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         "--batch-size", type=int, default=None, help="jobs per claim (default: the worker's)"
     )
     parser.add_argument(
+        "--prefetch",
+        type=int,
+        default=None,
+        help="claimed jobs the worker may hold waiting for a slot, besides those running "
+        "(default: the worker's; 0: claim only what can start at once)",
+    )
+    parser.add_argument(
         "--poll-interval",
         type=float,
         default=None,
@@ -157,6 +164,10 @@ def configure_worker(worker: ThinWorker, args: argparse.Namespace) -> None:
             if value <= 0 and name != "poll_interval":
                 raise UsageError(f"--{name.replace('_', '-')} must be positive, got {value}")
             setattr(worker, name, value)
+    if args.prefetch is not None:
+        if args.prefetch < 0:
+            raise UsageError(f"--prefetch must be 0 or more, got {args.prefetch}")
+        worker.prefetch = args.prefetch
     if args.entrypoint:
         worker.restrict(args.entrypoint)
     if args.listen_dsn:

@@ -36,6 +36,7 @@ import logging
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -160,6 +161,8 @@ class Attempts:
         self._on_slot_free = on_slot_free
         self.owned: dict[int, Attempt] = {}  # job id -> attempt: heartbeats cover these
         self._tasks: dict[Attempt, asyncio.Task[None]] = {}  # handlers running (slots taken)
+        # Claimed beyond the free slots (prefetch), in claim order: each starts when a slot frees.
+        self._waiting: deque[Attempt] = deque()
         self.changed = asyncio.Event()  # attempts were added (the heartbeat loop wakes)
         #: Called when a job with a time limit is taken in (the heartbeat plans a beat at its
         #: deadline: SQL ends the attempt, and the answer stops the handler).
@@ -168,6 +171,11 @@ class Attempts:
     @property
     def running(self) -> int:
         return len(self._tasks)
+
+    @property
+    def waiting(self) -> int:
+        """Claimed jobs waiting for a slot (``prefetch``)."""
+        return len(self._waiting)
 
     @property
     def running_sync(self) -> int:
@@ -198,11 +206,26 @@ class Attempts:
         return new
 
     def start(self, attempt: Attempt) -> None:
-        self._tasks[attempt] = asyncio.create_task(self._execute(attempt))
+        """Run it now if a slot is free, else when one frees (a job claimed with ``prefetch``)."""
+        if len(self._tasks) < self._settings.concurrency:
+            self._tasks[attempt] = asyncio.create_task(self._execute(attempt))
+        else:
+            self._waiting.append(attempt)
+
+    def _start_waiting(self) -> None:
+        """Fill free slots with the waiting attempts, in claim order. One released meanwhile
+        is dropped; one stopped meanwhile (lost, cancelled) still gets its task, which ends it
+        as a stop before the start does."""
+        while self._waiting and len(self._tasks) < self._settings.concurrency:
+            attempt = self._waiting.popleft()
+            if attempt.phase is Phase.CLAIMED:
+                self._tasks[attempt] = asyncio.create_task(self._execute(attempt))
 
     def take_unstarted(self) -> list[Attempt]:
         """Mark every attempt not started yet as released, and return them (for pgq.release);
-        a task already made for one ends at its first step without running the handler."""
+        a task already made for one ends at its first step without running the handler, and
+        those waiting for a slot never start."""
+        self._waiting.clear()
         return [a for a in self.owned.values() if a.release()]
 
     def forget(self, ended: Iterable[tuple[int, int]]) -> None:
@@ -359,6 +382,7 @@ class Attempts:
                 span, attempt.span = attempt.span, None
                 self._tel.unfinished(span, unfinished_as(attempt))
             self._tasks.pop(attempt, None)  # its slot is free from here
+            self._start_waiting()
             self._on_slot_free()
 
     async def _ending(self, attempt: Attempt) -> Ending | None:
@@ -442,7 +466,8 @@ class Attempts:
         if ending.log_outcome not in FAILURES:
             ending.error = None  # told; its traceback (the handler's frames) need not wait
         # (a failure's is told again with what SQL decided, then dropped: Telemetry.written)
-        alone = len(self._tasks) <= 1  # nothing else runs: write now, not after flush_interval
+        # nothing else runs or waits: write now, not after flush_interval
+        alone = len(self._tasks) <= 1 and not self._waiting
         self._results.report(ending, alone=alone)
 
 

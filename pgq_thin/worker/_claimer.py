@@ -1,9 +1,11 @@
 """Claiming: the claim loop, claim-ahead, the idle wait, wake-ups, and giving jobs back.
 
 When it has free slots the loop claims ``min(batch_size, free slots)`` jobs of its entrypoints
-and starts them. A job is claimed only when it can start at once: a worker that claims sync
-entrypoints also counts its free threads (``threads``), so it never holds jobs waiting for a
-thread that another worker could be running. Sync and async share the worker fairly: while a
+and starts them (``prefetch`` counts that many more slots: the jobs claimed beyond the free ones
+wait in the worker, owned, and start as slots free). Otherwise a job is claimed only when it can
+start at once: a worker that claims sync entrypoints also counts its free threads
+(``threads``), so it never holds jobs waiting for a thread that another worker could be
+running. Sync and async share the worker fairly: while a
 thread is free, a claim asks for every entrypoint (at most as many jobs as free threads, each
 in priority and ready order, so a burst of async jobs never holds back sync jobs enqueued after
 it longer than its turn); while every thread is busy, the claim asks for the async entrypoints
@@ -91,12 +93,14 @@ class Claimer:
         sync). Free slots, and for a worker with sync entrypoints free threads: while one is
         free every entrypoint (as many jobs as threads, any might be sync), else the async
         entrypoints alone with every free slot. A claim never asks for more (claim ahead
-        included)."""
-        settings = self._settings
-        slots = settings.concurrency - self._attempts.running - claimed
+        included). With ``prefetch``, the slots count that many more, less the jobs already
+        waiting for one."""
+        settings, attempts = self._settings, self._attempts
+        slots = settings.concurrency + settings.prefetch - attempts.running - attempts.waiting
+        slots -= claimed
         if not self._sync:
             return min(settings.batch_size, slots), self._entrypoints
-        threads = settings.threads - self._attempts.running_sync - claimed_sync
+        threads = settings.threads - attempts.running_sync - claimed_sync
         if threads > 0 or not self._async:
             return min(settings.batch_size, slots, threads), self._entrypoints
         return min(settings.batch_size, slots), self._async

@@ -38,6 +38,7 @@ class ThinWorker(WorkerView, WorkerSteps):
     concurrency = Setting[int]()
     threads = Setting[int]()
     batch_size = Setting[int]()
+    prefetch = Setting[int]()
     poll_interval = Setting[float]()
     worker_id = Setting[uuid.UUID]()
     grace_period = Setting[float]()
@@ -69,6 +70,7 @@ class ThinWorker(WorkerView, WorkerSteps):
         concurrency: int = 100,
         threads: int = 10,
         batch_size: int = 50,
+        prefetch: int = 0,
         poll_interval: float = 5.0,
         worker_id: uuid.UUID | str | None = None,
         grace_period: float = 30.0,

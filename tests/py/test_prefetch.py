@@ -1,0 +1,138 @@
+"""``prefetch``: a worker may hold claimed jobs beyond its free slots, each waiting in the
+worker for a slot, owned (heartbeats cover it) and released at a stop.
+
+Handlers wait on a gate the test opens, so "busy" needs no sleep. While the gate is shut the
+database shows exactly ``concurrency + prefetch`` jobs running under the worker (without
+prefetch: ``concurrency``, ``tests/py/test_worker_fairness.py``), and the handlers running
+never exceed ``concurrency``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+import pytest
+from helpers.wait import await_for
+
+from pgq_thin.job import Job
+from pgq_thin.queue import Queue
+from pgq_thin.worker import ThinWorker
+
+
+class Gated:
+    """An async entrypoint whose handlers wait on one gate; it counts what they did."""
+
+    def __init__(self, worker: ThinWorker) -> None:
+        self.gate = asyncio.Event()
+        self.running = 0
+        self.most = 0
+        self.started: list[int] = []
+
+        @worker.entrypoint("held")
+        async def held(job: Job[Any]) -> None:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.started.append(job.id)
+            try:
+                await asyncio.wait_for(self.gate.wait(), 60)
+            finally:
+                self.running -= 1
+
+
+async def jobs_by_state(dsn: str, worker: ThinWorker) -> dict[str, int]:
+    """Jobs running under the worker, queued (with no attempt used), and finished."""
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FILTER (WHERE status = 'running' AND worker_id = %s),"
+            "       count(*) FILTER (WHERE status = 'queued' AND attempt = 0),"
+            "       (SELECT count(*) FROM pgq.job_history WHERE status = 'successful')"
+            "  FROM pgq.jobs",
+            (worker.worker_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return {"running": int(row[0]), "queued": int(row[1]), "finished": int(row[2])}
+
+
+def test_prefetch_holds_jobs_beyond_the_free_slots_and_runs_concurrency_at_most(
+    pgq_dsn: str,
+) -> None:
+    async def main() -> None:
+        worker = ThinWorker(pgq_dsn, concurrency=3, prefetch=4, batch_size=10)
+        handlers = Gated(worker)
+        with Queue(pgq_dsn) as q:
+            q.enqueue_many("held", [None] * 20)
+        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        try:
+
+            async def holding() -> bool:
+                state = await jobs_by_state(pgq_dsn, worker)
+                return handlers.running == 3 and state == {
+                    "running": 7,
+                    "queued": 13,
+                    "finished": 0,
+                }
+
+            await await_for(holding, timeout=20, what="3 handlers running and 4 jobs held")
+            handlers.gate.set()
+
+            async def finished() -> bool:
+                return (await jobs_by_state(pgq_dsn, worker))["finished"] == 20
+
+            await await_for(finished, timeout=20, what="every job finished")
+        finally:
+            handlers.gate.set()
+            worker.stop()
+            await run
+        assert handlers.most == 3
+        assert sorted(handlers.started) == sorted(set(handlers.started))  # none ran twice
+        assert len(handlers.started) == worker.stats.successful == 20
+
+    asyncio.run(main())
+
+
+def test_a_stop_gives_the_held_jobs_back_unstarted(pgq_dsn: str) -> None:
+    async def main() -> None:
+        worker = ThinWorker(pgq_dsn, concurrency=2, prefetch=3, batch_size=10)
+        handlers = Gated(worker)
+        with Queue(pgq_dsn) as q:
+            q.enqueue_many("held", [None] * 10)
+        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        try:
+
+            async def holding() -> bool:
+                state = await jobs_by_state(pgq_dsn, worker)
+                return handlers.running == 2 and state["running"] == 5
+
+            await await_for(holding, timeout=20, what="2 handlers running and 3 jobs held")
+            worker.stop()
+
+            # The held jobs go back at once (released: no attempt used), while the two
+            # running handlers still have their grace period.
+            async def given_back() -> bool:
+                state = await jobs_by_state(pgq_dsn, worker)
+                return state == {"running": 2, "queued": 8, "finished": 0}
+
+            await await_for(given_back, timeout=20, what="the 3 held jobs released")
+        finally:
+            handlers.gate.set()
+            worker.stop()
+            await run
+        assert await jobs_by_state(pgq_dsn, worker) == {"running": 0, "queued": 8, "finished": 2}
+        assert len(handlers.started) == 2
+        assert (worker.stats.released, worker.stats.successful) == (3, 2)
+
+    asyncio.run(main())
+
+
+def test_prefetch_is_checked() -> None:
+    worker = ThinWorker("postgresql://unused", prefetch=5)
+    assert (worker.prefetch, worker.settings.prefetch) == (5, 5)
+    assert ThinWorker("postgresql://unused").prefetch == 0  # claim only what can start
+    for bad in (-1, 100_001, 1.5):
+        with pytest.raises(
+            ValueError, match=rf"prefetch must be an integer from 0 to 100000, got {bad}"
+        ):
+            ThinWorker("postgresql://unused", prefetch=bad)  # type: ignore[arg-type]
