@@ -25,7 +25,10 @@ psycopg (this project's venv has it).
 
 Command: ``python benchmarks/harness_cells.py --cells capacity,held`` (defaults: warm-up 20 s,
 clean 60 s, hold 240 s, recovery 60 s; ``--quick`` for 5/20/30/20). Add
-``--thin-env PGQ_THIN_BATCH=32`` to tune the worker (the issue's "tuned" run: batch 32).
+``--thin-env PGQ_THIN_BATCH=32`` to tune the worker (the issue's "tuned" run: batch 32), and
+``--thin-env PGQ_THIN_PREFETCH=192 --thin-env PGQ_THIN_BATCH=128`` for a worker that holds
+claimed jobs beyond its running ones (``ThinWorker(prefetch=...)``: bigger claims and
+completions; still at most WORKER_COUNT handlers at once).
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ The contract (the harness's CONTRIBUTING_ADAPTERS.md), as this adapter reads it:
 - SIGTERM or SIGINT: the worker stops claiming, finishes what it runs (grace 3 s) and exits.
 
 pgq-thin's own knobs (not part of the contract): PGQ_THIN_BATCH (the worker's batch_size;
-default: ThinWorker's), PGQ_THIN_MAINTAIN_S (pgq.maintain interval; default ThinWorker's).
+default: ThinWorker's), PGQ_THIN_PREFETCH (claimed jobs held beyond the WORKER_COUNT running
+ones, ThinWorker's ``prefetch``; default 0), PGQ_THIN_MAINTAIN_S (pgq.maintain interval;
+default ThinWorker's). At most WORKER_COUNT handlers run at once whatever the knobs.
 The worker is a plain ``ThinWorker(concurrency=WORKER_COUNT)``; jobs are added with
 ``AsyncQueue.enqueue_many`` (one statement per batch). Installs the schema with
 ``pgq_thin.migrate.upgrade`` (safe from several replicas at once).
@@ -140,6 +142,8 @@ class Adapter:
         settings: dict[str, Any] = {"concurrency": self.workers, "grace_period": 3.0}
         if os.environ.get("PGQ_THIN_BATCH"):
             settings["batch_size"] = env_int("PGQ_THIN_BATCH", 0)
+        if os.environ.get("PGQ_THIN_PREFETCH"):
+            settings["prefetch"] = env_int("PGQ_THIN_PREFETCH", 0)
         if os.environ.get("PGQ_THIN_MAINTAIN_S"):
             settings["maintain_interval"] = float(os.environ["PGQ_THIN_MAINTAIN_S"])
         self.worker = ThinWorker(self.dsn, **settings)
