@@ -5,11 +5,11 @@ and starts them (``prefetch`` counts that many more slots: the jobs claimed beyo
 wait in the worker, owned, and start as slots free). Otherwise a job is claimed only when it can
 start at once: a worker that claims sync entrypoints also counts its free threads
 (``threads``), so it never holds jobs waiting for a thread that another worker could be
-running. Sync and async share the worker fairly: while a
-thread is free, a claim asks for every entrypoint (at most as many jobs as free threads, each
-in priority and ready order, so a burst of async jobs never holds back sync jobs enqueued after
-it longer than its turn); while every thread is busy, the claim asks for the async entrypoints
-alone, with every free slot (busy threads never stop async jobs). It claims again at once while
+running. Sync and async share the worker fairly: while a thread is free, a claim asks for
+every entrypoint (at most as many jobs as free threads, each in priority and ready order, so
+a burst of async jobs never holds back sync jobs enqueued after it longer than its turn);
+while every thread is busy, the claim asks for the async entrypoints alone, with every free
+slot (busy threads never stop async jobs). It claims again at once while
 claims come back full; otherwise it waits for a notification about one of its entrypoints, a
 slot to free up, the (jittered) poll, or the next delayed job being due or a rate limit letting
 the next job start (``pgq.next_run_at``, asked after every claim that did not come back full),

@@ -131,7 +131,7 @@ class WorkerSettings:
         _check(self.threads >= 1, "threads", self.threads, "at least 1")
         _check(self.batch_size >= 1, "batch_size", self.batch_size, "at least 1")
         _check(
-            isinstance(self.prefetch, int) and 0 <= self.prefetch <= 100_000,
+            type(self.prefetch) is int and 0 <= self.prefetch <= 100_000,
             "prefetch",
             self.prefetch,
             "an integer from 0 to 100000",

@@ -131,8 +131,24 @@ def test_prefetch_is_checked() -> None:
     worker = ThinWorker("postgresql://unused", prefetch=5)
     assert (worker.prefetch, worker.settings.prefetch) == (5, 5)
     assert ThinWorker("postgresql://unused").prefetch == 0  # claim only what can start
-    for bad in (-1, 100_001, 1.5):
+    for bad in (-1, 100_001, 1.5, True):
         with pytest.raises(
             ValueError, match=rf"prefetch must be an integer from 0 to 100000, got {bad}"
         ):
             ThinWorker("postgresql://unused", prefetch=bad)  # type: ignore[arg-type]
+
+
+def test_run_takes_prefetch_from_the_command_line() -> None:
+    from pgq_thin.cli import build_parser
+    from pgq_thin.cli._common import UsageError
+    from pgq_thin.cli.run import configure_worker
+
+    worker = ThinWorker("postgresql://unused")
+    configure_worker(worker, build_parser().parse_args(["run", "app:worker", "--prefetch", "64"]))
+    assert worker.settings.prefetch == 64
+    configure_worker(worker, build_parser().parse_args(["run", "app:worker"]))
+    assert worker.settings.prefetch == 64  # not given: the worker's own
+    with pytest.raises(UsageError, match="--prefetch must be 0 or more, got -1"):
+        configure_worker(
+            worker, build_parser().parse_args(["run", "app:worker", "--prefetch", "-1"])
+        )
