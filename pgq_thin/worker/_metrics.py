@@ -77,6 +77,7 @@ HELP = {
     "pgq_worker_complete_duration_seconds": "Round trip of a pgq.complete that wrote results "
     "(alone, or in one round trip with the next claim)",
     "pgq_worker_jobs_in_flight": "Handlers running now",
+    "pgq_worker_jobs_held": "Claimed jobs waiting in the worker for a slot (prefetch)",
     "pgq_worker_claimed_jobs": "Jobs this worker claimed",
     "pgq_worker_released_jobs": "Claimed jobs given back unstarted (pgq.release, at shutdown)",
     "pgq_worker_undecodable_jobs": "Claimed rows that could not be turned into Python values "
@@ -138,6 +139,7 @@ class WorkerMetrics:
         self,
         stats: WorkerStats,
         running: Callable[[], int],
+        held: Callable[[], int],
         worker_id: Callable[[], str],
         started: Callable[[], float],
     ) -> None:
@@ -169,6 +171,7 @@ class WorkerMetrics:
             "pgq_worker_jobs_in_flight", HELP["pgq_worker_jobs_in_flight"], registry=reg
         )
         in_flight.set_function(running)
+        Gauge("pgq_worker_jobs_held", HELP["pgq_worker_jobs_held"], registry=reg).set_function(held)
         reg.register(_StatsCollector(stats, worker_id, started))
         # label lookups cost a lock and a tuple each: the children are kept per label value
         self._jobs_by: dict[tuple[str, str], Counter] = {}

@@ -47,6 +47,11 @@ class WorkerView:
         return self._run.attempts.running if self._run is not None else 0
 
     @property
+    def held_jobs(self) -> int:
+        """Claimed jobs waiting in the worker for a slot (``prefetch``)."""
+        return self._run.attempts.waiting if self._run is not None else 0
+
+    @property
     def buffered_results(self) -> int:
         """Finished attempts whose result is not written yet."""
         return len(self._run.results) if self._run is not None else 0

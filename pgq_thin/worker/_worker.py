@@ -203,6 +203,7 @@ class ThinWorker(WorkerView, WorkerSteps):
             self._metrics = WorkerMetrics(
                 self.stats,
                 running=lambda: self.running_jobs,
+                held=lambda: self.held_jobs,
                 worker_id=lambda: str(self.settings.worker_id),
                 started=lambda: self._started_at,
             )

@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 from helpers.wait import await_for
+from test_worker_metrics import ascrape
 
 from pgq_thin.job import Job
 from pgq_thin.queue import Queue
@@ -60,7 +61,7 @@ def test_prefetch_holds_jobs_beyond_the_free_slots_and_runs_concurrency_at_most(
     pgq_dsn: str,
 ) -> None:
     async def main() -> None:
-        worker = ThinWorker(pgq_dsn, concurrency=3, prefetch=4, batch_size=10)
+        worker = ThinWorker(pgq_dsn, concurrency=3, prefetch=4, batch_size=10, metrics_port=0)
         handlers = Gated(worker)
         with Queue(pgq_dsn) as q:
             q.enqueue_many("held", [None] * 20)
@@ -76,6 +77,10 @@ def test_prefetch_holds_jobs_beyond_the_free_slots_and_runs_concurrency_at_most(
                 }
 
             await await_for(holding, timeout=20, what="3 handlers running and 4 jobs held")
+            assert (worker.running_jobs, worker.held_jobs) == (3, 4)
+            samples = await ascrape(worker)
+            assert samples[("pgq_worker_jobs_in_flight", ())] == 3
+            assert samples[("pgq_worker_jobs_held", ())] == 4
             handlers.gate.set()
 
             async def finished() -> bool:
