@@ -213,9 +213,8 @@ class Attempts:
             self._waiting.append(attempt)
 
     def _start_waiting(self) -> None:
-        """Fill free slots with the waiting attempts, in claim order. One released meanwhile
-        is dropped; one stopped meanwhile (lost, cancelled) still gets its task, which ends it
-        as a stop before the start does."""
+        """Fill free slots with the waiting attempts, in claim order (one released meanwhile
+        is dropped; one stopped meanwhile got its task at the stop: :meth:`_interrupt`)."""
         while self._waiting and len(self._tasks) < self._settings.concurrency:
             attempt = self._waiting.popleft()
             if attempt.phase is Phase.CLAIMED:
@@ -354,9 +353,15 @@ class Attempts:
 
     def _interrupt(self, attempt: Attempt) -> None:
         """Stop a handler: ``job.cancelled`` is set; an async one that started is cancelled. A
-        task that has not started yet is not cancelled: its first step sees the stop."""
+        task that has not started yet is not cancelled: its first step sees the stop. A job
+        held for a slot (``prefetch``) gets its task now, which ends it at that first step
+        (reported canceled after a cancel request, nothing after a loss or a time-out) without
+        running its handler, rather than when a slot frees."""
         attempt.job.cancelled.set()
-        if attempt.handler.is_async and attempt.phase is Phase.RUNNING:
+        if attempt.phase is Phase.CLAIMED and attempt in self._waiting:
+            self._waiting.remove(attempt)
+            self._tasks[attempt] = asyncio.create_task(self._execute(attempt))
+        elif attempt.handler.is_async and attempt.phase is Phase.RUNNING:
             task = self._tasks.get(attempt)
             if task is not None:
                 task.cancel()

@@ -157,3 +157,43 @@ def test_run_takes_prefetch_from_the_command_line() -> None:
         configure_worker(
             worker, build_parser().parse_args(["run", "app:worker", "--prefetch", "-1"])
         )
+
+
+def test_a_held_job_canceled_ends_at_once_without_running(pgq_dsn: str) -> None:
+    """A cancel request for a job held for a slot ends it canceled now (its handler never
+    starts), not when the job that holds the slot ends."""
+
+    async def main() -> None:
+        worker = ThinWorker(pgq_dsn, concurrency=1, prefetch=1, batch_size=2)
+        handlers = Gated(worker)
+        with Queue(pgq_dsn) as q:
+            first, second = q.enqueue_many("held", [None, None])
+        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
+        try:
+
+            async def holding() -> bool:
+                state = await jobs_by_state(pgq_dsn, worker)
+                return handlers.started == [first] and state["running"] == 2
+
+            await await_for(holding, timeout=20, what="one job running and one held")
+            async with await psycopg.AsyncConnection.connect(pgq_dsn, autocommit=True) as conn:
+                await conn.execute("SELECT pgq.cancel(ARRAY[%s]::bigint[])", (second,))
+
+            async def canceled() -> bool:
+                async with await psycopg.AsyncConnection.connect(pgq_dsn) as conn:
+                    cur = await conn.execute(
+                        "SELECT status FROM pgq.job_history WHERE id = %s", (second,)
+                    )
+                    row = await cur.fetchone()
+                return row is not None and row[0] == "canceled"
+
+            await await_for(canceled, timeout=20, what="the held job canceled")
+            assert handlers.started == [first] and handlers.running == 1  # still blocked
+        finally:
+            handlers.gate.set()
+            worker.stop()
+            await run
+        assert handlers.started == [first]
+        assert (worker.stats.successful, worker.stats.canceled) == (1, 1)
+
+    asyncio.run(main())
