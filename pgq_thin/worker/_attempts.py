@@ -206,11 +206,10 @@ class Attempts:
         return new
 
     def start(self, attempt: Attempt) -> None:
-        """Run it now if a slot is free, else when one frees (a job claimed with ``prefetch``)."""
-        if len(self._tasks) < self._settings.concurrency:
-            self._tasks[attempt] = asyncio.create_task(self._execute(attempt))
-        else:
-            self._waiting.append(attempt)
+        """Run it now if a slot is free, else when one frees (a job claimed with ``prefetch``),
+        after the jobs held before it."""
+        self._waiting.append(attempt)
+        self._start_waiting()
 
     def _start_waiting(self) -> None:
         """Fill free slots with the waiting attempts, in claim order (one released meanwhile
