@@ -10,6 +10,8 @@ never exceed ``concurrency``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -42,6 +44,25 @@ class Gated:
                 self.running -= 1
 
 
+@asynccontextmanager
+async def serving(
+    dsn: str, jobs: int, **settings: Any
+) -> AsyncIterator[tuple[ThinWorker, Gated, list[int]]]:
+    """A worker with a gated entrypoint, ``jobs`` of its jobs enqueued, running; at the end the
+    gate opens and the worker stops."""
+    worker = ThinWorker(dsn, **settings)
+    handlers = Gated(worker)
+    with Queue(dsn) as q:
+        ids = q.enqueue_many("held", [None] * jobs)
+    run = asyncio.create_task(worker.arun(install_signal_handlers=False))
+    try:
+        yield worker, handlers, ids
+    finally:
+        handlers.gate.set()
+        worker.stop()
+        await run
+
+
 async def jobs_by_state(dsn: str, worker: ThinWorker) -> dict[str, int]:
     """Jobs running under the worker, queued (with no attempt used), and finished."""
     async with await psycopg.AsyncConnection.connect(dsn) as conn:
@@ -61,12 +82,9 @@ def test_prefetch_holds_jobs_beyond_the_free_slots_and_runs_concurrency_at_most(
     pgq_dsn: str,
 ) -> None:
     async def main() -> None:
-        worker = ThinWorker(pgq_dsn, concurrency=3, prefetch=4, batch_size=10, metrics_port=0)
-        handlers = Gated(worker)
-        with Queue(pgq_dsn) as q:
-            q.enqueue_many("held", [None] * 20)
-        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
-        try:
+        async with serving(
+            pgq_dsn, 20, concurrency=3, prefetch=4, batch_size=10, metrics_port=0
+        ) as (worker, handlers, _):
 
             async def holding() -> bool:
                 state = await jobs_by_state(pgq_dsn, worker)
@@ -87,10 +105,6 @@ def test_prefetch_holds_jobs_beyond_the_free_slots_and_runs_concurrency_at_most(
                 return (await jobs_by_state(pgq_dsn, worker))["finished"] == 20
 
             await await_for(finished, timeout=20, what="every job finished")
-        finally:
-            handlers.gate.set()
-            worker.stop()
-            await run
         assert handlers.most == 3
         assert sorted(handlers.started) == sorted(set(handlers.started))  # none ran twice
         assert len(handlers.started) == worker.stats.successful == 20
@@ -100,12 +114,11 @@ def test_prefetch_holds_jobs_beyond_the_free_slots_and_runs_concurrency_at_most(
 
 def test_a_stop_gives_the_held_jobs_back_unstarted(pgq_dsn: str) -> None:
     async def main() -> None:
-        worker = ThinWorker(pgq_dsn, concurrency=2, prefetch=3, batch_size=10)
-        handlers = Gated(worker)
-        with Queue(pgq_dsn) as q:
-            q.enqueue_many("held", [None] * 10)
-        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
-        try:
+        async with serving(pgq_dsn, 10, concurrency=2, prefetch=3, batch_size=10) as (
+            worker,
+            handlers,
+            _,
+        ):
 
             async def holding() -> bool:
                 state = await jobs_by_state(pgq_dsn, worker)
@@ -121,10 +134,6 @@ def test_a_stop_gives_the_held_jobs_back_unstarted(pgq_dsn: str) -> None:
                 return state == {"running": 2, "queued": 8, "finished": 0}
 
             await await_for(given_back, timeout=20, what="the 3 held jobs released")
-        finally:
-            handlers.gate.set()
-            worker.stop()
-            await run
         assert await jobs_by_state(pgq_dsn, worker) == {"running": 0, "queued": 8, "finished": 2}
         assert len(handlers.started) == 2
         assert (worker.stats.released, worker.stats.successful) == (3, 2)
@@ -164,12 +173,11 @@ def test_a_held_job_canceled_ends_at_once_without_running(pgq_dsn: str) -> None:
     starts), not when the job that holds the slot ends."""
 
     async def main() -> None:
-        worker = ThinWorker(pgq_dsn, concurrency=1, prefetch=1, batch_size=2)
-        handlers = Gated(worker)
-        with Queue(pgq_dsn) as q:
-            first, second = q.enqueue_many("held", [None, None])
-        run = asyncio.create_task(worker.arun(install_signal_handlers=False))
-        try:
+        async with serving(pgq_dsn, 2, concurrency=1, prefetch=1, batch_size=2) as (
+            worker,
+            handlers,
+            (first, second),
+        ):
 
             async def holding() -> bool:
                 state = await jobs_by_state(pgq_dsn, worker)
@@ -189,10 +197,6 @@ def test_a_held_job_canceled_ends_at_once_without_running(pgq_dsn: str) -> None:
 
             await await_for(canceled, timeout=20, what="the held job canceled")
             assert handlers.started == [first] and handlers.running == 1  # still blocked
-        finally:
-            handlers.gate.set()
-            worker.stop()
-            await run
         assert handlers.started == [first]
         assert (worker.stats.successful, worker.stats.canceled) == (1, 1)
 
