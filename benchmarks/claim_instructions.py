@@ -49,11 +49,14 @@ CLAIM_PROC = """
 CREATE PROCEDURE public.bench_claims(n int, b int, complete boolean) LANGUAGE plpgsql AS $$
 DECLARE
     w uuid := '00000000-0000-0000-0000-00000000b002';
+    -- One claim clock for every claim: the sweep of stale jobs (at most once a second of it)
+    -- runs at the first claim of a call, not at most claims as callgrind's pace made it.
+    t constant timestamptz := '2100-01-01 00:00:00+00';
     r record;
 BEGIN
     FOR i IN 1..n LOOP
         SELECT array_agg(c.id) AS ids, array_agg(c.lease) AS leases INTO r
-          FROM pgq.claim(w, '{bench.flow}', b, NULL, gen_random_uuid()) AS c;
+          FROM pgq.claim(w, '{bench.flow}', b, t, gen_random_uuid()) AS c;
         IF cardinality(r.ids) IS DISTINCT FROM b THEN
             RAISE EXCEPTION 'a claim of % took %', b, cardinality(r.ids);
         END IF;
