@@ -16,7 +16,8 @@ are in the JSON); ratios are also given per round.
 
 Systems and settings:
   pgq-thin            ThinWorker, async no-op handler, batch_size / concurrency as listed;
-                      "defaults" is ThinWorker(dsn) with nothing tuned.
+                      "defaults" is ThinWorker(dsn) with nothing tuned; "results connection"
+                      adds results_connection=True (results written beside the claims).
   pgq-thin sql-loop   "thin client floor": bare psycopg loop of pgq.claim + pgq.complete using
                       the client's own statements (no worker machinery); pipeline variant sends
                       complete(previous) and claim(next) in one round trip.
@@ -72,6 +73,12 @@ THIN_SETTINGS = [
     # room for two batches: the worker claims the next batch while it runs the current one
     ("batch 100, concurrency 200", ["--batch", "100", "--concurrency", "200"]),
     ("batch 500, concurrency 1000", ["--batch", "500", "--concurrency", "1000"]),
+    # results written on a connection of their own, beside the claims (results_connection)
+    ("defaults, results connection", ["--defaults", "--results-connection"]),
+    (
+        "batch 500, concurrency 1000, results connection",
+        ["--batch", "500", "--concurrency", "1000", "--results-connection"],
+    ),
 ]
 SQL_SETTINGS = [
     ("batch 100", ["--batch", "100"]),

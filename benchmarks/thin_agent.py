@@ -70,7 +70,11 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
     if args.log_level:
         logs.configure(args.log_level.upper(), args.log_format)
     if args.defaults:  # out of the box: nothing tuned
-        worker = ThinWorker(args.dsn, metrics_port=0 if args.metrics else None)
+        worker = ThinWorker(
+            args.dsn,
+            results_connection=args.results_connection,
+            metrics_port=0 if args.metrics else None,
+        )
     else:
         worker = ThinWorker(
             args.dsn,
@@ -80,6 +84,7 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
             flush_size=args.flush_size,
             listen=not args.no_listen,
             maintain_interval=compact_interval(args.compact_interval),
+            results_connection=args.results_connection,
             metrics_port=0 if args.metrics else None,
         )
     state = {"first": 0, "last": 0, "n": 0}
@@ -360,6 +365,11 @@ def main() -> None:
     p.add_argument("--defaults", action="store_true", help="drain-/latency-worker: ThinWorker(dsn)")
     p.add_argument("--no-listen", action="store_true")
     p.add_argument("--pipeline", action="store_true")
+    p.add_argument(
+        "--results-connection",
+        action="store_true",
+        help="drain-worker: ThinWorker(results_connection=True)",
+    )
     p.add_argument("--max-jobs", type=int, default=0, help="stop after this many (0: drain)")
     p.add_argument("--wait", action="store_true", help="drain-worker: keep polling when empty")
     p.add_argument("--skip", type=int, default=0, help="drain-worker: first start after K jobs")

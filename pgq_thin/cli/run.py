@@ -68,6 +68,12 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         "(default: the worker's; 0: claim only what can start at once)",
     )
     parser.add_argument(
+        "--results-connection",
+        action="store_true",
+        help="write results on a connection of their own, beside the claims (one more "
+        "connection; a busy worker drains faster)",
+    )
+    parser.add_argument(
         "--poll-interval",
         type=float,
         default=None,
@@ -168,6 +174,8 @@ def configure_worker(worker: ThinWorker, args: argparse.Namespace) -> None:
         if args.prefetch < 0:
             raise UsageError(f"--prefetch must be 0 or more, got {args.prefetch}")
         worker.prefetch = args.prefetch
+    if args.results_connection:
+        worker.results_connection = True
     if args.entrypoint:
         worker.restrict(args.entrypoint)
     if args.listen_dsn:

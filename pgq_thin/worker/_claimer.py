@@ -18,7 +18,8 @@ with it) wakes nothing on its notifications until then. A full claim that
 leaves slots free sends the claim of the next batch before its own jobs are taken in (claim
 ahead: the server claims while the process runs jobs; ``concurrency = 2 * batch_size`` gives it
 room), sized to the slots left once the jobs just claimed have started. Buffered results ride
-along with a claim (``ResultBuffer.batch``). A claimed row that cannot be turned into Python
+along with a claim (``ResultBuffer.batch``), unless they have a connection of their own
+(``results_connection``). A claimed row that cannot be turned into Python
 values fails that job alone (a failure, not fatal: a retry rewrites a due time Python cannot
 hold, so such a job can heal); the rest of the batch runs.
 """
@@ -59,6 +60,8 @@ class Claimer:
         tick: asyncio.Event,
         telemetry: Telemetry,
         with_parent_results: frozenset[str] = frozenset(),
+        *,
+        carry: bool = True,
     ) -> None:
         self._settings = settings
         self._tel = telemetry
@@ -81,7 +84,8 @@ class Claimer:
         # Entrypoints whose rate budget is used up (pgq.rate_waits), each until the monotonic
         # time one more start fits: their enqueue notifications wake nothing before then.
         self._rate_waits: dict[str, float] = {}
-        results.carried_by(self._will_claim)
+        if carry:  # else results have a connection of their own (results_connection)
+            results.carried_by(self._will_claim)
 
     def _will_claim(self) -> bool:
         """About to claim again at once: the claim carries the buffered results."""

@@ -3,7 +3,8 @@ A result is an attempt's :class:`~pgq_thin.worker._outcomes.Ending`, buffered un
 
 Results are written in batches, by one of two writers: the claim loop, which sends them with
 its next claim in one round trip (``pgq.complete`` then ``pgq.claim`` in a pipeline), or the
-flush loop here. Both take results through :meth:`ResultBuffer.batch`; who writes is decided
+flush loop here. With ``results_connection`` the flush loop writes them all, on a connection of
+its own, while claims go on. Both take results through :meth:`ResultBuffer.batch`; who writes is decided
 by one rule the claim loop gives (:meth:`ResultBuffer.carried_by`): while it is about to claim
 again (the last claim came back full and a slot is free), the flush loop leaves the results to
 it; when it goes to wait, they are the flush loop's (at once when nothing else runs or
@@ -99,7 +100,7 @@ class ResultBuffer:
         self._lock = asyncio.Lock()  # one write at a time: waiting for it means it is written
         self._ready = asyncio.Event()  # results wait
         self._now = asyncio.Event()  # ... and should be written without waiting
-        self._claim_carries: Callable[[], bool] = lambda: False
+        self._claim_carries: Callable[[], bool] | None = None  # no claim carries results
         self._solo = 0  # results left to write one at a time after a refused batch
 
     def __len__(self) -> int:
@@ -133,9 +134,12 @@ class ResultBuffer:
         """Take up to ``MAX_FLUSH`` results for one ``pgq.complete``: the one way to take
         results for a write. Yields None when there is nothing to write, or, with
         ``wait=False`` (a claim that would carry them), when a write is in flight or results
-        are being written one at a time. The caller writes ``batch.args`` and calls
+        are being written one at a time, or no claim carries results (``results_connection``:
+        the flush loop writes them all). The caller writes ``batch.args`` and calls
         ``batch.settle``; if it raises instead, the results go back first in line."""
-        if not wait and (not self._pending or self._lock.locked() or self._solo):
+        if not wait and (
+            self._claim_carries is None or not self._pending or self._lock.locked() or self._solo
+        ):
             yield None
             return
         async with self._lock:
@@ -248,7 +252,7 @@ class ResultBuffer:
             if not self._now.is_set():
                 await wait_event(self._now, self._settings.flush_interval)
             self._now.clear()
-            if self._claim_carries() and not self._solo:
+            if self._claim_carries is not None and self._claim_carries() and not self._solo:
                 continue  # the claim loop writes them with its next claim, in one round trip
             try:
                 await self.flush_once()

@@ -1,6 +1,7 @@
 """One run of a worker: everything made in ``open()`` and dropped in ``close()``, together.
 
-:class:`Run` holds the session, the thread pool, the listener, the events and the parts that
+:class:`Run` holds the session (and, with ``results_connection``, the session that writes
+results), the thread pool, the listener, the events and the parts that
 use them (attempts, results, claimer, heartbeat, scheduler, maintenance). Nothing in it is
 optional or reset: a new run is a new object. It wires the parts to each other (a finished
 attempt frees a slot and wakes the claimer; a written result ends its attempt; a notification
@@ -62,6 +63,7 @@ class Run:
         session: AsyncSession,
         dsn: str,
         telemetry: Telemetry,
+        results_session: AsyncSession | None = None,
     ) -> None:
         self.settings = settings
         self.stats = stats
@@ -69,6 +71,7 @@ class Run:
         self.log = telemetry.log
         self._registry = registry
         self.session = session
+        self.results_session = results_session
         self._dsn = dsn
         self.loop = asyncio.get_running_loop()
         self.executor = ThreadPoolExecutor(
@@ -78,7 +81,9 @@ class Run:
         self.stopping = asyncio.Event()
         self.schedule_wake = asyncio.Event()
         claimer_tick = asyncio.Event()  # the claim loop looks again (a slot freed, ...)
-        self.results = ResultBuffer(settings, stats, self.call, self._settled, telemetry)
+        # Results go by the next claim (one round trip), or by a connection of their own.
+        write = self.call if results_session is None else self._call_results
+        self.results = ResultBuffer(settings, stats, write, self._settled, telemetry)
         self.attempts = Attempts(
             settings,
             stats,
@@ -100,6 +105,7 @@ class Run:
             claimer_tick,
             telemetry,
             registry.with_parent_results,
+            carry=results_session is None,
         )
         self.heartbeat = Heartbeat(settings.worker_id, self.attempts, self.call, self.log)
         self.scheduler = Scheduler(settings.worker_id, registry.schedules, logger=self.log)
@@ -114,6 +120,8 @@ class Run:
         self.maintenance = Maintenance(settings, stats, self.call, dsn, self.log)
         self.loops = LoopTasks(self.claimer.kick, self.log)
         session.on_reconnect = self._after_reconnect
+        if results_session is not None:
+            results_session.on_reconnect = self._after_results_reconnect
 
     @classmethod
     async def open(
@@ -130,12 +138,29 @@ class Run:
             application_name=f"pgq-thin worker {short_id(settings.worker_id)}",
         )
         await session.open()
-        return cls(settings, registry, stats, session, dsn, telemetry)
+        results_session = None
+        if settings.results_connection:
+            results_session = AsyncSession(
+                dsn,
+                reconnect_timeout=settings.reconnect_timeout,
+                application_name=f"pgq-thin results {short_id(settings.worker_id)}",
+            )
+            try:
+                await results_session.open()
+            except BaseException:
+                await session.close()
+                raise
+        return cls(settings, registry, stats, session, dsn, telemetry, results_session)
 
     async def call(self, fn: Callable[[calls.AConn], Awaitable[T]]) -> T:
         """``fn`` on the session (reconnecting and re-running it after a loss). A missing
         schema or grant comes out of ``calls`` as a SetupError, which ends the run."""
         return await self.session.call(fn)
+
+    async def _call_results(self, fn: Callable[[calls.AConn], Awaitable[T]]) -> T:
+        """``fn`` on the results' own session (``results_connection``), as :meth:`call`."""
+        assert self.results_session is not None
+        return await self.results_session.call(fn)
 
     # --- the loops ----------------------------------------------------------------------------
 
@@ -234,7 +259,8 @@ class Run:
         are stopped, unstarted ones released, results written."""
         grace = self.settings.grace_period
         self.request_stop()
-        self.session.give_up_at(time.monotonic() + grace + 10.0)  # do not wait forever
+        for session in self._sessions():
+            session.give_up_at(time.monotonic() + grace + 10.0)  # do not wait forever
         await self._stop_scheduler()
         await self.claimer.release_unstarted()
         if not await self.attempts.wait_idle(grace):
@@ -273,8 +299,12 @@ class Run:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.session.close()
+        for session in self._sessions():
+            await session.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def _sessions(self) -> list[AsyncSession]:
+        return [self.session] + ([self.results_session] if self.results_session else [])
 
     # --- wiring -------------------------------------------------------------------------------
 
@@ -313,3 +343,8 @@ class Run:
         self.claimer.wake()
         self.results.flush_soon()
         self.schedule_wake.set()
+
+    async def _after_results_reconnect(self, conn: calls.AConn) -> None:
+        """A new connection for results: the write that met the broken one is sent again on
+        it (``pgq.complete`` is idempotent); nothing else to catch up."""
+        self.stats.reconnects += 1

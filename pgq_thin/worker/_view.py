@@ -30,11 +30,15 @@ class WorkerView:
 
     @property
     def backend_pids(self) -> dict[str, int | None]:
-        """Server process ids of the ``session`` and ``listener`` connections (or None)."""
+        """Server process ids of the ``session`` and ``listener`` connections (or None), and
+        of the ``results`` connection with ``results_connection``."""
         run = self._run
         if run is None:
             return {"session": None, "listener": None}
-        return {"session": run.session.backend_pid, "listener": run.listener.backend_pid}
+        pids = {"session": run.session.backend_pid, "listener": run.listener.backend_pid}
+        if run.results_session is not None:
+            pids["results"] = run.results_session.backend_pid
+        return pids
 
     @property
     def owned_job_ids(self) -> frozenset[int]:

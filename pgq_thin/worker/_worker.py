@@ -39,6 +39,7 @@ class ThinWorker(WorkerView, WorkerSteps):
     threads = Setting[int]()
     batch_size = Setting[int]()
     prefetch = Setting[int]()
+    results_connection = Setting[bool]()
     poll_interval = Setting[float]()
     worker_id = Setting[uuid.UUID]()
     grace_period = Setting[float]()
@@ -71,6 +72,7 @@ class ThinWorker(WorkerView, WorkerSteps):
         threads: int = 10,
         batch_size: int = 50,
         prefetch: int = 0,
+        results_connection: bool = False,
         poll_interval: float = 5.0,
         worker_id: uuid.UUID | str | None = None,
         grace_period: float = 30.0,
