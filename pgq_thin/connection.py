@@ -273,10 +273,12 @@ def is_rolled_back(err: BaseException) -> bool:
 
 
 class AsyncSession:
-    """The worker's one connection for claim, heartbeat, complete and release.
+    """The worker's connection for claim, heartbeat, complete and release (and, with
+    ``results_connection``, a second one that writes results beside the claims).
 
     Calls are serialized by a lock: each is one short statement, so one connection per worker
-    process is enough and the server sees one backend per worker (plus its listener).
+    process is enough and the server sees one backend per worker (plus its listener, and the
+    results connection when asked for).
 
     :meth:`call` is where connection loss is handled, for every loop of the worker: a call
     that fails because the connection is lost (:func:`is_lost`: backend terminated, server

@@ -70,6 +70,7 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--results-connection",
         action="store_true",
+        default=False,
         help="write results on a connection of their own, beside the claims (one more "
         "connection; a busy worker drains faster)",
     )

@@ -223,7 +223,8 @@ class WorkerStats:
     taken_over: int = 0
     #: results the server did not accept at flush: the lease was lost (also counted in lost)
     rejected: int = 0
-    #: new connections of the session after a loss, and re-LISTENs of the listener
+    #: new connections of the session (and of the results connection) after a loss, and
+    #: re-LISTENs of the listener
     reconnects: int = 0
     listener_reconnects: int = 0
     #: times the supervisor restarted the worker after an unrecoverable error

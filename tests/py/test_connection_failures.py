@@ -219,10 +219,13 @@ async def test_backend_killed_during_a_heartbeat_keeps_the_job(
     assert history(pgq_dsn) == {job_id: ("successful", 1)}
 
 
+@pytest.mark.parametrize("results_connection", [False, True], ids=["session", "results"])
 @aio
 async def test_backend_killed_during_a_flush_writes_results_with_their_leases(
-    pgq_dsn: str, monkeypatch: pytest.MonkeyPatch
+    pgq_dsn: str, monkeypatch: pytest.MonkeyPatch, results_connection: bool
 ) -> None:
+    """The connection that writes results (the session, or with ``results_connection`` the
+    results' own) is killed as a write goes out: it reconnects and writes them once."""
     kill = KillOnCall(pgq_dsn, calls.acomplete)
     kill.armed = True
     monkeypatch.setattr(calls, "acomplete", kill)
@@ -231,15 +234,22 @@ async def test_backend_killed_during_a_flush_writes_results_with_their_leases(
         ids = q.enqueue_many("cf.quick", [None] * 10)
     # A claim that comes back short (10 of 20): the results go by a pgq.complete of their own
     # (a full claim would have the next claim carry them).
-    worker = ThinWorker(pgq_dsn, poll_interval=60, concurrency=20, batch_size=20)
+    worker = ThinWorker(
+        pgq_dsn,
+        poll_interval=60,
+        concurrency=20,
+        batch_size=20,
+        results_connection=results_connection,
+    )
 
     @worker.entrypoint("cf.quick")
     async def quick(job: Job[Any]) -> None:
         runs[job.id] += 1
 
     async with running(worker):
+        writer = worker.backend_pids["results" if results_connection else "session"]
         await until(lambda: worker.stats.successful == 10, 10, "10 results accepted")
-        assert len(kill.killed) == 1
+        assert kill.killed == [writer]
         assert worker.stats.reconnects == 1
         assert (worker.stats.rejected, worker.stats.lost) == (0, 0)
     assert runs == dict.fromkeys(ids, 1)
