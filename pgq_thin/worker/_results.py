@@ -3,12 +3,12 @@ A result is an attempt's :class:`~pgq_thin.worker._outcomes.Ending`, buffered un
 
 Results are written in batches, by one of two writers: the claim loop, which sends them with
 its next claim in one round trip (``pgq.complete`` then ``pgq.claim`` in a pipeline), or the
-flush loop here. With ``results_connection`` the flush loop writes them all, on a connection of
-its own, while claims go on. Both take results through :meth:`ResultBuffer.batch`; who writes is decided
-by one rule the claim loop gives (:meth:`ResultBuffer.carried_by`): while it is about to claim
-again (the last claim came back full and a slot is free), the flush loop leaves the results to
-it; when it goes to wait, they are the flush loop's (at once when nothing else runs or
-``flush_size`` results wait, else after ``flush_interval``).
+flush loop here (with ``results_connection``, it writes them all, on a connection of its own,
+while claims go on). Both take results through :meth:`ResultBuffer.batch`; who writes is
+decided by one rule the claim loop gives (:meth:`ResultBuffer.carried_by`): while it is about
+to claim again (the last claim came back full and a slot is free), the flush loop leaves the
+results to it; when it goes to wait, they are the flush loop's (at once when nothing else runs
+or ``flush_size`` results wait, else after ``flush_interval``).
 
 A write that fails keeps the results, with their leases, first in line for the next one. A
 write the server refuses because of a value in it (a data error, a ``PQ`` error) is retried

@@ -48,8 +48,8 @@ class WorkerSettings:
         beside the claims: the server writes one batch of results while it claims the next,
         in two of its processes, where one connection carries both in turn (a worker that is
         busy all the time drains faster). The price: one more connection per worker (three
-        with the listener), and a little more server CPU per job (the two calls meet on the
-        same pages). Off: results ride with the next claim in one round trip.
+        with the listener), and a commit and a round trip per batch of results more. Off:
+        results ride with the next claim, in its round trip and transaction.
     :param poll_interval: seconds between polls when idle (jittered by +-20 %); the worker
         also wakes on notifications and when the next delayed job is due.
     :param worker_id: this worker's UUID in the database (default: a new random one).

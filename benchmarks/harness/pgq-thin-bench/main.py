@@ -21,11 +21,11 @@ The contract (the harness's CONTRIBUTING_ADAPTERS.md), as this adapter reads it:
 
 pgq-thin's own knobs (not part of the contract): PGQ_THIN_BATCH (the worker's batch_size;
 default: ThinWorker's), PGQ_THIN_PREFETCH (claimed jobs held beyond the WORKER_COUNT running
-ones, ThinWorker's ``prefetch``; default 0), PGQ_THIN_RESULTS_CONNECTION (1: results written
-on a connection of their own, ThinWorker's ``results_connection``), PGQ_THIN_MAINTAIN_S (pgq.maintain interval;
-default ThinWorker's). At most WORKER_COUNT handlers run at once whatever the knobs.
-The worker is a plain ``ThinWorker(concurrency=WORKER_COUNT)``; jobs are added with
-``AsyncQueue.enqueue_many`` (one statement per batch). Installs the schema with
+ones, ThinWorker's ``prefetch``; default 0), PGQ_THIN_RESULTS_CONNECTION (1: results written on
+a connection of their own, ThinWorker's ``results_connection``), PGQ_THIN_MAINTAIN_S
+(pgq.maintain interval; default ThinWorker's). At most WORKER_COUNT handlers run at once
+whatever the knobs. The worker is a plain ``ThinWorker(concurrency=WORKER_COUNT)``; jobs are
+added with ``AsyncQueue.enqueue_many`` (one statement per batch). Installs the schema with
 ``pgq_thin.migrate.upgrade`` (safe from several replicas at once).
 
 Needs only pgq-thin (and its psycopg). ``benchmarks/harness_cells.py`` runs it the way the
