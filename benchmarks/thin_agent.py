@@ -322,9 +322,10 @@ def horizon_producer(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def horizon_worker(args: argparse.Namespace) -> dict[str, Any]:
-    """held_horizon.py: ThinWorker(dsn) with its defaults (nothing tuned) until --until-ns.
-    Pickup latency = handler start - the producer's clock just before the enqueue call."""
-    worker = ThinWorker(args.dsn)
+    """held_horizon.py: ThinWorker(dsn) with its defaults (nothing tuned; --results-connection:
+    results_connection=True) until --until-ns. Pickup latency = handler start - the producer's
+    clock just before the enqueue call."""
+    worker = ThinWorker(args.dsn, results_connection=args.results_connection)
     rec = grid.PickupRecorder(grid.schedule_arg(args.schedule), args.start_ns, args.grace)
 
     @worker.entrypoint(ENTRYPOINT)
@@ -368,7 +369,7 @@ def main() -> None:
     p.add_argument(
         "--results-connection",
         action="store_true",
-        help="drain-worker: ThinWorker(results_connection=True)",
+        help="drain-worker, horizon-worker: ThinWorker(results_connection=True)",
     )
     p.add_argument("--max-jobs", type=int, default=0, help="stop after this many (0: drain)")
     p.add_argument("--wait", action="store_true", help="drain-worker: keep polling when empty")
