@@ -266,17 +266,17 @@ def main() -> None:
     print(common.table(["per job", *[f"{n}, batch {b}" for n, b in cols]], rows))
     ratios = {}
     for b in sorted({b for _, b in cols}):
-        for label in (SYSTEMS["thin"][1], SYSTEMS["thin-rc"][1]):
-            mine, peer = med.get((label, b)), med.get((SYSTEMS["pgqueuer"][1], b))
-            if mine and peer:
-                name = f"batch {b}" + (
-                    "" if label == SYSTEMS["thin"][1] else ", results connection"
-                )
-                ratios[name] = {key: mine[key] / peer[key] for key, _ in keys if peer[key]}
-                print(
-                    f"\n{name}, pgq-thin / PgQueuer: "
-                    + ", ".join(f"{key} {v:.2f}x" for key, v in ratios[name].items())
-                )
+        peer = med.get((SYSTEMS["pgqueuer"][1], b))
+        for system, (kind, label, _) in SYSTEMS.items():
+            mine = med.get((label, b))
+            if kind != "thin" or not mine or not peer:
+                continue
+            name = f"batch {b}" + ("" if system == "thin" else f", {system}")
+            ratios[name] = {key: mine[key] / peer[key] for key, _ in keys if peer[key]}
+            print(
+                f"\n{name}, pgq-thin / PgQueuer: "
+                + ", ".join(f"{key} {v:.2f}x" for key, v in ratios[name].items())
+            )
     path = common.write_json(
         "cost-per-job",
         {
