@@ -55,6 +55,7 @@ DECLARE
     c_min     constant bigint := -9223372036854775808;
     c_queued  constant text := 'queued';
     c_big     constant int := 1000000000;  -- no limit of that kind
+    v_ep      constant int := hashtext(_keyed_candidates.entrypoint);  -- jobs_key_idx's first column
     v_free    int;                          -- the room of the jobs without a key
     v_h       bigint := coalesce(pg_sequence_last_value(_keyed_candidates.turn_seq), c_min);
     v_left    int := _keyed_candidates.quota;
@@ -109,7 +110,8 @@ BEGIN
                                   -- oldest): the first entry of jobs_key_idx after the last key.
                                   SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot, j.group_key AS k
                                     FROM pgq.jobs j
-                                   WHERE j.entrypoint = _keyed_candidates.entrypoint
+                                   WHERE hashtext(j.entrypoint) = v_ep
+                                     AND j.entrypoint = _keyed_candidates.entrypoint
                                      AND j.priority = _keyed_candidates.priority
                                      AND j.status = 'queued'
                                      AND j.group_key IS NOT NULL
@@ -143,7 +145,8 @@ BEGIN
              CROSS JOIN LATERAL (
                    SELECT r.group_key
                      FROM pgq.jobs r
-                    WHERE r.entrypoint = _keyed_candidates.entrypoint
+                    WHERE hashtext(r.entrypoint) = v_ep
+                      AND r.entrypoint = _keyed_candidates.entrypoint
                       AND r.status = 'running'
                       AND r.group_key IS NOT NULL
                       AND r.slot <> 4
@@ -268,7 +271,8 @@ BEGIN
                  CROSS JOIN LATERAL (
                        SELECT j.id, j.ready_seq, j.group_key
                          FROM pgq.jobs j
-                        WHERE j.entrypoint = _keyed_candidates.entrypoint
+                        WHERE hashtext(j.entrypoint) = v_ep
+                          AND j.entrypoint = _keyed_candidates.entrypoint
                           AND j.priority = _keyed_candidates.priority
                           AND j.status = 'queued'
                           AND j.group_key IS NOT NULL

@@ -25,8 +25,8 @@
 --     732  Workflows: jobs that wait for other jobs
 --     780  Flow control: rate limits
 --     828  Functions: the other 91 functions this migration re-creates (generated)
---    8018  The ring, continued: triggers and the copy of the live jobs
---    8050  Grants
+--    8022  The ring, continued: triggers and the copy of the live jobs
+--    8054  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -722,11 +722,11 @@ ALTER TABLE pgq.lanes ADD COLUMN turn_seq regclass NOT NULL;
 COMMENT ON COLUMN pgq.lanes.turn_seq IS
     'Fair share: the hash of the group key the lane''s last keyed claim served (claims go on from the next key).';
 -- Queued jobs with a key, per lane and key (hash), in ready order.
-CREATE INDEX jobs_key_idx ON pgq.jobs (entrypoint, priority, hashtextextended(group_key, 0), ready_seq)
+CREATE INDEX jobs_key_idx ON pgq.jobs (hashtext(entrypoint), priority, hashtextextended(group_key, 0), ready_seq)
     WHERE status = 'queued' AND group_key IS NOT NULL;
 -- Running jobs with a key, per entrypoint and key (hash): a claim counts the running jobs of
 -- each key it meets (a probe per key), not every running job of the entrypoint.
-CREATE INDEX jobs_key_running_idx ON pgq.jobs (entrypoint, hashtextextended(group_key, 0))
+CREATE INDEX jobs_key_running_idx ON pgq.jobs (hashtext(entrypoint), hashtextextended(group_key, 0))
     WHERE status = 'running' AND group_key IS NOT NULL;
 
 -- ## Workflows: jobs that wait for other jobs
@@ -2278,6 +2278,7 @@ DECLARE
     c_min     constant bigint := -9223372036854775808;
     c_queued  constant text := 'queued';
     c_big     constant int := 1000000000;  -- no limit of that kind
+    v_ep      constant int := hashtext(_keyed_candidates.entrypoint);  -- jobs_key_idx's first column
     v_free    int;                          -- the room of the jobs without a key
     v_h       bigint := coalesce(pg_sequence_last_value(_keyed_candidates.turn_seq), c_min);
     v_left    int := _keyed_candidates.quota;
@@ -2332,7 +2333,8 @@ BEGIN
                                   -- oldest): the first entry of jobs_key_idx after the last key.
                                   SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot, j.group_key AS k
                                     FROM pgq.jobs j
-                                   WHERE j.entrypoint = _keyed_candidates.entrypoint
+                                   WHERE hashtext(j.entrypoint) = v_ep
+                                     AND j.entrypoint = _keyed_candidates.entrypoint
                                      AND j.priority = _keyed_candidates.priority
                                      AND j.status = 'queued'
                                      AND j.group_key IS NOT NULL
@@ -2366,7 +2368,8 @@ BEGIN
              CROSS JOIN LATERAL (
                    SELECT r.group_key
                      FROM pgq.jobs r
-                    WHERE r.entrypoint = _keyed_candidates.entrypoint
+                    WHERE hashtext(r.entrypoint) = v_ep
+                      AND r.entrypoint = _keyed_candidates.entrypoint
                       AND r.status = 'running'
                       AND r.group_key IS NOT NULL
                       AND r.slot <> 4
@@ -2491,7 +2494,8 @@ BEGIN
                  CROSS JOIN LATERAL (
                        SELECT j.id, j.ready_seq, j.group_key
                          FROM pgq.jobs j
-                        WHERE j.entrypoint = _keyed_candidates.entrypoint
+                        WHERE hashtext(j.entrypoint) = v_ep
+                          AND j.entrypoint = _keyed_candidates.entrypoint
                           AND j.priority = _keyed_candidates.priority
                           AND j.status = 'queued'
                           AND j.group_key IS NOT NULL
