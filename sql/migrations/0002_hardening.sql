@@ -25,8 +25,8 @@
 --     732  Workflows: jobs that wait for other jobs
 --     780  Flow control: rate limits
 --     828  Functions: the other 91 functions this migration re-creates (generated)
---    8022  The ring, continued: triggers and the copy of the live jobs
---    8054  Grants
+--    8024  The ring, continued: triggers and the copy of the live jobs
+--    8056  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -2401,24 +2401,26 @@ BEGIN
              ORDER BY m.n
              LIMIT v_need
         )
-        -- (One pass over each of met, roomed and picked: every subquery here is prepared on each
-        -- call.)
+        -- One pass over each of met, roomed and picked (every subquery here is prepared on each
+        -- call), each read in walk order once: its arrays are aggregated in that order, the
+        -- last element is the last step's (one sort per set, not one per ordered aggregate;
+        -- picked is in walk order already).
         SELECT rr.keys, rr.rooms, rr.capped, mm.ends, mm.n, mm.last, mm.wrapped, mm.first,
                pp.last AS served, coalesce(pp.ids, '{}') AS ids, coalesce(pp.seqs, '{}') AS seqs,
                coalesce(pp.hashes, '{}') AS hashes, coalesce(pp.rooms, '{}') AS krooms,
                coalesce(pp.keys, '{}') AS gkeys
           INTO v_got
           FROM (SELECT bool_or(m.h IS NULL) AS ends, max(m.n) AS n,
-                       (array_agg(m.h ORDER BY m.n DESC))[1] AS last,
-                       (array_agg(m.wrapped ORDER BY m.n DESC))[1] AS wrapped,
-                       (array_agg(m.first ORDER BY m.n DESC))[1] AS first
-                  FROM met m) AS mm,
-               (SELECT array_agg(m.h ORDER BY m.n) AS keys, array_agg(m.room ORDER BY m.n) AS rooms,
+                       (array_agg(m.h))[count(*)] AS last,
+                       (array_agg(m.wrapped))[count(*)] AS wrapped,
+                       (array_agg(m.first))[count(*)] AS first
+                  FROM (SELECT m.n, m.h, m.wrapped, m.first FROM met m ORDER BY m.n) AS m) AS mm,
+               (SELECT array_agg(m.h) AS keys, array_agg(m.room) AS rooms,
                        count(*) FILTER (WHERE m.capped) AS capped
-                  FROM roomed m) AS rr,
-               (SELECT array_agg(p.id ORDER BY p.n) AS ids, array_agg(p.ready_seq ORDER BY p.n) AS seqs,
-                       array_agg(p.h ORDER BY p.n) AS hashes, array_agg(p.room ORDER BY p.n) AS rooms,
-                       array_agg(p.k ORDER BY p.n) AS keys, (array_agg(p.h ORDER BY p.n DESC))[1] AS last
+                  FROM (SELECT m.h, m.room, m.capped FROM roomed m ORDER BY m.n) AS m) AS rr,
+               (SELECT array_agg(p.id) AS ids, array_agg(p.ready_seq) AS seqs,
+                       array_agg(p.h) AS hashes, array_agg(p.room) AS rooms,
+                       array_agg(p.k) AS keys, (array_agg(p.h))[count(*)] AS last
                   FROM picked p) AS pp;
         EXIT WHEN v_got.n IS NULL;  -- no key visited: the walk is over
         v_keys := v_keys || v_got.keys;
