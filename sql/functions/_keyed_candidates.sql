@@ -145,8 +145,7 @@ BEGIN
              CROSS JOIN LATERAL (
                    SELECT r.group_key
                      FROM pgq.jobs r
-                    WHERE hashtext(r.entrypoint) = v_ep
-                      AND r.entrypoint = _keyed_candidates.entrypoint
+                    WHERE r.entrypoint = _keyed_candidates.entrypoint
                       AND r.status = 'running'
                       AND r.group_key IS NOT NULL
                       AND r.slot <> 4

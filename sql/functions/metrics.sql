@@ -292,7 +292,8 @@ BEGIN
            CASE WHEN e.key_concurrency_limit IS NOT NULL THEN coalesce(cardinality(f.keys), 0)::bigint END,
            CASE WHEN e.key_concurrency_limit IS NOT NULL
                 THEN (SELECT count(*) FROM (SELECT 1 FROM pgq.jobs j
-                                             WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
+                                             WHERE hashtext(j.entrypoint) = hashtext(e.entrypoint)  -- (jobs_key_idx)
+                                               AND j.entrypoint = e.entrypoint AND j.status = 'queued'
                                                AND j.group_key IS NOT NULL
                                                AND hashtextextended(j.group_key, 0) = ANY (f.keys)
                                              LIMIT v_cap) AS x) END

@@ -726,7 +726,7 @@ CREATE INDEX jobs_key_idx ON pgq.jobs (hashtext(entrypoint), priority, hashtexte
     WHERE status = 'queued' AND group_key IS NOT NULL;
 -- Running jobs with a key, per entrypoint and key (hash): a claim counts the running jobs of
 -- each key it meets (a probe per key), not every running job of the entrypoint.
-CREATE INDEX jobs_key_running_idx ON pgq.jobs (hashtext(entrypoint), hashtextextended(group_key, 0))
+CREATE INDEX jobs_key_running_idx ON pgq.jobs (entrypoint, hashtextextended(group_key, 0))
     WHERE status = 'running' AND group_key IS NOT NULL;
 
 -- ## Workflows: jobs that wait for other jobs
@@ -2368,8 +2368,7 @@ BEGIN
              CROSS JOIN LATERAL (
                    SELECT r.group_key
                      FROM pgq.jobs r
-                    WHERE hashtext(r.entrypoint) = v_ep
-                      AND r.entrypoint = _keyed_candidates.entrypoint
+                    WHERE r.entrypoint = _keyed_candidates.entrypoint
                       AND r.status = 'running'
                       AND r.group_key IS NOT NULL
                       AND r.slot <> 4
@@ -6520,7 +6519,8 @@ BEGIN
            CASE WHEN e.key_concurrency_limit IS NOT NULL THEN coalesce(cardinality(f.keys), 0)::bigint END,
            CASE WHEN e.key_concurrency_limit IS NOT NULL
                 THEN (SELECT count(*) FROM (SELECT 1 FROM pgq.jobs j
-                                             WHERE j.entrypoint = e.entrypoint AND j.status = 'queued'
+                                             WHERE hashtext(j.entrypoint) = hashtext(e.entrypoint)  -- (jobs_key_idx)
+                                               AND j.entrypoint = e.entrypoint AND j.status = 'queued'
                                                AND j.group_key IS NOT NULL
                                                AND hashtextextended(j.group_key, 0) = ANY (f.keys)
                                              LIMIT v_cap) AS x) END
