@@ -16,9 +16,9 @@ RETURNS bigint
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
--- Called only by pgq.claim and pgq._claim_keyed, whose settings (generic plans, no JIT, no
--- sequential scans) are in force here too: setting them again cost every claim three settings
--- made and undone per lane.
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE

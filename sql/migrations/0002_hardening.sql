@@ -22,11 +22,11 @@
 --     626  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
 --     686  Flow control: unique by period
 --     703  Flow control: per-key concurrency and fair share
---     732  Workflows: jobs that wait for other jobs
---     780  Flow control: rate limits
---     828  Functions: the other 91 functions this migration re-creates (generated)
---    8024  The ring, continued: triggers and the copy of the live jobs
---    8056  Grants
+--     737  Workflows: jobs that wait for other jobs
+--     785  Flow control: rate limits
+--     833  Functions: the other 91 functions this migration re-creates (generated)
+--    8029  The ring, continued: triggers and the copy of the live jobs
+--    8061  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -721,7 +721,12 @@ COMMENT ON COLUMN pgq.entrypoints.key_concurrency_limit IS
 ALTER TABLE pgq.lanes ADD COLUMN turn_seq regclass NOT NULL;
 COMMENT ON COLUMN pgq.lanes.turn_seq IS
     'Fair share: the hash of the group key the lane''s last keyed claim served (claims go on from the next key).';
--- Queued jobs with a key, per lane and key (hash), in ready order.
+-- Queued jobs with a key, per lane and key (hash), in ready order. It leads with the
+-- entrypoint's hash, not its name: with fixed-width columns only, the key walk reads each
+-- entry's columns at fixed offsets (after a text column every column is found by walking the
+-- ones before it), and the walk passes many entries (the rest of a leaf page per probe, the
+-- dead entries a held horizon keeps). Its queries compare the entrypoint too (two names of one
+-- hash share entries, never a job).
 CREATE INDEX jobs_key_idx ON pgq.jobs (hashtext(entrypoint), priority, hashtextextended(group_key, 0), ready_seq)
     WHERE status = 'queued' AND group_key IS NOT NULL;
 -- Running jobs with a key, per entrypoint and key (hash): a claim counts the running jobs of
@@ -2547,9 +2552,9 @@ RETURNS bigint
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
--- Called only by pgq.claim and pgq._claim_keyed, whose settings (generic plans, no JIT, no
--- sequential scans) are in force here too: setting them again cost every claim three settings
--- made and undone per lane.
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE

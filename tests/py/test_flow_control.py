@@ -404,3 +404,63 @@ def test_a_claim_over_keys_all_at_their_limit_walks_in_few_passes(pgq_dsn: str) 
         if any(n["Node Type"] == "Recursive Union" for n in plan_nodes(doc["Plan"]))
     ]
     assert 1 <= len(walks) <= 8, f"{len(walks)} passes of the key walk"
+
+
+def test_two_entrypoints_whose_names_share_a_hash_keep_their_own_keyed_jobs(
+    pgq_dsn: str,
+) -> None:
+    """jobs_key_idx leads with hashtext(entrypoint), so two entrypoints whose names hash alike
+    share its entries: the key walk, the pick of a key's jobs and the count of key-limited
+    backlog must each take only their own entrypoint's jobs (they compare the name too)."""
+    worker = uuid.uuid4()
+    with connect(pgq_dsn) as conn:
+        row = conn.execute(
+            "SELECT array_agg(n ORDER BY n) FROM"
+            " (SELECT 'hc.' || g AS n FROM generate_series(1, 300000) g) x"
+            " GROUP BY hashtext(n) HAVING count(*) > 1 LIMIT 1"
+        ).fetchone()
+        assert row is not None
+        a, b = row[0][:2]
+        assert conn.execute("SELECT hashtext(%s) = hashtext(%s)", (a, b)).fetchone() == (True,)
+        # The same keys for both, their entries interleaved in the index: for every key but
+        # the first, b's job comes before a's and after a's first job (above a's cursor).
+        order = (
+            [(a, 0)]
+            + [(b, k) for k in range(20)]
+            + [(a, k) for k in range(1, 20)]
+            + [(b, k) for k in range(20)]
+            + [(a, k) for k in range(20)]
+        )
+        for ep in (a, b):
+            conn.execute("SELECT pgq.configure(%s, key_concurrency_limit => 1)", (ep,))
+        conn.execute(
+            "SELECT count(*) FROM pgq.enqueue_many(%s::text[], group_keys => %s::text[])",
+            ([ep for ep, _ in order], [f"key-{k}" for _, k in order]),
+        )
+        claimed = conn.execute(
+            "SELECT j.entrypoint, j.group_key FROM pgq.jobs j"
+            " WHERE j.id IN (SELECT c.id FROM pgq.claim(%s, ARRAY[%s], 100) c)",
+            (worker, a),
+        ).fetchall()
+        # One job of each of a's 20 keys (the limit), none of b's.
+        assert sorted(claimed) == sorted((a, f"key-{k}") for k in range(20))
+        # The backlog waiting on the key limit: a's 20 queued, b's 5 (one more of each of the
+        # 5 keys it runs); a count by key hash alone would add the other's jobs of those keys.
+        conn.execute("SELECT count(*) FROM pgq.claim(%s, ARRAY[%s], 5)", (worker, b)).fetchone()
+        limited = dict(
+            conn.execute(
+                "SELECT entrypoint, key_limited FROM pgq.metrics(ARRAY[%s, %s])", (a, b)
+            ).fetchall()
+        )
+        assert limited == {a: 20, b: 5}
+        # Round 2 of a claim (a key's further jobs) stays a's too.
+        conn.execute("SELECT pgq.configure(%s, key_concurrency_limit => 3)", (a,))
+        more = conn.execute(
+            "SELECT entrypoint FROM pgq.claim(%s, ARRAY[%s], 100)", (worker, a)
+        ).fetchall()
+        assert more == [(a,)] * 20
+        assert conn.execute(
+            "SELECT entrypoint, status, count(*) FROM pgq.jobs WHERE entrypoint IN (%s, %s)"
+            " GROUP BY 1, 2 ORDER BY 1, 2",
+            (a, b),
+        ).fetchall() == sorted([(a, "running", 40), (b, "queued", 35), (b, "running", 5)])
