@@ -25,8 +25,8 @@
 --     737  Workflows: jobs that wait for other jobs
 --     785  Flow control: rate limits
 --     833  Functions: the other 91 functions this migration re-creates (generated)
---    8029  The ring, continued: triggers and the copy of the live jobs
---    8061  Grants
+--    8031  The ring, continued: triggers and the copy of the live jobs
+--    8063  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -2239,8 +2239,8 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
 --   the key the lane's last keyed claim served (turn_seq) and going round the ring at most
 --   once, until it met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys
 --   are all full costs a bounded walk; the next claim goes on from there). Round 1: each key
---   met with room gives one job, the oldest the walk found, locked by id in its slot (one
---   partition's probe). When the walk passed the end of the ring, the jobs of the lane
+--   met with room gives one job, the oldest the walk found, locked where the walk read it
+--   (its ctid in its slot: no index probe). When the walk passed the end of the ring, the jobs of the lane
 --   without a key get their turn as one more group (one job; all that is left when no key has
 --   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
@@ -2317,26 +2317,26 @@ BEGIN
     -- walk order. Keys met at their concurrency limit leave room unused: another pass walks on
     -- from where this one stopped (only while keys are full).
     LOOP
-        WITH RECURSIVE walk (h, n, found, wrapped, first, room, id, slot, k) AS (
-            SELECT v_h, v_n, 0, v_wrapped, v_first, NULL::int, NULL::bigint, NULL::smallint, NULL::text
+        WITH RECURSIVE walk (h, n, found, wrapped, first, room, id, slot, tid, k) AS (
+            SELECT v_h, v_n, 0, v_wrapped, v_first, NULL::int, NULL::bigint, NULL::smallint, NULL::tid, NULL::text
             UNION ALL
             SELECT nx.h, w.n + 1,
                    w.found + CASE WHEN nx.h IS NOT NULL AND nx.room > 0 THEN 1 ELSE 0 END,
                    w.wrapped OR (nx.h IS NULL AND w.first IS NOT NULL),
-                   coalesce(w.first, nx.h), nx.room, nx.id, nx.slot, nx.k
+                   coalesce(w.first, nx.h), nx.room, nx.id, nx.slot, nx.tid, nx.k
               FROM walk w
              CROSS JOIN LATERAL (
-                   SELECT k.h, k.id, k.slot, k.k,
+                   SELECT k.h, k.id, k.slot, k.tid, k.k,
                           (CASE WHEN _keyed_candidates.key_rate IS NULL OR k.h IS NULL THEN c_big
                                 ELSE _keyed_candidates.key_rate
                                      - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
                                                       _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
-                     FROM (SELECT s.h, s.id, s.slot, s.k
+                     FROM (SELECT s.h, s.id, s.slot, s.tid, s.k
                              FROM (SELECT 1) AS one
                              LEFT JOIN LATERAL (
                                   -- The next key with a job due above the cursor, and that job (its
                                   -- oldest): the first entry of jobs_key_idx after the last key.
-                                  SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot, j.group_key AS k
+                                  SELECT hashtextextended(j.group_key, 0) AS h, j.id, j.slot, j.ctid AS tid, j.group_key AS k
                                     FROM pgq.jobs j
                                    WHERE hashtext(j.entrypoint) = v_ep
                                      AND j.entrypoint = _keyed_candidates.entrypoint
@@ -2356,7 +2356,7 @@ BEGIN
                AND NOT (w.h IS NULL AND w.n > 0 AND nx.h IS NULL)             -- no key at all
                AND NOT coalesce(w.wrapped AND nx.h >= w.first, false)          -- round the ring once
         ), met AS MATERIALIZED (
-            SELECT w.n, w.h, w.room, w.id, w.slot, w.k, w.wrapped, w.first
+            SELECT w.n, w.h, w.room, w.id, w.slot, w.tid, w.k, w.wrapped, w.first
               FROM walk w
              WHERE w.n > v_n
         ), running AS MATERIALIZED (
@@ -2382,22 +2382,24 @@ BEGIN
                    OFFSET 0) r  -- (a range probe per group, not a join over every running job)
              GROUP BY 1
         ), roomed AS MATERIALIZED (
-            SELECT m.n, m.h, m.id, m.slot, m.k,
+            SELECT m.n, m.h, m.id, m.slot, m.tid, m.k,
                    least(m.room, coalesce(_keyed_candidates.key_limit - coalesce(r.n, 0), c_big)) AS room,
                    m.room > 0 AND _keyed_candidates.key_limit - coalesce(r.n, 0) <= 0 AS capped
               FROM met m
               LEFT JOIN running r ON r.h = m.h
              WHERE m.h IS NOT NULL
         ), picked AS MATERIALIZED (
-            -- Round 1 locks the job the walk found for each key with room, by id in its slot (one
-            -- probe of that partition's jobs_id_idx). A job locked by someone else (a cancel, the
-            -- carry) is skipped: that key waits for the next claim.
+            -- Round 1 locks the job the walk found for each key with room where the walk read it
+            -- (a TID scan of its slot, its id and status checked again; no index probe). A job
+            -- locked by someone else (a cancel, the carry) is skipped, and so is one updated since
+            -- this statement's snapshot (its new version is elsewhere): that key waits for the
+            -- next claim.
             SELECT m.n, m.h, m.room, m.k, j.id, j.ready_seq
               FROM roomed m
              CROSS JOIN LATERAL (
                    SELECT j.id, j.ready_seq
                      FROM pgq.jobs j
-                    WHERE j.id = m.id
+                    WHERE j.ctid = m.tid AND j.id = m.id
                       AND j.slot = m.slot AND j.slot <> 4
                       AND j.status = c_queued
                       FOR UPDATE SKIP LOCKED) AS j
