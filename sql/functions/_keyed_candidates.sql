@@ -145,8 +145,9 @@ BEGIN
              CROSS JOIN LATERAL (
                    SELECT r.group_key
                      FROM pgq.jobs r
-                    WHERE r.entrypoint = _keyed_candidates.entrypoint
-                      AND r.status = 'running'
+                    WHERE hashtext(r.entrypoint) = v_ep
+                      AND r.entrypoint = _keyed_candidates.entrypoint
+                      AND r.lease IS NOT NULL  -- running (jobs_key_running_idx's predicate)
                       AND r.group_key IS NOT NULL
                       AND r.slot <> 4
                       AND hashtextextended(r.group_key, 0) >= g.lo

@@ -17,16 +17,16 @@
 --     321  Schedules fire only where their entrypoint is served
 --     329  One name rule for entrypoints and schedules
 --     362  The ring: pgq.jobs partitioned, with scheduled jobs and claim replays
---     539  Comments on the columns of the tables 0.1.0 created
---     574  Views of the live jobs (they read the new pgq.jobs)
---     626  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
---     686  Flow control: unique by period
---     703  Flow control: per-key concurrency and fair share
---     737  Workflows: jobs that wait for other jobs
---     785  Flow control: rate limits
---     833  Functions: the other 91 functions this migration re-creates (generated)
---    8031  The ring, continued: triggers and the copy of the live jobs
---    8063  Grants
+--     542  Comments on the columns of the tables 0.1.0 created
+--     577  Views of the live jobs (they read the new pgq.jobs)
+--     629  Real workloads: time limits, bounded interruptions and snoozes, takeovers in the claim
+--     689  Flow control: unique by period
+--     706  Flow control: per-key concurrency and fair share
+--     745  Workflows: jobs that wait for other jobs
+--     793  Flow control: rate limits
+--     841  Functions: the other 91 functions this migration re-creates (generated)
+--    8040  The ring, continued: triggers and the copy of the live jobs
+--    8072  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -451,8 +451,11 @@ CREATE TABLE pgq.jobs (
     ready_seq         bigint,
     slot              smallint    NOT NULL DEFAULT pgq._slot(),
     CONSTRAINT jobs_status_check CHECK (status IN ('scheduled', 'queued', 'running', 'waiting')),
+    -- A job is running exactly when it has a lease (and exactly when it has a worker and a
+    -- heartbeat): jobs_key_running_idx selects running jobs by their lease.
     CONSTRAINT jobs_running_has_lease_check CHECK (
-        (status = 'running') = (lease IS NOT NULL AND worker_id IS NOT NULL AND heartbeat_at IS NOT NULL)
+        (status = 'running') = (lease IS NOT NULL)
+        AND (status = 'running') = (worker_id IS NOT NULL AND heartbeat_at IS NOT NULL)
     ),
     CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
     CONSTRAINT jobs_slot_check CHECK ((status IN ('scheduled', 'waiting')) = (slot = 4)),
@@ -730,9 +733,14 @@ COMMENT ON COLUMN pgq.lanes.turn_seq IS
 CREATE INDEX jobs_key_idx ON pgq.jobs (hashtext(entrypoint), priority, hashtextextended(group_key, 0), ready_seq)
     WHERE status = 'queued' AND group_key IS NOT NULL;
 -- Running jobs with a key, per entrypoint and key (hash): a claim counts the running jobs of
--- each key it meets (a probe per key), not every running job of the entrypoint.
-CREATE INDEX jobs_key_running_idx ON pgq.jobs (entrypoint, hashtextextended(group_key, 0))
-    WHERE status = 'running' AND group_key IS NOT NULL;
+-- the keys it meets (a range over their hashes), not every running job of the entrypoint.
+-- Fixed-width columns, as jobs_key_idx. Its predicate names running jobs by their lease (the
+-- same rows: jobs_running_has_lease_check), so the count, which says the same, can only be
+-- served by this index: written as status = 'running', it could also be served by a scan of
+-- jobs_running_idx, which a plan made while the ring's slots looked empty chose (reading
+-- every running job of every entrypoint in the slot).
+CREATE INDEX jobs_key_running_idx ON pgq.jobs (hashtext(entrypoint), hashtextextended(group_key, 0))
+    WHERE lease IS NOT NULL AND group_key IS NOT NULL;
 
 -- ## Workflows: jobs that wait for other jobs
 
@@ -2373,8 +2381,9 @@ BEGIN
              CROSS JOIN LATERAL (
                    SELECT r.group_key
                      FROM pgq.jobs r
-                    WHERE r.entrypoint = _keyed_candidates.entrypoint
-                      AND r.status = 'running'
+                    WHERE hashtext(r.entrypoint) = v_ep
+                      AND r.entrypoint = _keyed_candidates.entrypoint
+                      AND r.lease IS NOT NULL  -- running (jobs_key_running_idx's predicate)
                       AND r.group_key IS NOT NULL
                       AND r.slot <> 4
                       AND hashtextextended(r.group_key, 0) >= g.lo

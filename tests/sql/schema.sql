@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(87);
+SELECT plan(89);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -64,6 +64,9 @@ SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, lease, worker_id, heartbeat
                    VALUES ('s_chk', 1, gen_random_uuid(), now(), 1)$$, '23514',
     'new row for relation "jobs_0" violates check constraint "jobs_running_has_lease_check"',
     'a queued job with a lease is rejected');
+SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, lease, ready_seq) VALUES ('s_chk', 1, 1)$$, '23514',
+    'new row for relation "jobs_0" violates check constraint "jobs_running_has_lease_check"',
+    'a queued job with a lease alone is rejected (jobs_key_running_idx selects running jobs by their lease)');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint) VALUES ('s_chk')$$, '23514',
     'new row for relation "jobs_0" violates check constraint "jobs_ready_check"', 'a queued job needs a ready number');
 SELECT throws_ok($$INSERT INTO pgq.jobs (entrypoint, status) VALUES ('s_chk', 'scheduled')$$, '23514',
@@ -105,6 +108,9 @@ SELECT is(pg_get_indexdef('pgq.jobs_scheduled_idx'::regclass),
 SELECT is(pg_get_indexdef('pgq.jobs_key_idx'::regclass),
           'CREATE INDEX jobs_key_idx ON ONLY pgq.jobs USING btree (hashtext(entrypoint), priority, hashtextextended(group_key, (0)::bigint), ready_seq) WHERE ((status = ''queued''::text) AND (group_key IS NOT NULL))',
           'jobs_key_idx: queued jobs with a group key, per lane (the entrypoint''s hash: fixed-width columns only) and key, in ready order (per-key limits, fair share)');
+SELECT is(pg_get_indexdef('pgq.jobs_key_running_idx'::regclass),
+          'CREATE INDEX jobs_key_running_idx ON ONLY pgq.jobs USING btree (hashtext(entrypoint), hashtextextended(group_key, (0)::bigint)) WHERE ((lease IS NOT NULL) AND (group_key IS NOT NULL))',
+          'jobs_key_running_idx: running jobs (by their lease, so no plan serves its count from jobs_running_idx) with a group key, per entrypoint hash and key');
 SELECT is(pg_get_indexdef('pgq.job_history_finished_at_idx'::regclass),
           'CREATE INDEX job_history_finished_at_idx ON pgq.job_history USING btree (finished_at)',
           'job_history_finished_at_idx: pruning');
