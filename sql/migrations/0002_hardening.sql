@@ -456,7 +456,7 @@ CREATE TABLE pgq.jobs (
     -- constraint is prepared by every statement that writes the table, and two comparisons
     -- of status cost every job 1 % more at one job per call.)
     CONSTRAINT jobs_running_has_lease_check CHECK (
-        num_nonnulls(lease, worker_id, heartbeat_at) = CASE WHEN status = 'running' THEN 3 ELSE 0 END
+        num_nonnulls(lease, worker_id, heartbeat_at) = 3 * (status = 'running')::int
     ),
     CONSTRAINT jobs_attempt_check CHECK (attempt >= 0),
     CONSTRAINT jobs_slot_check CHECK ((status IN ('scheduled', 'waiting')) = (slot = 4)),
