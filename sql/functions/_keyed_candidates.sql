@@ -12,9 +12,10 @@
 --   once, until it met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys
 --   are all full costs a bounded walk; the next claim goes on from there). Round 1: each key
 --   met with room gives one job, the oldest the walk found, locked where the walk read it
---   (its ctid in its slot: no index probe). When the walk passed the end of the ring, the jobs of the lane
---   without a key get their turn as one more group (one job; all that is left when no key has
---   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
+--   (its ctid in its slot: no index probe). When the walk passed the end of the ring, the
+--   jobs of the lane without a key get their turn as one more group (one job; all that is
+--   left when no key has queued jobs), looked for among the first 100 queued jobs of the
+--   lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
 --   of key_limit minus its running jobs (counted after the walk, in one range scan of
 --   jobs_key_running_idx over the hashes of the keys met: the cost follows the keys visited,

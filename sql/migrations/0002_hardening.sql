@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     842  Functions: the other 91 functions this migration re-creates (generated)
---    8041  The ring, continued: triggers and the copy of the live jobs
---    8073  Grants
+--    8042  The ring, continued: triggers and the copy of the live jobs
+--    8074  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -2249,9 +2249,10 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
 --   once, until it met quota keys with room or visited 100 + 4 * quota keys (a lane whose keys
 --   are all full costs a bounded walk; the next claim goes on from there). Round 1: each key
 --   met with room gives one job, the oldest the walk found, locked where the walk read it
---   (its ctid in its slot: no index probe). When the walk passed the end of the ring, the jobs of the lane
---   without a key get their turn as one more group (one job; all that is left when no key has
---   queued jobs), looked for among the first 100 queued jobs of the lane. Round 2, when room
+--   (its ctid in its slot: no index probe). When the walk passed the end of the ring, the
+--   jobs of the lane without a key get their turn as one more group (one job; all that is
+--   left when no key has queued jobs), looked for among the first 100 queued jobs of the
+--   lane. Round 2, when room
 --   is left: each key met gives what room it has left, in walk order. A key's room is the least
 --   of key_limit minus its running jobs (counted after the walk, in one range scan of
 --   jobs_key_running_idx over the hashes of the keys met: the cost follows the keys visited,

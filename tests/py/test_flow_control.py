@@ -422,12 +422,15 @@ def test_two_entrypoints_whose_names_share_a_hash_keep_their_own_keyed_jobs(
         assert row is not None
         a, b = row[0][:2]
         assert conn.execute("SELECT hashtext(%s) = hashtext(%s)", (a, b)).fetchone() == (True,)
-        # The same keys for both, their entries interleaved in the index: for every key but
-        # the first, b's job comes before a's and after a's first job (above a's cursor).
+        # The same keys for both, their entries interleaved in the index: b's job of a key
+        # comes before each of a's but the first (above a's cursor, from the walk's or round
+        # 2's position).
         order = (
             [(a, 0)]
             + [(b, k) for k in range(20)]
             + [(a, k) for k in range(1, 20)]
+            + [(b, k) for k in range(20)]
+            + [(a, k) for k in range(20)]
             + [(b, k) for k in range(20)]
             + [(a, k) for k in range(20)]
         )
@@ -444,7 +447,7 @@ def test_two_entrypoints_whose_names_share_a_hash_keep_their_own_keyed_jobs(
         ).fetchall()
         # One job of each of a's 20 keys (the limit), none of b's.
         assert sorted(claimed) == sorted((a, f"key-{k}") for k in range(20))
-        # The backlog waiting on the key limit: a's 20 queued, b's 5 (one more of each of the
+        # The backlog waiting on the key limit: a's 40 queued, b's 10 (two more of each of the
         # 5 keys it runs); a count by key hash alone would add the other's jobs of those keys.
         conn.execute("SELECT count(*) FROM pgq.claim(%s, ARRAY[%s], 5)", (worker, b)).fetchone()
         limited = dict(
@@ -452,15 +455,16 @@ def test_two_entrypoints_whose_names_share_a_hash_keep_their_own_keyed_jobs(
                 "SELECT entrypoint, key_limited FROM pgq.metrics(ARRAY[%s, %s])", (a, b)
             ).fetchall()
         )
-        assert limited == {a: 20, b: 5}
-        # Round 2 of a claim (a key's further jobs) stays a's too.
+        assert limited == {a: 40, b: 10}
+        # With room for two more of each key, round 1 takes one and round 2 (a key's further
+        # jobs, past b's interleaved ones) the other: a's, never b's.
         conn.execute("SELECT pgq.configure(%s, key_concurrency_limit => 3)", (a,))
         more = conn.execute(
             "SELECT entrypoint FROM pgq.claim(%s, ARRAY[%s], 100)", (worker, a)
         ).fetchall()
-        assert more == [(a,)] * 20
+        assert more == [(a,)] * 40
         assert conn.execute(
             "SELECT entrypoint, status, count(*) FROM pgq.jobs WHERE entrypoint IN (%s, %s)"
             " GROUP BY 1, 2 ORDER BY 1, 2",
             (a, b),
-        ).fetchall() == sorted([(a, "running", 40), (b, "queued", 35), (b, "running", 5)])
+        ).fetchall() == sorted([(a, "running", 60), (b, "queued", 55), (b, "running", 5)])
