@@ -156,12 +156,13 @@ BEGIN
                    OFFSET 0) r  -- (a range probe per group, not a join over every running job)
              GROUP BY 1
         ), roomed AS MATERIALIZED (
-            SELECT m.n, m.h, m.id, m.slot, m.tid, m.k,
-                   least(m.room, coalesce(_keyed_candidates.key_limit - coalesce(r.n, 0), c_big)) AS room,
-                   m.room > 0 AND _keyed_candidates.key_limit - coalesce(r.n, 0) <= 0 AS capped
+            -- Every step met, with its key's room (NULL for the end of the ring's step).
+            SELECT m.n, m.h, m.id, m.slot, m.tid, m.k, m.wrapped, m.first,
+                   CASE WHEN m.h IS NOT NULL
+                        THEN least(m.room, coalesce(_keyed_candidates.key_limit - coalesce(r.n, 0), c_big)) END AS room,
+                   m.h IS NOT NULL AND m.room > 0 AND _keyed_candidates.key_limit - coalesce(r.n, 0) <= 0 AS capped
               FROM met m
               LEFT JOIN running r ON r.h = m.h
-             WHERE m.h IS NOT NULL
         ), picked AS MATERIALIZED (
             -- Round 1 locks the job the walk found for each key with room where the walk read it
             -- (a TID scan of its slot, its id and status checked again; no index probe). A job
@@ -181,11 +182,11 @@ BEGIN
              ORDER BY m.n
              LIMIT v_need
         )
-        -- One pass over each of met, roomed and picked (every subquery here is prepared on each
-        -- call), each read in walk order once: its arrays are aggregated in that order, the
-        -- last element is the last step's (one sort per set, not one per ordered aggregate;
+        -- One pass over roomed (every step met) and one over picked (every subquery here is
+        -- prepared on each call), each read in walk order: the arrays are aggregated in that
+        -- order, the last element is the last step's (one sort, not one per ordered aggregate;
         -- picked is in walk order already).
-        SELECT rr.keys, rr.rooms, rr.capped, mm.ends, mm.n, mm.last, mm.wrapped, mm.first,
+        SELECT mr.keys, mr.rooms, mr.capped, mr.ends, mr.n, mr.last, mr.wrapped, mr.first,
                pp.last AS served, coalesce(pp.ids, '{}') AS ids, coalesce(pp.seqs, '{}') AS seqs,
                coalesce(pp.hashes, '{}') AS hashes, coalesce(pp.rooms, '{}') AS krooms,
                coalesce(pp.keys, '{}') AS gkeys
@@ -193,11 +194,12 @@ BEGIN
           FROM (SELECT bool_or(m.h IS NULL) AS ends, max(m.n) AS n,
                        (array_agg(m.h))[count(*)] AS last,
                        (array_agg(m.wrapped))[count(*)] AS wrapped,
-                       (array_agg(m.first))[count(*)] AS first
-                  FROM (SELECT m.n, m.h, m.wrapped, m.first FROM met m ORDER BY m.n) AS m) AS mm,
-               (SELECT array_agg(m.h) AS keys, array_agg(m.room) AS rooms,
+                       (array_agg(m.first))[count(*)] AS first,
+                       array_agg(m.h) FILTER (WHERE m.h IS NOT NULL) AS keys,
+                       array_agg(m.room) FILTER (WHERE m.h IS NOT NULL) AS rooms,
                        count(*) FILTER (WHERE m.capped) AS capped
-                  FROM (SELECT m.h, m.room, m.capped FROM roomed m ORDER BY m.n) AS m) AS rr,
+                  FROM (SELECT m.n, m.h, m.wrapped, m.first, m.room, m.capped
+                          FROM roomed m ORDER BY m.n) AS m) AS mr,
                (SELECT array_agg(p.id) AS ids, array_agg(p.ready_seq) AS seqs,
                        array_agg(p.h) AS hashes, array_agg(p.room) AS rooms,
                        array_agg(p.k) AS keys, (array_agg(p.h))[count(*)] AS last
