@@ -468,3 +468,34 @@ def test_two_entrypoints_whose_names_share_a_hash_keep_their_own_keyed_jobs(
             " GROUP BY 1, 2 ORDER BY 1, 2",
             (a, b),
         ).fetchall() == sorted([(a, "running", 60), (b, "queued", 55), (b, "running", 5)])
+
+
+def test_the_keyed_claim_skips_a_job_another_session_holds_locked(pgq_dsn: str) -> None:
+    """Round 1 locks each key's job where the walk read it (a TID scan), SKIP LOCKED: a job
+    another session holds (a cancel in progress) is neither waited for nor taken; its key waits
+    for the next claim, which takes it once the lock is gone."""
+    worker = uuid.uuid4()
+    with connect(pgq_dsn) as conn, connect(pgq_dsn) as holder:
+        conn.execute("SELECT pgq.configure('kl.a', key_concurrency_limit => 1)")
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM pgq.enqueue_many(array_fill('kl.a'::text, ARRAY[10]),"
+                " group_keys => ARRAY(SELECT 'key-' || g FROM generate_series(1, 10) g))"
+            ).fetchall()
+        ]
+        held = ids[3]
+        holder.execute("BEGIN")
+        holder.execute("SELECT id FROM pgq.jobs WHERE id = %s FOR UPDATE", (held,))
+        # A claim that waited on the lock would fail here instead of hanging the test.
+        conn.execute("SET lock_timeout = '5s'")
+        first = {
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM pgq.claim(%s, '{kl.a}', 10)", (worker,)
+            ).fetchall()
+        }
+        assert first == set(ids) - {held}
+        holder.execute("ROLLBACK")
+        second = conn.execute("SELECT id FROM pgq.claim(%s, '{kl.a}', 10)", (worker,)).fetchall()
+        assert second == [(held,)]
