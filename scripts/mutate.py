@@ -238,8 +238,8 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "promote_unordered",
         "_promote.sql",
-        "             ORDER BY j.run_at, j.id\n             LIMIT _promote.max_rows",
-        "             LIMIT _promote.max_rows",
+        "             ORDER BY d.run_at, d.id\n             LIMIT _promote.max_rows) AS f;",
+        "             LIMIT _promote.max_rows) AS f;",
         "the capped promotion read takes any due jobs, not the earliest",
     ),
     # --- SKIP LOCKED ---

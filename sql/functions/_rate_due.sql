@@ -61,7 +61,8 @@ BEGIN
                                CROSS JOIN LATERAL (
                                      SELECT 1
                                        FROM pgq.jobs j
-                                      WHERE j.entrypoint = l.entrypoint
+                                      WHERE hashtext(j.entrypoint) = hashtext(l.entrypoint)  -- (jobs_key_idx)
+                                        AND j.entrypoint = l.entrypoint
                                         AND j.priority = l.priority
                                         AND j.status = 'queued'
                                         AND j.group_key IS NOT NULL

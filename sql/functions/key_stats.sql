@@ -28,14 +28,20 @@ BEGIN
            k.running >= e.key_concurrency_limit
       FROM pgq.entrypoints e
      CROSS JOIN LATERAL (
+           -- The entrypoint's keyed jobs alone: queued ones through jobs_key_idx, running ones
+           -- (a lease) through jobs_key_running_idx.
            SELECT j.group_key,
-                  count(*) FILTER (WHERE j.status = 'queued') AS queued,
-                  count(*) FILTER (WHERE j.status = 'running') AS running
-             FROM pgq.jobs j
-            WHERE j.entrypoint = e.entrypoint
-              AND j.group_key IS NOT NULL
-              AND j.status IN ('queued', 'running')
-              AND j.slot <> 4
+                  count(*) FILTER (WHERE NOT j.running) AS queued,
+                  count(*) FILTER (WHERE j.running) AS running
+             FROM (SELECT q.group_key, false AS running
+                     FROM pgq.jobs q
+                    WHERE hashtext(q.entrypoint) = hashtext(e.entrypoint) AND q.entrypoint = e.entrypoint
+                      AND q.status = 'queued' AND q.group_key IS NOT NULL AND q.slot <> 4
+                   UNION ALL
+                   SELECT r.group_key, true
+                     FROM pgq.jobs r
+                    WHERE hashtext(r.entrypoint) = hashtext(e.entrypoint) AND r.entrypoint = e.entrypoint
+                      AND r.lease IS NOT NULL AND r.group_key IS NOT NULL AND r.slot <> 4) AS j
             GROUP BY j.group_key
             ORDER BY 2 DESC, 1
             LIMIT key_stats.max_keys) AS k

@@ -47,8 +47,10 @@ WHOLE_SCANS_ALLOWED = (
 
 
 def full_scans(explained: list[dict[str, Any]]) -> list[str]:
-    """Scans of a pgq.jobs partition without an index condition, as 'relation via index: the
-    statement's first line'."""
+    """Scans of a pgq.jobs partition that do not seek their index: without an index condition,
+    or with conditions on later columns only (the whole index read, each entry checked), as
+    'relation via index: the statement's first line'. Each plan carries the leading column of
+    every index of pgq (:func:`explain_every_path`)."""
     found = []
     for doc in explained:
         text = doc["Query Text"]
@@ -58,11 +60,17 @@ def full_scans(explained: list[dict[str, Any]]) -> list[str]:
             rel = node.get("Relation Name", "")
             if node.get("Schema") not in (None, "pgq") or not rel.startswith("jobs_"):
                 continue
-            if node["Node Type"] in ("Index Scan", "Index Only Scan") and "Index Cond" not in node:
-                first = " ".join(text.split())[:120]
-                found.append(f"{rel} via {node['Index Name']}: {first}")
+            first = " ".join(text.split())[:120]
+            if node["Node Type"] in ("Index Scan", "Index Only Scan"):
+                lead = doc["leads"][node["Index Name"]]
+                conds = node.get("Index Cond", "")
+                # PostgreSQL prints each index condition with the index's column on its left.
+                if not any(c.lstrip("(").startswith(f"{lead} ") for c in conds.split(" AND ")):
+                    found.append(
+                        f"{rel} via {node['Index Name']} ({conds or 'no condition'}): {first}"
+                    )
             elif node["Node Type"] == "Seq Scan":
-                found.append(f"{rel} sequentially: {' '.join(text.split())[:120]}")
+                found.append(f"{rel} sequentially: {first}")
     return found
 
 
@@ -77,6 +85,14 @@ LOOPS_ALLOWED = (
     "FROM unnest(next_run_at.entrypoints) AS e(name) CROSS JOIN LATERAL",
     # the charts' backlog sample, once a minute: per entrypoint, each count capped like metrics
     "INSERT INTO pgq.metrics_backlog (entrypoint, minute, due, running)",
+    # promotion: each entrypoint's earliest due jobs, at most max_rows of each
+    "FROM unnest(coalesce(_promote.entrypoints,",
+    # the keyed claim's walk: one probe of jobs_key_idx per key it steps to (bounded)
+    "WITH RECURSIVE walk",
+    # a rate limit per key's wait: whether each of the window's 100 oldest starts' keys waits
+    "SELECT min(o.started_at) FILTER (WHERE o.waiting)",
+    # pgq.key_stats: per key-limited entrypoint
+    "k.running >= e.key_concurrency_limit FROM pgq.entrypoints e CROSS JOIN LATERAL",
 )
 
 
@@ -127,10 +143,19 @@ def loops_over_jobs(explained: list[dict[str, Any]]) -> list[str]:
 
 
 def explain_every_path(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-    """The plans (auto_explain, JSON) of every statement run by :func:`run_every_path`."""
+    """The plans (auto_explain, JSON) of every statement run by :func:`run_every_path`, each
+    with "leads": the leading column (or expression) of every index of schema pgq, by name."""
     with explained(conn) as plans:
         run_every_path(conn)
     assert len(plans) > 100  # the plans were seen
+    leads = dict(
+        conn.execute(
+            "SELECT c.relname::text, pg_get_indexdef(c.oid, 1, true) FROM pg_class c"
+            " WHERE c.relnamespace = 'pgq'::regnamespace AND c.relkind = 'i'"
+        ).fetchall()
+    )
+    for doc in plans:
+        doc["leads"] = leads
     return plans
 
 
@@ -277,3 +302,34 @@ def run_every_path(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SELECT * FROM pgq.requeue(%s)", (dead[0],)).fetchall()
     conn.execute("SELECT * FROM pgq.delete_jobs(%s)", (ids[12:13] or ids[:1],)).fetchall()
     conn.execute("SELECT * FROM pgq.prune_workers(now() + interval '1 day')").fetchall()
+    run_flow_control_paths(conn)
+
+
+def run_flow_control_paths(conn: psycopg.Connection[Any]) -> None:
+    """The claim, its wait and the readers of an entrypoint with a key limit and a rate limit
+    per key, and of one with a rate limit: each budget used up, so the claim comes back short
+    and pgq.next_run_at looks for the next key whose budget grows."""
+    w = uuid.uuid4()
+    keyed, rated = "plans.keyed", "plans.rated"
+    conn.execute(
+        "SELECT pgq.configure(%s, key_concurrency_limit => 2, rate_limit => 2,"
+        " rate_period => '1 hour', rate_per_key => true)",
+        (keyed,),
+    )
+    conn.execute("SELECT pgq.configure(%s, rate_limit => 3, rate_period => '1 hour')", (rated,))
+    conn.execute(
+        "SELECT * FROM pgq.enqueue_many(array_fill(%s::text, ARRAY[13]), group_keys =>"
+        " ARRAY(SELECT CASE WHEN g < 13 THEN 'key-' || g %% 4 END FROM generate_series(1, 13) g))",
+        (keyed,),
+    )
+    conn.execute("SELECT * FROM pgq.enqueue_many(array_fill(%s::text, ARRAY[5]))", (rated,))
+    for _ in range(2):
+        for ep in (keyed, rated):
+            conn.execute("SELECT id FROM pgq.claim(%s, ARRAY[%s], 10)", (w, ep)).fetchall()
+            conn.execute("SELECT pgq.next_run_at(ARRAY[%s])", (ep,)).fetchall()
+    conn.execute("SELECT * FROM pgq.take_tokens(%s, 1, 'key-1')", (keyed,)).fetchall()
+    conn.execute("SELECT * FROM pgq.take_tokens(%s)", (rated,)).fetchall()
+    conn.execute("SELECT * FROM pgq.rate_waits(ARRAY[%s, %s])", (keyed, rated)).fetchall()
+    conn.execute("SELECT * FROM pgq.rate_stats()").fetchall()
+    conn.execute("SELECT * FROM pgq.key_stats()").fetchall()
+    conn.execute("SELECT * FROM pgq.metrics()").fetchall()

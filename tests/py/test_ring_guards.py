@@ -26,7 +26,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from helpers.plans import plan_nodes
+from helpers.plans import explained, plan_nodes
 from helpers.server import REPO
 from helpers.wait import wait_for
 from test_plans import explain_every_path
@@ -337,6 +337,30 @@ def test_the_capped_promotion_takes_the_earliest_due_jobs(pgq_dsn: str) -> None:
         got = claim(conn, ["early.b", "early.z"], 1, at=LATER)
         assert [g[0] for g in got] == [first]
         assert scheduled(conn, "early.z") == 0
+
+
+def test_a_capped_promotion_reads_no_more_due_jobs_than_it_moves(pgq_dsn: str) -> None:
+    """With 5,000 jobs due, a claim's promotion reads 1,000 index entries of jobs_scheduled (the
+    earliest, in the index's (run_at, id) order), not every due job sorted: that read cost each
+    claim 100 ms with 200,000 due, until all were promoted. maintain's promotion of every
+    entrypoint reads each one's earliest the same way, never the jobs scheduled later."""
+    with connect(pgq_dsn) as conn:
+        delayed(conn, "bound.a", 5000)
+        delayed(conn, "bound.b", 3000, "1 day")  # not due at LATER: never read
+        with explained(conn, analyze=True) as plans:
+            assert len(claim(conn, "bound.a", 1, at=LATER)) == 1
+            promoted = maintain(conn, may_rotate=False, at=LATER)["promoted"]
+        assert promoted == 4000
+        read = [
+            (" ".join(d["Query Text"].split())[:60], n["Actual Rows"] * n["Actual Loops"])
+            for d in plans
+            for n in plan_nodes(d["Plan"])
+            if n.get("Relation Name") == "jobs_scheduled"
+            and n["Node Type"] in ("Index Scan", "Index Only Scan")
+        ]
+        # The claim's probe (one entry), then each promotion's read of the earliest due jobs.
+        picks = [rows for text, rows in read if text.startswith("SELECT array_agg(f.id")]
+        assert picks == [1000, 4000], read
 
 
 # --- Plans: jobs_scheduled left out --------------------------------------------------------------

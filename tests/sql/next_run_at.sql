@@ -28,7 +28,7 @@ SELECT a.relname, a.idx_scan - coalesce(b.idx_scan, 0) AS scans, a.idx_tup_read 
   FROM nr_stats a LEFT JOIN nr_before b USING (relname)
  WHERE a.idx_scan - coalesce(b.idx_scan, 0) > 0
    AND a.relname <> 'entrypoints_pkey';  -- the policies (rate limits), one probe per entrypoint
-SELECT is((SELECT array_agg(relname::text ORDER BY relname) FROM nr_read), ARRAY['jobs_scheduled_entrypoint_run_at_idx'],
+SELECT is((SELECT array_agg(relname::text ORDER BY relname) FROM nr_read), ARRAY['jobs_scheduled_entrypoint_run_at_id_idx'],
           'only jobs_scheduled''s index was read (no ring partition)');
 SELECT is((SELECT scans FROM nr_read), 3::bigint, 'one probe per entrypoint');
 SELECT ok((SELECT tuples <= 6 FROM nr_read), 'reading a tuple or two each, not the 3,000 scheduled jobs');

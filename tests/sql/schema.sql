@@ -103,8 +103,8 @@ SELECT is(pg_get_indexdef('pgq.jobs_id_idx'::regclass),
           'CREATE INDEX jobs_id_idx ON ONLY pgq.jobs USING btree (id)',
           'jobs_id_idx: jobs by id (not unique: a unique index would have to hold the partition key)');
 SELECT is(pg_get_indexdef('pgq.jobs_scheduled_idx'::regclass),
-          'CREATE INDEX jobs_scheduled_idx ON ONLY pgq.jobs USING btree (entrypoint, run_at) WHERE (status = ''scheduled''::text)',
-          'jobs_scheduled_idx: jobs not due yet by due time');
+          'CREATE INDEX jobs_scheduled_idx ON ONLY pgq.jobs USING btree (entrypoint, run_at, id) WHERE (status = ''scheduled''::text)',
+          'jobs_scheduled_idx: jobs not due yet by due time (and id: promotion in due order reads no more than it moves)');
 SELECT is(pg_get_indexdef('pgq.jobs_key_idx'::regclass),
           'CREATE INDEX jobs_key_idx ON ONLY pgq.jobs USING btree (hashtext(entrypoint), priority, hashtextextended(group_key, (0)::bigint), ready_seq) WHERE ((status = ''queued''::text) AND (group_key IS NOT NULL))',
           'jobs_key_idx: queued jobs with a group key, per lane (the entrypoint''s hash: fixed-width columns only) and key, in ready order (per-key limits, fair share)');
