@@ -4,8 +4,9 @@
 --   1. sweeps stale running jobs (pgq._sweep: archived when their attempts are used up or their
 --      cancellation was requested, else queued again with a new ready number);
 --   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call), and
---      removes the rate limits' starts that left their window (pgq.rate_starts: those of the
---      minute before each rate-limited entrypoint's window; once an hour of `at`, every row
+--      removes the rate limits' starts that left their window (pgq.rate_starts: those that left
+--      it since the last call's `at`, pgq.rate_cut_at, and the second before; the minute
+--      before each rate-limited entrypoint's window when that call is older or `at` went back; once an hour of `at`, every row
 --      outside its entrypoint's window, and the rows of entrypoints without a rate limit);
 --   3. carries forward: when the next slot of the ring (the one to be reused) holds between 1
 --      and 1,000 live rows (stragglers: long-running or retried jobs, the tail of a backlog),
@@ -75,6 +76,7 @@ DECLARE
     v_t0         timestamptz;
     v_wait       float8;
     v_state      text := 'ok';
+    v_from       timestamptz;  -- the last pass over pgq.rate_starts (pgq.rate_cut_at)
 BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'pgq.maintain needs READ COMMITTED isolation, the transaction is %',
@@ -90,15 +92,30 @@ BEGIN
     -- 1., 2.
     v_swept := pgq._sweep(NULL, v_now);
     v_promoted := pgq._promote(NULL, v_now, 10000);
-    -- Rate limits: starts that left their window. Each pass walks only the minute before each
-    -- window (under a held vacuum horizon the rows removed before stay in the index below it);
-    -- once an hour, the whole table (rows a gap in maintenance left behind).
+    -- Rate limits: starts that left their window since the last pass (pgq.rate_cut_at: its `at`),
+    -- and the second before (a claim whose transaction began before that pass but committed
+    -- after it), at most the minute before each window. Under a held vacuum horizon the rows
+    -- removed before stay in the index below the lower bound, so a pass reads only what it
+    -- removes. Once an hour, the whole table (rows a gap in maintenance left behind).
+    v_from := to_timestamp((SELECT s.last_value FROM pgq.rate_cut_at s) / 1000.0);
+    IF v_from > v_now OR v_from < v_now - interval '1 minute' THEN
+        v_from := v_now - interval '1 minute';  -- `at` went back, or the last pass is long ago
+    END IF;
+    PERFORM setval('pgq.rate_cut_at', greatest((extract(epoch FROM v_now) * 1000)::bigint, 0));
+    -- One range probe of rate_starts_time_idx per rate-limited entrypoint (a lateral read: a
+    -- join may hash the entrypoints and read the whole index), then the rows by TID.
     DELETE FROM pgq.rate_starts s
-     USING pgq.entrypoints e
-     WHERE e.rate_limit IS NOT NULL
-       AND s.entrypoint = e.entrypoint
-       AND s.started_at <= v_now - e.rate_period
-       AND s.started_at > v_now - e.rate_period - interval '1 minute';
+     WHERE s.ctid = ANY (ARRAY(
+           SELECT r.ctid
+             FROM pgq.entrypoints e
+            CROSS JOIN LATERAL (
+                  SELECT r.ctid
+                    FROM pgq.rate_starts r
+                   WHERE r.entrypoint = e.entrypoint
+                     AND r.started_at <= v_now - e.rate_period
+                     AND r.started_at > v_from - interval '1 second' - e.rate_period
+                  OFFSET 0) AS r  -- (kept a probe per entrypoint: not pulled up into a join)
+            WHERE e.rate_limit IS NOT NULL));
     IF abs((extract(epoch FROM v_now) * 1000)::bigint - (SELECT s.last_value FROM pgq.rate_pruned_at s)) >= 3600000 THEN
         PERFORM setval('pgq.rate_pruned_at', greatest((extract(epoch FROM v_now) * 1000)::bigint, 0));
         DELETE FROM pgq.rate_starts s

@@ -43,14 +43,20 @@ WHOLE_SCANS_ALLOWED = (
     "SELECT * FROM pgq.queue_stats",
     # the charts' backlog sample (once a minute): the running count walks the running jobs
     "INSERT INTO pgq.metrics_backlog (entrypoint, minute, due, running)",
+    # maintain's hourly pass over every rate start (rows a gap in maintenance left behind)
+    "DELETE FROM pgq.rate_starts s WHERE NOT EXISTS",
 )
+# Tables that may be read whole: one row per entrypoint (the policies) and per entrypoint and
+# priority (the lanes, whose number is capped).
+SMALL_TABLES = ("entrypoints", "lanes")
 
 
 def full_scans(explained: list[dict[str, Any]]) -> list[str]:
-    """Scans of a pgq.jobs partition that do not seek their index: without an index condition,
-    or with conditions on later columns only (the whole index read, each entry checked), as
-    'relation via index: the statement's first line'. Each plan carries the leading column of
-    every index of pgq (:func:`explain_every_path`)."""
+    """Index scans of a table of pgq that do not seek their index (without an index condition,
+    or with conditions on later columns only: the whole index read, each entry checked), and
+    sequential scans of a pgq.jobs partition, as 'relation via index: the statement's first
+    line'. Each plan carries the leading column of every index of pgq
+    (:func:`explain_every_path`)."""
     found = []
     for doc in explained:
         text = doc["Query Text"]
@@ -58,10 +64,12 @@ def full_scans(explained: list[dict[str, Any]]) -> list[str]:
             continue
         for node in plan_nodes(doc["Plan"]):
             rel = node.get("Relation Name", "")
-            if node.get("Schema") not in (None, "pgq") or not rel.startswith("jobs_"):
+            if node.get("Schema") not in (None, "pgq") or not rel or rel in SMALL_TABLES:
                 continue
             first = " ".join(text.split())[:120]
             if node["Node Type"] in ("Index Scan", "Index Only Scan"):
+                if node["Index Name"] not in doc["leads"]:
+                    continue  # a catalog's
                 lead = doc["leads"][node["Index Name"]]
                 conds = node.get("Index Cond", "")
                 # PostgreSQL prints each index condition with the index's column on its left.
@@ -69,7 +77,7 @@ def full_scans(explained: list[dict[str, Any]]) -> list[str]:
                     found.append(
                         f"{rel} via {node['Index Name']} ({conds or 'no condition'}): {first}"
                     )
-            elif node["Node Type"] == "Seq Scan":
+            elif node["Node Type"] == "Seq Scan" and rel.startswith("jobs_"):
                 found.append(f"{rel} sequentially: {first}")
     return found
 

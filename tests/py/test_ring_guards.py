@@ -363,6 +363,47 @@ def test_a_capped_promotion_reads_no_more_due_jobs_than_it_moves(pgq_dsn: str) -
         assert picks == [1000, 4000], read
 
 
+def test_maintain_reads_only_the_rate_starts_that_left_their_window_since_its_last_pass(
+    pgq_dsn: str,
+) -> None:
+    """Under a held vacuum horizon the rate starts maintain removed stay in the index as dead
+    entries. Each pass reads from its last pass's time (pgq.rate_cut_at) less a second, so it
+    reads the two seconds of starts it removes, not the minute before the window: 60 s of
+    dead entries per pass cost the server a fifth of a core at 5,000 jobs/s (a rate limit per
+    key), every second of the hold."""
+    base = "timestamptz '2031-03-01 00:00:00+00'"
+    with connect(pgq_dsn) as conn, psycopg.connect(pgq_dsn) as holder:
+        conn.execute(
+            "SELECT pgq.configure('cut.a', rate_limit => 1000000, rate_period => '1 second')"
+        )
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT count(*) FROM pgq.entrypoints").fetchone()  # holds the horizon
+        for second in range(90):
+            conn.execute(
+                f"SELECT pgq.take_tokens('cut.a', 1, at => {base} + %s * interval '1 second'"
+                " + k * interval '1 ms') FROM generate_series(1, 10) AS k",
+                (second,),
+            ).fetchall()
+            maintain(conn, may_rotate=False, at=f"{base} + interval '{second}.5 seconds'")
+        index_entries = (
+            "SELECT sum(pg_stat_get_xact_tuples_returned(i.indexrelid))::int"
+            " FROM pg_index i WHERE i.indrelid = 'pgq.rate_starts'::regclass"
+        )
+        live = "SELECT count(*)::int FROM pgq.rate_starts WHERE entrypoint = 'cut.a'"
+        counts = [conn.execute(live).fetchone()]
+        with conn.transaction():
+            counts.append(conn.execute(index_entries).fetchone())
+            maintain(conn, may_rotate=False, at=f"{base} + interval '90.5 seconds'")
+            counts.append(conn.execute(index_entries).fetchone())
+        counts.append(conn.execute(live).fetchone())
+        holder.rollback()
+    (before,), (read_before,), (read_after,), (after,) = counts  # type: ignore[misc]
+    # The pass removes the ten starts of 00:01:29 and reads the second before them: 20 entries
+    # (the minute's walk read 600; before that, a hash join read the whole index: 900).
+    assert (before, after) == (10, 0)
+    assert read_after - read_before <= 30, read_after - read_before
+
+
 # --- Plans: jobs_scheduled left out --------------------------------------------------------------
 
 # A condition on queued or running jobs (not inside an aggregate's FILTER).
