@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     846  Functions: the other 91 functions this migration re-creates (generated)
---    8092  The ring, continued: triggers and the copy of the live jobs
---    8124  Grants
+--    8107  The ring, continued: triggers and the copy of the live jobs
+--    8139  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -2858,29 +2858,44 @@ BEGIN
          LIMIT 1;
         RETURN CASE WHEN v_due IS NOT NULL THEN greatest(v_due, _rate_due.at) END;
     END IF;
-    SELECT min(o.started_at) FILTER (WHERE o.waiting), max(o.started_at), count(*)
-      INTO v_due, v_last, v_n
-      FROM (SELECT s.started_at,
-                   s.key_hash = c_whole
-                   OR EXISTS (SELECT 1
-                                FROM pgq.lanes l
-                               CROSS JOIN LATERAL (
-                                     SELECT 1
-                                       FROM pgq.jobs j
-                                      WHERE hashtext(j.entrypoint) = hashtext(l.entrypoint)  -- (jobs_key_idx)
-                                        AND j.entrypoint = l.entrypoint
-                                        AND j.priority = l.priority
-                                        AND j.status = 'queued'
-                                        AND j.group_key IS NOT NULL
-                                        AND j.slot <> 4
-                                        AND hashtextextended(j.group_key, 0) = s.key_hash
-                                      LIMIT 1) q
-                               WHERE l.entrypoint = _rate_due.entrypoint) AS waiting
+    -- The window's starts oldest first, up to the first whose key waits (lazily: with a backlog,
+    -- the first start's key). Whether a key has a queued job: its newest entry of jobs_key_idx
+    -- first (a backward scan), the entries of its jobs claimed since (dead, and under a held
+    -- vacuum horizon not yet marked so) being its oldest.
+    SELECT o.started_at INTO v_due
+      FROM (SELECT s.started_at, s.key_hash
               FROM pgq.rate_starts s
              WHERE s.entrypoint = _rate_due.entrypoint
                AND s.started_at > _rate_due.at - _rate_due.rate_period
              ORDER BY s.started_at
-             LIMIT 100) o;
+             LIMIT 100) o
+     WHERE o.key_hash = c_whole
+        OR EXISTS (SELECT 1
+                     FROM pgq.lanes l
+                    CROSS JOIN LATERAL (
+                          SELECT 1
+                            FROM pgq.jobs j
+                           WHERE hashtext(j.entrypoint) = hashtext(l.entrypoint)  -- (jobs_key_idx)
+                             AND j.entrypoint = l.entrypoint
+                             AND j.priority = l.priority
+                             AND j.status = 'queued'
+                             AND j.group_key IS NOT NULL
+                             AND j.slot <> 4
+                             AND hashtextextended(j.group_key, 0) = o.key_hash
+                           ORDER BY j.ready_seq DESC
+                           LIMIT 1) q
+                    WHERE l.entrypoint = _rate_due.entrypoint)
+     ORDER BY o.started_at
+     LIMIT 1;
+    IF v_due IS NULL THEN
+        SELECT max(o.started_at), count(*) INTO v_last, v_n
+          FROM (SELECT s.started_at
+                  FROM pgq.rate_starts s
+                 WHERE s.entrypoint = _rate_due.entrypoint
+                   AND s.started_at > _rate_due.at - _rate_due.rate_period
+                 ORDER BY s.started_at
+                 LIMIT 100) o;
+    END IF;
     IF v_due IS NULL AND v_n = 100 THEN
         v_due := v_last;
     END IF;

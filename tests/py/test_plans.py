@@ -97,8 +97,9 @@ LOOPS_ALLOWED = (
     "FROM unnest(coalesce(_promote.entrypoints,",
     # the keyed claim's walk: one probe of jobs_key_idx per key it steps to (bounded)
     "WITH RECURSIVE walk",
-    # a rate limit per key's wait: whether each of the window's 100 oldest starts' keys waits
-    "SELECT min(o.started_at) FILTER (WHERE o.waiting)",
+    # a rate limit per key's wait: whether the window's oldest starts' keys wait (at most 100,
+    # up to the first that does)
+    "SELECT o.started_at FROM (SELECT s.started_at, s.key_hash FROM pgq.rate_starts s",
     # pgq.key_stats: per key-limited entrypoint
     "k.running >= e.key_concurrency_limit FROM pgq.entrypoints e CROSS JOIN LATERAL",
 )
