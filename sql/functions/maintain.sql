@@ -6,8 +6,9 @@
 --   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call), and
 --      removes the rate limits' starts that left their window (pgq.rate_starts: those that left
 --      it since the last call's `at`, pgq.rate_cut_at, and the second before; the minute
---      before each rate-limited entrypoint's window when that call is older or `at` went back; once an hour of `at`, every row
---      outside its entrypoint's window, and the rows of entrypoints without a rate limit);
+--      before each rate-limited entrypoint's window when that call is older or `at` went
+--      back; once an hour of `at`, every row outside its entrypoint's window, and the rows of
+--      entrypoints without a rate limit);
 --   3. carries forward: when the next slot of the ring (the one to be reused) holds between 1
 --      and 1,000 live rows (stragglers: long-running or retried jobs, the tail of a backlog),
 --      they move to the current slot as they are (same id, lease, ready number, every column;

@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     846  Functions: the other 91 functions this migration re-creates (generated)
---    8107  The ring, continued: triggers and the copy of the live jobs
---    8139  Grants
+--    8108  The ring, continued: triggers and the copy of the live jobs
+--    8140  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -6098,8 +6098,9 @@ COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
 --   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call), and
 --      removes the rate limits' starts that left their window (pgq.rate_starts: those that left
 --      it since the last call's `at`, pgq.rate_cut_at, and the second before; the minute
---      before each rate-limited entrypoint's window when that call is older or `at` went back; once an hour of `at`, every row
---      outside its entrypoint's window, and the rows of entrypoints without a rate limit);
+--      before each rate-limited entrypoint's window when that call is older or `at` went
+--      back; once an hour of `at`, every row outside its entrypoint's window, and the rows of
+--      entrypoints without a rate limit);
 --   3. carries forward: when the next slot of the ring (the one to be reused) holds between 1
 --      and 1,000 live rows (stragglers: long-running or retried jobs, the tail of a backlog),
 --      they move to the current slot as they are (same id, lease, ready number, every column;
