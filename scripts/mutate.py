@@ -588,6 +588,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "keys met at their concurrency limit end the walk: the claim takes fewer jobs than keys have room",
     ),
     m(
+        "key_walk_every_slot",
+        "_keyed_candidates.sql",
+        "                                     AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])",
+        "                                     AND true",
+        "the keyed walk seeks each key in every slot, drained ones too",
+    ),
+    m(
+        "key_walk_slot_left_out",
+        "_keyed_candidates.sql",
+        "                       FROM generate_series(0, 3) AS k(s)",
+        "                       FROM generate_series(0, 2) AS k(s)",
+        "the keyed walk never reads the last slot of the ring: its keyed jobs wait forever",
+    ),
+    m(
         "key_turn_not_kept",
         "_keyed_candidates.sql",
         "    PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));",

@@ -3,7 +3,9 @@
 -- Contract: the candidates of one lane of an entrypoint with a key_concurrency_limit or a rate
 --   limit per key (key_rate per rate_period; NULL when the entrypoint has none), for
 --   pgq.claim: up to quota queued jobs (due at `at`, ready number above the lane's cursor),
---   locked FOR UPDATE SKIP LOCKED, taken from the lane's group keys in turn. A statement
+--   locked FOR UPDATE SKIP LOCKED, taken from the lane's group keys in turn. It first finds
+--   the ring slots where the lane has a queued job above the cursor (one probe of
+--   jobs_ready_idx each); the walk reads only those. A statement
 --   walks the keys of the lane that have queued jobs in the order of their hash
 --   (hashtextextended(key, 0); one probe of jobs_key_idx per key, which finds the key's oldest
 --   job due above the cursor: the index's entries below the cursor, jobs claimed before that a
@@ -76,10 +78,27 @@ DECLARE
     v_kroom   int[] := '{}';
     v_gkeys   text[] := '{}';
     v_got     record;
+    v_slots   smallint[];                   -- the ring slots the walk reads
 BEGIN
     IF v_left <= 0 THEN
         RETURN;
     END IF;
+    -- The ring slots with a queued job of the lane above the cursor (one probe of
+    -- jobs_ready_idx each; the walk's probes are pruned to them): in a slot without one, each
+    -- probe's seek by key would read the rest of the lane's entries there (all below the
+    -- cursor) for nothing, such as a drained slot not yet truncated.
+    v_slots := ARRAY(SELECT k.s
+                       FROM generate_series(0, 3) AS k(s)
+                      CROSS JOIN LATERAL (
+                            SELECT 1
+                              FROM pgq.jobs j
+                             WHERE j.slot = k.s  -- (one partition per probe, pruned as it runs)
+                               AND j.slot <> 4
+                               AND j.entrypoint = _keyed_candidates.entrypoint
+                               AND j.priority = _keyed_candidates.priority
+                               AND j.status = 'queued'
+                               AND j.ready_seq > _keyed_candidates.cursor
+                             LIMIT 1) AS q);
     -- One statement per pass: the walk over the keys with queued jobs in hash order after the
     -- pointer, round the ring at most once (the end of the ring is a NULL step: the jobs without
     -- a key), one index probe per key, until the pass met its target of keys with rate room
@@ -117,6 +136,7 @@ BEGIN
                                      AND j.status = 'queued'
                                      AND j.group_key IS NOT NULL
                                      AND j.slot <> 4
+                                     AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])  -- (pruned as it runs)
                                      AND hashtextextended(j.group_key, 0) > coalesce(w.h, c_min)
                                      AND j.ready_seq > _keyed_candidates.cursor
                                      AND j.run_at <= _keyed_candidates.at
