@@ -53,9 +53,10 @@ BEGIN
         RETURN CASE WHEN v_due IS NOT NULL THEN greatest(v_due, _rate_due.at) END;
     END IF;
     -- The window's starts oldest first, up to the first whose key waits (lazily: with a backlog,
-    -- the first start's key). Whether a key has a queued job: its newest entry of jobs_key_idx
-    -- first (a backward scan), the entries of its jobs claimed since (dead, and under a held
-    -- vacuum horizon not yet marked so) being its oldest.
+    -- the first start's key). Whether a key has a queued job: its entries of jobs_key_idx above
+    -- the lane's cursor (every job at or below it is settled), newest first (a backward scan):
+    -- the entries of its jobs claimed since (dead, and under a held vacuum horizon not yet
+    -- marked so) are its oldest, and most lie below the cursor.
     SELECT o.started_at INTO v_due
       FROM (SELECT s.started_at, s.key_hash
               FROM pgq.rate_starts s
@@ -67,6 +68,9 @@ BEGIN
         OR EXISTS (SELECT 1
                      FROM pgq.lanes l
                     CROSS JOIN LATERAL (
+                          SELECT coalesce(pg_sequence_last_value(l.cursor_seq), 0) AS c
+                          OFFSET 0) AS cur  -- (read once, then a bound of the index scan)
+                    CROSS JOIN LATERAL (
                           SELECT 1
                             FROM pgq.jobs j
                            WHERE hashtext(j.entrypoint) = hashtext(l.entrypoint)  -- (jobs_key_idx)
@@ -76,6 +80,7 @@ BEGIN
                              AND j.group_key IS NOT NULL
                              AND j.slot <> 4
                              AND hashtextextended(j.group_key, 0) = o.key_hash
+                             AND j.ready_seq > cur.c
                            ORDER BY j.ready_seq DESC
                            LIMIT 1) q
                     WHERE l.entrypoint = _rate_due.entrypoint)
