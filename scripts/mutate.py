@@ -546,10 +546,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "a start is recorded at its claim's time even when the budget recorded a later one: the window's count (newest minus first) goes wrong",
     ),
     m(
-        "rate_used_counts_from_the_newest",
-        "_rate_used.sql",
-        "                              ORDER BY s.started_at, s.cum\n",
-        "                              ORDER BY s.started_at DESC, s.cum DESC\n",
+        "rate_window_counts_from_the_newest",
+        "_rate_window.sql",
+        "                              ORDER BY f.started_at, f.cum\n",
+        "                              ORDER BY f.started_at DESC, f.cum DESC\n",
         "the window's count starts at its newest row: only the last claim's starts count",
     ),
     m(
@@ -618,9 +618,16 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "rate_per_key_room_ignored",
         "_keyed_candidates.sql",
-        "(CASE WHEN _keyed_candidates.key_rate IS NULL OR k.h IS NULL THEN c_big",
-        "(CASE WHEN true THEN c_big",
+        "CASE WHEN _keyed_candidates.key_rate IS NULL OR k.h IS NULL THEN c_big",
+        "CASE WHEN true THEN c_big",
         "a key's starts in the window do not limit its room",
+    ),
+    m(
+        "rate_per_key_keyless_budget_ignored",
+        "_keyed_candidates.sql",
+        "    IF v_ends AND v_left > 0 AND _keyed_candidates.key_rate IS NOT NULL THEN",
+        "    IF false THEN",
+        "the jobs without a key of an entrypoint with a rate per key start with no limit",
     ),
     m(
         "take_tokens_unchecked",

@@ -23,8 +23,8 @@
 --   jobs_key_running_idx over the hashes of the keys met: the cost follows the keys visited,
 --   not the entrypoint's running jobs; keys met at their limit make the walk go on in another
 --   pass) and key_rate minus its starts in
---   the rate window (pgq._rate_used, two probes per key; the jobs without a key have one budget
---   of their own). turn_seq is set to the last key served.
+--   the rate window (pgq._rate_window, inlined in the walk's statement: two probes per key; the
+--   jobs without a key have one budget of their own, read only when their turn comes). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room, group_key): key_hash and room (before this claim)
 --   let the claim cap each key across its lanes (priorities), group_key names the key whose
 --   rate budget a start uses; key_hash and room are NULL for a job without a key (with
@@ -119,10 +119,8 @@ BEGIN
               FROM walk w
              CROSS JOIN LATERAL (
                    SELECT k.h, k.id, k.slot, k.tid, k.k,
-                          (CASE WHEN _keyed_candidates.key_rate IS NULL OR k.h IS NULL THEN c_big
-                                ELSE _keyed_candidates.key_rate
-                                     - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
-                                                      _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
+                          CASE WHEN _keyed_candidates.key_rate IS NULL OR k.h IS NULL THEN c_big
+                               ELSE _keyed_candidates.key_rate - coalesce(r.used, 0)::int END AS room
                      FROM (SELECT s.h, s.id, s.slot, s.tid, s.k
                              FROM (SELECT 1) AS one
                              LEFT JOIN LATERAL (
@@ -143,6 +141,14 @@ BEGIN
                                    ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
                                    LIMIT 1) AS s ON true
                            OFFSET 0) AS k  -- OFFSET 0: one probe per step, not one per use of k.h
+                     -- With a rate per key, the key's window (pgq._rate_window, inlined here: two
+                     -- probes of rate_starts_key_idx in this statement, no call per step).
+                     LEFT JOIN LATERAL (
+                          SELECT r.used
+                            FROM pgq._rate_window(_keyed_candidates.entrypoint, k.h,
+                                                  _keyed_candidates.at - _keyed_candidates.rate_period) AS r
+                           WHERE _keyed_candidates.key_rate IS NOT NULL AND k.h IS NOT NULL
+                          OFFSET 0) AS r ON true
                     OFFSET 0) AS nx                 -- and one room per step, not one per use of nx.room
              WHERE w.n < 100 + 4 * _keyed_candidates.quota
                AND w.found < v_target
@@ -249,10 +255,15 @@ BEGIN
     v_left := v_left - cardinality(v_ids);
     -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.
-    v_free := CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
-                   ELSE _keyed_candidates.key_rate
-                        - pgq._rate_used(_keyed_candidates.entrypoint, c_min,
-                                         _keyed_candidates.at - _keyed_candidates.rate_period)::int END;
+    -- (Their budget under a rate per key is read only then.)
+    v_free := c_big;
+    IF v_ends AND v_left > 0 AND _keyed_candidates.key_rate IS NOT NULL THEN
+        v_free := _keyed_candidates.key_rate
+                  - coalesce((SELECT w.used
+                                FROM pgq._rate_window(_keyed_candidates.entrypoint, c_min,
+                                                      _keyed_candidates.at - _keyed_candidates.rate_period) AS w),
+                             0)::int;
+    END IF;
     IF v_ends AND v_left > 0 AND v_free > 0 THEN
         SELECT array_agg(q.id ORDER BY q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.ready_seq) AS seqs
           INTO v_got

@@ -3,7 +3,7 @@
 --   batch_size, at most what fits beside its running jobs under concurrency_limit (NULL: no
 --   limit), and, for an entrypoint-wide rate limit (rate_limit set, rate_per_key false), at most
 --   rate_limit minus the starts recorded in pgq.rate_starts later than at - rate_period
---   (pgq._rate_used: any start recorded later counts, whatever its time, so a claim whose clock is
+--   (pgq._rate_window: any start recorded later counts, whatever its time, so a claim whose clock is
 --   behind another's still sees it). Never negative. Per-key rooms are pgq._keyed_candidates'.
 -- Locking: none (the caller, pgq.claim, holds the policy row: the counts are exact).
 -- Errors: none of its own.
@@ -36,8 +36,10 @@ BEGIN
                                                               AND r.slot <> 4));
     END IF;
     IF _quota.rate_limit IS NOT NULL AND NOT _quota.rate_per_key AND v_room > 0 THEN
-        v_room := least(v_room, _quota.rate_limit - pgq._rate_used(_quota.entrypoint, c_whole,
-                                                                     _quota.at - _quota.rate_period));
+        v_room := least(v_room, _quota.rate_limit
+                                - coalesce((SELECT w.used
+                                              FROM pgq._rate_window(_quota.entrypoint, c_whole,
+                                                                    _quota.at - _quota.rate_period) AS w), 0));
     END IF;
     RETURN greatest(v_room, 0);
 END

@@ -32,7 +32,9 @@ DECLARE
     v_used  bigint;
 BEGIN
     IF NOT _rate_due.rate_per_key THEN
-        v_used := pgq._rate_used(_rate_due.entrypoint, c_whole, _rate_due.at - _rate_due.rate_period);
+        v_used := coalesce((SELECT w.used
+                              FROM pgq._rate_window(_rate_due.entrypoint, c_whole,
+                                                    _rate_due.at - _rate_due.rate_period) AS w), 0);
         IF v_used = 0 THEN
             RETURN NULL;
         END IF;

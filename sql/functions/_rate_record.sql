@@ -3,7 +3,7 @@
 --   entrypoint, the key hash, the key itself or NULL, how many starts): started_at is `at`, or the budget's last
 --   recorded started_at when that is later (a claim whose transaction began before another's
 --   but got the policy row after it), and cum the budget's starts so far, this row's included.
---   So a budget's rows rise in started_at and cum together, which pgq._rate_used counts on.
+--   So a budget's rows rise in started_at and cum together, which pgq._rate_window counts on.
 --   Exactness is kept: a start recorded later than it happened stays in the window longer,
 --   never shorter (docs/decisions/0008).
 -- Locking: none of its own; the callers (pgq.claim, pgq.take_tokens) hold the entrypoint's

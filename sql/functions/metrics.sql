@@ -228,7 +228,7 @@ BEGIN
         SELECT e.entrypoint, rw.used, rk.used_up, kf.keys
           FROM eps e
           LEFT JOIN LATERAL (
-               SELECT pgq._rate_used(e.entrypoint, c_whole, v_now - e.rate_period) AS used) AS rw
+               SELECT coalesce((SELECT w.used FROM pgq._rate_window(e.entrypoint, c_whole, v_now - e.rate_period) AS w), 0) AS used) AS rw
                  ON e.rate_limit IS NOT NULL AND NOT e.rate_per_key
           LEFT JOIN LATERAL (
                SELECT count(*) AS used_up

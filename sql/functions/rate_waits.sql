@@ -5,7 +5,7 @@
 --   may ignore its enqueue notifications until that time (a claim would find nothing). An
 --   entrypoint with a rate limit per key is never listed (a job of a new key may start at
 --   once). at NULL means now(). One probe of the policy and two of the window's starts
---   (pgq._rate_used) per rate-limited entrypoint.
+--   (pgq._rate_window) per rate-limited entrypoint.
 -- Locking: none (reads only).
 -- Errors: PQ001 NULL or empty entrypoints; PQ009 a multi-dimensional array, at out of range.
 CREATE OR REPLACE FUNCTION pgq.rate_waits(entrypoints text[], at timestamptz DEFAULT NULL)
@@ -34,7 +34,9 @@ BEGIN
      WHERE e.entrypoint = ANY (rate_waits.entrypoints)
        AND e.rate_limit IS NOT NULL
        AND NOT e.rate_per_key
-       AND pgq._rate_used(e.entrypoint, c_whole, v_now - e.rate_period) >= e.rate_limit
+       AND coalesce((SELECT w.used
+                       FROM pgq._rate_window(e.entrypoint, c_whole, v_now - e.rate_period) AS w), 0)
+           >= e.rate_limit
      ORDER BY e.entrypoint;
 END
 $$;

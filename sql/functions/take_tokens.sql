@@ -66,7 +66,9 @@ BEGIN
         v_hash := hashtextextended(take_tokens.rate_key, 0);
     END IF;
 
-    v_used := pgq._rate_used(take_tokens.entrypoint, v_hash, v_now - v_policy.rate_period);
+    v_used := coalesce((SELECT w.used
+                          FROM pgq._rate_window(take_tokens.entrypoint, v_hash,
+                                                v_now - v_policy.rate_period) AS w), 0);
     IF v_used + take_tokens.tokens <= v_policy.rate_limit THEN
         PERFORM pgq._rate_record(ARRAY[take_tokens.entrypoint], ARRAY[v_hash], ARRAY[take_tokens.rate_key],
                                  ARRAY[take_tokens.tokens], v_now);

@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     846  Functions: the other 91 functions this migration re-creates (generated)
---    8133  The ring, continued: triggers and the copy of the live jobs
---    8165  Grants
+--    8153  The ring, continued: triggers and the copy of the live jobs
+--    8185  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -2264,8 +2264,8 @@ COMMENT ON FUNCTION pgq._json_problem(jsonb, int) IS
 --   jobs_key_running_idx over the hashes of the keys met: the cost follows the keys visited,
 --   not the entrypoint's running jobs; keys met at their limit make the walk go on in another
 --   pass) and key_rate minus its starts in
---   the rate window (pgq._rate_used, two probes per key; the jobs without a key have one budget
---   of their own). turn_seq is set to the last key served.
+--   the rate window (pgq._rate_window, inlined in the walk's statement: two probes per key; the
+--   jobs without a key have one budget of their own, read only when their turn comes). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room, group_key): key_hash and room (before this claim)
 --   let the claim cap each key across its lanes (priorities), group_key names the key whose
 --   rate budget a start uses; key_hash and room are NULL for a job without a key (with
@@ -2360,10 +2360,8 @@ BEGIN
               FROM walk w
              CROSS JOIN LATERAL (
                    SELECT k.h, k.id, k.slot, k.tid, k.k,
-                          (CASE WHEN _keyed_candidates.key_rate IS NULL OR k.h IS NULL THEN c_big
-                                ELSE _keyed_candidates.key_rate
-                                     - pgq._rate_used(_keyed_candidates.entrypoint, k.h,
-                                                      _keyed_candidates.at - _keyed_candidates.rate_period)::int END) AS room
+                          CASE WHEN _keyed_candidates.key_rate IS NULL OR k.h IS NULL THEN c_big
+                               ELSE _keyed_candidates.key_rate - coalesce(r.used, 0)::int END AS room
                      FROM (SELECT s.h, s.id, s.slot, s.tid, s.k
                              FROM (SELECT 1) AS one
                              LEFT JOIN LATERAL (
@@ -2384,6 +2382,14 @@ BEGIN
                                    ORDER BY hashtextextended(j.group_key, 0), j.ready_seq
                                    LIMIT 1) AS s ON true
                            OFFSET 0) AS k  -- OFFSET 0: one probe per step, not one per use of k.h
+                     -- With a rate per key, the key's window (pgq._rate_window, inlined here: two
+                     -- probes of rate_starts_key_idx in this statement, no call per step).
+                     LEFT JOIN LATERAL (
+                          SELECT r.used
+                            FROM pgq._rate_window(_keyed_candidates.entrypoint, k.h,
+                                                  _keyed_candidates.at - _keyed_candidates.rate_period) AS r
+                           WHERE _keyed_candidates.key_rate IS NOT NULL AND k.h IS NOT NULL
+                          OFFSET 0) AS r ON true
                     OFFSET 0) AS nx                 -- and one room per step, not one per use of nx.room
              WHERE w.n < 100 + 4 * _keyed_candidates.quota
                AND w.found < v_target
@@ -2490,10 +2496,15 @@ BEGIN
     v_left := v_left - cardinality(v_ids);
     -- The end of the ring was passed: the jobs without a key get their turn (one job, or all
     -- that is left when the walk went round), among the first 100 queued jobs of the lane.
-    v_free := CASE WHEN _keyed_candidates.key_rate IS NULL THEN c_big
-                   ELSE _keyed_candidates.key_rate
-                        - pgq._rate_used(_keyed_candidates.entrypoint, c_min,
-                                         _keyed_candidates.at - _keyed_candidates.rate_period)::int END;
+    -- (Their budget under a rate per key is read only then.)
+    v_free := c_big;
+    IF v_ends AND v_left > 0 AND _keyed_candidates.key_rate IS NOT NULL THEN
+        v_free := _keyed_candidates.key_rate
+                  - coalesce((SELECT w.used
+                                FROM pgq._rate_window(_keyed_candidates.entrypoint, c_min,
+                                                      _keyed_candidates.at - _keyed_candidates.rate_period) AS w),
+                             0)::int;
+    END IF;
     IF v_ends AND v_left > 0 AND v_free > 0 THEN
         SELECT array_agg(q.id ORDER BY q.ready_seq) AS ids, array_agg(q.ready_seq ORDER BY q.ready_seq) AS seqs
           INTO v_got
@@ -2781,7 +2792,7 @@ COMMENT ON FUNCTION pgq._promote(text[], timestamptz, int) IS
 --   batch_size, at most what fits beside its running jobs under concurrency_limit (NULL: no
 --   limit), and, for an entrypoint-wide rate limit (rate_limit set, rate_per_key false), at most
 --   rate_limit minus the starts recorded in pgq.rate_starts later than at - rate_period
---   (pgq._rate_used: any start recorded later counts, whatever its time, so a claim whose clock is
+--   (pgq._rate_window: any start recorded later counts, whatever its time, so a claim whose clock is
 --   behind another's still sees it). Never negative. Per-key rooms are pgq._keyed_candidates'.
 -- Locking: none (the caller, pgq.claim, holds the policy row: the counts are exact).
 -- Errors: none of its own.
@@ -2814,8 +2825,10 @@ BEGIN
                                                               AND r.slot <> 4));
     END IF;
     IF _quota.rate_limit IS NOT NULL AND NOT _quota.rate_per_key AND v_room > 0 THEN
-        v_room := least(v_room, _quota.rate_limit - pgq._rate_used(_quota.entrypoint, c_whole,
-                                                                     _quota.at - _quota.rate_period));
+        v_room := least(v_room, _quota.rate_limit
+                                - coalesce((SELECT w.used
+                                              FROM pgq._rate_window(_quota.entrypoint, c_whole,
+                                                                    _quota.at - _quota.rate_period) AS w), 0));
     END IF;
     RETURN greatest(v_room, 0);
 END
@@ -2858,7 +2871,9 @@ DECLARE
     v_used  bigint;
 BEGIN
     IF NOT _rate_due.rate_per_key THEN
-        v_used := pgq._rate_used(_rate_due.entrypoint, c_whole, _rate_due.at - _rate_due.rate_period);
+        v_used := coalesce((SELECT w.used
+                              FROM pgq._rate_window(_rate_due.entrypoint, c_whole,
+                                                    _rate_due.at - _rate_due.rate_period) AS w), 0);
         IF v_used = 0 THEN
             RETURN NULL;
         END IF;
@@ -2936,7 +2951,7 @@ COMMENT ON FUNCTION pgq._rate_due(text, int, interval, boolean, timestamptz) IS
 --   entrypoint, the key hash, the key itself or NULL, how many starts): started_at is `at`, or the budget's last
 --   recorded started_at when that is later (a claim whose transaction began before another's
 --   but got the policy row after it), and cum the budget's starts so far, this row's included.
---   So a budget's rows rise in started_at and cum together, which pgq._rate_used counts on.
+--   So a budget's rows rise in started_at and cum together, which pgq._rate_window counts on.
 --   Exactness is kept: a start recorded later than it happened stays in the window longer,
 --   never shorter (docs/decisions/0008).
 -- Locking: none of its own; the callers (pgq.claim, pgq.take_tokens) hold the entrypoint's
@@ -2967,42 +2982,43 @@ $$;
 COMMENT ON FUNCTION pgq._rate_record(text[], bigint[], text[], int[], timestamptz) IS
     'Private. Records starts of rate budgets (one row each, with a running count and a time that never goes back).';
 
--- sql/functions/_rate_used.sql
--- pgq._rate_used(entrypoint, key_hash, since)
--- Contract: the starts recorded in pgq.rate_starts for one budget (an entrypoint and a key hash;
---   -9223372036854775808: the whole entrypoint, or the jobs without a key) later than `since`:
---   the newest row's cum minus the cum before the first row later than `since` (each row's cum
---   counts the budget's starts so far, and a budget's rows are recorded with rising started_at
---   and cum: pgq._rate_record). Two index probes, however many rows the window holds. 0 when
---   none is later.
--- Locking: none (the callers hold the entrypoint's policy row: the count is exact).
--- Errors: none of its own.
-CREATE OR REPLACE FUNCTION pgq._rate_used(entrypoint text, key_hash bigint, since timestamptz)
-RETURNS bigint
-LANGUAGE plpgsql
+-- sql/functions/_rate_window.sql
+-- pgq._rate_window(entrypoint, key_hash, since)
+-- Contract: one rate budget (an entrypoint and a key hash; -9223372036854775808: the whole
+--   entrypoint, or the jobs without a key) as pgq.rate_starts records it, one row, or none
+--   when the budget has no row (callers read used as 0 then): used, the starts later than
+--   `since` (the newest row's cum minus the cum before the first row later than `since`: each
+--   row's cum counts the budget's starts so far, and a budget's rows are recorded with rising
+--   started_at and cum, pgq._rate_record; 0 when none is later); last_cum and last_at, the
+--   newest row's cum and started_at. One index probe for the newest row, and one more for the
+--   window's first row only when the budget has rows: however many rows the window holds.
+--   LANGUAGE sql, STABLE and without a SET clause, so a statement that reads it in FROM
+--   inlines it: the key walk of pgq._keyed_candidates reads each key's window in its own
+--   statement (a function call per key started a statement of its own per key and set
+--   search_path: most of what a rate per key added to a claim, docs/performance.md). It names
+--   pgq.rate_starts and pg_catalog objects only, qualified; EXECUTE is the owner's alone, and
+--   every caller pins search_path.
+-- Locking: none (the callers that decide hold the entrypoint's policy row: the count is exact).
+-- Errors: none.
+CREATE OR REPLACE FUNCTION pgq._rate_window(entrypoint text, key_hash bigint, since timestamptz)
+RETURNS TABLE (used bigint, last_cum bigint, last_at timestamptz)
+LANGUAGE sql
 STABLE
-SET search_path = pg_catalog, pgq, pg_temp
--- Called by the claim and the rate-limit functions, whose settings (generic plans, no JIT, no
--- sequential scans) are in force here too.
 AS $$
-#variable_conflict use_column
-BEGIN
-    RETURN coalesce((SELECT l.cum - f.cum + f.tokens
-                       FROM (SELECT s.cum
-                               FROM pgq.rate_starts s
-                              WHERE s.entrypoint = _rate_used.entrypoint AND s.key_hash = _rate_used.key_hash
-                              ORDER BY s.started_at DESC, s.cum DESC
-                              LIMIT 1) AS l,
-                            (SELECT s.cum, s.tokens
-                               FROM pgq.rate_starts s
-                              WHERE s.entrypoint = _rate_used.entrypoint AND s.key_hash = _rate_used.key_hash
-                                AND s.started_at > _rate_used.since
-                              ORDER BY s.started_at, s.cum
-                              LIMIT 1) AS f), 0);
-END
+    SELECT l.cum - coalesce((SELECT f.cum - f.tokens
+                               FROM pgq.rate_starts f
+                              WHERE f.entrypoint = $1 AND f.key_hash = $2
+                                AND f.started_at > $3
+                              ORDER BY f.started_at, f.cum
+                              LIMIT 1), l.cum),
+           l.cum, l.started_at
+      FROM pgq.rate_starts l
+     WHERE l.entrypoint = $1 AND l.key_hash = $2
+     ORDER BY l.started_at DESC, l.cum DESC
+     LIMIT 1;
 $$;
-COMMENT ON FUNCTION pgq._rate_used(text, bigint, timestamptz) IS
-    'Private. The starts one rate budget recorded later than since: the newest row''s cum minus the cum before the window''s first row (two index probes).';
+COMMENT ON FUNCTION pgq._rate_window(text, bigint, timestamptz) IS
+    'Private. One rate budget''s starts later than since (the newest row''s cum minus the cum before the window''s first row: two index probes) and its newest row, no row when it has none; inlined into the statements that read it.';
 
 -- sql/functions/_ready_lock.sql
 -- pgq._ready_lock(entrypoints): the producer side of the ready-number fence.
@@ -6564,7 +6580,7 @@ BEGIN
         SELECT e.entrypoint, rw.used, rk.used_up, kf.keys
           FROM eps e
           LEFT JOIN LATERAL (
-               SELECT pgq._rate_used(e.entrypoint, c_whole, v_now - e.rate_period) AS used) AS rw
+               SELECT coalesce((SELECT w.used FROM pgq._rate_window(e.entrypoint, c_whole, v_now - e.rate_period) AS w), 0) AS used) AS rw
                  ON e.rate_limit IS NOT NULL AND NOT e.rate_per_key
           LEFT JOIN LATERAL (
                SELECT count(*) AS used_up
@@ -7176,7 +7192,7 @@ COMMENT ON FUNCTION pgq.rate_stats(text[], timestamptz) IS
 --   may ignore its enqueue notifications until that time (a claim would find nothing). An
 --   entrypoint with a rate limit per key is never listed (a job of a new key may start at
 --   once). at NULL means now(). One probe of the policy and two of the window's starts
---   (pgq._rate_used) per rate-limited entrypoint.
+--   (pgq._rate_window) per rate-limited entrypoint.
 -- Locking: none (reads only).
 -- Errors: PQ001 NULL or empty entrypoints; PQ009 a multi-dimensional array, at out of range.
 CREATE OR REPLACE FUNCTION pgq.rate_waits(entrypoints text[], at timestamptz DEFAULT NULL)
@@ -7205,7 +7221,9 @@ BEGIN
      WHERE e.entrypoint = ANY (rate_waits.entrypoints)
        AND e.rate_limit IS NOT NULL
        AND NOT e.rate_per_key
-       AND pgq._rate_used(e.entrypoint, c_whole, v_now - e.rate_period) >= e.rate_limit
+       AND coalesce((SELECT w.used
+                       FROM pgq._rate_window(e.entrypoint, c_whole, v_now - e.rate_period) AS w), 0)
+           >= e.rate_limit
      ORDER BY e.entrypoint;
 END
 $$;
@@ -8014,7 +8032,9 @@ BEGIN
         v_hash := hashtextextended(take_tokens.rate_key, 0);
     END IF;
 
-    v_used := pgq._rate_used(take_tokens.entrypoint, v_hash, v_now - v_policy.rate_period);
+    v_used := coalesce((SELECT w.used
+                          FROM pgq._rate_window(take_tokens.entrypoint, v_hash,
+                                                v_now - v_policy.rate_period) AS w), 0);
     IF v_used + take_tokens.tokens <= v_policy.rate_limit THEN
         PERFORM pgq._rate_record(ARRAY[take_tokens.entrypoint], ARRAY[v_hash], ARRAY[take_tokens.rate_key],
                                  ARRAY[take_tokens.tokens], v_now);

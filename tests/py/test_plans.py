@@ -388,3 +388,42 @@ def test_the_keyed_walk_reads_only_the_slots_with_queued_jobs_above_the_cursor(
         and n.get("Actual Loops", 0) > 0
     }
     assert walked == {f"jobs_{max(slots[0])}"}, walked
+
+
+def test_a_claim_under_a_rate_limit_per_key_reads_the_windows_of_its_keys_in_its_walk(
+    pgq_dsn: str,
+) -> None:
+    """The room of each key under a rate limit per key is two probes of rate_starts_key_idx in
+    the walk's own statement (pgq._rate_window, inlined). A function call per key started a
+    statement of its own per key (its executor start-up was most of what a rate per key added to
+    a claim), and the budget of the jobs without a key was read on every claim, its turn come or
+    not. So the statements whose plans read pgq.rate_starts in a claim are as many for 8 keys as
+    for 2: the walk's and the record of the starts."""
+    counts = []
+    with psycopg.connect(pgq_dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pgq.configure('kw.a', rate_limit => 100, rate_period => '1 hour',"
+            " rate_per_key => true)"
+        )
+        conn.execute(
+            "SELECT count(*) FROM pgq.enqueue_many(array_fill('kw.a'::text, ARRAY[400]),"
+            " group_keys => ARRAY(SELECT 'key-' || (g % 200) FROM generate_series(1, 400) g))"
+        )
+        worker = uuid.uuid4()
+        for keys in (2, 8, 2, 8):
+            with explained(conn) as plans:
+                got = conn.execute(
+                    "SELECT id FROM pgq.claim(%s, '{kw.a}', %s)", (worker, keys)
+                ).fetchall()
+            assert len(got) == keys
+            counts.append(
+                sum(
+                    any(n.get("Relation Name") == "rate_starts" for n in plan_nodes(doc["Plan"]))
+                    for doc in plans
+                )
+            )
+        starts = conn.execute(
+            "SELECT count(*), sum(tokens) FROM pgq.rate_starts WHERE entrypoint = 'kw.a'"
+        ).fetchone()
+    assert starts == (20, 20)  # one row per key claimed: the record ran
+    assert counts[2:] == [2, 2], counts

@@ -2,7 +2,7 @@
 -- what a claim takes and records (pgq._quota, pgq._keyed_candidates, pgq.rate_starts), what
 -- maintain removes. Times are passed as `at`; the window is (at - rate_period, ...].
 BEGIN;
-SELECT plan(36);
+SELECT plan(37);
 
 -- configure: bounds, pairs, removal.
 SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => -1, rate_period => '1 second')$$, 'PQ008',
@@ -86,6 +86,8 @@ SELECT results_eq($$SELECT j.group_key, count(*)::int
                       FROM pgq.claim(gen_random_uuid(), '{rl.api}', 10, '2030-01-01 00:00:30+00') c
                       JOIN pgq.jobs j USING (id) GROUP BY 1 ORDER BY 1$$,
                   $$VALUES (NULL::text, 1)$$, 'then only the jobs without a key have room');
+SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.api}', 10, '2030-01-01 00:00:35+00')), 0,
+          'then the jobs without a key have used up their budget too (one job of each group still queued)');
 SELECT results_eq($$SELECT rate_key, sum(tokens)::int FROM pgq.rate_starts WHERE entrypoint = 'rl.api' GROUP BY 1 ORDER BY 1$$,
                   $$VALUES ('a'::text, 2), ('b', 2), (NULL, 2)$$, 'the starts per key');
 

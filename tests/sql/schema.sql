@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(89);
+SELECT plan(90);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -153,16 +153,19 @@ SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedu
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pgq, pg_temp'], false)
               -- Inlined into its callers (a SET clause would prevent that): private, LANGUAGE sql,
-              -- naming only pg_catalog objects (and pgq._slot its sequence), schema-qualified.
+              -- naming only pg_catalog objects (and pgq._slot its sequence, pgq._rate_window
+              -- pgq.rate_starts), schema-qualified.
               AND p.oid NOT IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure,
                                 'pgq._slot()'::regprocedure,
-                                'pgq._retry_delay(int, interval, interval, jsonb)'::regprocedure)),
-          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok, pgq._valid_name, pgq._slot and pgq._retry_delay)');
+                                'pgq._retry_delay(int, interval, interval, jsonb)'::regprocedure,
+                                'pgq._rate_window(text, bigint, timestamptz)'::regprocedure)),
+          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok, pgq._valid_name, pgq._slot, pgq._retry_delay and pgq._rate_window)');
 SELECT ok((SELECT bool_and(p.proconfig IS NULL AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))
              FROM pg_proc p WHERE p.oid IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure,
                                             'pgq._slot()'::regprocedure,
-                                            'pgq._retry_delay(int, interval, interval, jsonb)'::regprocedure)),
-          'pgq._json_ok, pgq._valid_name, pgq._slot and pgq._retry_delay: no SET clause, not SECURITY DEFINER (so they are inlined)');
+                                            'pgq._retry_delay(int, interval, interval, jsonb)'::regprocedure,
+                                            'pgq._rate_window(text, bigint, timestamptz)'::regprocedure)),
+          'pgq._json_ok, pgq._valid_name, pgq._slot, pgq._retry_delay and pgq._rate_window: no SET clause, not SECURITY DEFINER (so they are inlined)');
 CREATE FUNCTION pg_temp.verbose_plan(query text) RETURNS text LANGUAGE plpgsql AS $f$
 DECLARE
     line text;
@@ -177,6 +180,9 @@ $f$;
 SELECT unalike(pg_temp.verbose_plan($q$SELECT pgq._retry_delay(e.a, e.base, e.max, e.d)
                                          FROM (VALUES (1, interval '1 second', interval '5 minutes', NULL::jsonb)) AS e(a, base, max, d)$q$),
                '%_retry_delay%', 'pgq._retry_delay is inlined (its expression, not a call, is in the plan)');
+SELECT unalike(pg_temp.verbose_plan($q$SELECT w.used FROM (VALUES ('a'::text, 7::bigint)) AS e(ep, h)
+                                         CROSS JOIN LATERAL pgq._rate_window(e.ep, e.h, now()) AS w$q$),
+               '%_rate_window%', 'pgq._rate_window is inlined (its probes of pgq.rate_starts, not a call, are in the plan)');
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'enqueue', 'enqueue_many')
