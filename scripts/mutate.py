@@ -609,6 +609,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "every keyed claim starts its walk at the first key: keys are not taken in turn",
     ),
     m(
+        "keyed_quota_without_concurrency_limit",
+        "_claim_keyed.sql",
+        "                    WHEN c.concurrency_limit IS NULL AND (c.rate_limit IS NULL OR c.rate_per_key)",
+        "                    WHEN (c.rate_limit IS NULL OR c.rate_per_key)",
+        "a key-limited entrypoint's own concurrency limit is not counted: it runs more jobs than its limit",
+    ),
+    m(
+        "keyed_quota_without_the_policy_row",
+        "_claim_keyed.sql",
+        "                    WHEN NOT c.entrypoint = ANY (_claim_keyed.limited) THEN 0",
+        "                    WHEN false THEN 0",
+        "a claim takes jobs of a limited entrypoint whose policy row another claimer holds",
+    ),
+    m(
         "key_cap_across_lanes_ignored",
         "_claim_keyed.sql",
         "                 WHERE k.room IS NULL OR k.kn <= k.room) r",

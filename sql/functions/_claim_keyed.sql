@@ -45,10 +45,13 @@ BEGIN
                c.rate_limit IS NOT NULL AS rated,
                CASE WHEN c.concurrency_limit IS NULL AND c.key_concurrency_limit IS NULL AND c.rate_limit IS NULL
                     THEN _claim_keyed.batch_size
-                    WHEN c.entrypoint = ANY (_claim_keyed.limited) THEN
-                         pgq._quota(c.entrypoint, c.concurrency_limit, c.rate_limit, c.rate_period,
-                                    c.rate_per_key, _claim_keyed.batch_size, _claim_keyed.at)
-                    ELSE 0 END AS quota
+                    WHEN NOT c.entrypoint = ANY (_claim_keyed.limited) THEN 0  -- (another claimer holds it)
+                    -- Only limits per key: pgq._quota's answer, without its call (the rooms are
+                    -- pgq._keyed_candidates').
+                    WHEN c.concurrency_limit IS NULL AND (c.rate_limit IS NULL OR c.rate_per_key)
+                    THEN _claim_keyed.batch_size
+                    ELSE pgq._quota(c.entrypoint, c.concurrency_limit, c.rate_limit, c.rate_period,
+                                    c.rate_per_key, _claim_keyed.batch_size, _claim_keyed.at) END AS quota
           FROM pgq.entrypoints c
          WHERE c.entrypoint = ANY (_claim_keyed.entrypoints)
            AND c.paused_at IS NULL

@@ -293,3 +293,36 @@ def test_prune_entrypoints_waits_for_an_enqueue_of_a_known_lane(pgq_dsn: str) ->
             "SELECT count(*) FROM pgq.entrypoints WHERE entrypoint = 'prune.race'"
         ).fetchone()
         assert kept == (1,)
+
+
+def test_a_keyed_claim_takes_nothing_of_an_entrypoint_whose_policy_row_another_claimer_holds(
+    pgq_dsn: str,
+) -> None:
+    """One claim over two key-limited entrypoints, the policy row of one held by another
+    claimer (its claim not yet committed): the claim takes the other's jobs and none of the held
+    one's, whose counts the holder is deciding (one claimer at a time per limited entrypoint)."""
+    with (
+        psycopg.connect(pgq_dsn, autocommit=True) as conn,
+        psycopg.connect(pgq_dsn) as holder,
+    ):
+        for ep in ("kp.free", "kp.held"):
+            conn.execute("SELECT pgq.configure(%s, key_concurrency_limit => 5)", (ep,))
+            conn.execute(
+                "SELECT count(*) FROM pgq.enqueue_many(array_fill(%s::text, ARRAY[4]),"
+                " group_keys => '{a,b,c,d}')",
+                (ep,),
+            )
+        holder.execute("SELECT 1 FROM pgq.entrypoints WHERE entrypoint = 'kp.held' FOR UPDATE")
+        got = conn.execute(
+            "SELECT entrypoint, count(*) FROM pgq.claim(%s, '{kp.free,kp.held}', 10)"
+            " GROUP BY 1 ORDER BY 1",
+            (uuid.uuid4(),),
+        ).fetchall()
+        holder.rollback()
+        after = conn.execute(
+            "SELECT entrypoint, count(*) FROM pgq.claim(%s, '{kp.free,kp.held}', 10)"
+            " GROUP BY 1 ORDER BY 1",
+            (uuid.uuid4(),),
+        ).fetchall()
+    assert got == [("kp.free", 4)]
+    assert after == [("kp.held", 4)]

@@ -2,7 +2,7 @@
 -- enqueue, pgq.claim through pgq._keyed_candidates (keys in turn, each within its limit, the
 -- jobs without a key after the last key), a swept stale job frees its slot, bad input.
 BEGIN;
-SELECT plan(25);
+SELECT plan(27);
 
 -- Policy and input ----------------------------------------------------------------------------
 SELECT is((SELECT key_concurrency_limit FROM pgq.configure('kc', key_concurrency_limit => 2)), 2,
@@ -108,6 +108,15 @@ SELECT is((SELECT array_agg(r.r ORDER BY r.r)
              FROM pgq.claim('00000000-0000-0000-0000-0000000000c3', '{kpass}', 2) c
              JOIN pgq.jobs j USING (id) JOIN ranked r ON r.k = j.group_key),
           '{4,5}'::bigint[], 'keys met at their limit do not use up the claim: it walks on to the keys with room');
+
+-- A key limit and a concurrency limit: the entrypoint's own limit holds too ----------------------
+SELECT pgq.configure('kc_both', concurrency_limit => 3, key_concurrency_limit => 2);
+SELECT count(*) FROM pgq.enqueue_many(array_fill('kc_both'::text, ARRAY[10]),
+                                      group_keys => ARRAY(SELECT 'k' || (g % 5) FROM generate_series(1, 10) g));
+SELECT is((SELECT count(*)::int FROM pgq.claim('00000000-0000-0000-0000-0000000000c4', '{kc_both}', 10)), 3,
+          'a claim of 10 over 5 keys with room for 2 each takes 3: the concurrency limit of the entrypoint');
+SELECT is((SELECT count(*)::int FROM pgq.claim('00000000-0000-0000-0000-0000000000c4', '{kc_both}', 10)), 0,
+          'then none while the 3 run');
 
 -- Keys survive the moves of a job ---------------------------------------------------------------
 SELECT pgq.enqueue('kc_move', group_key => 'm', delay => '1 hour') AS moved \gset
