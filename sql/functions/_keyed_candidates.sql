@@ -22,9 +22,9 @@
 --   of key_limit minus its running jobs (counted after the walk, in one range scan of
 --   jobs_key_running_idx over the hashes of the keys met: the cost follows the keys visited,
 --   not the entrypoint's running jobs; keys met at their limit make the walk go on in another
---   pass) and key_rate minus its starts in
---   the rate window (pgq._rate_window, inlined in the walk's statement: two probes per key; the
---   jobs without a key have one budget of their own, read only when their turn comes). turn_seq is set to the last key served.
+--   pass) and key_rate minus its starts in the rate window (pgq._rate_window, inlined in the
+--   walk's statement: two probes per key; the jobs without a key have one budget of their own,
+--   read only when their turn comes). turn_seq is set to the last key served.
 --   Answers (id, ready_seq, key_hash, room, group_key): key_hash and room (before this claim)
 --   let the claim cap each key across its lanes (priorities), group_key names the key whose
 --   rate budget a start uses; key_hash and room are NULL for a job without a key (with
