@@ -2,7 +2,7 @@
 -- what a claim takes and records (pgq._quota, pgq._keyed_candidates, pgq.rate_starts), what
 -- maintain removes. Times are passed as `at`; the window is (at - rate_period, ...].
 BEGIN;
-SELECT plan(37);
+SELECT plan(42);
 
 -- configure: bounds, pairs, removal.
 SELECT throws_ok($$SELECT pgq.configure('rl.bad', rate_limit => -1, rate_period => '1 second')$$, 'PQ008',
@@ -90,6 +90,22 @@ SELECT is((SELECT count(*)::int FROM pgq.claim(gen_random_uuid(), '{rl.api}', 10
           'then the jobs without a key have used up their budget too (one job of each group still queued)');
 SELECT results_eq($$SELECT rate_key, sum(tokens)::int FROM pgq.rate_starts WHERE entrypoint = 'rl.api' GROUP BY 1 ORDER BY 1$$,
                   $$VALUES ('a'::text, 2), ('b', 2), (NULL, 2)$$, 'the starts per key');
+
+-- pgq._rate_window: one budget's window, from its newest row and the window's first.
+SELECT is_empty($$SELECT * FROM pgq._rate_window('rl.w', 7, '2030-01-01 00:00:00+00')$$,
+                'a budget without rows: no row');
+SELECT pgq._rate_record('{rl.w}', '{7}', '{k}', '{2}', '2030-01-01 00:00:00+00');
+SELECT pgq._rate_record('{rl.w}', '{7}', '{k}', '{3}', '2030-01-01 00:00:10+00');
+SELECT pgq._rate_record('{rl.w, rl.w}', '{7, 8}', '{k, j}', '{4, 1}', '2030-01-01 00:00:05+00');
+SELECT results_eq($$SELECT * FROM pgq._rate_window('rl.w', 7, '2029-12-31 23:59:59+00')$$,
+                  $$VALUES (9::bigint, 9::bigint, timestamptz '2030-01-01 00:00:10+00')$$,
+                  'every start in the window: 9, the newest row cum 9 (a start recorded late keeps the later time)');
+SELECT results_eq($$SELECT used FROM pgq._rate_window('rl.w', 7, '2030-01-01 00:00:00+00')$$,
+                  $$VALUES (7::bigint)$$, 'the window begins after the first row: 7');
+SELECT results_eq($$SELECT used, last_cum FROM pgq._rate_window('rl.w', 7, '2030-01-01 00:00:10+00')$$,
+                  $$VALUES (0::bigint, 9::bigint)$$, 'no row later than since: 0 used, the newest row still read');
+SELECT results_eq($$SELECT used FROM pgq._rate_window('rl.w', 8, '2029-12-31 23:59:59+00')$$,
+                  $$VALUES (1::bigint)$$, 'another key: its own budget');
 
 -- rate_stats: what the window holds, per entrypoint.
 SELECT results_eq($$SELECT entrypoint, started, remaining, budgets, budgets_used_up, next_start_at
