@@ -540,9 +540,9 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     m(
         "rate_record_goes_back_in_time",
-        "_rate_record.sql",
-        "greatest(_rate_record.at, l.started_at)",
-        "_rate_record.at",
+        "_rate_rows.sql",
+        "greatest($5, l.started_at)",
+        "$5",
         "a start is recorded at its claim's time even when the budget recorded a later one: the window's count (newest minus first) goes wrong",
     ),
     m(

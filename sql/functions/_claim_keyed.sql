@@ -9,8 +9,9 @@
 --   entrypoint with the room they reported (a key queued at two priorities) before the
 --   entrypoint's quota is counted. Only called when such a row is held, so a claim without key
 --   limits runs its own statement and pays nothing for this one.
---   The starts of the chosen jobs of rate-limited entrypoints are recorded here
---   (pgq._rate_record: it knows each job's budget, so pgq.claim does not read the jobs again);
+--   The starts of the chosen jobs of rate-limited entrypoints are recorded here, in the same
+--   statement (pgq._rate_rows inlined into a data-modifying CTE: it knows each job's budget, so
+--   pgq.claim does not read the jobs again, and the record starts no statement of its own);
 --   pgq.claim's UPDATE then takes every job chosen (they are locked), in the same transaction.
 -- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows); inserts
 --   into pgq.rate_starts.
@@ -98,22 +99,16 @@ BEGIN
          WHERE r.n <= r.quota
          ORDER BY r.priority DESC, r.ready_seq
          LIMIT _claim_keyed.batch_size
+    ), recorded AS (
+        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
+        SELECT r.*
+          FROM (SELECT c.entrypoint, c.h, c.k, count(*)::int AS n
+                  FROM chosen c
+                 WHERE c.rated
+                 GROUP BY 1, 2, 3) AS b
+         CROSS JOIN LATERAL pgq._rate_rows(b.entrypoint, b.h, b.k, b.n, _claim_keyed.at) AS r
     )
-    SELECT (SELECT array_agg(c.id) FROM chosen c) AS ids,
-           b.es, b.hs, b.ks, b.ns
-      INTO v_rec
-      FROM (SELECT array_agg(g.entrypoint) AS es, array_agg(g.h) AS hs, array_agg(g.k) AS ks, array_agg(g.n) AS ns
-              FROM (SELECT c.entrypoint, c.h, c.k, count(*)::int AS n
-                      FROM chosen c
-                     WHERE c.rated
-                     GROUP BY 1, 2, 3) g) AS b;
-    v_ids := v_rec.ids;
-    -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
-    -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
-    -- pgq.claim's UPDATE takes every job chosen here (they are locked): they start now.
-    IF v_rec.es IS NOT NULL THEN
-        PERFORM pgq._rate_record(v_rec.es, v_rec.hs, v_rec.ks, v_rec.ns, _claim_keyed.at);
-    END IF;
+    SELECT array_agg(c.id) INTO v_ids FROM chosen c;
     RETURN v_ids;
 END
 $$;

@@ -79,26 +79,37 @@ DECLARE
     v_gkeys   text[] := '{}';
     v_got     record;
     v_slots   smallint[];                   -- the ring slots the walk reads
+    -- The ring slots whose running jobs the walk counts: all four with a key_concurrency_limit,
+    -- none without (a rate per key alone: the count's scans are pruned before they start).
+    v_held    smallint[] := CASE WHEN _keyed_candidates.key_limit IS NOT NULL THEN '{0,1,2,3}'::smallint[] END;
 BEGIN
     IF v_left <= 0 THEN
         RETURN;
     END IF;
     -- The ring slots with a queued job of the lane above the cursor (one probe of
-    -- jobs_ready_idx each; the walk's probes are pruned to them): in a slot without one, each
-    -- probe's seek by key would read the rest of the lane's entries there (all below the
-    -- cursor) for nothing, such as a drained slot not yet truncated.
-    v_slots := ARRAY(SELECT k.s
-                       FROM generate_series(0, 3) AS k(s)
-                      CROSS JOIN LATERAL (
-                            SELECT 1
-                              FROM pgq.jobs j
-                             WHERE j.slot = k.s  -- (one partition per probe, pruned as it runs)
-                               AND j.slot <> 4
-                               AND j.entrypoint = _keyed_candidates.entrypoint
-                               AND j.priority = _keyed_candidates.priority
-                               AND j.status = 'queued'
-                               AND j.ready_seq > _keyed_candidates.cursor
-                             LIMIT 1) AS q);
+    -- jobs_ready_idx each; the walk's probes are pruned to them; NULL for a slot without one):
+    -- in a slot without one, each probe's seek by key would read the rest of the lane's
+    -- entries there (all below the cursor) for nothing, such as a drained slot not yet
+    -- truncated. One EXISTS per slot, the slot a literal: each reads its partition alone,
+    -- pruned when the plan is made (a lateral probe per slot of generate_series(0, 3) read
+    -- them through an Append pruned on every execution: 4,000 instructions more per job,
+    -- docs/performance.md).
+    v_slots := ARRAY[CASE WHEN EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.slot = 0 AND j.entrypoint = _keyed_candidates.entrypoint
+                                           AND j.priority = _keyed_candidates.priority AND j.status = 'queued'
+                                           AND j.ready_seq > _keyed_candidates.cursor)
+                          THEN 0 END,
+                     CASE WHEN EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.slot = 1 AND j.entrypoint = _keyed_candidates.entrypoint
+                                           AND j.priority = _keyed_candidates.priority AND j.status = 'queued'
+                                           AND j.ready_seq > _keyed_candidates.cursor)
+                          THEN 1 END,
+                     CASE WHEN EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.slot = 2 AND j.entrypoint = _keyed_candidates.entrypoint
+                                           AND j.priority = _keyed_candidates.priority AND j.status = 'queued'
+                                           AND j.ready_seq > _keyed_candidates.cursor)
+                          THEN 2 END,
+                     CASE WHEN EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.slot = 3 AND j.entrypoint = _keyed_candidates.entrypoint
+                                           AND j.priority = _keyed_candidates.priority AND j.status = 'queued'
+                                           AND j.ready_seq > _keyed_candidates.cursor)
+                          THEN 3 END];
     -- One statement per pass: the walk over the keys with queued jobs in hash order after the
     -- pointer, round the ring at most once (the end of the ring is a NULL step: the jobs without
     -- a key), one index probe per key, until the pass met its target of keys with rate room
@@ -177,6 +188,7 @@ BEGIN
                       AND r.lease IS NOT NULL  -- running (jobs_key_running_idx's predicate)
                       AND r.group_key IS NOT NULL
                       AND r.slot <> 4
+                      AND r.slot IN (v_held[1], v_held[2], v_held[3], v_held[4])  -- (none: pruned, v_held)
                       AND hashtextextended(r.group_key, 0) >= g.lo
                       AND hashtextextended(r.group_key, 0) <= g.hi
                    OFFSET 0) r  -- (a range probe per group, not a join over every running job)
@@ -335,7 +347,7 @@ BEGIN
         END IF;
     END IF;
     -- The next claim goes on after the last key served (or, when none was, the last visited).
-    PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));
+    v_last := setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));  -- (an expression: no statement)
     RETURN QUERY SELECT u.id, u.s, u.h, u.r, u.k FROM unnest(v_ids, v_seqs, v_hashes, v_kroom, v_gkeys) AS u(id, s, h, r, k);
 END
 $$;

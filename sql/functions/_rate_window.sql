@@ -4,7 +4,7 @@
 --   when the budget has no row (callers read used as 0 then): used, the starts later than
 --   `since` (the newest row's cum minus the cum before the first row later than `since`: each
 --   row's cum counts the budget's starts so far, and a budget's rows are recorded with rising
---   started_at and cum, pgq._rate_record; 0 when none is later); last_cum and last_at, the
+--   started_at and cum, pgq._rate_rows; 0 when none is later); last_cum and last_at, the
 --   newest row's cum and started_at. One index probe for the newest row, and one more for the
 --   window's first row only when the budget has rows: however many rows the window holds.
 --   LANGUAGE sql, STABLE and without a SET clause, so a statement that reads it in FROM

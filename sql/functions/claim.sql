@@ -286,19 +286,20 @@ BEGIN
     -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
     -- (pgq._claim_keyed recorded them already: it knows each job's key and budget.)
     IF v_rated AND NOT coalesce(v_keyed, false) THEN
-        PERFORM pgq._rate_record(array_agg(b.entrypoint), array_agg(b.h), array_agg(b.k), array_agg(b.n), v_now)
-           FROM (SELECT j.entrypoint,
-                        CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0)
-                             ELSE c_whole END AS h,
-                        CASE WHEN e.rate_per_key THEN j.group_key END AS k,
-                        count(*)::int AS n
-                   FROM pgq.jobs j
-                   JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
-                  WHERE j.id = ANY (v_ids)
-                    AND j.status = c_running AND j.slot <> 4
-                    AND e.rate_limit IS NOT NULL
-                  GROUP BY 1, 2, 3) AS b
-         HAVING count(*) > 0;
+        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
+        SELECT r.*
+          FROM (SELECT j.entrypoint,
+                       CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0)
+                            ELSE c_whole END AS h,
+                       CASE WHEN e.rate_per_key THEN j.group_key END AS k,
+                       count(*)::int AS n
+                  FROM pgq.jobs j
+                  JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
+                 WHERE j.id = ANY (v_ids)
+                   AND j.status = c_running AND j.slot <> 4
+                   AND e.rate_limit IS NOT NULL
+                 GROUP BY 1, 2, 3) AS b
+         CROSS JOIN LATERAL pgq._rate_rows(b.entrypoint, b.h, b.k, b.n, v_now) AS r;
     END IF;
 END
 $$;

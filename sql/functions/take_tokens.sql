@@ -70,8 +70,8 @@ BEGIN
                           FROM pgq._rate_window(take_tokens.entrypoint, v_hash,
                                                 v_now - v_policy.rate_period) AS w), 0);
     IF v_used + take_tokens.tokens <= v_policy.rate_limit THEN
-        PERFORM pgq._rate_record(ARRAY[take_tokens.entrypoint], ARRAY[v_hash], ARRAY[take_tokens.rate_key],
-                                 ARRAY[take_tokens.tokens], v_now);
+        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
+        SELECT * FROM pgq._rate_rows(take_tokens.entrypoint, v_hash, take_tokens.rate_key, take_tokens.tokens, v_now);
         RETURN QUERY SELECT true, (v_policy.rate_limit - v_used - take_tokens.tokens)::int, NULL::timestamptz;
         RETURN;
     END IF;

@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     846  Functions: the other 91 functions this migration re-creates (generated)
---    8156  The ring, continued: triggers and the copy of the live jobs
---    8188  Grants
+--    8162  The ring, continued: triggers and the copy of the live jobs
+--    8194  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1717,8 +1717,9 @@ COMMENT ON FUNCTION pgq._check_time(timestamptz, text) IS
 --   entrypoint with the room they reported (a key queued at two priorities) before the
 --   entrypoint's quota is counted. Only called when such a row is held, so a claim without key
 --   limits runs its own statement and pays nothing for this one.
---   The starts of the chosen jobs of rate-limited entrypoints are recorded here
---   (pgq._rate_record: it knows each job's budget, so pgq.claim does not read the jobs again);
+--   The starts of the chosen jobs of rate-limited entrypoints are recorded here, in the same
+--   statement (pgq._rate_rows inlined into a data-modifying CTE: it knows each job's budget, so
+--   pgq.claim does not read the jobs again, and the record starts no statement of its own);
 --   pgq.claim's UPDATE then takes every job chosen (they are locked), in the same transaction.
 -- Locking: FOR UPDATE SKIP LOCKED on the candidates (pgq.claim holds the policy rows); inserts
 --   into pgq.rate_starts.
@@ -1806,22 +1807,16 @@ BEGIN
          WHERE r.n <= r.quota
          ORDER BY r.priority DESC, r.ready_seq
          LIMIT _claim_keyed.batch_size
+    ), recorded AS (
+        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
+        SELECT r.*
+          FROM (SELECT c.entrypoint, c.h, c.k, count(*)::int AS n
+                  FROM chosen c
+                 WHERE c.rated
+                 GROUP BY 1, 2, 3) AS b
+         CROSS JOIN LATERAL pgq._rate_rows(b.entrypoint, b.h, b.k, b.n, _claim_keyed.at) AS r
     )
-    SELECT (SELECT array_agg(c.id) FROM chosen c) AS ids,
-           b.es, b.hs, b.ks, b.ns
-      INTO v_rec
-      FROM (SELECT array_agg(g.entrypoint) AS es, array_agg(g.h) AS hs, array_agg(g.k) AS ks, array_agg(g.n) AS ns
-              FROM (SELECT c.entrypoint, c.h, c.k, count(*)::int AS n
-                      FROM chosen c
-                     WHERE c.rated
-                     GROUP BY 1, 2, 3) g) AS b;
-    v_ids := v_rec.ids;
-    -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or each
-    -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
-    -- pgq.claim's UPDATE takes every job chosen here (they are locked): they start now.
-    IF v_rec.es IS NOT NULL THEN
-        PERFORM pgq._rate_record(v_rec.es, v_rec.hs, v_rec.ks, v_rec.ns, _claim_keyed.at);
-    END IF;
+    SELECT array_agg(c.id) INTO v_ids FROM chosen c;
     RETURN v_ids;
 END
 $$;
@@ -2323,26 +2318,37 @@ DECLARE
     v_gkeys   text[] := '{}';
     v_got     record;
     v_slots   smallint[];                   -- the ring slots the walk reads
+    -- The ring slots whose running jobs the walk counts: all four with a key_concurrency_limit,
+    -- none without (a rate per key alone: the count's scans are pruned before they start).
+    v_held    smallint[] := CASE WHEN _keyed_candidates.key_limit IS NOT NULL THEN '{0,1,2,3}'::smallint[] END;
 BEGIN
     IF v_left <= 0 THEN
         RETURN;
     END IF;
     -- The ring slots with a queued job of the lane above the cursor (one probe of
-    -- jobs_ready_idx each; the walk's probes are pruned to them): in a slot without one, each
-    -- probe's seek by key would read the rest of the lane's entries there (all below the
-    -- cursor) for nothing, such as a drained slot not yet truncated.
-    v_slots := ARRAY(SELECT k.s
-                       FROM generate_series(0, 3) AS k(s)
-                      CROSS JOIN LATERAL (
-                            SELECT 1
-                              FROM pgq.jobs j
-                             WHERE j.slot = k.s  -- (one partition per probe, pruned as it runs)
-                               AND j.slot <> 4
-                               AND j.entrypoint = _keyed_candidates.entrypoint
-                               AND j.priority = _keyed_candidates.priority
-                               AND j.status = 'queued'
-                               AND j.ready_seq > _keyed_candidates.cursor
-                             LIMIT 1) AS q);
+    -- jobs_ready_idx each; the walk's probes are pruned to them; NULL for a slot without one):
+    -- in a slot without one, each probe's seek by key would read the rest of the lane's
+    -- entries there (all below the cursor) for nothing, such as a drained slot not yet
+    -- truncated. One EXISTS per slot, the slot a literal: each reads its partition alone,
+    -- pruned when the plan is made (a lateral probe per slot of generate_series(0, 3) read
+    -- them through an Append pruned on every execution: 4,000 instructions more per job,
+    -- docs/performance.md).
+    v_slots := ARRAY[CASE WHEN EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.slot = 0 AND j.entrypoint = _keyed_candidates.entrypoint
+                                           AND j.priority = _keyed_candidates.priority AND j.status = 'queued'
+                                           AND j.ready_seq > _keyed_candidates.cursor)
+                          THEN 0 END,
+                     CASE WHEN EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.slot = 1 AND j.entrypoint = _keyed_candidates.entrypoint
+                                           AND j.priority = _keyed_candidates.priority AND j.status = 'queued'
+                                           AND j.ready_seq > _keyed_candidates.cursor)
+                          THEN 1 END,
+                     CASE WHEN EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.slot = 2 AND j.entrypoint = _keyed_candidates.entrypoint
+                                           AND j.priority = _keyed_candidates.priority AND j.status = 'queued'
+                                           AND j.ready_seq > _keyed_candidates.cursor)
+                          THEN 2 END,
+                     CASE WHEN EXISTS (SELECT 1 FROM pgq.jobs j WHERE j.slot = 3 AND j.entrypoint = _keyed_candidates.entrypoint
+                                           AND j.priority = _keyed_candidates.priority AND j.status = 'queued'
+                                           AND j.ready_seq > _keyed_candidates.cursor)
+                          THEN 3 END];
     -- One statement per pass: the walk over the keys with queued jobs in hash order after the
     -- pointer, round the ring at most once (the end of the ring is a NULL step: the jobs without
     -- a key), one index probe per key, until the pass met its target of keys with rate room
@@ -2421,6 +2427,7 @@ BEGIN
                       AND r.lease IS NOT NULL  -- running (jobs_key_running_idx's predicate)
                       AND r.group_key IS NOT NULL
                       AND r.slot <> 4
+                      AND r.slot IN (v_held[1], v_held[2], v_held[3], v_held[4])  -- (none: pruned, v_held)
                       AND hashtextextended(r.group_key, 0) >= g.lo
                       AND hashtextextended(r.group_key, 0) <= g.hi
                    OFFSET 0) r  -- (a range probe per group, not a join over every running job)
@@ -2579,7 +2586,7 @@ BEGIN
         END IF;
     END IF;
     -- The next claim goes on after the last key served (or, when none was, the last visited).
-    PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));
+    v_last := setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));  -- (an expression: no statement)
     RETURN QUERY SELECT u.id, u.s, u.h, u.r, u.k FROM unnest(v_ids, v_seqs, v_hashes, v_kroom, v_gkeys) AS u(id, s, h, r, k);
 END
 $$;
@@ -2948,42 +2955,40 @@ $$;
 COMMENT ON FUNCTION pgq._rate_due(text, int, interval, boolean, timestamptz) IS
     'Private. For pgq.next_run_at: when a rate-limited entrypoint''s budget (or, per key, the budget of a key with queued jobs) next grows; NULL while it has room.';
 
--- sql/functions/_rate_record.sql
--- pgq._rate_record(entrypoints, key_hashes, rate_keys, tokens, at)
--- Contract: records starts in pgq.rate_starts, one row per budget given (parallel arrays: the
---   entrypoint, the key hash, the key itself or NULL, how many starts): started_at is `at`, or the budget's last
---   recorded started_at when that is later (a claim whose transaction began before another's
---   but got the policy row after it), and cum the budget's starts so far, this row's included.
---   So a budget's rows rise in started_at and cum together, which pgq._rate_window counts on.
---   Exactness is kept: a start recorded later than it happened stays in the window longer,
---   never shorter (docs/decisions/0008).
+-- sql/functions/_rate_rows.sql
+-- pgq._rate_rows(entrypoints, key_hashes, rate_keys, tokens, at)
+-- Contract: the rows that record starts in pgq.rate_starts, one per budget given (parallel
+--   arrays: the entrypoint, the key hash, the key itself or NULL, how many starts), for the
+--   caller to insert (INSERT INTO pgq.rate_starts SELECT * FROM pgq._rate_rows(...)):
+--   started_at is `at`, or the budget's last recorded started_at when that is later (a claim
+--   whose transaction began before another's but got the policy row after it), and cum the
+--   budget's starts so far, this row's included. So a budget's rows rise in started_at and cum
+--   together, which pgq._rate_window counts on. Exactness is kept: a start recorded later than
+--   it happened stays in the window longer, never shorter (docs/decisions/0008).
+--   LANGUAGE sql, STABLE and without a SET clause, so the INSERT that reads it inlines it: the
+--   record is one statement of its caller (or a part of one, pgq._claim_keyed), not a call
+--   that starts a statement of its own. It names pgq.rate_starts and pg_catalog objects only,
+--   qualified; EXECUTE is the owner's alone, and every caller pins search_path.
 -- Locking: none of its own; the callers (pgq.claim, pgq.take_tokens) hold the entrypoint's
 --   policy row, so one recorder at a time per budget.
 -- Errors: none of its own.
-CREATE OR REPLACE FUNCTION pgq._rate_record(entrypoints text[], key_hashes bigint[], rate_keys text[],
-                                            tokens int[], at timestamptz)
-RETURNS void
-LANGUAGE plpgsql
-VOLATILE
-SET search_path = pg_catalog, pgq, pg_temp
--- Called by pgq.claim and pgq.take_tokens, whose settings are in force here too.
+CREATE OR REPLACE FUNCTION pgq._rate_rows(entrypoint text, key_hash bigint, rate_key text, tokens int,
+                                          at timestamptz)
+RETURNS TABLE (entrypoint text, key_hash bigint, rate_key text, started_at timestamptz, tokens int, cum bigint)
+LANGUAGE sql
+STABLE
 AS $$
-#variable_conflict use_column
-BEGIN
-    INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
-    SELECT b.e, b.h, b.k, greatest(_rate_record.at, l.started_at), b.n, coalesce(l.cum, 0) + b.n
-      FROM unnest(_rate_record.entrypoints, _rate_record.key_hashes, _rate_record.rate_keys,
-                  _rate_record.tokens) AS b(e, h, k, n)
+    SELECT $1, $2, $3, greatest($5, l.started_at), $4, coalesce(l.cum, 0) + $4
+      FROM (SELECT 1) AS one
       LEFT JOIN LATERAL (
            SELECT s.started_at, s.cum
              FROM pgq.rate_starts s
-            WHERE s.entrypoint = b.e AND s.key_hash = b.h
+            WHERE s.entrypoint = $1 AND s.key_hash = $2
             ORDER BY s.started_at DESC, s.cum DESC
             LIMIT 1) AS l ON true;
-END
 $$;
-COMMENT ON FUNCTION pgq._rate_record(text[], bigint[], text[], int[], timestamptz) IS
-    'Private. Records starts of rate budgets (one row each, with a running count and a time that never goes back).';
+COMMENT ON FUNCTION pgq._rate_rows(text, bigint, text, int, timestamptz) IS
+    'Private. The rows that record starts of rate budgets (one each, with a running count and a time that never goes back); inlined into the INSERT that reads it.';
 
 -- sql/functions/_rate_window.sql
 -- pgq._rate_window(entrypoint, key_hash, since)
@@ -2992,7 +2997,7 @@ COMMENT ON FUNCTION pgq._rate_record(text[], bigint[], text[], int[], timestampt
 --   when the budget has no row (callers read used as 0 then): used, the starts later than
 --   `since` (the newest row's cum minus the cum before the first row later than `since`: each
 --   row's cum counts the budget's starts so far, and a budget's rows are recorded with rising
---   started_at and cum, pgq._rate_record; 0 when none is later); last_cum and last_at, the
+--   started_at and cum, pgq._rate_rows; 0 when none is later); last_cum and last_at, the
 --   newest row's cum and started_at. One index probe for the newest row, and one more for the
 --   window's first row only when the budget has rows: however many rows the window holds.
 --   LANGUAGE sql, STABLE and without a SET clause, so a statement that reads it in FROM
@@ -4163,19 +4168,20 @@ BEGIN
     -- group key with rate_per_key), counted by the next claim under the same policy-row lock.
     -- (pgq._claim_keyed recorded them already: it knows each job's key and budget.)
     IF v_rated AND NOT coalesce(v_keyed, false) THEN
-        PERFORM pgq._rate_record(array_agg(b.entrypoint), array_agg(b.h), array_agg(b.k), array_agg(b.n), v_now)
-           FROM (SELECT j.entrypoint,
-                        CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0)
-                             ELSE c_whole END AS h,
-                        CASE WHEN e.rate_per_key THEN j.group_key END AS k,
-                        count(*)::int AS n
-                   FROM pgq.jobs j
-                   JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
-                  WHERE j.id = ANY (v_ids)
-                    AND j.status = c_running AND j.slot <> 4
-                    AND e.rate_limit IS NOT NULL
-                  GROUP BY 1, 2, 3) AS b
-         HAVING count(*) > 0;
+        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
+        SELECT r.*
+          FROM (SELECT j.entrypoint,
+                       CASE WHEN e.rate_per_key AND j.group_key IS NOT NULL THEN hashtextextended(j.group_key, 0)
+                            ELSE c_whole END AS h,
+                       CASE WHEN e.rate_per_key THEN j.group_key END AS k,
+                       count(*)::int AS n
+                  FROM pgq.jobs j
+                  JOIN pgq.entrypoints e ON e.entrypoint = j.entrypoint
+                 WHERE j.id = ANY (v_ids)
+                   AND j.status = c_running AND j.slot <> 4
+                   AND e.rate_limit IS NOT NULL
+                 GROUP BY 1, 2, 3) AS b
+         CROSS JOIN LATERAL pgq._rate_rows(b.entrypoint, b.h, b.k, b.n, v_now) AS r;
     END IF;
 END
 $$;
@@ -8039,8 +8045,8 @@ BEGIN
                           FROM pgq._rate_window(take_tokens.entrypoint, v_hash,
                                                 v_now - v_policy.rate_period) AS w), 0);
     IF v_used + take_tokens.tokens <= v_policy.rate_limit THEN
-        PERFORM pgq._rate_record(ARRAY[take_tokens.entrypoint], ARRAY[v_hash], ARRAY[take_tokens.rate_key],
-                                 ARRAY[take_tokens.tokens], v_now);
+        INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
+        SELECT * FROM pgq._rate_rows(take_tokens.entrypoint, v_hash, take_tokens.rate_key, take_tokens.tokens, v_now);
         RETURN QUERY SELECT true, (v_policy.rate_limit - v_used - take_tokens.tokens)::int, NULL::timestamptz;
         RETURN;
     END IF;

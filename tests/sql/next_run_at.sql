@@ -36,8 +36,8 @@ SELECT ok((SELECT tuples <= 6 FROM nr_read), 'reading a tuple or two each, not t
 
 -- A rate limit whose budget is used up: when the oldest start leaves the window.
 SELECT pgq.configure('nr.1', rate_limit => 2, rate_period => '10 minutes');
-SELECT pgq._rate_record('{nr.1}', ARRAY[-9223372036854775808]::bigint[], '{NULL}', '{1}', '2029-12-31 23:52:00+00');
-SELECT pgq._rate_record('{nr.1}', ARRAY[-9223372036854775808]::bigint[], '{NULL}', '{1}', '2029-12-31 23:58:00+00');
+INSERT INTO pgq.rate_starts SELECT * FROM pgq._rate_rows('nr.1', -9223372036854775808, NULL, 1, '2029-12-31 23:52:00+00');
+INSERT INTO pgq.rate_starts SELECT * FROM pgq._rate_rows('nr.1', -9223372036854775808, NULL, 1, '2029-12-31 23:58:00+00');
 SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:00:00+00'), timestamptz '2030-01-01 00:01:00+00',
           'a scheduled job before the budget grows: the job');
 SELECT is(pgq.next_run_at('{nr.1}', '2030-01-01 00:01:30+00'), timestamptz '2030-01-01 00:02:00+00',

@@ -94,9 +94,10 @@ SELECT results_eq($$SELECT rate_key, sum(tokens)::int FROM pgq.rate_starts WHERE
 -- pgq._rate_window: one budget's window, from its newest row and the window's first.
 SELECT is_empty($$SELECT * FROM pgq._rate_window('rl.w', 7, '2030-01-01 00:00:00+00')$$,
                 'a budget without rows: no row');
-SELECT pgq._rate_record('{rl.w}', '{7}', '{k}', '{2}', '2030-01-01 00:00:00+00');
-SELECT pgq._rate_record('{rl.w}', '{7}', '{k}', '{3}', '2030-01-01 00:00:10+00');
-SELECT pgq._rate_record('{rl.w, rl.w}', '{7, 8}', '{k, j}', '{4, 1}', '2030-01-01 00:00:05+00');
+INSERT INTO pgq.rate_starts SELECT * FROM pgq._rate_rows('rl.w', 7, 'k', 2, '2030-01-01 00:00:00+00');
+INSERT INTO pgq.rate_starts SELECT * FROM pgq._rate_rows('rl.w', 7, 'k', 3, '2030-01-01 00:00:10+00');
+INSERT INTO pgq.rate_starts SELECT * FROM pgq._rate_rows('rl.w', 7, 'k', 4, '2030-01-01 00:00:05+00');
+INSERT INTO pgq.rate_starts SELECT * FROM pgq._rate_rows('rl.w', 8, 'j', 1, '2030-01-01 00:00:05+00');
 SELECT results_eq($$SELECT * FROM pgq._rate_window('rl.w', 7, '2029-12-31 23:59:59+00')$$,
                   $$VALUES (9::bigint, 9::bigint, timestamptz '2030-01-01 00:00:10+00')$$,
                   'every start in the window: 9, the newest row cum 9 (a start recorded late keeps the later time)');

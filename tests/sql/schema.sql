@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(90);
+SELECT plan(91);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -158,14 +158,16 @@ SELECT is((SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedu
               AND p.oid NOT IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure,
                                 'pgq._slot()'::regprocedure,
                                 'pgq._retry_delay(int, interval, interval, jsonb)'::regprocedure,
-                                'pgq._rate_window(text, bigint, timestamptz)'::regprocedure)),
-          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok, pgq._valid_name, pgq._slot, pgq._retry_delay and pgq._rate_window)');
+                                'pgq._rate_window(text, bigint, timestamptz)'::regprocedure,
+                                'pgq._rate_rows(text, bigint, text, int, timestamptz)'::regprocedure)),
+          NULL, 'every pgq function pins search_path = pg_catalog, pgq, pg_temp (but the inlined pgq._json_ok, pgq._valid_name, pgq._slot, pgq._retry_delay, pgq._rate_window and pgq._rate_rows)');
 SELECT ok((SELECT bool_and(p.proconfig IS NULL AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))
              FROM pg_proc p WHERE p.oid IN ('pgq._json_ok(jsonb, int)'::regprocedure, 'pgq._valid_name(text)'::regprocedure,
                                             'pgq._slot()'::regprocedure,
                                             'pgq._retry_delay(int, interval, interval, jsonb)'::regprocedure,
-                                            'pgq._rate_window(text, bigint, timestamptz)'::regprocedure)),
-          'pgq._json_ok, pgq._valid_name, pgq._slot, pgq._retry_delay and pgq._rate_window: no SET clause, not SECURITY DEFINER (so they are inlined)');
+                                            'pgq._rate_window(text, bigint, timestamptz)'::regprocedure,
+                                            'pgq._rate_rows(text, bigint, text, int, timestamptz)'::regprocedure)),
+          'pgq._json_ok, pgq._valid_name, pgq._slot, pgq._retry_delay, pgq._rate_window and pgq._rate_rows: no SET clause, not SECURITY DEFINER (so they are inlined)');
 CREATE FUNCTION pg_temp.verbose_plan(query text) RETURNS text LANGUAGE plpgsql AS $f$
 DECLARE
     line text;
@@ -183,6 +185,9 @@ SELECT unalike(pg_temp.verbose_plan($q$SELECT pgq._retry_delay(e.a, e.base, e.ma
 SELECT unalike(pg_temp.verbose_plan($q$SELECT w.used FROM (VALUES ('a'::text, 7::bigint)) AS e(ep, h)
                                          CROSS JOIN LATERAL pgq._rate_window(e.ep, e.h, now()) AS w$q$),
                '%_rate_window%', 'pgq._rate_window is inlined (its probes of pgq.rate_starts, not a call, are in the plan)');
+SELECT unalike(pg_temp.verbose_plan($q$SELECT r.* FROM (VALUES ('a'::text, 7::bigint, 2)) AS e(ep, h, n)
+                                         CROSS JOIN LATERAL pgq._rate_rows(e.ep, e.h, NULL, e.n, now()) AS r$q$),
+               '%_rate_rows%', 'pgq._rate_rows is inlined (its probe of pgq.rate_starts, not a call, is in the plan)');
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.proname IN ('claim', 'complete', '_archive', 'heartbeat', 'release', 'enqueue', 'enqueue_many')
