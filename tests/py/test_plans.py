@@ -24,6 +24,7 @@ import uuid
 from typing import Any
 
 import psycopg
+import pytest
 from helpers.plans import explained, plan_nodes
 
 # Statements that read a whole partition or a whole partial index on purpose, by a phrase of
@@ -427,3 +428,107 @@ def test_a_claim_under_a_rate_limit_per_key_reads_the_windows_of_its_keys_in_its
         ).fetchone()
     assert starts == (20, 20)  # one row per key claimed: the record ran
     assert counts[2:] == [2, 2], counts
+
+
+def _keyed_claim_plans(dsn: str, policy: str) -> list[dict[str, Any]]:
+    """The plans of one claim of 5 jobs of an entrypoint with `policy`, 40 jobs queued over 20
+    keys (after one claim, so every plan is cached as a claim finds it)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"SELECT pgq.configure('kr.a', {policy})")
+        conn.execute(
+            "SELECT count(*) FROM pgq.enqueue_many(array_fill('kr.a'::text, ARRAY[40]),"
+            " group_keys => ARRAY(SELECT 'key-' || (g % 20) FROM generate_series(1, 40) g))"
+        )
+        worker = uuid.uuid4()
+        assert (
+            len(conn.execute("SELECT id FROM pgq.claim(%s, '{kr.a}', 5)", (worker,)).fetchall())
+            == 5
+        )
+        with explained(conn) as plans:
+            got = conn.execute("SELECT id FROM pgq.claim(%s, '{kr.a}', 5)", (worker,)).fetchall()
+    assert len(got) == 5
+    return plans
+
+
+def _child_indexes(dsn: str, parent: str) -> set[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+            " WHERE i.inhparent = %s::regclass",
+            (parent,),
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def test_a_keyed_claim_records_its_rate_starts_in_the_statement_that_chooses_its_jobs(
+    pgq_dsn: str,
+) -> None:
+    """The starts of a keyed claim under a rate limit are inserted by a data-modifying CTE of
+    pgq._claim_keyed's statement, the one that calls pgq._keyed_candidates (pgq._rate_rows
+    inlined): a function call per claim ran a statement of its own, whose executor start-up
+    cost a rate limit per key 16,500 instructions per job at ten jobs per claim."""
+    plans = _keyed_claim_plans(
+        pgq_dsn, "rate_limit => 100, rate_period => '1 hour', rate_per_key => true"
+    )
+    inserting = [
+        doc
+        for doc in plans
+        if any(
+            n.get("Node Type") == "ModifyTable" and n.get("Relation Name") == "rate_starts"
+            for n in plan_nodes(doc["Plan"])
+        )
+    ]
+    assert len(inserting) == 1, [d["Query Text"][:80] for d in inserting]
+    assert any(
+        n.get("Function Name") == "_keyed_candidates" for n in plan_nodes(inserting[0]["Plan"])
+    ), inserting[0]["Query Text"][:200]
+
+
+def test_a_keyed_claim_probes_each_ring_slot_for_its_lane_without_partition_pruning_at_run_time(
+    pgq_dsn: str,
+) -> None:
+    """Which ring slots hold a queued job of the lane above its cursor is one index probe per
+    slot, each reading its partition alone, pruned when the plan was made (the slot a literal).
+    A lateral probe per slot of generate_series(0, 3) read them through an Append that was
+    pruned again on every execution, and its start-up cost every keyed claim 4,000 instructions
+    per job at ten jobs per claim."""
+    plans = _keyed_claim_plans(pgq_dsn, "key_concurrency_limit => 1000")
+    ready = _child_indexes(pgq_dsn, "pgq.jobs_ready_idx")
+    probes = [
+        doc
+        for doc in plans
+        if any(n.get("Index Name") in ready for n in plan_nodes(doc["Plan"]))
+        and "_keyed_candidates.cursor" in doc["Query Text"]
+    ]
+    assert len(probes) == 1, [d["Query Text"][:80] for d in probes]
+    nodes = plan_nodes(probes[0]["Plan"])
+    assert sorted(n["Relation Name"] for n in nodes if n.get("Index Name") in ready) == [
+        f"jobs_{s}" for s in range(4)
+    ]
+    assert not [
+        n["Node Type"]
+        for n in nodes
+        if n["Node Type"] in ("Append", "Merge Append", "Function Scan")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("policy", "counted"),
+    [
+        ("rate_limit => 100, rate_period => '1 hour', rate_per_key => true", 0),
+        ("key_concurrency_limit => 1000", 4),
+    ],
+)
+def test_the_keyed_walk_starts_the_scans_of_running_jobs_only_under_a_key_limit(
+    pgq_dsn: str, policy: str, counted: int
+) -> None:
+    """The walk counts the running jobs of the keys it met (jobs_key_running_idx, one scan per
+    ring slot) only for a key_concurrency_limit. Under a rate limit per key alone those scans
+    are pruned before they start: their start-up cost that claim 6,400 instructions per job at
+    ten jobs per claim for a count it never used."""
+    plans = _keyed_claim_plans(pgq_dsn, policy)
+    running = _child_indexes(pgq_dsn, "pgq.jobs_key_running_idx")
+    walks = [doc for doc in plans if "WITH RECURSIVE walk" in doc["Query Text"]]
+    assert len(walks) == 1
+    scans = [n for n in plan_nodes(walks[0]["Plan"]) if n.get("Index Name") in running]
+    assert len(scans) == counted, [n.get("Relation Name") for n in scans]
