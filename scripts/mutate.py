@@ -562,8 +562,8 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "keyed_rate_starts_not_recorded",
         "_claim_keyed.sql",
-        "    IF v_rec.es IS NOT NULL THEN",
-        "    IF false THEN",
+        "                 WHERE c.rated\n                 GROUP BY 1, 2, 3) AS b",
+        "                 WHERE false\n                 GROUP BY 1, 2, 3) AS b",
         "keyed claims record no starts: a rate per key (or a whole-entrypoint rate of a key-limited entrypoint) never binds",
     ),
     m(
@@ -597,15 +597,22 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "key_walk_slot_left_out",
         "_keyed_candidates.sql",
-        "                       FROM generate_series(0, 3) AS k(s)",
-        "                       FROM generate_series(0, 2) AS k(s)",
+        "                          THEN 3 END];",
+        "                          THEN NULL END];",
         "the keyed walk never reads the last slot of the ring: its keyed jobs wait forever",
+    ),
+    m(
+        "key_running_scans_pruned",
+        "_keyed_candidates.sql",
+        "CASE WHEN _keyed_candidates.key_limit IS NOT NULL THEN '{0,1,2,3}'::smallint[] END;",
+        "NULL::smallint[];",
+        "the walk counts no running jobs of its keys even under a key limit: each key runs as many as it has room for in one claim, over its limit",
     ),
     m(
         "key_turn_not_kept",
         "_keyed_candidates.sql",
-        "    PERFORM setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));",
-        "    PERFORM setval(_keyed_candidates.turn_seq, c_min);",
+        "    v_last := setval(_keyed_candidates.turn_seq, coalesce(v_last, c_min));  -- (an expression: no statement)",
+        "    v_last := setval(_keyed_candidates.turn_seq, c_min);",
         "every keyed claim starts its walk at the first key: keys are not taken in turn",
     ),
     m(
