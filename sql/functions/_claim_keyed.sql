@@ -26,12 +26,9 @@ RETURNS bigint[]
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
--- Called only by pgq.claim, whose settings (generic plans, no JIT, no sequential scans) are in
--- force here too: setting them again would cost every call. No bitmap scans either (here and in
--- pgq._keyed_candidates, which it calls): with a ring slot's statistics saying it is nearly
--- empty, the key walk's step ("the next key after this one") was planned as a bitmap scan of
--- the lane's whole ready index, the key a filter, instead of one probe of jobs_key_idx.
-SET enable_bitmapscan = off
+-- Called only by pgq.claim, whose settings (generic plans, no JIT, no sequential or bitmap
+-- scans) are in force here too, and in pgq._keyed_candidates, which it calls: setting them
+-- again would cost every call.
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -72,6 +72,12 @@ SET jit = off
 -- Partitions emptied by TRUNCATE would otherwise get sequential scans in generic plans made
 -- while they were empty (docs/decisions/0006).
 SET enable_seqscan = off
+-- No bitmap scans: planned without statistics, the UPDATE by ids read each partition through a
+-- bitmap of its id index (10 jobs of 10 keys: 10 heap pages visited through the bitmap, 9,000
+-- instructions per job more than analyzed), and the key walk's step (pgq._keyed_candidates)
+-- through a bitmap of the lane's whole ready index, the key a filter, instead of one probe of
+-- jobs_key_idx. Every statement of a claim finds its rows by index probes.
+SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE

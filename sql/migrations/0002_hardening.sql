@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     846  Functions: the other 91 functions this migration re-creates (generated)
---    8162  The ring, continued: triggers and the copy of the live jobs
---    8194  Grants
+--    8165  The ring, continued: triggers and the copy of the live jobs
+--    8197  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1734,12 +1734,9 @@ RETURNS bigint[]
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pgq, pg_temp
--- Called only by pgq.claim, whose settings (generic plans, no JIT, no sequential scans) are in
--- force here too: setting them again would cost every call. No bitmap scans either (here and in
--- pgq._keyed_candidates, which it calls): with a ring slot's statistics saying it is nearly
--- empty, the key walk's step ("the next key after this one") was planned as a bitmap scan of
--- the lane's whole ready index, the key a filter, instead of one probe of jobs_key_idx.
-SET enable_bitmapscan = off
+-- Called only by pgq.claim, whose settings (generic plans, no JIT, no sequential or bitmap
+-- scans) are in force here too, and in pgq._keyed_candidates, which it calls: setting them
+-- again would cost every call.
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -3954,6 +3951,12 @@ SET jit = off
 -- Partitions emptied by TRUNCATE would otherwise get sequential scans in generic plans made
 -- while they were empty (docs/decisions/0006).
 SET enable_seqscan = off
+-- No bitmap scans: planned without statistics, the UPDATE by ids read each partition through a
+-- bitmap of its id index (10 jobs of 10 keys: 10 heap pages visited through the bitmap, 9,000
+-- instructions per job more than analyzed), and the key walk's step (pgq._keyed_candidates)
+-- through a bitmap of the lane's whole ready index, the key a filter, instead of one probe of
+-- jobs_key_idx. Every statement of a claim finds its rows by index probes.
+SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -1,6 +1,6 @@
 -- Structure: schema, tables, constraints, indexes, storage, triggers, types, functions, privileges.
 BEGIN;
-SELECT plan(91);
+SELECT plan(92);
 
 -- Schema and tables ---------------------------------------------------------------------------
 SELECT has_schema('pgq');
@@ -199,6 +199,8 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
                                 'enqueue_many', '_promote', '_sweep', '_lane_cursor', 'maintain')
               AND NOT p.proconfig @> ARRAY['enable_seqscan=off']),
           NULL, 'the hot functions plan without sequential scans (a plan made while a slot was empty would scan it once per job)');
+SELECT ok((SELECT p.proconfig @> ARRAY['enable_bitmapscan=off'] FROM pg_proc p WHERE p.oid = 'pgq.claim(uuid, text[], int, timestamptz, uuid)'::regprocedure),
+          'pgq.claim plans without bitmap scans, for itself and the functions it calls (unanalyzed, its UPDATE by ids read every slot through a bitmap)');
 SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'pgq'::regnamespace
               AND p.proname IN ('complete', '_archive', '_sweep', 'heartbeat', 'release')
