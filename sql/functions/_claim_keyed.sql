@@ -34,7 +34,6 @@ AS $$
 DECLARE
     c_whole constant bigint := -9223372036854775808;  -- pgq.rate_starts.key_hash: no key
     v_ids   bigint[];
-    v_rec   record;
 BEGIN
     WITH eps AS MATERIALIZED (  -- (each quota computed once, not again in the filter of lanes)
         SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
@@ -97,6 +96,10 @@ BEGIN
          ORDER BY r.priority DESC, r.ready_seq
          LIMIT _claim_keyed.batch_size
     ), recorded AS (
+        -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or
+        -- each group key with rate_per_key), counted by the next claim under the same
+        -- policy-row lock; pgq.claim's UPDATE takes every job chosen here (they are locked):
+        -- they start now. (A data-modifying CTE runs to its end, read or not.)
         INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
         SELECT r.*
           FROM (SELECT c.entrypoint, c.h, c.k, count(*)::int AS n

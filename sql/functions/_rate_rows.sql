@@ -1,8 +1,8 @@
--- pgq._rate_rows(entrypoints, key_hashes, rate_keys, tokens, at)
--- Contract: the rows that record starts in pgq.rate_starts, one per budget given (parallel
---   arrays: the entrypoint, the key hash, the key itself or NULL, how many starts), for the
---   caller to insert (INSERT INTO pgq.rate_starts SELECT * FROM pgq._rate_rows(...)):
---   started_at is `at`, or the budget's last recorded started_at when that is later (a claim
+-- pgq._rate_rows(entrypoint, key_hash, rate_key, tokens, at)
+-- Contract: the row that records `tokens` starts of one budget in pgq.rate_starts (the
+--   entrypoint, the key hash, the key itself or NULL), for the caller to insert (INSERT INTO
+--   pgq.rate_starts SELECT * FROM pgq._rate_rows(...), or one row per budget from a lateral
+--   read of the budgets): started_at is `at`, or the budget's last recorded started_at when that is later (a claim
 --   whose transaction began before another's but got the policy row after it), and cum the
 --   budget's starts so far, this row's included. So a budget's rows rise in started_at and cum
 --   together, which pgq._rate_window counts on. Exactness is kept: a start recorded later than

@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     846  Functions: the other 91 functions this migration re-creates (generated)
---    8165  The ring, continued: triggers and the copy of the live jobs
---    8197  Grants
+--    8168  The ring, continued: triggers and the copy of the live jobs
+--    8200  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1742,7 +1742,6 @@ AS $$
 DECLARE
     c_whole constant bigint := -9223372036854775808;  -- pgq.rate_starts.key_hash: no key
     v_ids   bigint[];
-    v_rec   record;
 BEGIN
     WITH eps AS MATERIALIZED (  -- (each quota computed once, not again in the filter of lanes)
         SELECT c.entrypoint, c.key_concurrency_limit AS key_limit,
@@ -1805,6 +1804,10 @@ BEGIN
          ORDER BY r.priority DESC, r.ready_seq
          LIMIT _claim_keyed.batch_size
     ), recorded AS (
+        -- Rate-limited entrypoints: the starts, one row per budget (the whole entrypoint, or
+        -- each group key with rate_per_key), counted by the next claim under the same
+        -- policy-row lock; pgq.claim's UPDATE takes every job chosen here (they are locked):
+        -- they start now. (A data-modifying CTE runs to its end, read or not.)
         INSERT INTO pgq.rate_starts (entrypoint, key_hash, rate_key, started_at, tokens, cum)
         SELECT r.*
           FROM (SELECT c.entrypoint, c.h, c.k, count(*)::int AS n
@@ -2953,11 +2956,11 @@ COMMENT ON FUNCTION pgq._rate_due(text, int, interval, boolean, timestamptz) IS
     'Private. For pgq.next_run_at: when a rate-limited entrypoint''s budget (or, per key, the budget of a key with queued jobs) next grows; NULL while it has room.';
 
 -- sql/functions/_rate_rows.sql
--- pgq._rate_rows(entrypoints, key_hashes, rate_keys, tokens, at)
--- Contract: the rows that record starts in pgq.rate_starts, one per budget given (parallel
---   arrays: the entrypoint, the key hash, the key itself or NULL, how many starts), for the
---   caller to insert (INSERT INTO pgq.rate_starts SELECT * FROM pgq._rate_rows(...)):
---   started_at is `at`, or the budget's last recorded started_at when that is later (a claim
+-- pgq._rate_rows(entrypoint, key_hash, rate_key, tokens, at)
+-- Contract: the row that records `tokens` starts of one budget in pgq.rate_starts (the
+--   entrypoint, the key hash, the key itself or NULL), for the caller to insert (INSERT INTO
+--   pgq.rate_starts SELECT * FROM pgq._rate_rows(...), or one row per budget from a lateral
+--   read of the budgets): started_at is `at`, or the budget's last recorded started_at when that is later (a claim
 --   whose transaction began before another's but got the policy row after it), and cum the
 --   budget's starts so far, this row's included. So a budget's rows rise in started_at and cum
 --   together, which pgq._rate_window counts on. Exactness is kept: a start recorded later than
