@@ -2,7 +2,7 @@
 """Model-based test of the job lifecycle: seeded random sequences of every public lifecycle
 function (enqueue, enqueue_many with dedupe keys and on_conflict, claim with and without
 request_id and re-sent, heartbeat, complete with every outcome and repeated, release, cancel,
-requeue, configure with rate and per-key limits, group keys, pause/resume, pgq.maintain turning
+requeue, configure with rate limits (whole entrypoint and per key) and key limits, group keys, pause/resume, pgq.maintain turning
 the ring) on a simulated clock, checked after every step against the Python model of docs/sql-api.md in tests/py/helpers/model.py.
 A failure is shrunk (delta debugging) and printed as a psql script for a fresh install.
 

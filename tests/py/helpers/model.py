@@ -44,7 +44,9 @@ DEFAULT_POLICY = {
     "rate": None,  # rate_limit: starts per period (docs/sql-api.md, "Rate limits")
     "period": None,  # rate_period, seconds
     "key_limit": None,  # key_concurrency_limit: running jobs per group key (docs/sql-api.md)
+    "per_key": False,  # rate_per_key: the rate limit applies to each group key (no key: one budget)
 }
+WHOLE = "*"  # the budget of a rate limit that is not per key (a group key is never "*" here)
 TERMINAL = ("successful", "failed", "canceled")
 
 # Readings of the contract where its text leaves room (each is reported with the test's
@@ -176,8 +178,9 @@ class Model:
         self.answered: dict[tuple[str, int], tuple[CompleteRecord, int]] = {}
         self.frac = 0
         self.stats: dict[str, int] = {}
-        # rate limits: every start (claim time, jobs) of an entrypoint since its limit was set
-        self.starts: dict[str, list[tuple[datetime, int]]] = {}
+        # rate limits: every start (recorded time, jobs) of a budget since its limit was set; a
+        # budget is (entrypoint, WHOLE), or with rate_per_key (entrypoint, group key or None)
+        self.starts: dict[tuple[str, str | None], list[tuple[datetime, int]]] = {}
 
     def bump(self, what: str, n: int = 1) -> None:
         self.stats[what] = self.stats.get(what, 0) + n
@@ -193,14 +196,18 @@ class Model:
         if ep not in self.policy:
             self.policy[ep] = dict(DEFAULT_POLICY)
 
-    def rate_room(self, ep: str, at: datetime) -> float:
-        """Starts the entrypoint's rate limit leaves at `at`: the limit minus every start later
-        than at - period (also those stamped after `at`)."""
-        p = self.pol(ep)
+    def budget(self, ep: str, group: str | None) -> tuple[str, str | None]:
+        """The rate budget a job of `group` starts from."""
+        return (ep, group if self.pol(ep)["per_key"] else WHOLE)
+
+    def rate_room(self, budget: tuple[str, str | None], at: datetime) -> float:
+        """Starts a rate budget leaves at `at`: the limit minus every start later than
+        at - period (also those stamped after `at`)."""
+        p = self.pol(budget[0])
         if p["rate"] is None:
             return math.inf
         since = at - timedelta(seconds=p["period"])
-        return max(0, p["rate"] - sum(n for t, n in self.starts.get(ep, []) if t > since))
+        return max(0, p["rate"] - sum(n for t, n in self.starts.get(budget, []) if t > since))
 
     def live(self) -> list[Job]:
         return [j for j in self.jobs.values() if j.status not in TERMINAL]
@@ -534,20 +541,34 @@ class Runner:
                 room[ep] = math.inf
             else:
                 room[ep] = max(0, p["limit"] - len(m.running(ep)))
-            room[ep] = min(room[ep], m.rate_room(ep, at))
+            if not p["per_key"]:
+                room[ep] = min(room[ep], m.rate_room((ep, WHOLE), at))
         cands = {j.id: j for j in m.jobs.values() if j.status == "queued" and j.ep in room}
-        # Key-limited entrypoints (key_concurrency_limit): each group key within its limit, and
-        # keys taken in turn (fair share), not best-first: the contract checked for them is the
-        # limit per key and that a claim with room takes some job of theirs.
-        keyed = {ep for ep in room if m.pol(ep)["key_limit"] is not None}
-        key_room: dict[tuple[str, str], float] = {}
+        # Key-limited entrypoints (key_concurrency_limit, or a rate limit per key): each group
+        # key within its limits (running jobs, starts in the window; under a rate per key the
+        # jobs without a key have one budget too), and keys taken in turn (fair share), not
+        # best-first: the contract checked for them is the limits per key and that a claim with
+        # room takes some job of theirs.
+        keyed = {
+            ep
+            for ep in room
+            if m.pol(ep)["key_limit"] is not None
+            or (m.pol(ep)["per_key"] and m.pol(ep)["rate"] is not None)
+        }
+        key_room: dict[tuple[str, str | None], float] = {}
 
         def kroom(c: Job) -> float:
-            if c.ep not in keyed or c.group is None:
+            if c.ep not in keyed:
                 return math.inf
             if (c.ep, c.group) not in key_room:
-                busy = sum(1 for r in m.running(c.ep) if r.group == c.group)
-                key_room[(c.ep, c.group)] = m.pol(c.ep)["key_limit"] - busy
+                p = m.pol(c.ep)
+                r = math.inf
+                if p["key_limit"] is not None and c.group is not None:
+                    busy = sum(1 for x in m.running(c.ep) if x.group == c.group)
+                    r = p["key_limit"] - busy
+                if p["per_key"]:
+                    r = min(r, m.rate_room(m.budget(c.ep, c.group), at))
+                key_room[(c.ep, c.group)] = r
             return key_room[(c.ep, c.group)]
 
         open_keyed = {
@@ -575,7 +596,7 @@ class Runner:
             if kroom(j) <= 0:
                 self.fail(
                     "claim-key",
-                    f"claimed job {j.id} of {j.ep}, key {j.group}, beyond its key limit {m.pol(j.ep)['key_limit']}",
+                    f"claimed job {j.id} of {j.ep}, key {j.group}, beyond its key limits (running {m.pol(j.ep)['key_limit']}, rate per key {m.pol(j.ep)['rate'] if m.pol(j.ep)['per_key'] else None})",
                 )
             key = (-j.priority, j.ready)
             better = [
@@ -593,7 +614,7 @@ class Runner:
                 )
             taken.append(j)
             room[j.ep] -= 1
-            if j.ep in keyed and j.group is not None:
+            if (j.ep, j.group) in key_room:
                 key_room[(j.ep, j.group)] -= 1
             del cands[j.id]
         left = [c.id for c in cands.values() if room[c.ep] > 0 and c.ep not in keyed]
@@ -648,12 +669,12 @@ class Runner:
             got = (r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12])
             if exp != got:
                 self.fail("claim-row", f"job {j.id}: claimed row {got}, model {exp}")
-        for ep, n in Counter(j.ep for j in taken).items():
-            if m.pol(ep)["rate"] is not None:
+        for budget, n in Counter(m.budget(j.ep, j.group) for j in taken).items():
+            if m.pol(budget[0])["rate"] is not None:
                 # recorded at the later of the claim's time and the budget's last recorded one
-                log = m.starts.setdefault(ep, [])
+                log = m.starts.setdefault(budget, [])
                 log.append((max([at] + [t for t, _ in log[-1:]]), n))
-                m.bump("rate_starts", n)
+                m.bump("rate_starts_per_key" if budget[1] != WHOLE else "rate_starts", n)
         m.bump("claimed", len(rows))
 
     def _check_order(self, rows: list[tuple[Any, ...]], kind: str) -> None:
@@ -1088,12 +1109,18 @@ class Runner:
             args["rate_limit"] = rng.choice([0, 1, 2, 3])
             if args["rate_limit"]:
                 args["rate_period"] = rng.choice([5, 20, 60])
+        if (
+            rng.random() < 0.4
+        ):  # the rate limit per group key (with one), or for the whole entrypoint
+            args["rate_per_key"] = rng.random() < 0.7
+            if args["rate_per_key"] and not args.get("rate_limit"):
+                args["rate_limit"] = rng.choice([1, 2])
+                args["rate_period"] = rng.choice([20, 60])
         reset = rng.random() < 0.15
-        text = f"SELECT entrypoint, concurrency_limit, max_attempts, extract(epoch FROM backoff_base)::float8, extract(epoch FROM backoff_max)::float8, extract(epoch FROM heartbeat_timeout)::float8, rate_limit, extract(epoch FROM rate_period)::float8, key_concurrency_limit FROM pgq.configure({q(ep)}"
+        text = f"SELECT entrypoint, concurrency_limit, max_attempts, extract(epoch FROM backoff_base)::float8, extract(epoch FROM backoff_max)::float8, extract(epoch FROM heartbeat_timeout)::float8, rate_limit, extract(epoch FROM rate_period)::float8, key_concurrency_limit, rate_per_key FROM pgq.configure({q(ep)}"
         for k, v in args.items():
-            text += (
-                f", {k} => {iv(v) if k.startswith(('backoff', 'heartbeat', 'rate_period')) else v}"
-            )
+            val = iv(v) if k.startswith(("backoff", "heartbeat", "rate_period")) else v
+            text += f", {k} => {str(val).lower() if isinstance(v, bool) else val}"
         text += f", reset => {'true' if reset else 'false'})"
         cur = dict(m.pol(ep))
         new = dict(DEFAULT_POLICY, paused=cur["paused"]) if reset else dict(cur)
@@ -1106,6 +1133,7 @@ class Runner:
             "rate_limit": "rate",
             "rate_period": "period",
             "key_concurrency_limit": "key_limit",
+            "rate_per_key": "per_key",
         }
         for k, v in args.items():
             new[ren[k]] = v
@@ -1123,11 +1151,14 @@ class Runner:
         exp = (
             ep, new["limit"], new["max_attempts"], new["base"], new["max"], new["hb"],
             new["rate"], None if new["period"] is None else float(new["period"]), new["key_limit"],
+            new["per_key"],
         )  # fmt: skip
         if tuple(rows[0]) != exp:
             self.fail("configure", f"row {rows[0]}, model {exp}")
-        if cur["rate"] is not None and new["rate"] is None:
-            m.starts.pop(ep, None)  # a removed limit forgets its starts
+        if cur["rate"] is not None and (new["rate"] is None or new["per_key"] != cur["per_key"]):
+            # a removed limit, or budgets that now mean something else, forget their starts
+            for budget in [b for b in m.starts if b[0] == ep]:
+                del m.starts[budget]
         m.policy[ep] = new
 
     def op_pause(self, rng: random.Random, step: dict[str, Any]) -> None:
