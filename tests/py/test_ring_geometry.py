@@ -2,10 +2,12 @@
 
 `pgq.jobs` is partitioned by `slot`: a ring of N slots (jobs_0 .. jobs_{N-1}) for due jobs and
 one more partition, jobs_scheduled, for jobs not due yet. N is also the modulus of pgq._slot()
-and maintain's c_slots; the scheduled slot is a literal in every statement that prunes it at
-plan time (`slot <> 4`, `slot = 4`: a parameter would defeat plan-time pruning in the generic
-plans, docs/architecture.md), and in the CHECK that ties status 'scheduled' to it. This reads
-the installed catalog so that changing one of them without the others fails here.
+and maintain's c_slots, and pgq._keyed_candidates names every ring slot (one probe each, each
+pruned when planned; the slots whose running jobs a key limit counts). The scheduled slot is a
+literal in every statement that prunes it at plan time (`slot <> 4`, `slot = 4`: a parameter
+would defeat plan-time pruning in the generic plans, docs/architecture.md), and in the CHECK
+that ties status 'scheduled' to it. This reads the installed catalog so that changing one of
+them without the others fails here.
 """
 
 from __future__ import annotations
@@ -52,10 +54,19 @@ def test_the_ring_and_the_scheduled_slot_agree_everywhere(
 
     every = pgq_conn.execute(
         "SELECT string_agg(prosrc, E'\\n') FROM pg_proc WHERE pronamespace = 'pgq'::regnamespace"
+        " AND proname <> '_keyed_candidates'"
     ).fetchone()
     assert every is not None
     literals = {int(k) for k in re.findall(r"\bslot\s*(?:<>|=)\s*(\d+)", every[0])}
     assert literals == {scheduled}, literals
+
+    # The keyed walk probes each ring slot by a literal (pruned when planned) and counts running
+    # jobs in every ring slot under a key limit: it names the whole ring.
+    keyed = source("_keyed_candidates")
+    probed = {int(k) for k in re.findall(r"\bslot\s*(?:<>|=)\s*(\d+)", keyed)}
+    assert probed == set(range(ring)) | {scheduled}, probed
+    held = re.search(r"THEN '\{([\d,]+)\}'::smallint\[\] END;", keyed)
+    assert held is not None and [int(k) for k in held.group(1).split(",")] == list(range(ring))
 
     check = pgq_conn.execute(
         "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
