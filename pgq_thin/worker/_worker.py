@@ -89,7 +89,7 @@ class ThinWorker(WorkerView, WorkerSteps):
         restart_reset_after: float = 60.0,
         history_retention: timedelta | None = timedelta(days=7),
         maintenance_interval: float = 300.0,
-        maintain_interval: float | None = 5.0,
+        maintain_interval: float | None = 1.0,
         rollup_interval: float | None = 30.0,
         run_schedules: bool = True,
         metrics_port: int | None = None,
