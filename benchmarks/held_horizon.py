@@ -202,7 +202,7 @@ def run_system(
                     else []
                 ),
                 *(
-                    ["--compact-interval", args.thin_maintain_interval]
+                    ["--maintain-interval", args.thin_maintain_interval]
                     if kind == "thin" and args.thin_maintain_interval
                     else []
                 ),

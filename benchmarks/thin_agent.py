@@ -323,13 +323,16 @@ def horizon_producer(args: argparse.Namespace) -> dict[str, Any]:
 
 def horizon_worker(args: argparse.Namespace) -> dict[str, Any]:
     """held_horizon.py: ThinWorker(dsn) with its defaults (nothing tuned; --results-connection:
-    results_connection=True; --compact-interval: its maintain_interval) until --until-ns. Pickup
+    results_connection=True; --maintain-interval: its maintain_interval) until --until-ns. Pickup
     latency = handler start - the producer's clock just before the enqueue call."""
-    worker = ThinWorker(
-        args.dsn,
-        results_connection=args.results_connection,
-        maintain_interval=compact_interval(args.compact_interval),
-    )
+    if args.maintain_interval is None:  # the worker's own default
+        worker = ThinWorker(args.dsn, results_connection=args.results_connection)
+    else:
+        worker = ThinWorker(
+            args.dsn,
+            results_connection=args.results_connection,
+            maintain_interval=compact_interval(args.maintain_interval),
+        )
     rec = grid.PickupRecorder(grid.schedule_arg(args.schedule), args.start_ns, args.grace)
 
     @worker.entrypoint(ENTRYPOINT)
@@ -398,6 +401,11 @@ def main() -> None:
     )
     p.add_argument(
         "--compact-interval", default="5", help="seconds, or off (default 5, the worker's)"
+    )
+    p.add_argument(
+        "--maintain-interval",
+        default=None,
+        help="horizon-worker: seconds, or off (default: the worker's own default)",
     )
     p.add_argument("--log-level", default=None, help="drain-worker: configure logging")
     p.add_argument("--log-format", default="text", choices=logs.FORMATS)
