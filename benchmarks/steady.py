@@ -53,12 +53,9 @@ def run_system(args: argparse.Namespace, key: str) -> dict[str, Any]:
     timeout = len(rates) * (args.seconds * 3 + 10 + args.pause) + 60
     wargs = ["--batch", str(args.batch)]
     if kind == "thin":
-        wargs += [
-            "--concurrency",
-            str(args.concurrency),
-            "--compact-interval",
-            args.compact_interval,
-        ]
+        wargs += ["--concurrency", str(args.concurrency)]
+        if args.maintain_interval is not None:
+            wargs += ["--maintain-interval", args.maintain_interval]
     with common.scratch_db(args.dsn, "steady") as db:
         if kind == "thin":
             common.install_pgq(db)
@@ -151,7 +148,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument(
-        "--compact-interval", default="5", help="pgq-thin worker: seconds, or off (default 5)"
+        "--maintain-interval",
+        default=None,
+        help="pgq-thin worker: seconds, or off (default: ThinWorker's own)",
     )
     parser.add_argument("--settle", type=float, default=3.0)
     parser.add_argument("--systems", default="thin,pgqueuer-asyncpg")

@@ -29,7 +29,8 @@ backlog.py (in the pgq-thin environment). Prints one JSON line at the end.
   drain-worker --seconds S stops the worker after S seconds even if jobs are left.
   drain-worker --wait --max-jobs M --skip K: a worker started on an idle queue, that runs until
   it has handled M jobs; its first start is that of job K + 1 (the burst of drain.py --burst).
-  --compact-interval S: pgq.maintain every S seconds (ThinWorker's maintain_interval).
+  --maintain-interval S|off: pgq.maintain every S seconds (ThinWorker's maintain_interval;
+  not given, the worker's own default).
   drain-worker --log-level L: the worker logs as `pgq-thin run --log-level L` does (stderr);
   --log-format json; --metrics: it also serves its Prometheus metrics (any free port).
 """
@@ -60,10 +61,13 @@ from pgq_thin.worker import ThinWorker
 ENTRYPOINT = "noop"
 
 
-def compact_interval(value: str) -> float | None:
-    """--compact-interval: seconds, or "off": ThinWorker(maintain_interval=...), the interval of
-    pgq.maintain (the flag keeps its name for the scripts that pass it)."""
-    return None if value == "off" else float(value)
+def maintain_kw(args: argparse.Namespace) -> dict[str, float | None]:
+    """--maintain-interval: seconds, or "off", as ThinWorker(maintain_interval=...); not given,
+    the worker keeps its own default."""
+    if args.maintain_interval is None:
+        return {}
+    off = args.maintain_interval == "off"
+    return {"maintain_interval": None if off else float(args.maintain_interval)}
 
 
 def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
@@ -83,7 +87,7 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
             poll_interval=1.0,
             flush_size=args.flush_size,
             listen=not args.no_listen,
-            maintain_interval=compact_interval(args.compact_interval),
+            **maintain_kw(args),
             results_connection=args.results_connection,
             metrics_port=0 if args.metrics else None,
         )
@@ -118,10 +122,8 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
 
 def idle_worker(args: argparse.Namespace) -> dict[str, Any]:
     """A ThinWorker with nothing to run (entrypoint "idle"), for --seconds: only its background
-    loops work (compaction every --compact-interval)."""
-    worker = ThinWorker(
-        args.dsn, poll_interval=1.0, maintain_interval=compact_interval(args.compact_interval)
-    )
+    loops work (pgq.maintain every --maintain-interval)."""
+    worker = ThinWorker(args.dsn, poll_interval=1.0, **maintain_kw(args))
 
     @worker.entrypoint("idle")
     async def idle(job: Any) -> None:
@@ -225,7 +227,7 @@ def steady_worker(args: argparse.Namespace) -> dict[str, Any]:
         concurrency=args.concurrency,
         batch_size=args.batch,
         poll_interval=args.poll_interval,
-        maintain_interval=compact_interval(args.compact_interval),
+        **maintain_kw(args),
     )
     hists: dict[int, LogHistogram] = {}
     first: dict[int, int] = {}
@@ -281,7 +283,7 @@ def scale_worker(args: argparse.Namespace) -> dict[str, Any]:
         args.dsn,
         concurrency=args.concurrency,
         batch_size=args.batch,
-        maintain_interval=compact_interval(args.compact_interval),
+        **maintain_kw(args),
     )
     rec = ScaleRecorder()
     pause = args.handler_ms / 1000.0
@@ -325,14 +327,7 @@ def horizon_worker(args: argparse.Namespace) -> dict[str, Any]:
     """held_horizon.py: ThinWorker(dsn) with its defaults (nothing tuned; --results-connection:
     results_connection=True; --maintain-interval: its maintain_interval) until --until-ns. Pickup
     latency = handler start - the producer's clock just before the enqueue call."""
-    if args.maintain_interval is None:  # the worker's own default
-        worker = ThinWorker(args.dsn, results_connection=args.results_connection)
-    else:
-        worker = ThinWorker(
-            args.dsn,
-            results_connection=args.results_connection,
-            maintain_interval=compact_interval(args.maintain_interval),
-        )
+    worker = ThinWorker(args.dsn, results_connection=args.results_connection, **maintain_kw(args))
     rec = grid.PickupRecorder(grid.schedule_arg(args.schedule), args.start_ns, args.grace)
 
     @worker.entrypoint(ENTRYPOINT)
@@ -400,12 +395,9 @@ def main() -> None:
         "--workflow", type=int, default=0, help="horizon-producer: fan-outs of W jobs (1 + W-1)"
     )
     p.add_argument(
-        "--compact-interval", default="5", help="seconds, or off (default 5, the worker's)"
-    )
-    p.add_argument(
         "--maintain-interval",
         default=None,
-        help="horizon-worker: seconds, or off (default: the worker's own default)",
+        help="seconds, or off (default: ThinWorker's own default)",
     )
     p.add_argument("--log-level", default=None, help="drain-worker: configure logging")
     p.add_argument("--log-format", default="text", choices=logs.FORMATS)

@@ -276,7 +276,6 @@ def main() -> None:
     p.add_argument("--until-ns", type=int, default=0, help="horizon-worker: stop then")
     p.add_argument("--handler-ms", type=float, default=10.0, help="scale-worker: handler time")
     p.add_argument("--grace", type=float, default=1.0, help="horizon-worker: in time = by end+G")
-    p.add_argument("--compact-interval", default="5", help="ignored (pgq-thin only)")
     args = p.parse_args()
     fn = {
         "drain": drain,
