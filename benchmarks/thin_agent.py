@@ -121,9 +121,9 @@ def drain_worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def idle_worker(args: argparse.Namespace) -> dict[str, Any]:
-    """A ThinWorker with nothing to run (entrypoint "idle"), for --seconds: only its background
-    loops work (pgq.maintain every --maintain-interval)."""
-    worker = ThinWorker(args.dsn, poll_interval=1.0, **maintain_kw(args))
+    """A ThinWorker with its defaults and nothing to run (entrypoint "idle"), for --seconds: only
+    its polls and background loops work (pgq.maintain every --maintain-interval)."""
+    worker = ThinWorker(args.dsn, **maintain_kw(args))
 
     @worker.entrypoint("idle")
     async def idle(job: Any) -> None:

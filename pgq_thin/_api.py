@@ -58,7 +58,7 @@ FUNCTIONS: dict[str, Fn] = {
     "job_results": Fn("pgq.job_results", (("ids", "bigint[]"),), 1, False),
     "key_stats": Fn("pgq.key_stats", (("entrypoints", "text[]"), ("max_keys", "integer")), 0, False),
     "list_jobs": Fn("pgq.list_jobs", (("entrypoint", "text"), ("state", "text"), ("after", "text"), ("page_size", "integer")), 2, False),
-    "maintain": Fn("pgq.maintain", (("at", "timestamp with time zone"),), 0, False),
+    "maintain": Fn("pgq.maintain", (("at", "timestamp with time zone"), ("min_interval", "interval")), 0, False),
     "metrics": Fn("pgq.metrics", (("entrypoints", "text[]"), ("percentile_window", "interval"), ("at", "timestamp with time zone")), 0, False),
     "metrics_series": Fn("pgq.metrics_series", (("entrypoints", "text[]"), ("combined", "boolean"), ("at", "timestamp with time zone")), 0, False),
     "next_run_at": Fn("pgq.next_run_at", (("entrypoints", "text[]"), ("at", "timestamp with time zone")), 1, True),
@@ -164,7 +164,7 @@ SIGNATURES: dict[str, str] = {
     "job_results": "pgq.job_results(bigint[])",
     "key_stats": "pgq.key_stats(text[],integer)",
     "list_jobs": "pgq.list_jobs(text,text,text,integer)",
-    "maintain": "pgq.maintain(timestamp with time zone)",
+    "maintain": "pgq.maintain(timestamp with time zone,interval)",
     "metrics": "pgq.metrics(text[],interval,timestamp with time zone)",
     "metrics_series": "pgq.metrics_series(text[],boolean,timestamp with time zone)",
     "next_run_at": "pgq.next_run_at(text[],timestamp with time zone)",
@@ -441,12 +441,13 @@ def list_jobs(entrypoint: str, state: str, *, after: str | None = None, page_siz
     return FUNCTIONS["list_jobs"].call(records(JobListing), entrypoint=entrypoint, state=state, after=after, page_size=page_size)
 
 
-def maintain(*, at: datetime | timedelta | None = None) -> Call[Row]:
-    """``pgq.maintain(timestamp with time zone)``, ``RETURNS TABLE(state text, swept integer, promoted integer, carried integer, truncated text, rotated boolean, lock_wait_ms double precision, bytes bigint)``.
+def maintain(*, at: datetime | timedelta | None = None, min_interval: timedelta | None = None) -> Call[Row]:
+    """``pgq.maintain(timestamp with time zone,interval)``, ``RETURNS TABLE(state text, swept integer, promoted integer, carried integer, truncated text, rotated boolean, lock_wait_ms double precision, bytes bigint)``.
     Stale sweep, promotion of due jobs, and the ring's reclaim (carry stragglers, rotate,
-    truncate one drained slot); one maintainer at a time, others answer busy.
+    truncate one drained slot); one maintainer at a time, others answer busy; with
+    min_interval, a call soon after the last pass answers recent.
     """
-    return FUNCTIONS["maintain"].call(first, at=at)
+    return FUNCTIONS["maintain"].call(first, at=at, min_interval=min_interval)
 
 
 def metrics(*, entrypoints: Sequence[str | None] | None = None, percentile_window: timedelta | None = None, at: datetime | timedelta | None = None) -> Call[list[EntrypointMetrics]]:

@@ -199,10 +199,10 @@ async def aprune_history(conn: AConn, older_than: timedelta, at: datetime | None
     return await arun(conn, call)
 
 
-async def amaintain(conn: AConn) -> Row:
+async def amaintain(conn: AConn, min_interval: timedelta | None = None) -> Row:
     """``pgq.maintain``: one row (state, swept, promoted, carried, truncated, rotated,
-    lock_wait_ms, bytes)."""
-    return await arun(conn, _api.maintain())
+    lock_wait_ms, bytes); with ``min_interval``, ``recent`` when the last pass is younger."""
+    return await arun(conn, _api.maintain(min_interval=min_interval))
 
 
 # --- statements not of one function ----------------------------------------------------------

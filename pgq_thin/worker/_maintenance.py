@@ -46,12 +46,16 @@ async def prune_once(
 
 
 async def maintain_once(
-    call: Call, stats: WorkerStats | None = None, logger: Log = log
+    call: Call,
+    stats: WorkerStats | None = None,
+    logger: Log = log,
+    min_interval: timedelta | None = None,
 ) -> calls.Row:
     """Call ``pgq.maintain`` once; returns its row (state, swept, promoted, carried, truncated,
-    rotated, lock_wait_ms, bytes). One DEBUG line per call: a call every few seconds is routine,
-    a truncation included."""
-    row = await call(calls.amaintain)
+    rotated, lock_wait_ms, bytes). With ``min_interval`` the call is ``recent`` (nothing done)
+    when any pass is younger. One DEBUG line per call: a call every few seconds is routine, a
+    truncation included."""
+    row = await call(lambda conn: calls.amaintain(conn, min_interval))
     if stats is not None and row["state"] == "ok":
         stats.maintained += 1
         if row["truncated"] is not None:
@@ -96,8 +100,16 @@ class Maintenance:
     async def prune_once(self, at: datetime | None = None) -> int:
         return await prune_once(self._call, self._settings.history_retention, at, self._log)
 
-    async def maintain_once(self) -> calls.Row:
-        return await maintain_once(self._call, self._stats, self._log)
+    async def maintain_once(self, in_turn: bool = False) -> calls.Row:
+        """``in_turn`` (the loop's call): ``recent`` when any worker's pass is younger than half
+        this worker's ``maintain_interval``, so a fleet makes about two passes per interval
+        between them, however many workers it has."""
+        interval = self._settings.maintain_interval
+        half = timedelta(seconds=interval / 2) if in_turn and interval is not None else None
+        return await maintain_once(self._call, self._stats, self._log, half)
+
+    async def maintain_in_turn(self) -> calls.Row:
+        return await self.maintain_once(in_turn=True)
 
     async def rollup_once(self) -> Rollup:
         """On a connection of its own, opened for the step: a rollup can take a second at
@@ -122,6 +134,6 @@ class Maintenance:
             )
         if settings.maintain_interval is not None:
             loops["pgq-thin-maintain"] = every(
-                settings.maintain_interval, self.maintain_once, stopping, "maintain", log
+                settings.maintain_interval, self.maintain_in_turn, stopping, "maintain", log
             )
         return loops

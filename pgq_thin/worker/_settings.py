@@ -76,7 +76,9 @@ class WorkerSettings:
     :param maintain_interval: seconds between calls of ``pgq.maintain`` (jittered by +-20 %):
         stale jobs queued again, due jobs promoted, and the ring of ``pgq.jobs`` turned and
         emptied by truncation, so that its size stays bounded even while a long transaction
-        holds the vacuum horizon (one worker at a time, the others skip). None: never (claims
+        holds the vacuum horizon (one worker at a time, the others skip; a call less than half
+        the interval after any worker's pass answers ``recent``, so a fleet makes about two
+        passes per interval between them). None: never (claims
         still sweep stale jobs and promote due ones; something else must call it for the ring
         to turn).
     :param rollup_interval: seconds between two steps of ``pgq.rollup_metrics`` (jittered by

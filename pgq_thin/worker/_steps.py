@@ -57,10 +57,12 @@ class WorkerSteps:
         batches, at most 20 per pass; returns the rows deleted."""
         return await self._opened().maintenance.prune_once(at)
 
-    async def maintain_once(self) -> calls.Row:
+    async def maintain_once(self, *, in_turn: bool = False) -> calls.Row:
         """Call ``pgq.maintain`` once (see ``maintain_interval``); returns its row (state,
-        swept, promoted, carried, truncated, rotated, lock_wait_ms, bytes)."""
-        return await self._opened().maintenance.maintain_once()
+        swept, promoted, carried, truncated, rotated, lock_wait_ms, bytes). ``in_turn`` makes
+        the call the worker's loop makes: ``recent`` (nothing done) when any worker's pass is
+        younger than half of ``maintain_interval``."""
+        return await self._opened().maintenance.maintain_once(in_turn)
 
     async def rollup_once(self) -> Rollup:
         """One step of ``pgq.rollup_metrics`` and ``pgq.prune_workers`` (see

@@ -1,6 +1,10 @@
--- pgq.maintain(at): stale recovery, promotion and the ring's reclaim (docs/decisions/0006).
+-- pgq.maintain(at, min_interval): stale recovery, promotion and the ring's reclaim
+--   (docs/decisions/0006).
 -- Contract: one maintainer at a time: the others answer 'busy' at once, having done nothing
---   (counts 0, bytes NULL). The maintainer, in this order:
+--   (counts 0, bytes NULL). With min_interval, a call made less than min_interval after the
+--   last pass (pgq.maintained_at, the server's clock) answers 'recent' at once, having done
+--   nothing and taken no lock: a fleet of workers that each call every few seconds makes at
+--   most one pass per min_interval between them. The maintainer, in this order:
 --   1. sweeps stale running jobs (pgq._sweep: archived when their attempts are used up or their
 --      cancellation was requested, else queued again with a new ready number);
 --   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call), and
@@ -24,7 +28,7 @@
 --      lock_timeout 5 ms, its emptiness checked again under the lock, and TRUNCATE. A lock not
 --      granted within 5 ms (a reader of pgq.jobs in an open transaction, a heavy queue of
 --      calls) is an answer: state 'busy', truncated NULL, lock_wait_ms set.
---   Returns one row: state ('ok', or 'busy' as above), swept, promoted, carried (jobs), truncated
+--   Returns one row: state ('ok', or 'busy' or 'recent' as above), swept, promoted, carried (jobs), truncated
 --   (the partition emptied, or NULL), rotated, lock_wait_ms (how long the truncation's lock was
 --   waited for, NULL when none was asked for) and bytes (heap, TOAST and indexes of jobs_0 ..
 --   jobs_3 before the truncation). at NULL means now() (the clock of the sweep and the
@@ -40,9 +44,9 @@
 --   it in its own transaction (autocommit): the commit follows at once. A transaction holding
 --   any lock on the partition (a long report over pgq.jobs) keeps it from being truncated,
 --   and the ring from turning, until it ends.
--- Errors: PQ009 at out of range; PQ010 not READ COMMITTED (TRUNCATE is not MVCC-safe: the
+-- Errors: PQ009 at out of range, or min_interval negative or over an hour; PQ010 not READ COMMITTED (TRUNCATE is not MVCC-safe: the
 --   emptiness check must see every committed row).
-CREATE OR REPLACE FUNCTION pgq.maintain(at timestamptz DEFAULT NULL)
+CREATE OR REPLACE FUNCTION pgq.maintain(at timestamptz DEFAULT NULL, min_interval interval DEFAULT NULL)
 RETURNS TABLE (state text, swept int, promoted int, carried int, truncated text, rotated boolean,
                lock_wait_ms float8, bytes bigint)
 LANGUAGE plpgsql
@@ -83,6 +87,16 @@ BEGIN
         RAISE EXCEPTION 'pgq.maintain needs READ COMMITTED isolation, the transaction is %',
             current_setting('transaction_isolation')
             USING ERRCODE = 'PQ010';
+    END IF;
+    IF min_interval < interval '0' OR min_interval > interval '1 hour' THEN
+        RAISE EXCEPTION 'min_interval must be between 0 and 1 hour, got %', min_interval
+            USING ERRCODE = 'PQ009';
+    END IF;
+    IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+       - (SELECT s.last_value FROM pgq.maintained_at s)
+       < extract(epoch FROM min_interval) * 1000 THEN
+        RETURN QUERY SELECT 'recent'::text, 0, 0, 0, NULL::text, false, NULL::float8, NULL::bigint;
+        RETURN;
     END IF;
     PERFORM 1 FROM pgq.maintenance m FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
@@ -213,5 +227,5 @@ BEGIN
     RETURN QUERY SELECT v_state, v_swept, v_promoted, v_carried, v_target, v_rotated, v_wait, v_bytes;
 END
 $$;
-COMMENT ON FUNCTION pgq.maintain(timestamptz) IS
-    'Stale sweep, promotion of due jobs, and the ring''s reclaim (carry stragglers, rotate, truncate one drained slot); one maintainer at a time, others answer busy.';
+COMMENT ON FUNCTION pgq.maintain(timestamptz, interval) IS
+    'Stale sweep, promotion of due jobs, and the ring''s reclaim (carry stragglers, rotate, truncate one drained slot); one maintainer at a time, others answer busy; with min_interval, a call soon after the last pass answers recent.';

@@ -316,3 +316,44 @@ def test_default_worker_turns_an_idle_ring_within_one_period_of_its_due(pgq_dsn:
     assert seen[2][0] == seen[1][0] + 1
     gap = seen[2][1] - seen[1][1]
     assert period_ms <= gap < 2 * period_ms, gap
+
+
+def test_a_workers_loop_call_soon_after_another_workers_pass_answers_recent(pgq_dsn: str) -> None:
+    """The maintain loop's call passes min_interval = half the worker's maintain_interval: right
+    after one worker's pass, another worker's loop call answers 'recent' and does nothing, so a
+    fleet makes about two passes per interval whatever its size; an explicit maintain_once()
+    always makes a pass."""
+    workers = [ThinWorker(pgq_dsn, maintain_interval=120.0) for _ in range(2)]
+    for w in workers:
+
+        @w.entrypoint("rg.none")
+        async def handler(job: Job[Any]) -> None:  # pragma: no cover - nothing is queued
+            raise AssertionError
+
+    def maintained_at() -> int:
+        with connect(pgq_dsn) as conn:
+            row = conn.execute("SELECT last_value FROM pgq.maintained_at").fetchone()
+        assert row is not None
+        return int(row[0])
+
+    with connect(pgq_dsn) as conn:  # the last pass an hour ago
+        conn.execute(
+            "SELECT setval('pgq.maintained_at',"
+            " (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 3600000)"
+        )
+
+    async def scenario() -> list[Any]:
+        first, second = workers
+        async with first, second:
+            a = await first.maintain_once(in_turn=True)
+            at = await asyncio.to_thread(maintained_at)
+            b = await second.maintain_once(in_turn=True)
+            unchanged = await asyncio.to_thread(maintained_at) == at
+            c = await second.maintain_once()
+            return [a["state"], b, unchanged, c["state"]]
+
+    a, b, unchanged, c = asyncio.run(scenario())
+    assert a == "ok" and c == "ok"
+    assert (b["state"], b["swept"], b["bytes"]) == ("recent", 0, None)
+    assert unchanged
+    assert [w.stats.maintained for w in workers] == [1, 1]

@@ -4,7 +4,7 @@
 -- file: the ring's sequences are not transactional anyway, and some cases need their own
 -- transactions (the file runs on its own fresh database). What needs a second session (another
 -- maintainer, a reader holding a partition's lock) is in tests/py/test_ring.py.
-SELECT plan(49);
+SELECT plan(57);
 
 \set wa '''aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa'''
 
@@ -44,18 +44,18 @@ CREATE FUNCTION public.mt_row(id bigint) RETURNS jsonb LANGUAGE sql AS
     $$ SELECT to_jsonb(j) - 'slot' FROM pgq.jobs j WHERE j.id = mt_row.id $$;
 
 -- Structure and rights --------------------------------------------------------------------------
-SELECT has_function('pgq', 'maintain', ARRAY['timestamp with time zone'], 'pgq.maintain(at)');
-SELECT ok(has_function_privilege('pgq_worker', 'pgq.maintain(timestamptz)', 'EXECUTE'), 'pgq_worker may maintain');
-SELECT ok(has_function_privilege('pgq_admin', 'pgq.maintain(timestamptz)', 'EXECUTE'), 'pgq_admin may maintain');
-SELECT ok(NOT has_function_privilege('pgq_producer', 'pgq.maintain(timestamptz)', 'EXECUTE'), 'pgq_producer may not');
-SELECT ok(NOT has_function_privilege('public', 'pgq.maintain(timestamptz)', 'EXECUTE'), 'PUBLIC may not');
+SELECT has_function('pgq', 'maintain', ARRAY['timestamp with time zone', 'interval'], 'pgq.maintain(at, min_interval)');
+SELECT ok(has_function_privilege('pgq_worker', 'pgq.maintain(timestamptz, interval)', 'EXECUTE'), 'pgq_worker may maintain');
+SELECT ok(has_function_privilege('pgq_admin', 'pgq.maintain(timestamptz, interval)', 'EXECUTE'), 'pgq_admin may maintain');
+SELECT ok(NOT has_function_privilege('pgq_producer', 'pgq.maintain(timestamptz, interval)', 'EXECUTE'), 'pgq_producer may not');
+SELECT ok(NOT has_function_privilege('public', 'pgq.maintain(timestamptz, interval)', 'EXECUTE'), 'PUBLIC may not');
 SELECT ok(has_function_privilege('pgq_worker', 'pgq.compact_jobs(int, bigint, interval, timestamptz)', 'EXECUTE'),
           'pgq_worker may still call the 0.1.0 name');
 SELECT ok(NOT has_table_privilege('pgq_worker', 'pgq.maintenance', 'SELECT')
           AND NOT has_table_privilege('pgq_admin', 'pgq.maintenance', 'UPDATE'),
           'the maintainer''s lock row is the owner''s alone');
 SELECT ok((SELECT p.proconfig @> ARRAY['plan_cache_mode=force_generic_plan', 'jit=off', 'enable_seqscan=off']
-             FROM pg_proc p WHERE p.oid = 'pgq.maintain(timestamptz)'::regprocedure),
+             FROM pg_proc p WHERE p.oid = 'pgq.maintain(timestamptz, interval)'::regprocedure),
           'generic plans, no JIT, no sequential scans through pgq.jobs');
 SELECT hasnt_table('pgq', 'compaction', 'the CLUSTER compaction''s table is gone');
 
@@ -168,6 +168,26 @@ SELECT is(mt_cur(), 0, 'slot 0 stays current');
 DELETE FROM pgq.jobs WHERE slot = 1 AND id NOT IN (SELECT id FROM pgq.jobs WHERE slot = 1 ORDER BY id LIMIT 1000);
 SELECT results_eq($$SELECT carried, truncated FROM pgq.maintain()$$, $$VALUES (1000, 'jobs_1'::text)$$,
                   '1,000: carried, and the slot truncated');
+
+-- min_interval: a call soon after the last pass answers 'recent' and does nothing -------------
+SELECT mt_may_rotate(false);
+SELECT setval('pgq.maintained_at', (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 10000) AS before_ms \gset
+SELECT results_eq($$SELECT * FROM pgq.maintain(min_interval => interval '1 minute')$$,
+                  $$VALUES ('recent'::text, 0, 0, 0, NULL::text, false, NULL::float8, NULL::bigint)$$,
+                  'the last pass 10 s ago, min_interval 1 minute: recent, counts 0');
+SELECT is((SELECT s.last_value FROM pgq.maintained_at s), :before_ms::bigint,
+          'recent: no pass (pgq.maintained_at unchanged)');
+SELECT results_eq($$SELECT state, bytes IS NOT NULL FROM pgq.maintain(min_interval => interval '5 seconds')$$,
+                  $$VALUES ('ok'::text, true)$$, 'the last pass 10 s ago, min_interval 5 s: a pass');
+SELECT ok((SELECT s.last_value FROM pgq.maintained_at s) > :before_ms, 'pgq.maintained_at moved');
+SELECT results_eq($$SELECT state FROM pgq.maintain(min_interval => interval '0')$$,
+                  $$VALUES ('ok'::text)$$, 'min_interval 0: always a pass');
+SELECT results_eq($$SELECT state FROM pgq.maintain(min_interval => NULL)$$,
+                  $$VALUES ('ok'::text)$$, 'min_interval NULL (the default): always a pass');
+SELECT throws_ok($$SELECT * FROM pgq.maintain(min_interval => interval '-1 second')$$, 'PQ009',
+    'min_interval must be between 0 and 1 hour, got -00:00:01', 'a negative min_interval: PQ009 naming it');
+SELECT throws_ok($$SELECT * FROM pgq.maintain(min_interval => interval '2 hours')$$, 'PQ009',
+    'min_interval must be between 0 and 1 hour, got 02:00:00', 'over an hour: PQ009 naming it');
 
 -- The 0.1.0 name ---------------------------------------------------------------------------------
 SELECT mt_dirty(1);
