@@ -2,7 +2,8 @@
 --   (docs/decisions/0006).
 -- Contract: one maintainer at a time: the others answer 'busy' at once, having done nothing
 --   (counts 0, bytes NULL). With min_interval, a call made less than min_interval after the
---   last pass (pgq.maintained_at, the server's clock) answers 'recent' at once, having done
+--   last pass (pgq.maintained_at, the server's clock; a pass stamped later than now, the clock
+--   set back, is not recent) answers 'recent' at once, having done
 --   nothing and taken no lock: a fleet of workers that each call every few seconds makes at
 --   most one pass per min_interval between them. The maintainer, in this order:
 --   1. sweeps stale running jobs (pgq._sweep: archived when their attempts are used up or their
@@ -21,7 +22,8 @@
 --      (a backlog) stays: the ring stops turning until it drains and the current slot grows;
 --   4. rotates (the next slot becomes current, pgq.ring_seq) when the next slot has no pages
 --      at all (no rows, truncated or never used) and the last rotation is at least 2 seconds
---      old on the server's clock (pgq.ring_rotated_at);
+--      old on the server's clock (pgq.ring_rotated_at), or later than now (the clock was set
+--      back);
 --   5. truncates at most one slot other than the current one that has pages but no live row
 --      (the next slot first, then the oldest), as the last statement: everything it returns is
 --      computed first, pgq.maintained_at set, then the partition's lock is asked for with
@@ -92,9 +94,11 @@ BEGIN
         RAISE EXCEPTION 'min_interval must be between 0 and 1 hour, got %', min_interval
             USING ERRCODE = 'PQ009';
     END IF;
+    -- A last pass in the future (the server's clock was set back) is not recent: else every
+    -- call would answer 'recent' until the clock caught up.
     IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint
        - (SELECT s.last_value FROM pgq.maintained_at s)
-       < extract(epoch FROM min_interval) * 1000 THEN
+       BETWEEN 0 AND extract(epoch FROM min_interval) * 1000 - 1 THEN
         RETURN QUERY SELECT 'recent'::text, 0, 0, 0, NULL::text, false, NULL::float8, NULL::bigint;
         RETURN;
     END IF;
@@ -174,9 +178,10 @@ BEGIN
 
     -- 4. Rotate onto a slot without pages only: a slot entered with pages left would stay full
     --    of dead versions for a whole turn of the ring.
+    --    A last rotation in the future (the server's clock was set back) does not hold it up.
     IF pg_relation_size(format('pgq.jobs_%s', v_next)::regclass) = 0
        AND (extract(epoch FROM clock_timestamp()) * 1000)::bigint
-           - (SELECT s.last_value FROM pgq.ring_rotated_at s) >= c_period_ms THEN
+           - (SELECT s.last_value FROM pgq.ring_rotated_at s) NOT BETWEEN 0 AND c_period_ms - 1 THEN
         -- setval, not nextval: the sequence starts unused at 0, whose first nextval is 0.
         PERFORM setval('pgq.ring_seq', v_turn + 1);
         PERFORM setval('pgq.ring_rotated_at', (extract(epoch FROM clock_timestamp()) * 1000)::bigint);

@@ -4,7 +4,7 @@
 -- file: the ring's sequences are not transactional anyway, and some cases need their own
 -- transactions (the file runs on its own fresh database). What needs a second session (another
 -- maintainer, a reader holding a partition's lock) is in tests/py/test_ring.py.
-SELECT plan(57);
+SELECT plan(60);
 
 \set wa '''aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa'''
 
@@ -184,6 +184,18 @@ SELECT results_eq($$SELECT state FROM pgq.maintain(min_interval => interval '0')
                   $$VALUES ('ok'::text)$$, 'min_interval 0: always a pass');
 SELECT results_eq($$SELECT state FROM pgq.maintain(min_interval => NULL)$$,
                   $$VALUES ('ok'::text)$$, 'min_interval NULL (the default): always a pass');
+SELECT setval('pgq.maintained_at', (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 3600000);
+SELECT results_eq($$SELECT state FROM pgq.maintain(min_interval => interval '1 minute')$$,
+                  $$VALUES ('ok'::text)$$,
+                  'the last pass stamped an hour ahead (the clock was set back): not recent, a pass');
+-- The clock set back does not hold up the rotation either (the ring's place restored after).
+SELECT last_value AS seq_before FROM pgq.ring_seq \gset
+SELECT is(mt_size((mt_cur() + 1) % 4), 0::bigint, 'the next slot has no pages');
+SELECT setval('pgq.ring_rotated_at', (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 3600000);
+SELECT is((SELECT rotated FROM pgq.maintain()), true,
+          'the last rotation stamped an hour ahead: the ring turns');
+SELECT setval('pgq.ring_seq', :seq_before);
+SELECT mt_may_rotate(false);
 SELECT throws_ok($$SELECT * FROM pgq.maintain(min_interval => interval '-1 second')$$, 'PQ009',
     'min_interval must be between 0 and 1 hour, got -00:00:01', 'a negative min_interval: PQ009 naming it');
 SELECT throws_ok($$SELECT * FROM pgq.maintain(min_interval => interval '2 hours')$$, 'PQ009',
