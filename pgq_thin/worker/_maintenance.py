@@ -108,9 +108,6 @@ class Maintenance:
         half = timedelta(seconds=interval / 2) if in_turn and interval is not None else None
         return await maintain_once(self._call, self._stats, self._log, half)
 
-    async def maintain_in_turn(self) -> calls.Row:
-        return await self.maintain_once(in_turn=True)
-
     async def rollup_once(self) -> Rollup:
         """On a connection of its own, opened for the step: a rollup can take a second at
         high job rates, and on the session it would hold up the claims for that long."""
@@ -134,6 +131,10 @@ class Maintenance:
             )
         if settings.maintain_interval is not None:
             loops["pgq-thin-maintain"] = every(
-                settings.maintain_interval, self.maintain_in_turn, stopping, "maintain", log
+                settings.maintain_interval,
+                lambda: self.maintain_once(in_turn=True),
+                stopping,
+                "maintain",
+                log,
             )
         return loops

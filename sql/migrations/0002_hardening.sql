@@ -6151,9 +6151,9 @@ COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
 -- Contract: one maintainer at a time: the others answer 'busy' at once, having done nothing
 --   (counts 0, bytes NULL). With min_interval, a call made less than min_interval after the
 --   last pass (pgq.maintained_at, the server's clock; a pass stamped later than now, the clock
---   set back, is not recent) answers 'recent' at once, having done
---   nothing and taken no lock: a fleet of workers that each call every few seconds makes at
---   most one pass per min_interval between them. The maintainer, in this order:
+--   set back, is not recent) answers 'recent' at once, having done nothing and taken no lock:
+--   a fleet of workers that each call every few seconds makes at most one pass per
+--   min_interval between them. The maintainer, in this order:
 --   1. sweeps stale running jobs (pgq._sweep: archived when their attempts are used up or their
 --      cancellation was requested, else queued again with a new ready number);
 --   2. promotes due scheduled jobs into the ring (pgq._promote, at most 10,000 per call), and
@@ -6178,10 +6178,10 @@ COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
 --      lock_timeout 5 ms, its emptiness checked again under the lock, and TRUNCATE. A lock not
 --      granted within 5 ms (a reader of pgq.jobs in an open transaction, a heavy queue of
 --      calls) is an answer: state 'busy', truncated NULL, lock_wait_ms set.
---   Returns one row: state ('ok', or 'busy' or 'recent' as above), swept, promoted, carried (jobs), truncated
---   (the partition emptied, or NULL), rotated, lock_wait_ms (how long the truncation's lock was
---   waited for, NULL when none was asked for) and bytes (heap, TOAST and indexes of jobs_0 ..
---   jobs_3 before the truncation). at NULL means now() (the clock of the sweep and the
+--   Returns one row: state ('ok', 'busy' or 'recent' as above), swept, promoted, carried (jobs),
+--   truncated (the partition emptied, or NULL), rotated, lock_wait_ms (how long the
+--   truncation's lock was waited for, NULL when none was asked for) and bytes (heap, TOAST and
+--   indexes of jobs_0 .. jobs_3 before the truncation). at NULL means now() (the clock of the sweep and the
 --   promotion; the 2-second rule reads the server's clock).
 --   Safe inside a transaction that already used pgq.jobs: its own locks do not conflict, and a
 --   slot this session still has in use (an open cursor) is left for a later call ('busy'); the
@@ -6194,8 +6194,8 @@ COMMENT ON FUNCTION pgq.list_jobs(text, text, text, int) IS
 --   it in its own transaction (autocommit): the commit follows at once. A transaction holding
 --   any lock on the partition (a long report over pgq.jobs) keeps it from being truncated,
 --   and the ring from turning, until it ends.
--- Errors: PQ009 at out of range, or min_interval negative or over an hour; PQ010 not READ COMMITTED (TRUNCATE is not MVCC-safe: the
---   emptiness check must see every committed row).
+-- Errors: PQ009 at out of range, or min_interval negative or over an hour; PQ010 not READ
+--   COMMITTED (TRUNCATE is not MVCC-safe: the emptiness check must see every committed row).
 CREATE OR REPLACE FUNCTION pgq.maintain(at timestamptz DEFAULT NULL, min_interval interval DEFAULT NULL)
 RETURNS TABLE (state text, swept int, promoted int, carried int, truncated text, rotated boolean,
                lock_wait_ms float8, bytes bigint)
