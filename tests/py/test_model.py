@@ -3,7 +3,7 @@
 function (enqueue, enqueue_many with dedupe keys and on_conflict, claim with and without
 request_id and re-sent, heartbeat, complete with every outcome and repeated, release, cancel,
 requeue, configure with rate limits (whole entrypoint and per key) and key limits, group keys, pause/resume, pgq.maintain turning
-the ring) on a simulated clock, checked after every step against the Python model of docs/sql-api.md in tests/py/helpers/model.py.
+the ring or answering recent, and take_tokens) on a simulated clock, checked after every step against the Python model of docs/sql-api.md in tests/py/helpers/model.py.
 A failure is shrunk (delta debugging) and printed as a psql script for a fresh install.
 
 PGQ_MODEL_STEPS (steps per sequence, default 120), PGQ_MODEL_RUNS (sequences, default 3) and

@@ -1182,6 +1182,21 @@ class Runner:
     def op_maintain(self, rng: random.Random, step: dict[str, Any]) -> None:
         m = self.model
         at = m.clock
+        if rng.random() < 0.2:
+            # A worker's call right after another's pass: 'recent', and nothing done (the
+            # check after the step finds every job as the model left it).
+            self.sql(
+                "SELECT setval('pgq.maintained_at',"
+                " (extract(epoch FROM clock_timestamp()) * 1000)::bigint) > 0 AS just_passed"
+            )
+            rows = self.sql(
+                "SELECT state, swept, promoted, carried, truncated, rotated, lock_wait_ms"
+                f" FROM pgq.maintain({ts(at)}, interval '1 hour')"
+            )
+            if tuple(rows[0]) != ("recent", 0, 0, 0, None, False, None):
+                self.fail("maintain", f"min_interval 1 hour right after a pass: {rows[0]}")
+            m.bump("recent", 1)
+            return
         if step.get("rotate"):
             self.sql("SELECT setval('pgq.ring_rotated_at', 0) > 0 AS may_rotate")
         swept = m.apply_sweep(at)
