@@ -400,9 +400,30 @@ MUTANTS: tuple[Mutant, ...] = (
     m(
         "maintain_rotates_too_often",
         "maintain.sql",
-        ">= c_period_ms THEN",
-        ">= 0 THEN",
+        "NOT BETWEEN 0 AND c_period_ms - 1 THEN",
+        "IS NOT NULL THEN",
         "the ring rotates on every call, not at most every 2 s",
+    ),
+    m(
+        "maintain_clock_back_stops_rotation",
+        "maintain.sql",
+        "NOT BETWEEN 0 AND c_period_ms - 1 THEN",
+        ">= c_period_ms THEN",
+        "a last rotation stamped in the future (the clock set back) stops the ring",
+    ),
+    m(
+        "maintain_never_recent",
+        "maintain.sql",
+        "BETWEEN 0 AND extract(epoch FROM min_interval) * 1000 - 1 THEN",
+        "< 0 AND false THEN",
+        "min_interval ignored: every worker's call makes a pass",
+    ),
+    m(
+        "maintain_clock_back_always_recent",
+        "maintain.sql",
+        "BETWEEN 0 AND extract(epoch FROM min_interval) * 1000 - 1 THEN",
+        "< extract(epoch FROM min_interval) * 1000 THEN",
+        "a last pass stamped in the future (the clock set back) makes every call 'recent'",
     ),
     # --- Second looks (a row carried while the call waited for its lock) ---
     m(
