@@ -30,6 +30,14 @@ def connect(dsn: str) -> psycopg.Connection[Any]:
     return psycopg.connect(dsn, autocommit=True)
 
 
+def maintained_at(dsn: str) -> int:
+    """pgq.maintained_at: the server's time of the last pass, in epoch milliseconds."""
+    with connect(dsn) as conn:
+        row = conn.execute("SELECT last_value FROM pgq.maintained_at").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def maintain(conn: psycopg.Connection[Any], may_rotate: bool = True) -> dict[str, Any]:
     """One pgq.maintain; may_rotate sets the last rotation back (the 2 s rule reads the
     server's clock) or to now."""
@@ -240,12 +248,6 @@ def test_worker_maintains_every_maintain_interval_unless_off(
     async def handler(job: Job[Any]) -> None:  # pragma: no cover - nothing is queued
         raise AssertionError
 
-    def maintained_at() -> int:
-        with connect(pgq_dsn) as conn:
-            row = conn.execute("SELECT last_value FROM pgq.maintained_at").fetchone()
-        assert row is not None
-        return int(row[0])
-
     async def loops() -> set[str]:
         names = {t.get_name() for t in asyncio.all_tasks()}
         return names if "pgq-thin-flush" in names else set()
@@ -255,8 +257,10 @@ def test_worker_maintains_every_maintain_interval_unless_off(
         try:
             names = await await_for(loops, 20.0, "the worker's loops")
             if interval is None:
-                return names, await asyncio.to_thread(maintained_at)
-            done = await asyncio.to_thread(wait_for, maintained_at, 20.0, "a worker's maintain")
+                return names, await asyncio.to_thread(maintained_at, pgq_dsn)
+            done = await asyncio.to_thread(
+                wait_for, lambda: maintained_at(pgq_dsn), 20.0, "a worker's maintain"
+            )
             return names, done
         finally:
             worker.stop()
@@ -330,12 +334,6 @@ def test_a_workers_loop_call_soon_after_another_workers_pass_answers_recent(pgq_
         async def handler(job: Job[Any]) -> None:  # pragma: no cover - nothing is queued
             raise AssertionError
 
-    def maintained_at() -> int:
-        with connect(pgq_dsn) as conn:
-            row = conn.execute("SELECT last_value FROM pgq.maintained_at").fetchone()
-        assert row is not None
-        return int(row[0])
-
     with connect(pgq_dsn) as conn:  # the last pass an hour ago
         conn.execute(
             "SELECT setval('pgq.maintained_at',"
@@ -346,9 +344,9 @@ def test_a_workers_loop_call_soon_after_another_workers_pass_answers_recent(pgq_
         first, second = workers
         async with first, second:
             a = await first.maintain_once(in_turn=True)
-            at = await asyncio.to_thread(maintained_at)
+            at = await asyncio.to_thread(maintained_at, pgq_dsn)
             b = await second.maintain_once(in_turn=True)
-            unchanged = await asyncio.to_thread(maintained_at) == at
+            unchanged = await asyncio.to_thread(maintained_at, pgq_dsn) == at
             c = await second.maintain_once()
             return [a["state"], b, unchanged, c["state"]]
 
