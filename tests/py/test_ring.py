@@ -355,3 +355,21 @@ def test_a_workers_loop_call_soon_after_another_workers_pass_answers_recent(pgq_
     assert (b["state"], b["swept"], b["bytes"]) == ("recent", 0, None)
     assert unchanged
     assert [w.stats.maintained for w in workers] == [1, 1]
+
+
+def test_recent_is_answered_without_the_maintainers_lock(pgq_dsn: str) -> None:
+    """Two sessions: one is a maintainer inside an open transaction (it holds the row lock of
+    pgq.maintenance until it commits). Another call without min_interval answers 'busy'; with
+    min_interval, right after that pass, it answers 'recent': the rule is checked before the
+    lock is asked for, so a fleet's calls never queue on it."""
+    with connect(pgq_dsn) as holder, connect(pgq_dsn) as other:
+        holder.execute("BEGIN")
+        first = holder.execute("SELECT state FROM pgq.maintain()").fetchone()
+        assert first is not None and first[0] == "ok"
+        busy = other.execute("SELECT state FROM pgq.maintain()").fetchone()
+        recent = other.execute(
+            "SELECT state FROM pgq.maintain(min_interval => interval '1 hour')"
+        ).fetchone()
+        holder.execute("COMMIT")
+    assert busy is not None and busy[0] == "busy"
+    assert recent is not None and recent[0] == "recent"
