@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     846  Functions: the other 91 functions this migration re-creates (generated)
---    8187  The ring, continued: triggers and the copy of the live jobs
---    8219  Grants
+--    8189  The ring, continued: triggers and the copy of the live jobs
+--    8221  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -6330,9 +6330,11 @@ BEGIN
     IF pg_relation_size(format('pgq.jobs_%s', v_next)::regclass) = 0
        AND (extract(epoch FROM clock_timestamp()) * 1000)::bigint
            - (SELECT s.last_value FROM pgq.ring_rotated_at s) NOT BETWEEN 0 AND c_period_ms - 1 THEN
-        -- setval, not nextval: the sequence starts unused at 0, whose first nextval is 0.
-        PERFORM setval('pgq.ring_seq', v_turn + 1);
+        -- The stamp first: sequences are not transactional, so whoever reads the new turn
+        -- also reads its stamp. setval, not nextval: the sequence starts unused at 0, whose
+        -- first nextval is 0.
         PERFORM setval('pgq.ring_rotated_at', (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+        PERFORM setval('pgq.ring_seq', v_turn + 1);
         v_rotated := true;
         v_cur := v_next;
     END IF;
