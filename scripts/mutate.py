@@ -433,6 +433,43 @@ MUTANTS: tuple[Mutant, ...] = (
         "FOR v_look IN 1..1 LOOP",
         "heartbeat reports a job lost when maintenance carried it while the call waited",
     ),
+    Mutant(
+        "complete_two_looks",
+        "complete.sql",
+        (
+            ("FOR v_look IN 0..2 LOOP", "FOR v_look IN 0..1 LOOP"),
+            ("OR v_look = 2;", "OR v_look = 1;"),
+        ),
+        "complete leaves running a job carried since its claim and carried again while it waited",
+    ),
+    m(
+        "complete_slots_never_widened",
+        "complete.sql",
+        "            v_slots := '{0,1,2,3}';\n",
+        "",
+        "complete never looks beyond the slots its leases name: a job carried since its claim is never finished",
+    ),
+    m(
+        "claim_lease_without_slot",
+        "claim.sql",
+        "lease = nextval('pgq.lease_seq') * 4 + j.slot,",
+        "lease = nextval('pgq.lease_seq') * 4,",
+        "the lease does not name the job's slot: every completion looks in the wrong slot first",
+    ),
+    m(
+        "claim_updates_every_slot",
+        "claim.sql",
+        "           AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4])\n",
+        "",
+        "the claim's UPDATE reads every ring slot for its ids (the plan no longer prunes partitions)",
+    ),
+    m(
+        "archive_deletes_every_slot",
+        "_archive.sql",
+        "           AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4] OR j.slot = v_slots[5])\n",
+        "",
+        "the archive's DELETE reads every slot for its ids, whatever slots the completion names",
+    ),
     m(
         "cancel_one_look",
         "cancel.sql",

@@ -22,6 +22,9 @@
 --   one), decision (the final status), details}. One statement: no separate locking pass.
 --   Jobs that other jobs wait for (pgq.job_deps) settle their edges in the same transaction
 --   (pgq._settle_deps: waiting children released or canceled).
+--   slots (up to four of pgq.jobs' slots; NULL: every slot) restricts the DELETE to those
+--   partitions: pgq.complete's first look passes the slots its leases name (a job carried to
+--   another slot since is not found there, and is looked for again in every slot).
 -- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
@@ -30,7 +33,8 @@ CREATE OR REPLACE FUNCTION pgq._archive(
     details    jsonb[],
     at         timestamptz,
     worker_id  uuid     DEFAULT NULL,
-    leases     bigint[] DEFAULT NULL
+    leases     bigint[] DEFAULT NULL,
+    slots      smallint[] DEFAULT NULL
 )
 RETURNS TABLE (id bigint, entrypoint text, status text, attempt int)
 LANGUAGE plpgsql
@@ -50,6 +54,8 @@ SET enable_nestloop = off
 SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_slots smallint[] := coalesce(_archive.slots, '{0,1,2,3,4}');
 BEGIN
     RETURN QUERY
     WITH input AS (
@@ -61,6 +67,8 @@ BEGIN
          USING input i
          WHERE j.id = i.id
            AND j.id = ANY (_archive.ids)
+           -- A list of values (not an array parameter): the executor prunes partitions by it.
+           AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4] OR j.slot = v_slots[5])
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,
@@ -117,5 +125,5 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS
+COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[], smallint[]) IS
     'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status (lease-checked when leases are given); returns the jobs moved (id, entrypoint, status, attempt).';

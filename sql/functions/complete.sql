@@ -88,6 +88,7 @@ DECLARE
     r_outcomes text[];
     r_details  jsonb[];
     v_look    int;
+    v_slots   smallint[];  -- the slots the jobs are looked for in (their leases' first)
     v_retry    boolean;  -- failures or interruptions among the jobs still to decide
     v_decided  bigint[];   -- failures and interruptions locked this round
     v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
@@ -190,12 +191,24 @@ BEGIN
                          ON o.id = u.id AND o.lease = u.lease AND u.s IN ('interrupted', 'snoozed')) AS x;
     END IF;
 
-    -- A stale lease misses twice and gets no row.
+    -- A stale lease misses every look and gets no row.
     r_ids := complete.ids;
     r_leases := complete.leases;
     r_outcomes := v_outcomes;
     r_details := v_details;
-    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
+    -- The first look reads only the slots the leases name (the claim put each job's slot in
+    -- its lease: docs/architecture.md#leases-carry-the-slot); the jobs it misses (carried to
+    -- another slot since, claimed before leases carried slots, or stale) are looked for twice
+    -- more in every slot.
+    IF v_n = 1 THEN
+        v_slots := ARRAY[(complete.leases[1] % 4)::smallint];
+    ELSE
+        v_slots := ARRAY(SELECT DISTINCT (l % 4)::smallint FROM unnest(complete.leases) AS l);
+    END IF;
+    FOR v_look IN 0..2 LOOP  -- look twice: docs/architecture.md#look-twice (after a look by slot)
+        IF v_look = 1 THEN
+            v_slots := '{0,1,2,3}';
+        END IF;
         v_decided := '{}';
         v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes)
                    OR 'snoozed' = ANY (r_outcomes) OR 'fatal' = ANY (r_outcomes);
@@ -207,6 +220,7 @@ BEGIN
             PERFORM 1
                FROM (SELECT j.id FROM pgq.jobs j
                       WHERE j.id = ANY (r_ids)
+                        AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4])
                         AND j.status = c_running AND j.slot <> 4
                       ORDER BY j.id
                         FOR UPDATE) AS l;
@@ -240,6 +254,7 @@ BEGIN
                       JOIN pgq.jobs j ON j.id = i.id
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                      WHERE j.id = ANY (r_ids)
+                       AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4])
                        AND j.lease = i.lease
                        AND j.status = c_running AND j.slot <> 4
                        AND j.worker_id = complete.worker_id
@@ -342,12 +357,12 @@ BEGIN
                   FROM unnest(r_ids, r_leases, r_outcomes, r_details) WITH ORDINALITY AS u(id, lease, outcome, details, ord)
                  WHERE u.outcome IN ('successful', 'canceled')
                     OR (u.id = ANY (v_decided) AND u.id <> ALL (a_id))) AS x
-         CROSS JOIN LATERAL pgq._archive(x.ids, x.outcomes, x.details, v_now, complete.worker_id, x.leases) AS a
+         CROSS JOIN LATERAL pgq._archive(x.ids, x.outcomes, x.details, v_now, complete.worker_id, x.leases, v_slots) AS a
           JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint
          WHERE x.ids IS NOT NULL;
 
         EXIT WHEN cardinality(a_id) >= v_n OR v_look = 2;
-        -- The jobs missed so far, for the second look.
+        -- The jobs missed so far, for the next look.
         SELECT array_agg(u.id ORDER BY u.ord), array_agg(u.lease ORDER BY u.ord),
                array_agg(u.outcome ORDER BY u.ord), array_agg(u.details ORDER BY u.ord)
           INTO r_ids, r_leases, r_outcomes, r_details

@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     846  Functions: the other 91 functions this migration re-creates (generated)
---    8189  The ring, continued: triggers and the copy of the live jobs
---    8221  Grants
+--    8219  The ring, continued: triggers and the copy of the live jobs
+--    8251  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -1085,6 +1085,9 @@ COMMENT ON FUNCTION pgq._add_lanes(text[], int[]) IS
 --   one), decision (the final status), details}. One statement: no separate locking pass.
 --   Jobs that other jobs wait for (pgq.job_deps) settle their edges in the same transaction
 --   (pgq._settle_deps: waiting children released or canceled).
+--   slots (up to four of pgq.jobs' slots; NULL: every slot) restricts the DELETE to those
+--   partitions: pgq.complete's first look passes the slots its leases name (a job carried to
+--   another slot since is not found there, and is looked for again in every slot).
 -- Locking: row locks on the deleted jobs and their pgq.live_keys rows.
 -- Errors: none of its own; the history CHECK constraint rejects an unknown status.
 CREATE OR REPLACE FUNCTION pgq._archive(
@@ -1093,7 +1096,8 @@ CREATE OR REPLACE FUNCTION pgq._archive(
     details    jsonb[],
     at         timestamptz,
     worker_id  uuid     DEFAULT NULL,
-    leases     bigint[] DEFAULT NULL
+    leases     bigint[] DEFAULT NULL,
+    slots      smallint[] DEFAULT NULL
 )
 RETURNS TABLE (id bigint, entrypoint text, status text, attempt int)
 LANGUAGE plpgsql
@@ -1113,6 +1117,8 @@ SET enable_nestloop = off
 SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_slots smallint[] := coalesce(_archive.slots, '{0,1,2,3,4}');
 BEGIN
     RETURN QUERY
     WITH input AS (
@@ -1124,6 +1130,8 @@ BEGIN
          USING input i
          WHERE j.id = i.id
            AND j.id = ANY (_archive.ids)
+           -- A list of values (not an array parameter): the executor prunes partitions by it.
+           AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4] OR j.slot = v_slots[5])
            AND (_archive.leases IS NULL
                 OR (j.lease = i.lease AND j.status = 'running' AND j.worker_id = _archive.worker_id))
         RETURNING j.*,
@@ -1180,7 +1188,7 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[]) IS
+COMMENT ON FUNCTION pgq._archive(bigint[], text[], jsonb[], timestamptz, uuid, bigint[], smallint[]) IS
     'Private. Moves jobs from pgq.jobs to pgq.job_history with their final status (lease-checked when leases are given); returns the jobs moved (id, entrypoint, status, attempt).';
 
 -- sql/functions/_check_batch.sql
@@ -3968,6 +3976,7 @@ DECLARE
     v_keyed   boolean;
     v_rated   boolean;
     v_ids     bigint[];
+    v_slots   smallint[];  -- the ring slots of v_ids (NULL: not known, every slot is read)
     v_found   bigint[];
     v_now_ms  bigint;
     v_look   int;
@@ -4108,10 +4117,10 @@ BEGIN
           JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
          WHERE eps.quota > 0
     ), candidates AS (
-        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota
+        SELECT q.id, q.slot, q.entrypoint, q.priority, q.ready_seq, lanes.quota
           FROM lanes
          CROSS JOIN LATERAL (
-               SELECT j.id, j.entrypoint, j.priority, j.ready_seq
+               SELECT j.id, j.slot, j.entrypoint, j.priority, j.ready_seq
                  FROM pgq.jobs j
                 WHERE j.entrypoint = lanes.entrypoint
                   AND j.priority = lanes.priority
@@ -4123,9 +4132,9 @@ BEGIN
                 LIMIT least(lanes.quota, claim.batch_size)
                   FOR UPDATE SKIP LOCKED) AS q
     )
-    SELECT array_agg(p.id) INTO v_ids
-      FROM (SELECT r.id
-              FROM (SELECT c.id, c.priority, c.ready_seq, c.quota,
+    SELECT array_agg(p.id), array_agg(DISTINCT p.slot) INTO v_ids, v_slots
+      FROM (SELECT r.id, r.slot
+              FROM (SELECT c.id, c.slot, c.priority, c.ready_seq, c.quota,
                            row_number() OVER (PARTITION BY c.entrypoint
                                               ORDER BY c.priority DESC, c.ready_seq) AS n
                       FROM candidates c) r
@@ -4136,12 +4145,17 @@ BEGIN
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
+    v_slots := coalesce(v_slots, '{0,1,2,3}');
 
+    -- The UPDATE reads only the slots its jobs are in: the slots as separate values (a list, not
+    -- an array parameter) are what the executor prunes partitions by when it starts the plan.
+    -- The lease carries the job's slot (lease mod 4, docs/architecture.md#leases-carry-the-slot):
+    -- pgq.complete reads that slot first.
     RETURN QUERY
     WITH claimed AS (
         UPDATE pgq.jobs j
            SET status = 'running',
-               lease = nextval('pgq.lease_seq'),
+               lease = nextval('pgq.lease_seq') * 4 + j.slot,
                worker_id = claim.worker_id,
                started_at = v_now,
                heartbeat_at = v_now,
@@ -4150,6 +4164,7 @@ BEGIN
                deadline_at = v_now + coalesce(j.timeout, c.run_timeout)
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
+           AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4])
            AND j.status = c_queued AND j.slot <> 4
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
@@ -4402,6 +4417,7 @@ DECLARE
     r_outcomes text[];
     r_details  jsonb[];
     v_look    int;
+    v_slots   smallint[];  -- the slots the jobs are looked for in (their leases' first)
     v_retry    boolean;  -- failures or interruptions among the jobs still to decide
     v_decided  bigint[];   -- failures and interruptions locked this round
     v_later    bigint[];   -- ... retried later (moved to jobs_scheduled)
@@ -4504,12 +4520,24 @@ BEGIN
                          ON o.id = u.id AND o.lease = u.lease AND u.s IN ('interrupted', 'snoozed')) AS x;
     END IF;
 
-    -- A stale lease misses twice and gets no row.
+    -- A stale lease misses every look and gets no row.
     r_ids := complete.ids;
     r_leases := complete.leases;
     r_outcomes := v_outcomes;
     r_details := v_details;
-    FOR v_look IN 1..2 LOOP  -- look twice: docs/architecture.md#look-twice
+    -- The first look reads only the slots the leases name (the claim put each job's slot in
+    -- its lease: docs/architecture.md#leases-carry-the-slot); the jobs it misses (carried to
+    -- another slot since, claimed before leases carried slots, or stale) are looked for twice
+    -- more in every slot.
+    IF v_n = 1 THEN
+        v_slots := ARRAY[(complete.leases[1] % 4)::smallint];
+    ELSE
+        v_slots := ARRAY(SELECT DISTINCT (l % 4)::smallint FROM unnest(complete.leases) AS l);
+    END IF;
+    FOR v_look IN 0..2 LOOP  -- look twice: docs/architecture.md#look-twice (after a look by slot)
+        IF v_look = 1 THEN
+            v_slots := '{0,1,2,3}';
+        END IF;
         v_decided := '{}';
         v_retry := 'failed' = ANY (r_outcomes) OR 'interrupted' = ANY (r_outcomes)
                    OR 'snoozed' = ANY (r_outcomes) OR 'fatal' = ANY (r_outcomes);
@@ -4521,6 +4549,7 @@ BEGIN
             PERFORM 1
                FROM (SELECT j.id FROM pgq.jobs j
                       WHERE j.id = ANY (r_ids)
+                        AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4])
                         AND j.status = c_running AND j.slot <> 4
                       ORDER BY j.id
                         FOR UPDATE) AS l;
@@ -4554,6 +4583,7 @@ BEGIN
                       JOIN pgq.jobs j ON j.id = i.id
                       JOIN pgq.entrypoints c ON c.entrypoint = j.entrypoint
                      WHERE j.id = ANY (r_ids)
+                       AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4])
                        AND j.lease = i.lease
                        AND j.status = c_running AND j.slot <> 4
                        AND j.worker_id = complete.worker_id
@@ -4656,12 +4686,12 @@ BEGIN
                   FROM unnest(r_ids, r_leases, r_outcomes, r_details) WITH ORDINALITY AS u(id, lease, outcome, details, ord)
                  WHERE u.outcome IN ('successful', 'canceled')
                     OR (u.id = ANY (v_decided) AND u.id <> ALL (a_id))) AS x
-         CROSS JOIN LATERAL pgq._archive(x.ids, x.outcomes, x.details, v_now, complete.worker_id, x.leases) AS a
+         CROSS JOIN LATERAL pgq._archive(x.ids, x.outcomes, x.details, v_now, complete.worker_id, x.leases, v_slots) AS a
           JOIN pgq.entrypoints c ON c.entrypoint = a.entrypoint
          WHERE x.ids IS NOT NULL;
 
         EXIT WHEN cardinality(a_id) >= v_n OR v_look = 2;
-        -- The jobs missed so far, for the second look.
+        -- The jobs missed so far, for the next look.
         SELECT array_agg(u.id ORDER BY u.ord), array_agg(u.lease ORDER BY u.ord),
                array_agg(u.outcome ORDER BY u.ord), array_agg(u.details ORDER BY u.ord)
           INTO r_ids, r_leases, r_outcomes, r_details

@@ -34,15 +34,19 @@ def connect(dsn: str) -> psycopg.Connection[Any]:
     return psycopg.connect(dsn, autocommit=True)
 
 
-def running_job(conn: psycopg.Connection[Any], entrypoint: str) -> tuple[int, int]:
-    """A running job of WORKER inserted directly (claim is not what is under test): (id, lease)."""
+def running_job(
+    conn: psycopg.Connection[Any], entrypoint: str, lease_off: int = 0
+) -> tuple[int, int]:
+    """A running job of WORKER inserted directly (claim is not what is under test): (id, lease).
+    Its lease names its slot as a claim's does (lease mod 4); lease_off > 0 names another slot,
+    as for a job carried since its claim."""
     row = conn.execute(
         """INSERT INTO pgq.jobs (entrypoint, status, attempt, lease, worker_id, started_at,
                                  heartbeat_at, ready_seq, dedupe_key)
-           VALUES (%s, 'running', 1, nextval('pgq.lease_seq'), %s, now(), now(),
-                   nextval('pgq.ready_seq'), %s)
+           VALUES (%s, 'running', 1, nextval('pgq.lease_seq') * 4 + (pgq._slot() + %s) %% 4,
+                   %s, now(), now(), nextval('pgq.ready_seq'), %s)
            RETURNING id, lease""",
-        (entrypoint, WORKER, f"{entrypoint}-key"),
+        (entrypoint, lease_off, WORKER, f"{entrypoint}-key"),
     ).fetchone()
     assert row is not None
     conn.execute(
@@ -134,11 +138,15 @@ def test_heartbeat_finds_a_job_carried_while_it_waited(pgq_dsn: str) -> None:
         ("interrupted", "retry", "queued"),
     ],
 )
+# The lease names the slot the job is in (its first look waits and misses, the next finds it),
+# or another (carried since its claim: the look by slot misses, the next waits and misses, the
+# third finds it).
+@pytest.mark.parametrize("lease_off", [0, 2], ids=["lease-names-its-slot", "carried-before"])
 def test_complete_finds_a_job_carried_while_it_waited(
-    pgq_dsn: str, outcome: str, status: str, where: str
+    pgq_dsn: str, outcome: str, status: str, where: str, lease_off: int
 ) -> None:
     with connect(pgq_dsn) as conn:
-        job_id, lease = running_job(conn, f"rm_done_{outcome}")
+        job_id, lease = running_job(conn, f"rm_done_{outcome}", lease_off)
         rows = call_while_carried(
             pgq_dsn,
             job_id,

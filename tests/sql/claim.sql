@@ -4,7 +4,7 @@
 -- cannot change after its first query, and this whole file is one transaction; the Python tests
 -- call claim from a REPEATABLE READ transaction.
 BEGIN;
-SELECT plan(75);
+SELECT plan(78);
 
 -- Argument errors (nothing is claimed) ---------------------------------------------------------
 SELECT pgq.enqueue('cl_err') AS err_id \gset
@@ -273,6 +273,27 @@ SELECT is(pgq.next_run_at('{cl_sched}'), now() + interval '1 hour', 'next_run_at
 SELECT results_eq($$SELECT id, attempt FROM pgq.claim('77777777-7777-7777-7777-777777777777', '{cl_sched}', 1,
                                                      now() + interval '1 hour')$$,
                   format('VALUES (%s::bigint, 1)', :sc1), 'once due, the claim promotes it and claims it');
+
+-- A lease names the slot its job was claimed in (lease mod 4): pgq.complete looks there first ----
+SELECT last_value AS ring_before FROM pgq.ring_seq \gset
+SELECT setval('pgq.ring_seq', 5);
+SELECT pgq.enqueue('cl_slots', '{"n": 1}') AS sl1 \gset
+SELECT setval('pgq.ring_seq', 6);
+SELECT pgq.enqueue('cl_slots', '{"n": 2}') AS sl2 \gset
+SELECT setval('pgq.ring_seq', 7);
+SELECT pgq.enqueue('cl_slots', '{"n": 3}') AS sl3 \gset
+CREATE TEMP TABLE sl AS
+SELECT * FROM pgq.claim('88888888-8888-8888-8888-888888888888', '{cl_slots}', 5);
+SELECT results_eq($$SELECT j.slot::int, s.lease % 4 FROM sl s JOIN pgq.jobs j ON j.id = s.id ORDER BY j.id$$,
+                  $$VALUES (1, 1::bigint), (2, 2::bigint), (3, 3::bigint)$$,
+                  'jobs claimed from slots 1, 2 and 3 at once: each lease names its job''s slot');
+SELECT is((SELECT count(*)::int FROM pgq.complete('88888888-8888-8888-8888-888888888888',
+                                                 ARRAY(SELECT id FROM sl ORDER BY id), ARRAY(SELECT lease FROM sl ORDER BY id),
+                                                 '{successful,successful,successful}')),
+          3, 'one completion of jobs in three slots finishes all three');
+SELECT is((SELECT array_agg(lease % 4 ORDER BY id) FROM pgq.job_history WHERE entrypoint = 'cl_slots'),
+          ARRAY[1, 2, 3]::bigint[], 'their history rows keep the leases');
+SELECT setval('pgq.ring_seq', :ring_before);
 
 SELECT * FROM finish();
 ROLLBACK;
