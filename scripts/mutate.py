@@ -457,11 +457,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "the lease does not name the job's slot: every completion looks in the wrong slot first",
     ),
     m(
-        "claim_updates_every_slot",
-        "claim.sql",
-        "           AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4])\n",
-        "",
-        "the claim's UPDATE reads every ring slot for its ids (the plan no longer prunes partitions)",
+        "complete_locks_in_every_slot",
+        "complete.sql",
+        "                      WHERE j.id = ANY (r_ids)\n"
+        "                        AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4])\n",
+        "                      WHERE j.id = ANY (r_ids)\n",
+        "the completion's locked read of successes reads every slot, whatever the leases name",
     ),
     m(
         "archive_deletes_every_slot",

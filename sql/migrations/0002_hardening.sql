@@ -25,8 +25,8 @@
 --     746  Workflows: jobs that wait for other jobs
 --     794  Flow control: rate limits
 --     846  Functions: the other 91 functions this migration re-creates (generated)
---    8219  The ring, continued: triggers and the copy of the live jobs
---    8251  Grants
+--    8214  The ring, continued: triggers and the copy of the live jobs
+--    8246  Grants
 -- END CONTENTS
 
 -- ## Roles for dashboards (read only) and operators (actions)
@@ -3976,7 +3976,6 @@ DECLARE
     v_keyed   boolean;
     v_rated   boolean;
     v_ids     bigint[];
-    v_slots   smallint[];  -- the ring slots of v_ids (NULL: not known, every slot is read)
     v_found   bigint[];
     v_now_ms  bigint;
     v_look   int;
@@ -4117,10 +4116,10 @@ BEGIN
           JOIN pgq.lanes l ON l.entrypoint = eps.entrypoint
          WHERE eps.quota > 0
     ), candidates AS (
-        SELECT q.id, q.slot, q.entrypoint, q.priority, q.ready_seq, lanes.quota
+        SELECT q.id, q.entrypoint, q.priority, q.ready_seq, lanes.quota
           FROM lanes
          CROSS JOIN LATERAL (
-               SELECT j.id, j.slot, j.entrypoint, j.priority, j.ready_seq
+               SELECT j.id, j.entrypoint, j.priority, j.ready_seq
                  FROM pgq.jobs j
                 WHERE j.entrypoint = lanes.entrypoint
                   AND j.priority = lanes.priority
@@ -4132,9 +4131,9 @@ BEGIN
                 LIMIT least(lanes.quota, claim.batch_size)
                   FOR UPDATE SKIP LOCKED) AS q
     )
-    SELECT array_agg(p.id), array_agg(DISTINCT p.slot) INTO v_ids, v_slots
-      FROM (SELECT r.id, r.slot
-              FROM (SELECT c.id, c.slot, c.priority, c.ready_seq, c.quota,
+    SELECT array_agg(p.id) INTO v_ids
+      FROM (SELECT r.id
+              FROM (SELECT c.id, c.priority, c.ready_seq, c.quota,
                            row_number() OVER (PARTITION BY c.entrypoint
                                               ORDER BY c.priority DESC, c.ready_seq) AS n
                       FROM candidates c) r
@@ -4145,10 +4144,7 @@ BEGIN
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
-    v_slots := coalesce(v_slots, '{0,1,2,3}');
 
-    -- The UPDATE reads only the slots its jobs are in: the slots as separate values (a list, not
-    -- an array parameter) are what the executor prunes partitions by when it starts the plan.
     -- The lease carries the job's slot (lease mod 4, docs/architecture.md#leases-carry-the-slot):
     -- pgq.complete reads that slot first.
     RETURN QUERY
@@ -4164,7 +4160,6 @@ BEGIN
                deadline_at = v_now + coalesce(j.timeout, c.run_timeout)
           FROM pgq.entrypoints c
          WHERE j.id = ANY (v_ids)
-           AND (j.slot = v_slots[1] OR j.slot = v_slots[2] OR j.slot = v_slots[3] OR j.slot = v_slots[4])
            AND j.status = c_queued AND j.slot <> 4
            AND c.entrypoint = j.entrypoint
         RETURNING j.id, j.lease, j.entrypoint, j.payload, j.headers, j.priority, j.attempt,
